@@ -1,0 +1,182 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults for the zero values of [Config].
+const (
+	// DefaultExpiresAfter is above SQS's longest message retention (14 days):
+	// a record must outlive every delivery of its message. Err long: a stale
+	// record costs storage, a missing one costs a second generation.
+	DefaultExpiresAfter = 15 * 24 * time.Hour
+
+	// DefaultLease is the lease taken when the context has no deadline. Inside
+	// Lambda the lease ends at the invocation's deadline instead.
+	DefaultLease = 15 * time.Minute
+)
+
+// Digest names the hash applied to key material and validated payloads.
+type Digest int
+
+const (
+	// SHA256 is the default digest.
+	SHA256 Digest = iota
+	// MD5 is Powertools for AWS Lambda's digest, for sharing records with it.
+	// Use it only for that: md5 is not collision resistant.
+	MD5
+)
+
+// Config configures a [Guard]. The zero value of every optional field is a
+// documented default; [New] validates the whole once.
+type Config struct {
+	// Store persists the records. Required.
+	Store Store
+
+	// Namespace prefixes every record id ("{Namespace}#{digest}"). Required.
+	// Use a fixed string set by the deployment, not a generated function
+	// name, so that a redeploy or a rename does not reset every key.
+	Namespace string
+
+	// ExpiresAfter is how long a record counts after it is written or
+	// completed (the table's TTL). Default [DefaultExpiresAfter].
+	ExpiresAfter time.Duration
+
+	// MinExpiry is the shortest safe ExpiresAfter: the longest a message can
+	// live in the queue, as computed by [QueueWindow]. New refuses an
+	// ExpiresAfter below it. Zero disables the check.
+	MinExpiry time.Duration
+
+	// Lease is how long a claim is held when the context has no deadline.
+	// With a deadline (as inside Lambda) the lease ends at the deadline.
+	// Default [DefaultLease].
+	Lease time.Duration
+
+	// Validate, if set, selects the part of a message that must be the same
+	// whenever its key is reused (see [Wrap]). A key reused with a different
+	// payload fails with [ErrPayloadMismatch]. Nil turns validation off.
+	Validate KeyFunc
+
+	// CacheSize is the number of completed records kept in process, served
+	// without a store round trip until they expire. Zero turns the cache off.
+	CacheSize int
+
+	// Digest hashes key material and payloads. Default [SHA256].
+	Digest Digest
+
+	// CompleteAttempts bounds the tries of a Complete that fails with a store
+	// error other than [ErrLeaseLost]; tries also stop at the context's
+	// deadline. Default 3.
+	CompleteAttempts int
+
+	// Now is the clock. Default [time.Now].
+	Now func() time.Time
+
+	// Logger receives one line per outcome. Default [slog.Default].
+	Logger *slog.Logger
+
+	// OnOutcome, if set, is called once per outcome, after the log line
+	// (for metrics). It must be safe for concurrent use.
+	OnOutcome func(context.Context, Event)
+}
+
+// Outcome names what the guard did with one call.
+type Outcome string
+
+// The outcomes of a call. Each is logged once, and passed to Config.OnOutcome.
+const (
+	// OutcomeClaimed: the key was free, the operation ran and its result was stored.
+	OutcomeClaimed Outcome = "claimed"
+	// OutcomeTakenOver: an expired record or a lapsed lease was taken over,
+	// the operation ran and its result was stored.
+	OutcomeTakenOver Outcome = "taken_over"
+	// OutcomeReplayed: the key was completed; the stored result was returned
+	// without running the operation (from the store, the cache, or a call of
+	// the same key running at the same time in this process).
+	OutcomeReplayed Outcome = "replayed"
+	// OutcomeInProgress: another worker holds a live lease; nothing ran.
+	OutcomeInProgress Outcome = "in_progress"
+	// OutcomeMismatch: the key was reused with another payload; nothing ran.
+	OutcomeMismatch Outcome = "mismatch"
+	// OutcomeReleased: the operation failed or panicked and the claim was
+	// released, so that a later delivery can run it again.
+	OutcomeReleased Outcome = "released"
+	// OutcomeFailed: a store or key error; the call fails and is retried.
+	OutcomeFailed Outcome = "failed"
+)
+
+// Event describes one outcome.
+type Event struct {
+	Outcome   Outcome
+	Key       string        // the record id; empty when no key could be made
+	MessageID string        // the SQS message id, when called through Wrap
+	Source    string        // for OutcomeReplayed: "store", "cache" or "shared"
+	Ran       bool          // whether the operation was run by this call
+	Duration  time.Duration // from the call's start to its outcome
+	Err       error         // the error returned to the caller, if any
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("idempotency: Config.Store is required"))
+	}
+	if c.Namespace == "" {
+		errs = append(errs, errors.New("idempotency: Config.Namespace is required"))
+	}
+	if c.ExpiresAfter < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.ExpiresAfter %v is negative", c.ExpiresAfter))
+	}
+	if c.ExpiresAfter == 0 {
+		c.ExpiresAfter = DefaultExpiresAfter
+	}
+	if c.ExpiresAfter < c.MinExpiry {
+		errs = append(errs, fmt.Errorf("idempotency: Config.ExpiresAfter %v is shorter than the queue's window %v: "+
+			"a late redelivery would find no record and run the operation again", c.ExpiresAfter, c.MinExpiry))
+	}
+	if c.Lease < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is negative", c.Lease))
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.Lease > c.ExpiresAfter {
+		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is longer than Config.ExpiresAfter %v", c.Lease, c.ExpiresAfter))
+	}
+	if c.CacheSize < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.CacheSize %d is negative", c.CacheSize))
+	}
+	if c.Digest != SHA256 && c.Digest != MD5 {
+		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Digest %d", c.Digest))
+	}
+	if c.CompleteAttempts < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.CompleteAttempts %d is negative", c.CompleteAttempts))
+	}
+	if c.CompleteAttempts == 0 {
+		c.CompleteAttempts = 3
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return errors.Join(errs...)
+}
+
+// QueueWindow is the longest an SQS message can keep being delivered: its
+// retention, plus one visibility timeout for each receive it may get before
+// it moves to the dead-letter queue. An idempotency record must live at least
+// this long; set [Config.MinExpiry] to it and [Config.ExpiresAfter] above it.
+//
+// QueueWindow(4*24*time.Hour, 5, 18*time.Minute) is 4 days and 90 minutes.
+func QueueWindow(retention time.Duration, maxReceiveCount int, visibilityTimeout time.Duration) time.Duration {
+	if maxReceiveCount < 0 {
+		maxReceiveCount = 0
+	}
+	return retention + time.Duration(maxReceiveCount)*visibilityTimeout
+}

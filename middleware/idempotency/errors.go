@@ -1,0 +1,82 @@
+package idempotency
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Callers branch on them with [errors.Is].
+var (
+	// ErrInProgress reports that another worker holds a live lease on the
+	// key. The delivery must not be acknowledged: the batch decorator reports
+	// it as a batch item failure, and SQS delivers it again later.
+	ErrInProgress = errors.New("idempotency: operation already in progress for this key")
+
+	// ErrPayloadMismatch reports that the key was reused with a different
+	// payload than the one it was first claimed with. The stored result is
+	// not returned; retrying does not help.
+	ErrPayloadMismatch = errors.New("idempotency: key reused with a different payload")
+
+	// ErrLeaseLost reports that a fenced write (Complete, Release) found the
+	// record owned by someone else, or gone.
+	ErrLeaseLost = errors.New("idempotency: lease lost")
+
+	// ErrNoKey reports that no idempotency key could be found. The operation
+	// is never run without one.
+	ErrNoKey = errors.New("idempotency: no idempotency key")
+
+	// ErrAttachUnsupported is returned by stores that cannot commit attached
+	// writes together with a completion.
+	ErrAttachUnsupported = errors.New("idempotency: store cannot commit attached writes")
+
+	// ErrNotClaimed is returned by [Attach] outside an operation run by the
+	// guard.
+	ErrNotClaimed = errors.New("idempotency: not inside a claimed operation")
+)
+
+// StoreError reports a failed store operation. The record's operation was not
+// run (for Acquire), or its outcome could not be recorded (for Complete).
+type StoreError struct {
+	Op  string // "acquire", "complete" or "release"
+	Key string // the record's id
+	Err error
+}
+
+func (e *StoreError) Error() string {
+	return fmt.Sprintf("idempotency: store %s %s: %v", e.Op, e.Key, e.Err)
+}
+
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// KeyError reports that the idempotency key could not be taken from a message.
+type KeyError struct {
+	MessageID string // the SQS message, when known
+	Source    string // where the key was looked for, e.g. `body field "idempotency_key"`
+	Err       error  // wraps ErrNoKey for a missing key, or the parse error
+}
+
+func (e *KeyError) Error() string {
+	if e.MessageID != "" {
+		return fmt.Sprintf("idempotency: key from %s of message %s: %v", e.Source, e.MessageID, e.Err)
+	}
+	return fmt.Sprintf("idempotency: key from %s: %v", e.Source, e.Err)
+}
+
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// PanicError is returned in place of a panic in the wrapped operation. The
+// claim is released, as for any failed operation.
+type PanicError struct {
+	Value any    // the value passed to panic
+	Stack []byte // the panicking goroutine's stack
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("idempotency: operation panicked: %v", e.Value)
+}
+
+// Unwrap returns the panic value if it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}

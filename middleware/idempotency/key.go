@@ -1,0 +1,151 @@
+package idempotency
+
+import (
+	"bytes"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/gowebpki/jcs"
+)
+
+// KeyFunc returns the key material of a message: the bytes that identify the
+// work it asks for. The material is hashed into the record id, so it must be
+// the same for every delivery and every re-send of one request, and must
+// never be the broker's message id. A KeyFunc returns an error wrapping
+// [ErrNoKey] when the message carries no key.
+type KeyFunc func(events.SQSMessage) ([]byte, error)
+
+// BodyField returns a KeyFunc that takes the key from one top-level field of
+// a JSON message body, such as "idempotency_key". The field's value is the
+// material, as canonical JSON (RFC 8785), so "abc" and 123 are keys while
+// null, "" and an absent field are not.
+func BodyField(name string) KeyFunc {
+	source := fmt.Sprintf("body field %q", name)
+	return func(m events.SQSMessage) ([]byte, error) {
+		fields, err := bodyObject(m, source)
+		if err != nil {
+			return nil, err
+		}
+		raw, ok := fields[name]
+		if !ok || isNull(raw) || bytes.Equal(bytes.TrimSpace(raw), []byte(`""`)) {
+			return nil, &KeyError{MessageID: m.MessageId, Source: source, Err: ErrNoKey}
+		}
+		return canonical(m, source, raw)
+	}
+}
+
+// BodyFields returns a KeyFunc whose material is the canonical JSON (RFC
+// 8785) object of the named top-level fields of a JSON message body: a
+// canonical subset of the fields that define the work. Field order,
+// whitespace and number spelling (0.7, 0.70, 7e-1) do not change it; fields
+// not named (timestamps, request ids) are left out. Every named field must be
+// present and not null.
+func BodyFields(names ...string) KeyFunc {
+	source := fmt.Sprintf("body fields %s", strings.Join(names, ", "))
+	return func(m events.SQSMessage) ([]byte, error) {
+		if len(names) == 0 {
+			return nil, &KeyError{MessageID: m.MessageId, Source: source, Err: ErrNoKey}
+		}
+		fields, err := bodyObject(m, source)
+		if err != nil {
+			return nil, err
+		}
+		subset := make(map[string]json.RawMessage, len(names))
+		for _, name := range names {
+			raw, ok := fields[name]
+			if !ok || isNull(raw) {
+				return nil, &KeyError{MessageID: m.MessageId, Source: source,
+					Err: fmt.Errorf("%w: field %q is missing", ErrNoKey, name)}
+			}
+			subset[name] = raw
+		}
+		b, err := json.Marshal(subset)
+		if err != nil {
+			return nil, &KeyError{MessageID: m.MessageId, Source: source, Err: err}
+		}
+		return canonical(m, source, b)
+	}
+}
+
+// FirstOf returns a KeyFunc that tries each of fns in order and returns the
+// first key found. A function that finds no key (its error wraps [ErrNoKey])
+// passes to the next; any other error, such as a body that is not JSON, is
+// returned at once.
+func FirstOf(fns ...KeyFunc) KeyFunc {
+	return func(m events.SQSMessage) ([]byte, error) {
+		var errs []error
+		for _, fn := range fns {
+			k, err := fn(m)
+			if err == nil {
+				return k, nil
+			}
+			if !errors.Is(err, ErrNoKey) {
+				return nil, err
+			}
+			errs = append(errs, err)
+		}
+		if len(errs) == 0 {
+			return nil, &KeyError{MessageID: m.MessageId, Source: "no key functions", Err: ErrNoKey}
+		}
+		return nil, errors.Join(errs...)
+	}
+}
+
+// JSONKey returns the canonical JSON (RFC 8785) encoding of v, for use as key
+// material with [Do]: two values that encode to equal JSON give equal keys,
+// whatever their field order or number spelling.
+func JSONKey(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: key material: %w", err)
+	}
+	c, err := jcs.Transform(b)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: key material: %w", err)
+	}
+	return c, nil
+}
+
+func bodyObject(m events.SQSMessage, source string) (map[string]json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(m.Body), &fields); err != nil {
+		return nil, &KeyError{MessageID: m.MessageId, Source: source,
+			Err: fmt.Errorf("message body is not a JSON object: %w", err)}
+	}
+	if fields == nil { // the body was null
+		return nil, &KeyError{MessageID: m.MessageId, Source: source,
+			Err: fmt.Errorf("%w: message body is null", ErrNoKey)}
+	}
+	return fields, nil
+}
+
+func canonical(m events.SQSMessage, source string, raw []byte) ([]byte, error) {
+	c, err := jcs.Transform(raw)
+	if err != nil {
+		return nil, &KeyError{MessageID: m.MessageId, Source: source, Err: err}
+	}
+	return c, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	return bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// digest returns the hex digest of b.
+func (d Digest) sum(b []byte) string {
+	var h hash.Hash
+	if d == MD5 {
+		h = md5.New()
+	} else {
+		h = sha256.New()
+	}
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))
+}

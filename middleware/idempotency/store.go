@@ -1,0 +1,93 @@
+package idempotency
+
+import (
+	"context"
+	"time"
+)
+
+// Status is the state of an idempotency record. The values are the strings
+// Powertools for AWS Lambda writes, so the two can share a table.
+type Status string
+
+// The two states a stored record can be in. An absent record is the third.
+const (
+	StatusInProgress Status = "INPROGRESS"
+	StatusCompleted  Status = "COMPLETED"
+)
+
+// Default attribute names of a stored record, as Powertools for AWS Lambda
+// documents them. Stores that persist records by attribute name use these
+// unless configured otherwise; infrastructure code enables the table's TTL on
+// [AttrExpiration].
+const (
+	AttrID           = "id"                     // S: the record's key, "{namespace}#{digest}"
+	AttrStatus       = "status"                 // S: INPROGRESS or COMPLETED
+	AttrExpiration   = "expiration"             // N: epoch seconds; the table's TTL attribute
+	AttrLeaseExpiry  = "in_progress_expiration" // N: epoch milliseconds; the lease's end
+	AttrData         = "data"                   // S: the stored result, JSON
+	AttrValidation   = "validation"             // S: digest of the validated payload
+	AttrOwner        = "lease_owner"            // S: sqsonce's lease owner token (fencing)
+	AttrDataEncoding = "data_encoding"          // S: sqsonce's flag for a compressed result
+	AttrDataOmitted  = "data_omitted"           // BOOL: sqsonce's flag for a result too large to store
+)
+
+// Record is one idempotency record: the claim on a key and, once the operation
+// completed, its result.
+type Record struct {
+	// Key is the record's id: "{namespace}#{hex digest of the key material}".
+	Key string
+	// Status is INPROGRESS while a worker holds the lease, COMPLETED after.
+	Status Status
+	// ExpiresAt is when the record stops counting (stored as epoch seconds,
+	// the table's TTL attribute). A record past it is treated as absent.
+	ExpiresAt time.Time
+	// LeaseUntil is when an INPROGRESS claim may be taken over by another
+	// worker (stored as epoch milliseconds).
+	LeaseUntil time.Time
+	// Data is the operation's result as JSON. It is nil while in progress, and
+	// may be nil on a completed record whose result could not be stored.
+	Data []byte
+	// Validation is the digest of the payload that must match on reuse of the
+	// key; empty when payload validation is off.
+	Validation string
+	// Owner is the lease owner token that fences Complete and Release. Records
+	// written by other libraries have none.
+	Owner string
+	// Attached holds what the operation attached to its completion with
+	// [Attach], in order. A store that can commit such writes atomically with
+	// the completion (for example in one DynamoDB transaction) does so; a
+	// store that cannot must fail Complete with [ErrAttachUnsupported] rather
+	// than drop them. Attached is only set on records passed to Complete.
+	Attached []any
+}
+
+// Store persists idempotency records. Implementations must be safe for
+// concurrent use, and each method must be a single atomic operation evaluated
+// by the store itself: never a read followed by a write. Run the conformance
+// suite in package storetest against every implementation.
+type Store interface {
+	// Acquire claims rec.Key by writing rec (status INPROGRESS, with its
+	// lease and owner) in one atomic conditional create. The create succeeds
+	// when no record exists for the key, or the existing record is past its
+	// ExpiresAt, or it is INPROGRESS with LeaseUntil before now. Then loaded
+	// is false and actual is the record the claim replaced (the zero Record
+	// when there was none), so the caller can tell a takeover.
+	//
+	// Otherwise Acquire writes nothing and returns the existing record with
+	// loaded true, like [sync.Map.LoadOrStore]. An error means nothing is
+	// known about the claim: the caller must not run the operation.
+	Acquire(ctx context.Context, rec Record, now time.Time) (actual Record, loaded bool, err error)
+
+	// Complete sets the record to COMPLETED with rec.Data and rec.ExpiresAt,
+	// only if it is still INPROGRESS and owned by rec.Owner. If it is not (the
+	// lease was taken over, or the record was deleted), Complete writes
+	// nothing and returns an error that wraps [ErrLeaseLost]. Writes in
+	// rec.Attached commit together with the completion or not at all.
+	Complete(ctx context.Context, rec Record) error
+
+	// Release deletes the record for key, only if it is owned by owner, so
+	// that a later delivery can run the operation again. A record owned by
+	// someone else, or no record at all, is left alone and Release returns an
+	// error that wraps [ErrLeaseLost].
+	Release(ctx context.Context, key, owner string) error
+}
