@@ -1,0 +1,449 @@
+package idempotency
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
+)
+
+// fencedWriteTimeout bounds a Complete or Release issued after the operation
+// returned, when the invocation's own context may already be cancelled.
+const fencedWriteTimeout = 5 * time.Second
+
+// Guard runs operations at most once per idempotency key. Create one with
+// [New] at start-up and share it: it is safe for concurrent use.
+type Guard struct {
+	cfg   Config
+	cache *lru.Cache[string, Record] // nil when Config.CacheSize is 0
+	group singleflight.Group
+}
+
+// New validates cfg, fills in its defaults and returns a Guard. It reports
+// every problem of the configuration at once.
+func New(cfg Config) (*Guard, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	g := &Guard{cfg: cfg}
+	if cfg.CacheSize > 0 {
+		c, err := lru.New[string, Record](cfg.CacheSize)
+		if err != nil {
+			return nil, fmt.Errorf("idempotency: cache: %w", err)
+		}
+		g.cache = c
+	}
+	return g, nil
+}
+
+// ID returns the record id for key material: "{namespace}#{hex digest}".
+func (g *Guard) ID(material []byte) string {
+	return g.cfg.Namespace + "#" + g.cfg.Digest.sum(material)
+}
+
+// Do runs fn at most once for the key material key, and returns its result;
+// later calls with the same key return the stored result without calling fn.
+// The result is stored as JSON, so T must survive a JSON round trip.
+//
+// Do returns an error wrapping [ErrInProgress] when another worker holds the
+// key, a [*StoreError] when the store fails (fn is then not run), a
+// [*PanicError] when fn panics, and fn's own error when it fails; after a
+// failure or a panic the claim is released so that a retry can run fn.
+// An empty key is an error wrapping [ErrNoKey].
+func Do[T any](ctx context.Context, g *Guard, key []byte, fn func(context.Context) (T, error)) (T, error) {
+	return do(ctx, g, call{key: key}, fn)
+}
+
+// DoPayload is [Do] with payload validation: the digest of payload is stored
+// with the record, and a later call with the same key and a different payload
+// fails with [ErrPayloadMismatch] instead of returning the other payload's
+// result.
+func DoPayload[T any](ctx context.Context, g *Guard, key, payload []byte, fn func(context.Context) (T, error)) (T, error) {
+	return do(ctx, g, call{key: key, payload: payload, validate: true}, fn)
+}
+
+// Wrap returns fn made idempotent per message: the key of each message is
+// taken with key and fn runs through [Do] (with payload validation when
+// [Config.Validate] is set). A message without a key fails with a
+// [*KeyError] and fn is not run. The returned function has the shape
+// [github.com/sqsonce/sqsonce/middleware/batch.SQS] takes.
+func Wrap[T any](g *Guard, key KeyFunc, fn func(context.Context, events.SQSMessage) (T, error)) func(context.Context, events.SQSMessage) (T, error) {
+	return func(ctx context.Context, m events.SQSMessage) (T, error) {
+		c := call{messageID: m.MessageId}
+		var err error
+		if c.key, err = key(m); err == nil && len(c.key) == 0 {
+			err = ErrNoKey
+		}
+		if err == nil && g.cfg.Validate != nil {
+			c.validate = true
+			if c.payload, err = g.cfg.Validate(m); err != nil {
+				err = fmt.Errorf("payload for validation: %w", err)
+			}
+		}
+		if err != nil {
+			var zero T
+			var ke *KeyError
+			if !errors.As(err, &ke) {
+				err = &KeyError{MessageID: m.MessageId, Source: "key function", Err: err}
+			}
+			g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: m.MessageId, Err: err})
+			return zero, err
+		}
+		return do(ctx, g, c, func(ctx context.Context) (T, error) { return fn(ctx, m) })
+	}
+}
+
+// Attach attaches w to the completion of the operation running in ctx: the
+// store commits w together with the record's completion, or neither (see
+// [Record.Attached]). What w may be depends on the store; package dynamostore
+// takes DynamoDB transaction items. Attach returns [ErrNotClaimed] when ctx is
+// not the context of an operation run by [Do] or [Wrap], or the operation has
+// returned.
+func Attach(ctx context.Context, w any) error {
+	a, _ := ctx.Value(attachKey{}).(*attachments)
+	if a == nil {
+		return ErrNotClaimed
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return ErrNotClaimed
+	}
+	a.items = append(a.items, w)
+	return nil
+}
+
+type attachKey struct{}
+
+type attachments struct {
+	mu     sync.Mutex
+	closed bool
+	items  []any
+}
+
+func (a *attachments) close() []any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	return a.items
+}
+
+// call is one request to run an operation.
+type call struct {
+	key       []byte
+	payload   []byte
+	validate  bool
+	messageID string
+}
+
+// outcome is what one run produced: the result (val when the operation ran
+// in this call, data as stored) and the event to report.
+type outcome struct {
+	val  any
+	data []byte
+	ev   Event
+}
+
+func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	start := g.cfg.Now()
+	if len(c.key) == 0 {
+		err := &KeyError{MessageID: c.messageID, Source: "Do", Err: ErrNoKey}
+		g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: c.messageID, Err: err})
+		return zero, err
+	}
+	id := g.ID(c.key)
+	var validation string
+	if c.validate {
+		validation = g.cfg.Digest.sum(c.payload)
+	}
+	op := func(ctx context.Context) (any, error) { return fn(ctx) }
+
+	out := g.run(ctx, id, validation, c.messageID, op)
+	out.ev.Key, out.ev.MessageID = id, c.messageID
+	out.ev.Duration = g.cfg.Now().Sub(start)
+	g.report(ctx, out.ev)
+	if out.ev.Err != nil {
+		return zero, out.ev.Err
+	}
+	if v, ok := out.val.(T); ok && out.ev.Ran {
+		return v, nil
+	}
+	var v T
+	if len(out.data) == 0 { // completed without a stored result
+		return v, nil
+	}
+	if err := json.Unmarshal(out.data, &v); err != nil {
+		return zero, fmt.Errorf("idempotency: decode stored result of %s into %T: %w", id, v, err)
+	}
+	return v, nil
+}
+
+// run serves a call from the cache, or shares the run of a call of the same
+// key and payload already under way in this process, or claims and runs.
+func (g *Guard) run(ctx context.Context, id, validation, messageID string, op func(context.Context) (any, error)) outcome {
+	if out, ok := g.fromCache(id, validation); ok {
+		return out
+	}
+	leader := false
+	ch := g.group.DoChan(id+"\x00"+validation, func() (any, error) {
+		leader = true
+		return g.claimAndRun(ctx, id, validation, op), nil
+	})
+	select {
+	case r := <-ch:
+		out := r.Val.(outcome)
+		if leader {
+			return out
+		}
+		// A waiter shares the leader's outcome but ran nothing itself.
+		shared := outcome{data: out.data, ev: Event{Outcome: out.ev.Outcome, Source: "shared", Err: out.ev.Err}}
+		if out.ev.Err == nil {
+			shared.ev.Outcome = OutcomeReplayed
+		}
+		return shared
+	case <-ctx.Done():
+		err := fmt.Errorf("idempotency: waiting for a call of the same key in this process: %w", context.Cause(ctx))
+		return outcome{ev: Event{Outcome: OutcomeFailed, Err: err}}
+	}
+}
+
+func (g *Guard) fromCache(id, validation string) (outcome, bool) {
+	if g.cache == nil {
+		return outcome{}, false
+	}
+	rec, ok := g.cache.Get(id)
+	if !ok {
+		return outcome{}, false
+	}
+	if !rec.ExpiresAt.After(g.cfg.Now()) {
+		g.cache.Remove(id)
+		return outcome{}, false
+	}
+	if mismatch(rec, validation) {
+		return outcome{ev: Event{Outcome: OutcomeMismatch, Source: "cache", Err: ErrPayloadMismatch}}, true
+	}
+	return outcome{data: rec.Data, ev: Event{Outcome: OutcomeReplayed, Source: "cache"}}, true
+}
+
+func (g *Guard) remember(rec Record) {
+	if g.cache != nil {
+		rec.Attached = nil
+		g.cache.Add(rec.Key, rec)
+	}
+}
+
+func mismatch(stored Record, validation string) bool {
+	return validation != "" && stored.Validation != "" && stored.Validation != validation
+}
+
+// claimAndRun is the state machine of DESIGN.md: claim with one conditional
+// write, run, complete fenced by the lease owner token.
+func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(context.Context) (any, error)) (out outcome) {
+	defer func() {
+		// A panicking Store must not take the process down with it: DoChan
+		// runs this on its own goroutine.
+		if v := recover(); v != nil {
+			out = outcome{ev: Event{Outcome: OutcomeFailed, Err: &StoreError{Op: "run", Key: id, Err: &PanicError{Value: v, Stack: debug.Stack()}}}}
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return outcome{ev: Event{Outcome: OutcomeFailed, Err: fmt.Errorf("idempotency: not claimed: %w", context.Cause(ctx))}}
+	}
+	now := g.cfg.Now()
+	rec := g.claim(ctx, id, validation, now)
+	prev, loaded, err := g.cfg.Store.Acquire(ctx, rec, now)
+	if err != nil {
+		return outcome{ev: Event{Outcome: OutcomeFailed, Err: storeError("acquire", id, err)}}
+	}
+	if loaded {
+		return g.existing(prev, validation, false)
+	}
+	result := OutcomeClaimed
+	if prev.Key != "" {
+		result = OutcomeTakenOver
+	}
+
+	att := &attachments{}
+	val, err := callOp(context.WithValue(ctx, attachKey{}, att), op)
+	attached := att.close()
+	if err != nil {
+		ev := Event{Outcome: OutcomeReleased, Ran: true, Err: err}
+		if rerr := g.release(ctx, id, rec.Owner); rerr != nil {
+			ev.Outcome, ev.Err = OutcomeFailed, errors.Join(err, rerr)
+		}
+		return outcome{ev: ev}
+	}
+
+	data, encErr := json.Marshal(val)
+	if encErr != nil {
+		// The operation ran; never run it again for want of a result. The
+		// record completes without one and this delivery fails.
+		data = nil
+		encErr = fmt.Errorf("idempotency: encode result of %s: %w", id, encErr)
+	}
+	rec.Status, rec.Data, rec.Attached = StatusCompleted, data, attached
+	rec.ExpiresAt = g.cfg.Now().Add(g.cfg.ExpiresAfter)
+	err = g.complete(ctx, rec)
+	if errors.Is(err, ErrLeaseLost) {
+		return g.lost(ctx, rec, val, result, encErr)
+	}
+	if err != nil {
+		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", id, err)}}
+	}
+	g.remember(rec)
+	return outcome{val: val, data: data, ev: Event{Outcome: result, Ran: true, Err: encErr}}
+}
+
+// lost handles a completion that found the lease taken over: the winner's
+// outcome stands if it completed; if the record is free again, this call's
+// result is recorded under a new claim.
+func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, encErr error) outcome {
+	now := g.cfg.Now()
+	rec := g.claim(ctx, done.Key, done.Validation, now)
+	prev, loaded, err := g.cfg.Store.Acquire(ctx, rec, now)
+	if err != nil {
+		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("acquire", done.Key, errors.Join(ErrLeaseLost, err))}}
+	}
+	if loaded {
+		return g.existing(prev, done.Validation, true)
+	}
+	rec.Status, rec.Data, rec.Attached, rec.ExpiresAt = StatusCompleted, done.Data, done.Attached, done.ExpiresAt
+	if err := g.complete(ctx, rec); err != nil {
+		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", done.Key, err)}}
+	}
+	g.remember(rec)
+	return outcome{val: val, data: rec.Data, ev: Event{Outcome: result, Ran: true, Err: encErr}}
+}
+
+// existing is the outcome of finding a record that blocked the claim.
+func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
+	if mismatch(prev, validation) {
+		return outcome{ev: Event{Outcome: OutcomeMismatch, Ran: ran, Err: ErrPayloadMismatch}}
+	}
+	switch prev.Status {
+	case StatusCompleted:
+		g.remember(prev)
+		return outcome{data: prev.Data, ev: Event{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
+	case StatusInProgress:
+		return outcome{ev: Event{Outcome: OutcomeInProgress, Ran: ran, Err: ErrInProgress}}
+	default:
+		err := storeError("acquire", prev.Key, fmt.Errorf("record has unknown status %q", prev.Status))
+		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: ran, Err: err}}
+	}
+}
+
+// claim is a new INPROGRESS record with a fresh owner token. The lease ends
+// at the context's deadline (the Lambda invocation's), else after
+// Config.Lease.
+func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time) Record {
+	lease := now.Add(g.cfg.Lease)
+	if d, ok := ctx.Deadline(); ok && d.After(now) {
+		lease = d
+	}
+	return Record{
+		Key:        id,
+		Status:     StatusInProgress,
+		ExpiresAt:  now.Add(g.cfg.ExpiresAfter),
+		LeaseUntil: lease,
+		Validation: validation,
+		Owner:      rand.Text(),
+	}
+}
+
+// complete stores the completion, retrying errors other than a lost lease
+// with backoff while the attempts and the context's deadline allow. The first
+// attempt is made even when ctx is already cancelled: the work is done.
+func (g *Guard) complete(ctx context.Context, rec Record) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fencedWriteTimeout)
+	defer cancel()
+	backoff := 20 * time.Millisecond
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = g.cfg.Store.Complete(wctx, rec)
+		if err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrAttachUnsupported) ||
+			attempt >= g.cfg.CompleteAttempts {
+			return err
+		}
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < backoff {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		backoff *= 2
+	}
+}
+
+func (g *Guard) release(ctx context.Context, id, owner string) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fencedWriteTimeout)
+	defer cancel()
+	if err := g.cfg.Store.Release(wctx, id, owner); err != nil {
+		return storeError("release", id, err)
+	}
+	return nil
+}
+
+// callOp runs op, turning a panic into a *PanicError.
+func callOp(ctx context.Context, op func(context.Context) (any, error)) (val any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return op(ctx)
+}
+
+func storeError(op, id string, err error) error {
+	var se *StoreError
+	if errors.As(err, &se) {
+		return err
+	}
+	return &StoreError{Op: op, Key: id, Err: err}
+}
+
+// report logs ev and passes it to Config.OnOutcome.
+func (g *Guard) report(ctx context.Context, ev Event) {
+	level := slog.LevelInfo
+	switch ev.Outcome {
+	case OutcomeInProgress, OutcomeMismatch, OutcomeReleased:
+		level = slog.LevelWarn
+	case OutcomeFailed:
+		level = slog.LevelError
+	}
+	if ev.Err != nil && level < slog.LevelWarn {
+		level = slog.LevelWarn
+	}
+	if l := g.cfg.Logger; l.Enabled(ctx, level) {
+		attrs := []slog.Attr{
+			slog.String("outcome", string(ev.Outcome)),
+			slog.String("key", ev.Key),
+			slog.String("message_id", ev.MessageID),
+			slog.Bool("ran", ev.Ran),
+			slog.Duration("duration", ev.Duration),
+		}
+		if ev.Source != "" {
+			attrs = append(attrs, slog.String("source", ev.Source))
+		}
+		if ev.Err != nil {
+			attrs = append(attrs, slog.String("error", ev.Err.Error()))
+		}
+		l.LogAttrs(ctx, level, "idempotency", attrs...)
+	}
+	if g.cfg.OnOutcome != nil {
+		g.cfg.OnOutcome(ctx, ev)
+	}
+}

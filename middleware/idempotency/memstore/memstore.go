@@ -1,0 +1,134 @@
+// Package memstore is an in-memory [idempotency.Store]: the default for local
+// runs and the store of unit tests. It has the same semantics as the
+// DynamoDB store and passes the same conformance suite, but its records live
+// only as long as the process, so it protects against duplicates within one
+// process only.
+//
+//	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "orders"})
+package memstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// Store is an in-memory idempotency.Store, safe for concurrent use. The zero
+// value is not usable; call [New].
+type Store struct {
+	mu      sync.Mutex
+	records map[string]idempotency.Record
+	writes  int // claims since the last sweep of expired records
+}
+
+// sweepEvery is how many claims pass between sweeps of expired records, so
+// that a long-running process does not keep every key it ever saw.
+const sweepEvery = 1024
+
+var _ idempotency.Store = (*Store)(nil)
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{records: make(map[string]idempotency.Record)}
+}
+
+// Acquire implements [idempotency.Store.Acquire].
+func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return idempotency.Record{}, false, err
+	}
+	if rec.Key == "" {
+		return idempotency.Record{}, false, fmt.Errorf("memstore: acquire: empty key")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[rec.Key]
+	if ok && old.ExpiresAt.After(now) &&
+		!(old.Status == idempotency.StatusInProgress && old.LeaseUntil.Before(now)) {
+		return clone(old), true, nil
+	}
+	rec = clone(rec)
+	rec.Attached = nil
+	s.records[rec.Key] = rec
+	if s.writes++; s.writes >= sweepEvery {
+		s.writes = 0
+		for k, r := range s.records {
+			if !r.ExpiresAt.After(now) {
+				delete(s.records, k)
+			}
+		}
+	}
+	return clone(old), false, nil
+}
+
+// Complete implements [idempotency.Store.Complete]. The memory store cannot
+// commit attached writes: a record with any fails with
+// [idempotency.ErrAttachUnsupported], and nothing is written.
+func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(rec.Attached) > 0 {
+		return fmt.Errorf("memstore: complete %s: %w", rec.Key, idempotency.ErrAttachUnsupported)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[rec.Key]
+	if !ok || old.Status != idempotency.StatusInProgress || old.Owner == "" || old.Owner != rec.Owner {
+		return fmt.Errorf("memstore: complete %s: %w", rec.Key, idempotency.ErrLeaseLost)
+	}
+	old.Status = idempotency.StatusCompleted
+	old.Data = bytes.Clone(rec.Data)
+	old.ExpiresAt = rec.ExpiresAt
+	s.records[rec.Key] = old
+	return nil
+}
+
+// Release implements [idempotency.Store.Release].
+func (s *Store) Release(ctx context.Context, key, owner string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[key]
+	if !ok || old.Owner == "" || old.Owner != owner {
+		return fmt.Errorf("memstore: release %s: %w", key, idempotency.ErrLeaseLost)
+	}
+	delete(s.records, key)
+	return nil
+}
+
+// Get returns the record stored for key, for tests and inspection.
+func (s *Store) Get(key string) (idempotency.Record, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.records[key]
+	return clone(rec), ok
+}
+
+// Put stores rec as it is, unconditionally, for tests that need a record in a
+// given state (for example one written by another library).
+func (s *Store) Put(rec idempotency.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec = clone(rec)
+	rec.Attached = nil
+	s.records[rec.Key] = rec
+}
+
+// Len returns the number of records held, expired ones included.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.records)
+}
+
+func clone(r idempotency.Record) idempotency.Record {
+	r.Data = bytes.Clone(r.Data)
+	return r
+}

@@ -1,0 +1,351 @@
+// Package storetest is the conformance suite every [idempotency.Store] must
+// pass, in the manner of testing/fstest: call [Run] from a test of the store.
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) idempotency.Store { return memstore.New() })
+//	}
+//
+// The suite checks the atomic conditional claim (a free key, a held key, a
+// lapsed lease, an expired record), the fenced completion and release (a
+// stale owner can neither complete nor delete), the stored result and
+// payload digest, that attached writes are never dropped silently, and that
+// of 200 goroutines racing to claim one key exactly one wins.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// Racers is the number of goroutines that race to claim one key.
+const Racers = 200
+
+// Run runs the conformance suite. newStore is called once per subtest; it
+// may return a shared store, since every subtest uses keys of its own.
+func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s idempotency.Store)
+	}{
+		{"AcquireFree", testAcquireFree},
+		{"AcquireHeld", testAcquireHeld},
+		{"TakeoverAfterLease", testTakeoverAfterLease},
+		{"TakeoverAfterExpiry", testTakeoverAfterExpiry},
+		{"CompletedReplay", testCompletedReplay},
+		{"CompletedOutlivesLease", testCompletedOutlivesLease},
+		{"StaleOwnerCannotComplete", testStaleComplete},
+		{"StaleOwnerCannotRelease", testStaleRelease},
+		{"CompleteOnlyOnce", testCompleteOnce},
+		{"ReleaseFreesKey", testReleaseFrees},
+		{"CompleteAfterRelease", testCompleteAfterRelease},
+		{"UnknownAttachmentNotDropped", testUnknownAttachment},
+		{"RaceOneWinner", testRace},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+// base is a clock reading with the precision the records keep (the lease in
+// milliseconds; the expiry is compared in seconds).
+func base() time.Time { return time.Now().Truncate(time.Second) }
+
+func key(t *testing.T) string {
+	return fmt.Sprintf("storetest#%s-%s", t.Name(), rand.Text())
+}
+
+func claim(k string, now time.Time, lease time.Duration) idempotency.Record {
+	return idempotency.Record{
+		Key:        k,
+		Status:     idempotency.StatusInProgress,
+		ExpiresAt:  now.Add(24 * time.Hour),
+		LeaseUntil: now.Add(lease),
+		Validation: "v-" + k,
+		Owner:      rand.Text(),
+	}
+}
+
+func mustAcquire(t *testing.T, s idempotency.Store, rec idempotency.Record, now time.Time) (idempotency.Record, bool) {
+	t.Helper()
+	got, loaded, err := s.Acquire(context.Background(), rec, now)
+	if err != nil {
+		t.Fatalf("Acquire(%s): %v", rec.Key, err)
+	}
+	return got, loaded
+}
+
+func mustComplete(t *testing.T, s idempotency.Store, rec idempotency.Record, data string) idempotency.Record {
+	t.Helper()
+	rec.Status = idempotency.StatusCompleted
+	rec.Data = []byte(data)
+	if err := s.Complete(context.Background(), rec); err != nil {
+		t.Fatalf("Complete(%s): %v", rec.Key, err)
+	}
+	return rec
+}
+
+// sameRecord compares the fields a store must keep, at their stored precision.
+func sameRecord(t *testing.T, what string, got, want idempotency.Record) {
+	t.Helper()
+	if got.Key != want.Key || got.Status != want.Status || got.Owner != want.Owner || got.Validation != want.Validation {
+		t.Errorf("%s: got key=%q status=%q owner=%q validation=%q, want key=%q status=%q owner=%q validation=%q",
+			what, got.Key, got.Status, got.Owner, got.Validation, want.Key, want.Status, want.Owner, want.Validation)
+	}
+	if got.ExpiresAt.Unix() != want.ExpiresAt.Unix() {
+		t.Errorf("%s: ExpiresAt = %v, want %v (epoch seconds)", what, got.ExpiresAt, want.ExpiresAt)
+	}
+	if want.Status == idempotency.StatusInProgress && got.LeaseUntil.UnixMilli() != want.LeaseUntil.UnixMilli() {
+		t.Errorf("%s: LeaseUntil = %v, want %v (epoch milliseconds)", what, got.LeaseUntil, want.LeaseUntil)
+	}
+	if !jsonEqual(got.Data, want.Data) {
+		t.Errorf("%s: Data = %s, want %s", what, got.Data, want.Data)
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+func testAcquireFree(t *testing.T, s idempotency.Store) {
+	now := base()
+	rec := claim(key(t), now, time.Minute)
+	prev, loaded := mustAcquire(t, s, rec, now)
+	if loaded {
+		t.Fatalf("Acquire of a free key: loaded = true (record %+v)", prev)
+	}
+	if prev.Key != "" {
+		t.Errorf("Acquire of a free key returned a replaced record %+v, want the zero Record", prev)
+	}
+}
+
+func testAcquireHeld(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	first := claim(k, now, time.Minute)
+	mustAcquire(t, s, first, now)
+	got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now.Add(time.Second))
+	if !loaded {
+		t.Fatal("second Acquire of a held key claimed it")
+	}
+	sameRecord(t, "held record", got, first)
+}
+
+func testTakeoverAfterLease(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	first := claim(k, now, time.Second)
+	mustAcquire(t, s, first, now)
+	later := now.Add(2 * time.Second)
+	second := claim(k, later, time.Minute)
+	prev, loaded := mustAcquire(t, s, second, later)
+	if loaded {
+		t.Fatal("Acquire after the lease passed did not take the record over")
+	}
+	if prev.Owner != first.Owner {
+		t.Errorf("takeover returned replaced owner %q, want %q", prev.Owner, first.Owner)
+	}
+	got, loaded := mustAcquire(t, s, claim(k, later, time.Minute), later)
+	if !loaded {
+		t.Fatal("third Acquire claimed a key just taken over")
+	}
+	sameRecord(t, "taken-over record", got, second)
+}
+
+func testTakeoverAfterExpiry(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	first := claim(k, now, time.Minute)
+	first.ExpiresAt = now.Add(time.Hour)
+	mustAcquire(t, s, first, now)
+	done := mustComplete(t, s, first, `{"n":1}`)
+	later := done.ExpiresAt.Add(time.Second)
+	prev, loaded := mustAcquire(t, s, claim(k, later, time.Minute), later)
+	if loaded {
+		t.Fatal("Acquire after the record expired did not claim it")
+	}
+	if prev.Status != idempotency.StatusCompleted {
+		t.Errorf("replaced record status = %q, want %q", prev.Status, idempotency.StatusCompleted)
+	}
+}
+
+func testCompletedReplay(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	first := claim(k, now, time.Minute)
+	mustAcquire(t, s, first, now)
+	done := mustComplete(t, s, first, `{"summary":"ok","tokens":[1,2,3]}`)
+	got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now.Add(time.Second))
+	if !loaded {
+		t.Fatal("Acquire of a completed key claimed it")
+	}
+	sameRecord(t, "completed record", got, done)
+}
+
+func testCompletedOutlivesLease(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	first := claim(k, now, time.Second)
+	mustAcquire(t, s, first, now)
+	mustComplete(t, s, first, `"done"`)
+	later := now.Add(time.Hour) // long after the lease, well before the expiry
+	got, loaded := mustAcquire(t, s, claim(k, later, time.Minute), later)
+	if !loaded || got.Status != idempotency.StatusCompleted {
+		t.Fatalf("a completed record was taken over once its lease had passed (loaded=%v, status=%q)", loaded, got.Status)
+	}
+}
+
+func testStaleComplete(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	stale := claim(k, now, time.Second)
+	mustAcquire(t, s, stale, now)
+	later := now.Add(2 * time.Second)
+	winner := claim(k, later, time.Minute)
+	mustAcquire(t, s, winner, later)
+
+	stale.Status, stale.Data = idempotency.StatusCompleted, []byte(`"stale"`)
+	err := s.Complete(context.Background(), stale)
+	if !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Complete by a stale owner: err = %v, want ErrLeaseLost", err)
+	}
+	got, _ := mustAcquire(t, s, claim(k, later, time.Minute), later)
+	sameRecord(t, "record after a stale Complete", got, winner)
+}
+
+func testStaleRelease(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	stale := claim(k, now, time.Second)
+	mustAcquire(t, s, stale, now)
+	later := now.Add(2 * time.Second)
+	winner := claim(k, later, time.Minute)
+	mustAcquire(t, s, winner, later)
+
+	if err := s.Release(context.Background(), k, stale.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Release by a stale owner: err = %v, want ErrLeaseLost", err)
+	}
+	got, loaded := mustAcquire(t, s, claim(k, later, time.Minute), later)
+	if !loaded {
+		t.Fatal("a stale owner's Release deleted the winner's record")
+	}
+	sameRecord(t, "record after a stale Release", got, winner)
+}
+
+func testCompleteOnce(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	rec := claim(k, now, time.Minute)
+	mustAcquire(t, s, rec, now)
+	done := mustComplete(t, s, rec, `1`)
+	again := done
+	again.Data = []byte(`2`)
+	if err := s.Complete(context.Background(), again); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("second Complete: err = %v, want ErrLeaseLost", err)
+	}
+	got, _ := mustAcquire(t, s, claim(k, now, time.Minute), now)
+	sameRecord(t, "record after a second Complete", got, done)
+}
+
+func testReleaseFrees(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	rec := claim(k, now, time.Minute)
+	mustAcquire(t, s, rec, now)
+	if err := s.Release(context.Background(), k, rec.Owner); err != nil {
+		t.Fatalf("Release by the owner: %v", err)
+	}
+	if _, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now); loaded {
+		t.Fatal("Acquire after Release found the record still there")
+	}
+}
+
+func testCompleteAfterRelease(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	rec := claim(k, now, time.Minute)
+	mustAcquire(t, s, rec, now)
+	if err := s.Release(context.Background(), k, rec.Owner); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`1`)
+	if err := s.Complete(context.Background(), rec); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Complete of a released record: err = %v, want ErrLeaseLost", err)
+	}
+	if err := s.Release(context.Background(), k, rec.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Release of a missing record: err = %v, want ErrLeaseLost", err)
+	}
+}
+
+type unknownWrite struct{}
+
+func testUnknownAttachment(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	rec := claim(k, now, time.Minute)
+	mustAcquire(t, s, rec, now)
+	done := rec
+	done.Status, done.Data, done.Attached = idempotency.StatusCompleted, []byte(`1`), []any{unknownWrite{}}
+	if err := s.Complete(context.Background(), done); err == nil {
+		t.Fatal("Complete with an attachment the store cannot commit succeeded: the write was dropped")
+	}
+	got, _ := mustAcquire(t, s, claim(k, now, time.Minute), now)
+	sameRecord(t, "record after a refused Complete", got, rec)
+}
+
+func testRace(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	var (
+		wins, loads atomic.Int32
+		errs        = make(chan error, Racers)
+		start       = make(chan struct{})
+		wg          sync.WaitGroup
+	)
+	for range Racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, loaded, err := s.Acquire(context.Background(), claim(k, now, time.Minute), now)
+			switch {
+			case err != nil:
+				errs <- err
+			case loaded:
+				loads.Add(1)
+			default:
+				wins.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("Acquire: %v", err)
+	}
+	if wins.Load() != 1 {
+		t.Fatalf("%d of %d racing Acquires won the key, want exactly 1 (loaded: %d)", wins.Load(), Racers, loads.Load())
+	}
+}
