@@ -1,0 +1,149 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+)
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	store := memstore.New()
+	tests := []struct {
+		name string
+		cfg  idempotency.Config
+		want string
+	}{
+		{"no store", idempotency.Config{Namespace: "n"}, "Store is required"},
+		{"no namespace", idempotency.Config{Store: store}, "Namespace is required"},
+		{"negative expiry", idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: -time.Second}, "negative"},
+		{"expiry below the queue window", idempotency.Config{Store: store, Namespace: "n",
+			ExpiresAfter: time.Hour, MinExpiry: idempotency.QueueWindow(4*24*time.Hour, 5, 18*time.Minute)}, "shorter than the queue's window"},
+		{"default expiry below a 14-day window", idempotency.Config{Store: store, Namespace: "n",
+			MinExpiry: idempotency.QueueWindow(14*24*time.Hour, 1000, time.Hour)}, "shorter than the queue's window"},
+		{"lease longer than expiry", idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: time.Minute, Lease: time.Hour}, "longer than"},
+		{"negative cache", idempotency.Config{Store: store, Namespace: "n", CacheSize: -1}, "CacheSize"},
+		{"unknown digest", idempotency.Config{Store: store, Namespace: "n", Digest: 7}, "Digest"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := idempotency.New(tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v, %v; want an error containing %q", g, err, tc.want)
+			}
+		})
+	}
+	if _, err := idempotency.New(idempotency.Config{Store: store, Namespace: "n",
+		MinExpiry: idempotency.QueueWindow(4*24*time.Hour, 5, 18*time.Minute)}); err != nil {
+		t.Errorf("default expiry over a 4-day queue: %v", err)
+	}
+}
+
+func TestQueueWindow(t *testing.T) {
+	if got, want := idempotency.QueueWindow(4*24*time.Hour, 5, 18*time.Minute), 4*24*time.Hour+90*time.Minute; got != want {
+		t.Errorf("QueueWindow = %v, want %v", got, want)
+	}
+	if got, want := idempotency.QueueWindow(time.Hour, -1, time.Minute), time.Hour; got != want {
+		t.Errorf("QueueWindow with a negative count = %v, want %v", got, want)
+	}
+}
+
+func TestCacheServesCompletedWithoutStore(t *testing.T) {
+	now := t0
+	f := newFixture(t, func(c *idempotency.Config) {
+		c.CacheSize = 16
+		c.ExpiresAfter = time.Hour
+		c.Now = func() time.Time { return now }
+	})
+	fn := func(context.Context) (int, error) { return int(f.calls.Add(1)), nil }
+	for i := range 3 {
+		got, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, fn)
+		if err != nil || got != 1 {
+			t.Fatalf("call %d: %d, %v; want 1", i, got, err)
+		}
+	}
+	if n := f.store.acquires.Load(); n != 1 {
+		t.Errorf("store Acquire called %d times over 3 calls with the cache on, want 1", n)
+	}
+	if ev := f.lastEvent(t); ev.Outcome != idempotency.OutcomeReplayed || ev.Source != "cache" {
+		t.Errorf("last event %+v, want replayed from the cache", ev)
+	}
+	now = now.Add(time.Hour) // the record expired: the cache must not serve it
+	if got, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, fn); err != nil || got != 2 {
+		t.Fatalf("after expiry: %d, %v; want a second run", got, err)
+	}
+	other := []byte(`"another key"`)
+	if _, err := idempotency.DoPayload(ctxWithDeadline(t), f.guard, other, []byte("payload 1"), fn); err != nil {
+		t.Fatal(err)
+	}
+	acquires := f.store.acquires.Load()
+	_, err := idempotency.DoPayload(ctxWithDeadline(t), f.guard, other, []byte("payload 2"), fn)
+	if !errors.Is(err, idempotency.ErrPayloadMismatch) {
+		t.Fatalf("cached key reused with another payload: %v, want ErrPayloadMismatch", err)
+	}
+	if ev := f.lastEvent(t); ev.Source != "cache" || f.store.acquires.Load() != acquires {
+		t.Errorf("mismatch event %+v after %d store calls, want it from the cache", ev, f.store.acquires.Load()-acquires)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	f := newFixture(t, func(c *idempotency.Config) {
+		c.Validate = idempotency.BodyFields("document_id", "version")
+	})
+	h := idempotency.Wrap(f.guard, idempotency.BodyField("idempotency_key"),
+		func(_ context.Context, m events.SQSMessage) (string, error) {
+			f.calls.Add(1)
+			return "summary of " + m.MessageId, nil
+		})
+	first := events.SQSMessage{MessageId: "a", Body: `{"idempotency_key":"k1","document_id":"4471","version":9}`}
+	resend := events.SQSMessage{MessageId: "b", Body: `{"version":9,"document_id":"4471","idempotency_key":"k1","sent_at":"later"}`}
+	reused := events.SQSMessage{MessageId: "c", Body: `{"idempotency_key":"k1","document_id":"4471","version":10}`}
+	noKey := events.SQSMessage{MessageId: "d", Body: `{"document_id":"4471","version":9}`}
+
+	ctx := ctxWithDeadline(t)
+	if got, err := h(ctx, first); err != nil || got != "summary of a" {
+		t.Fatalf("first delivery: %q, %v", got, err)
+	}
+	if got, err := h(ctx, resend); err != nil || got != "summary of a" {
+		t.Fatalf("producer re-send: %q, %v; want the stored result", got, err)
+	}
+	if ev := f.lastEvent(t); ev.MessageID != "b" || ev.Outcome != idempotency.OutcomeReplayed {
+		t.Errorf("re-send event %+v", ev)
+	}
+	if _, err := h(ctx, reused); !errors.Is(err, idempotency.ErrPayloadMismatch) {
+		t.Fatalf("key reused for other work: err = %v, want ErrPayloadMismatch", err)
+	}
+	_, err := h(ctx, noKey)
+	var ke *idempotency.KeyError
+	if !errors.Is(err, idempotency.ErrNoKey) || !errors.As(err, &ke) || ke.MessageID != "d" {
+		t.Fatalf("missing key: err = %v, want a *KeyError wrapping ErrNoKey for message d", err)
+	}
+	if n := f.calls.Load(); n != 1 {
+		t.Errorf("operation ran %d times, want 1", n)
+	}
+}
+
+func TestAttach(t *testing.T) {
+	if err := idempotency.Attach(context.Background(), "w"); !errors.Is(err, idempotency.ErrNotClaimed) {
+		t.Errorf("Attach outside an operation: %v, want ErrNotClaimed", err)
+	}
+	f := newFixture(t, nil)
+	var inner context.Context
+	_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(ctx context.Context) (int, error) {
+		inner = ctx
+		return 1, idempotency.Attach(ctx, "a write")
+	})
+	// The memory store cannot commit attached writes: it must refuse the
+	// completion rather than drop them.
+	if !errors.Is(err, idempotency.ErrAttachUnsupported) {
+		t.Fatalf("Do with an attachment on memstore: %v, want ErrAttachUnsupported", err)
+	}
+	if err := idempotency.Attach(inner, "late"); !errors.Is(err, idempotency.ErrNotClaimed) {
+		t.Errorf("Attach after the operation returned: %v, want ErrNotClaimed", err)
+	}
+}

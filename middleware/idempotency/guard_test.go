@@ -1,0 +1,424 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+)
+
+var (
+	t0       = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	deadline = t0.Add(3 * time.Minute)
+)
+
+// faultStore wraps memstore, counts calls and injects faults.
+type faultStore struct {
+	*memstore.Store
+	acquires, completes, releases atomic.Int32
+	acquireErr                    error
+	completeErr                   func(attempt int32) error // nil: no fault
+	beforeComplete                func()                    // runs before the real Complete
+}
+
+func (s *faultStore) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+	s.acquires.Add(1)
+	if s.acquireErr != nil {
+		return idempotency.Record{}, false, s.acquireErr
+	}
+	return s.Store.Acquire(ctx, rec, now)
+}
+
+func (s *faultStore) Complete(ctx context.Context, rec idempotency.Record) error {
+	n := s.completes.Add(1)
+	if s.beforeComplete != nil {
+		s.beforeComplete()
+	}
+	if s.completeErr != nil {
+		if err := s.completeErr(n); err != nil {
+			return err
+		}
+	}
+	return s.Store.Complete(ctx, rec)
+}
+
+func (s *faultStore) Release(ctx context.Context, key, owner string) error {
+	s.releases.Add(1)
+	return s.Store.Release(ctx, key, owner)
+}
+
+type result struct {
+	Summary string  `json:"summary"`
+	Tokens  int     `json:"tokens"`
+	Score   float64 `json:"score"`
+}
+
+type fixture struct {
+	store  *faultStore
+	guard  *idempotency.Guard
+	events []idempotency.Event
+	mu     sync.Mutex
+	calls  atomic.Int32
+}
+
+func newFixture(t *testing.T, mod func(*idempotency.Config)) *fixture {
+	t.Helper()
+	f := &fixture{store: &faultStore{Store: memstore.New()}}
+	cfg := idempotency.Config{
+		Store:     f.store,
+		Namespace: "test",
+		Now:       func() time.Time { return t0 },
+		Logger:    slog.New(slog.DiscardHandler),
+		OnOutcome: func(_ context.Context, ev idempotency.Event) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.events = append(f.events, ev)
+		},
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	g, err := idempotency.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.guard = g
+	return f
+}
+
+func (f *fixture) lastEvent(t *testing.T) idempotency.Event {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.events) == 0 {
+		t.Fatal("no outcome reported")
+	}
+	return f.events[len(f.events)-1]
+}
+
+func ctxWithDeadline(t *testing.T) context.Context {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var key = []byte(`"doc-4471-v9"`)
+
+func TestDoStateMachine(t *testing.T) {
+	ok := func(context.Context) (result, error) { return result{Summary: "fresh", Tokens: 7}, nil }
+	stored := result{Summary: "stored", Tokens: 3}
+	storedJSON := `{"summary":"stored","tokens":3,"score":0}`
+
+	tests := []struct {
+		name       string
+		seed       func(f *fixture, id string) // records present before the call
+		payload    string                      // non-empty: DoPayload with this payload
+		fn         func(context.Context) (result, error)
+		setup      func(f *fixture, id string)
+		want       result
+		wantErr    error // matched with errors.Is, or by type for *StoreError / *PanicError
+		wantRan    bool
+		outcome    idempotency.Outcome
+		wantStatus idempotency.Status // record status after the call; "" = absent
+		acquires   int32
+	}{
+		{
+			name: "no record: claim, run, complete", fn: ok,
+			want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeClaimed,
+			wantStatus: idempotency.StatusCompleted, acquires: 1,
+		},
+		{
+			name: "operation fails: released, error returned",
+			fn:   func(context.Context) (result, error) { return result{}, errors.New("model unavailable") },
+			wantErr: errors.New("model unavailable"), wantRan: true, outcome: idempotency.OutcomeReleased,
+			acquires: 1,
+		},
+		{
+			name:    "operation panics: released, PanicError",
+			fn:      func(context.Context) (result, error) { panic("boom") },
+			wantErr: &idempotency.PanicError{}, wantRan: true, outcome: idempotency.OutcomeReleased,
+			acquires: 1,
+		},
+		{
+			name: "completed, not expired: replayed without running",
+			seed: func(f *fixture, id string) {
+				f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON)})
+			},
+			fn: ok, want: stored, outcome: idempotency.OutcomeReplayed,
+			wantStatus: idempotency.StatusCompleted, acquires: 1,
+		},
+		{
+			name: "completed but expired: claimed and run again",
+			seed: func(f *fixture, id string) {
+				f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(-time.Second), Data: []byte(storedJSON)})
+			},
+			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeTakenOver,
+			wantStatus: idempotency.StatusCompleted, acquires: 1,
+		},
+		{
+			name: "in progress, lease alive: ErrInProgress, not run",
+			seed: func(f *fixture, id string) {
+				f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "other"})
+			},
+			fn: ok, wantErr: idempotency.ErrInProgress, outcome: idempotency.OutcomeInProgress,
+			wantStatus: idempotency.StatusInProgress, acquires: 1,
+		},
+		{
+			name: "in progress, lease passed: taken over and run",
+			seed: func(f *fixture, id string) {
+				f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(-time.Millisecond), Owner: "crashed"})
+			},
+			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeTakenOver,
+			wantStatus: idempotency.StatusCompleted, acquires: 1,
+		},
+		{
+			name: "payload differs from the stored one: mismatch, not run",
+			seed: func(f *fixture, id string) {
+				f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Validation: "another-payload-digest"})
+			},
+			payload: `{"document":"4471","version":10}`,
+			fn:      ok, wantErr: idempotency.ErrPayloadMismatch, outcome: idempotency.OutcomeMismatch,
+			wantStatus: idempotency.StatusCompleted, acquires: 1,
+		},
+		{
+			name:    "acquire fails: fail closed, not run",
+			setup:   func(f *fixture, _ string) { f.store.acquireErr = errors.New("ThrottlingException") },
+			fn:      ok,
+			wantErr: &idempotency.StoreError{}, outcome: idempotency.OutcomeFailed, acquires: 1,
+		},
+		{
+			name: "complete fails once: retried, result stored",
+			setup: func(f *fixture, _ string) {
+				f.store.completeErr = func(n int32) error {
+					if n == 1 {
+						return errors.New("InternalServerError")
+					}
+					return nil
+				}
+			},
+			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeClaimed,
+			wantStatus: idempotency.StatusCompleted, acquires: 1,
+		},
+		{
+			name: "complete keeps failing: StoreError, record stays in progress",
+			setup: func(f *fixture, _ string) {
+				f.store.completeErr = func(int32) error { return errors.New("InternalServerError") }
+			},
+			fn: ok, wantErr: &idempotency.StoreError{}, wantRan: true, outcome: idempotency.OutcomeFailed,
+			wantStatus: idempotency.StatusInProgress, acquires: 1,
+		},
+		{
+			name: "lease lost to a winner that completed: the winner's result",
+			setup: func(f *fixture, id string) {
+				f.store.beforeComplete = func() {
+					if f.store.completes.Load() == 1 {
+						f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Owner: "winner"})
+					}
+				}
+			},
+			fn: ok, want: stored, wantRan: true, outcome: idempotency.OutcomeReplayed,
+			wantStatus: idempotency.StatusCompleted, acquires: 2,
+		},
+		{
+			name: "lease lost to a winner still running: ErrInProgress",
+			setup: func(f *fixture, id string) {
+				f.store.beforeComplete = func() {
+					f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "winner"})
+				}
+			},
+			fn: ok, wantErr: idempotency.ErrInProgress, wantRan: true, outcome: idempotency.OutcomeInProgress,
+			wantStatus: idempotency.StatusInProgress, acquires: 2,
+		},
+		{
+			name: "lease lost, record gone: reclaimed and completed with this result",
+			setup: func(f *fixture, id string) {
+				f.store.beforeComplete = func() {
+					if f.store.completes.Load() == 1 {
+						if rec, ok := f.store.Get(id); ok {
+							_ = f.store.Store.Release(context.Background(), id, rec.Owner)
+						}
+					}
+				}
+			},
+			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeClaimed,
+			wantStatus: idempotency.StatusCompleted, acquires: 2,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			id := f.guard.ID(key)
+			if tc.seed != nil {
+				tc.seed(f, id)
+			}
+			if tc.setup != nil {
+				tc.setup(f, id)
+			}
+			fn := func(ctx context.Context) (result, error) {
+				f.calls.Add(1)
+				return tc.fn(ctx)
+			}
+			var got result
+			var err error
+			if tc.payload != "" {
+				got, err = idempotency.DoPayload(ctxWithDeadline(t), f.guard, key, []byte(tc.payload), fn)
+			} else {
+				got, err = idempotency.Do(ctxWithDeadline(t), f.guard, key, fn)
+			}
+			checkErr(t, err, tc.wantErr)
+			if got != tc.want {
+				t.Errorf("result = %+v, want %+v", got, tc.want)
+			}
+			if ran := f.calls.Load() == 1; ran != tc.wantRan {
+				t.Errorf("operation ran %d times, want ran=%v", f.calls.Load(), tc.wantRan)
+			}
+			ev := f.lastEvent(t)
+			if ev.Outcome != tc.outcome || ev.Ran != tc.wantRan || ev.Key != id {
+				t.Errorf("event = %+v, want outcome %q ran=%v key %q", ev, tc.outcome, tc.wantRan, id)
+			}
+			rec, exists := f.store.Get(id)
+			if status := map[bool]idempotency.Status{true: rec.Status}[exists]; status != tc.wantStatus {
+				t.Errorf("record status after the call = %q, want %q", status, tc.wantStatus)
+			}
+			if n := f.store.acquires.Load(); n != tc.acquires {
+				t.Errorf("Acquire called %d times, want %d", n, tc.acquires)
+			}
+		})
+	}
+}
+
+func checkErr(t *testing.T, err, want error) {
+	t.Helper()
+	switch w := want.(type) {
+	case nil:
+		if err != nil {
+			t.Fatalf("err = %v, want nil", err)
+		}
+	case *idempotency.StoreError:
+		if !errors.As(err, &w) {
+			t.Fatalf("err = %v (%T), want a *StoreError", err, err)
+		}
+	case *idempotency.PanicError:
+		if !errors.As(err, &w) || w.Value != "boom" || len(w.Stack) == 0 {
+			t.Fatalf("err = %v (%T), want a *PanicError with value and stack", err, err)
+		}
+	default:
+		if !errors.Is(err, want) && (err == nil || err.Error() != want.Error()) {
+			t.Fatalf("err = %v, want %v", err, want)
+		}
+	}
+}
+
+func TestLeaseEndsAtDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  func(t *testing.T) context.Context
+		want time.Time
+	}{
+		{"context deadline", ctxWithDeadline, deadline},
+		{"no deadline: Config.Lease", func(*testing.T) context.Context { return context.Background() }, t0.Add(idempotency.DefaultLease)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			id := f.guard.ID(key)
+			var during idempotency.Record
+			_, err := idempotency.Do(tc.ctx(t), f.guard, key, func(context.Context) (int, error) {
+				during, _ = f.store.Get(id)
+				return 1, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if during.Status != idempotency.StatusInProgress || !during.LeaseUntil.Equal(tc.want) || during.Owner == "" {
+				t.Errorf("record while running = %+v, want INPROGRESS with an owner and lease until %v", during, tc.want)
+			}
+			if want := t0.Add(idempotency.DefaultExpiresAfter); !during.ExpiresAt.Equal(want) {
+				t.Errorf("ExpiresAt = %v, want %v", during.ExpiresAt, want)
+			}
+		})
+	}
+}
+
+func TestFailedOperationCanRunAgain(t *testing.T) {
+	f := newFixture(t, nil)
+	fail := true
+	fn := func(context.Context) (string, error) {
+		f.calls.Add(1)
+		if fail {
+			return "", errors.New("transient")
+		}
+		return "ok", nil
+	}
+	if _, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, fn); err == nil {
+		t.Fatal("want the operation's error")
+	}
+	fail = false
+	got, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, fn)
+	if err != nil || got != "ok" || f.calls.Load() != 2 {
+		t.Fatalf("retry after a failure: got %q, %v after %d calls; want ok after 2", got, err, f.calls.Load())
+	}
+}
+
+func TestSameKeyAtOnceRunsOnce(t *testing.T) {
+	f := newFixture(t, nil)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	fn := func(context.Context) (string, error) {
+		if f.calls.Add(1) == 1 {
+			close(started)
+		}
+		<-release
+		return "one", nil
+	}
+	const callers = 8
+	var wg sync.WaitGroup
+	results := make([]string, callers)
+	errs := make([]error, callers)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		results[0], errs[0] = idempotency.Do(ctxWithDeadline(t), f.guard, key, fn)
+	}()
+	<-started
+	for i := 1; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = idempotency.Do(ctxWithDeadline(t), f.guard, key, fn)
+		}()
+	}
+	// Let the waiters join the running call before it returns.
+	for blockedInRun() < callers {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	for i := range callers {
+		if errs[i] != nil || results[i] != "one" {
+			t.Errorf("caller %d: %q, %v", i, results[i], errs[i])
+		}
+	}
+	if n := f.calls.Load(); n != 1 {
+		t.Errorf("operation ran %d times, want 1", n)
+	}
+	if n := f.store.acquires.Load(); n != 1 {
+		t.Errorf("store Acquire called %d times, want 1 (waiters share the outcome)", n)
+	}
+}
+
+// blockedInRun counts the goroutines waiting inside the guard for a call
+// to finish (the caller running it and those sharing it), read from a dump
+// of all goroutines' stacks.
+func blockedInRun() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "idempotency.(*Guard).run(")
+}

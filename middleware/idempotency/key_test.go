@@ -1,0 +1,155 @@
+package idempotency_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+func msg(body string) events.SQSMessage {
+	return events.SQSMessage{MessageId: "m-1", Body: body}
+}
+
+func TestKeyCanonicalisation(t *testing.T) {
+	g := newFixture(t, nil).guard
+	subset := idempotency.BodyFields("document_id", "version", "model", "parameters")
+	bodies := []string{
+		`{"document_id":"4471","version":9,"model":"m","parameters":{"temperature":0.7,"max_tokens":256}}`,
+		`{"version":9,"document_id":"4471","parameters":{"max_tokens":256,"temperature":0.70},"model":"m"}`,
+		"{ \"model\" : \"m\",\n \"document_id\": \"4471\", \"version\": 9.0,\n \"parameters\": { \"temperature\": 7e-1, \"max_tokens\": 2.56e2 } }",
+		`{"document_id":"4471","version":9,"model":"m","parameters":{"temperature":0.7,"max_tokens":256},"request_id":"r-2","sent_at":"2026-11-29T12:00:00Z"}`,
+	}
+	var first string
+	for i, b := range bodies {
+		k, err := subset(msg(b))
+		if err != nil {
+			t.Fatalf("body %d: %v", i, err)
+		}
+		id := g.ID(k)
+		if i == 0 {
+			first = id
+			continue
+		}
+		if id != first {
+			t.Errorf("body %d gives id %s, want %s (same work)\nbody: %s\nmaterial: %s", i, id, first, b, k)
+		}
+	}
+	other, err := subset(msg(`{"document_id":"4471","version":10,"model":"m","parameters":{"temperature":0.7,"max_tokens":256}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.ID(other) == first {
+		t.Error("another version gives the same id")
+	}
+}
+
+func TestKeyErrors(t *testing.T) {
+	field := idempotency.BodyField("idempotency_key")
+	fields := idempotency.BodyFields("document_id", "version")
+	tests := []struct {
+		name    string
+		fn      idempotency.KeyFunc
+		body    string
+		noKey   bool // errors.Is(err, ErrNoKey)
+		wantKey string
+	}{
+		{"field present", field, `{"idempotency_key":"abc"}`, false, `"abc"`},
+		{"field numeric", field, `{"idempotency_key":42.0}`, false, `42`},
+		{"field missing", field, `{"other":"abc"}`, true, ""},
+		{"field empty", field, `{"idempotency_key":""}`, true, ""},
+		{"field null", field, `{"idempotency_key":null}`, true, ""},
+		{"body not JSON", field, `summarise 4471`, false, ""},
+		{"body array", field, `["idempotency_key"]`, false, ""},
+		{"body null", field, `null`, true, ""},
+		{"body empty", field, ``, false, ""},
+		{"subset complete", fields, `{"version":9,"document_id":"4471"}`, false, `{"document_id":"4471","version":9}`},
+		{"subset field missing", fields, `{"document_id":"4471"}`, true, ""},
+		{"subset field null", fields, `{"document_id":"4471","version":null}`, true, ""},
+		{"first of: producer key wins", idempotency.FirstOf(field, fields), `{"idempotency_key":"k","document_id":"4471","version":9}`, false, `"k"`},
+		{"first of: falls back to subset", idempotency.FirstOf(field, fields), `{"document_id":"4471","version":9}`, false, `{"document_id":"4471","version":9}`},
+		{"first of: none", idempotency.FirstOf(field, fields), `{"document_id":"4471"}`, true, ""},
+		{"first of: bad body stops", idempotency.FirstOf(field, fields), `{`, false, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := tc.fn(msg(tc.body))
+			if tc.wantKey != "" {
+				if err != nil || string(k) != tc.wantKey {
+					t.Fatalf("key = %s, %v; want %s", k, err, tc.wantKey)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("key = %s, want an error", k)
+			}
+			if errors.Is(err, idempotency.ErrNoKey) != tc.noKey {
+				t.Errorf("errors.Is(%v, ErrNoKey) = %v, want %v", err, !tc.noKey, tc.noKey)
+			}
+			var ke *idempotency.KeyError
+			if !errors.As(err, &ke) || ke.MessageID != "m-1" {
+				t.Errorf("err = %v, want a *KeyError naming message m-1", err)
+			}
+		})
+	}
+}
+
+func TestDigest(t *testing.T) {
+	for _, tc := range []struct {
+		digest idempotency.Digest
+		want   string
+	}{
+		// From coreutils: printf '"abc"' | sha256sum (md5sum): the canonical JSON string.
+		{idempotency.SHA256, "ns#6cc43f858fbb763301637b5af970e2a46b46f461f27e5a0f41e009c59b827b25"},
+		{idempotency.MD5, "ns#ebd9f4c7b06cb0aaf5d13d80e49d8b90"},
+	} {
+		g, err := idempotency.New(idempotency.Config{Store: newFixture(t, nil).store, Namespace: "ns", Digest: tc.digest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.ID([]byte(`"abc"`)); got != tc.want {
+			t.Errorf("digest %d: ID = %s, want %s", tc.digest, got, tc.want)
+		}
+	}
+}
+
+// FuzzBodyFields checks that key extraction never panics, and that a key it
+// finds does not depend on the body's formatting.
+func FuzzBodyFields(f *testing.F) {
+	for _, s := range []string{
+		`{"document_id":"4471","version":9,"temperature":0.7}`,
+		`{"document_id":"4471","version":9.0,"temperature":7e-1}`,
+		`{"idempotency_key":"k"}`, `[]`, `null`, `{`, `"x"`, `{"document_id":{"a":[1,2,{"b":null}]},"version":-0}`,
+		`{"document_id":"\u00e9\ud83d\ude00","version":1e308,"temperature":5e-324}`,
+	} {
+		f.Add(s)
+	}
+	keyFn := idempotency.FirstOf(idempotency.BodyField("idempotency_key"), idempotency.BodyFields("document_id", "version", "temperature"))
+	f.Fuzz(func(t *testing.T, body string) {
+		k, err := keyFn(msg(body))
+		if err != nil {
+			return
+		}
+		if len(k) == 0 {
+			t.Fatal("empty key without an error")
+		}
+		var v any
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatalf("key %s from a body that is not JSON", k)
+		}
+		indented, err := json.MarshalIndent(v, "", "   ")
+		if err != nil {
+			return
+		}
+		k2, err := keyFn(msg(string(indented)))
+		if err != nil {
+			t.Fatalf("reformatted body lost its key: %v", err)
+		}
+		if !bytes.Equal(k, k2) {
+			t.Fatalf("formatting changed the key: %s vs %s", k, k2)
+		}
+	})
+}
