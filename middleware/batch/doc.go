@@ -1,0 +1,59 @@
+// Package batch turns a function that handles one SQS message into a Lambda
+// SQS handler that returns a partial batch response:
+//
+//	func handle(ctx context.Context, msg events.SQSMessage) (Result, error) { ... }
+//
+//	lambda.StartHandlerFunc(batch.SQS(handle, batch.Options{}))
+//
+// Turn on ReportBatchItemFailures on the event source mapping: Lambda then
+// deletes the records that succeeded and makes only the failed ones visible
+// again. The package imports the standard library and aws-lambda-go/events
+// only; it works with or without the idempotency package.
+//
+// # Standard queues
+//
+// The records of a standard queue run concurrently, at most
+// [Options.Concurrency] at a time (default [DefaultConcurrency]), started in
+// event order. Each record succeeds or fails on its own.
+//
+// # FIFO queues
+//
+// A record whose eventSourceARN ends in ".fifo" belongs to its message group
+// (the "MessageGroupId" attribute). The records of one group run one after
+// another, in event order. When one of them fails, the rest of that group in
+// the batch are reported failed without being attempted, with
+// [ErrGroupFailed]: SQS then redelivers them after the failed record, in
+// order. Other groups carry on, concurrently up to [Options.Concurrency],
+// since FIFO order holds within a group only (Powertools for AWS Lambda
+// calls this skipGroupOnError). A batch that mixes queues is grouped by
+// queue and group; standard records in it behave as above.
+//
+// # Deadline
+//
+// A record starts only if the context has no deadline or at least
+// [Options.MinRemaining] (default [DefaultMinRemaining]) is left before it.
+// A record not started in time is reported failed with [ErrDeadline], and
+// in a FIFO group the records after it fail with [ErrGroupFailed]. The
+// deadline is checked only before a record starts: a record that has
+// started is never interrupted by this package, so MinRemaining should
+// exceed the time one record takes. Once the context is canceled, records
+// not yet started are reported failed with an error wrapping
+// [context.Cause].
+//
+// # Failures
+//
+// The handler never returns an error for a record's failure: a batch-level
+// error would make every record of the batch visible again, including
+// those that succeeded. A record fails when its function returns an error,
+// panics (recovered as a [*PanicError] and logged with its stack; the other
+// records are not affected) or is not started. BatchItemFailures lists
+// exactly the failed records' messageIds, in the event's record order, and
+// is empty, never nil, when all succeed.
+//
+// Each failure is logged once to [Options.Logger] with the messageId and the
+// error, never the body, and every outcome reaches [Options.OnRecord].
+//
+// A record with an empty messageId is still listed when it fails. Lambda
+// treats an empty itemIdentifier as the failure of the whole batch, so every
+// record of that batch is delivered again; nothing is lost.
+package batch

@@ -1,0 +1,125 @@
+package batch_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
+)
+
+// One record of three fails: only its messageId is reported, so SQS deletes
+// the other two and delivers it again.
+func ExampleSQS() {
+	handle := func(ctx context.Context, msg events.SQSMessage) (int, error) {
+		if msg.Body == "" {
+			return 0, errors.New("empty body")
+		}
+		return len(msg.Body), nil
+	}
+	h := batch.SQS(handle, batch.Options{Logger: slog.New(slog.DiscardHandler)})
+
+	resp, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m1", Body: "hello"},
+		{MessageId: "m2", Body: ""},
+		{MessageId: "m3", Body: "world"},
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := json.Marshal(resp)
+	fmt.Println(string(out))
+	// Output:
+	// {"batchItemFailures":[{"itemIdentifier":"m2"}]}
+}
+
+// In a FIFO queue a failure stops the rest of its message group; the other
+// groups are not affected.
+func ExampleSQS_fifo() {
+	handle := func(ctx context.Context, msg events.SQSMessage) (struct{}, error) {
+		if msg.Body == "bad" {
+			return struct{}{}, errors.New("bad order line")
+		}
+		return struct{}{}, nil
+	}
+	record := func(id, group, body string) events.SQSMessage {
+		return events.SQSMessage{
+			MessageId:      id,
+			Body:           body,
+			EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders.fifo",
+			Attributes:     map[string]string{"MessageGroupId": group},
+		}
+	}
+	h := batch.SQS(handle, batch.Options{Logger: slog.New(slog.DiscardHandler)})
+
+	resp, _ := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		record("a1", "customer-a", "ok"),
+		record("a2", "customer-a", "bad"),
+		record("b1", "customer-b", "ok"),
+		record("a3", "customer-a", "ok"), // not attempted: a2 failed before it
+		record("b2", "customer-b", "ok"),
+	}})
+	out, _ := json.Marshal(resp)
+	fmt.Println(string(out))
+	// Output:
+	// {"batchItemFailures":[{"itemIdentifier":"a2"},{"itemIdentifier":"a3"}]}
+}
+
+// OnRecord sees every outcome, for metrics; it runs concurrently.
+func ExampleOptions_onRecord() {
+	var ok, failed atomic.Int64
+	opts := batch.Options{
+		Logger: slog.New(slog.DiscardHandler),
+		OnRecord: func(ctx context.Context, msg events.SQSMessage, err error) {
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			ok.Add(1)
+		},
+	}
+	handle := func(ctx context.Context, msg events.SQSMessage) (string, error) {
+		if msg.Body == "panic" {
+			panic("unexpected input")
+		}
+		return msg.Body, nil
+	}
+	h := batch.SQS(handle, opts)
+
+	_, _ = h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m1", Body: "a"},
+		{MessageId: "m2", Body: "panic"},
+		{MessageId: "m3", Body: "b"},
+	}})
+	fmt.Println("succeeded:", ok.Load(), "failed:", failed.Load())
+	// Output:
+	// succeeded: 2 failed: 1
+}
+
+// Validate reports a bad configuration as an error; SQS would panic on it.
+func ExampleOptions_Validate() {
+	err := batch.Options{Concurrency: -1}.Validate()
+	fmt.Println(err)
+	// Output:
+	// batch: Options.Concurrency must not be negative, got -1
+}
+
+// The handler's type is what lambda.StartHandlerFunc expects. (This example
+// is compiled, not run: it would start the Lambda runtime loop.)
+func ExampleSQS_lambda() {
+	handle := func(ctx context.Context, msg events.SQSMessage) (string, error) {
+		return "summary of " + msg.Body, nil
+	}
+	lambda.StartHandlerFunc(batch.SQS(handle, batch.Options{
+		Concurrency: 4,
+		Logger:      slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+	}))
+}

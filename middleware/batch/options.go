@@ -1,0 +1,77 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Defaults for the zero values of [Options].
+const (
+	// DefaultConcurrency is the number of records a handler runs at once.
+	DefaultConcurrency = 10
+
+	// DefaultMinRemaining is the time that must be left before the
+	// invocation's deadline for a record to start.
+	DefaultMinRemaining = 10 * time.Second
+)
+
+// Options configures the handler built by [SQS]. The zero value of every
+// field is a documented default, so Options{} is a valid configuration.
+type Options struct {
+	// Concurrency is the largest number of records in flight at once: records
+	// of a standard queue, or message groups of a FIFO queue (each group runs
+	// one record at a time). 1 runs the whole batch sequentially, in event
+	// order. Default [DefaultConcurrency]; negative is invalid.
+	Concurrency int
+
+	// MinRemaining is the time that must be left before the context's
+	// deadline for a record to start: a record that has not started when
+	// less than MinRemaining remains is reported failed without running, so
+	// that SQS redelivers it instead of Lambda killing it half way. It has no
+	// effect when the context has no deadline. Default
+	// [DefaultMinRemaining]; negative is invalid. To start records until the
+	// deadline itself, set a tiny positive value such as [time.Nanosecond].
+	MinRemaining time.Duration
+
+	// Logger receives one line per failed record, with its messageId and
+	// error (and, after a panic, the stack), never its body. Nil means
+	// [slog.Default] as it is at each invocation.
+	Logger *slog.Logger
+
+	// OnRecord, if set, is called exactly once for every record of every
+	// event, after the record finished or was reported failed without
+	// starting: err is nil on success and otherwise the reason the record is
+	// reported failed. The record function's result is not passed on. It is
+	// called from the goroutines that run the records, so it must be safe for
+	// concurrent use. A panic inside OnRecord is recovered and logged; it
+	// does not change the record's outcome.
+	OnRecord func(ctx context.Context, msg events.SQSMessage, err error)
+}
+
+// Validate reports whether o is a valid configuration. [SQS] calls it and
+// panics on the error it returns; call Validate first to handle the error
+// instead, for instance when the values come from the environment.
+func (o Options) Validate() error {
+	if o.Concurrency < 0 {
+		return fmt.Errorf("batch: Options.Concurrency must not be negative, got %d", o.Concurrency)
+	}
+	if o.MinRemaining < 0 {
+		return fmt.Errorf("batch: Options.MinRemaining must not be negative, got %v", o.MinRemaining)
+	}
+	return nil
+}
+
+// withDefaults returns o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.MinRemaining == 0 {
+		o.MinRemaining = DefaultMinRemaining
+	}
+	return o
+}
