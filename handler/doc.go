@@ -1,0 +1,74 @@
+// Package handler is the summarise job: one SQS message asks for a summary
+// of document D at version V; the handler fetches the document, makes one
+// model call and saves the answer. It has no AWS plumbing: documents, model
+// provider and sink are small interfaces, and idempotency comes from
+// wrapping [Handler.Handle].
+//
+//	h, err := handler.New(handler.Config{Documents: handler.Dir("samples/documents"), Provider: handler.LogRequests(handler.Stub{}, log, nil), Model: "stub"})
+//	if err != nil { return err }
+//	fn := idempotency.Wrap(g, handler.Key(), h.Handle) // g configured with Validate: handler.WorkKey
+//
+// # Message schema
+//
+// The message body is a JSON object, decoded into [Request]:
+//
+//	{
+//	  "idempotency_key": "sum-4471-9-7f3c",          // optional: the producer's key
+//	  "document": {"id": "4471", "version": "9",      // required: what to summarise
+//	               "bucket": "...", "key": "...", "version_id": "..."},  // optional: where it is in S3
+//	  "model": "anthropic.claude-3-haiku-20240307-v1:0",  // optional: default from the deployment
+//	  "prompt_version": "v1",                         // required: see [Prompt]
+//	  "parameters": {"temperature": 0.7, "max_tokens": 300, "top_p": 0.9, "stop_sequences": ["END"]},
+//	  "request_id": "r-81", "sent_at": "2025-05-01T10:00:00Z", "trace_id": "1-abc"   // never part of the key
+//	}
+//
+// Unknown top-level fields are ignored; unknown parameters are rejected
+// (a setting the handler would ignore must not silently drop out of the key).
+// document.id and document.version may be strings or integers.
+//
+// # Keys
+//
+// [Key] takes the key from the body, never from the broker's messageId
+// (which is the same across redeliveries of one message and different for a
+// producer's re-send):
+//
+//  1. the producer's "idempotency_key", when present and not empty: decided
+//     where the work is decided, sent again unchanged with every re-send;
+//  2. else the canonical subset of [WorkKey]: document id and version, model,
+//     prompt version and parameters, as canonical JSON (RFC 8785), hashed with
+//     SHA-256 into the record id. These are exactly the fields that decide
+//     what the model is asked to do. The request id, send time and trace id
+//     change on every re-send and are left out; so is the S3 location,
+//     because moving a document does not change the work. Field order,
+//     whitespace and number spelling (0.7, 0.70, 7e-1) do not change the key.
+//
+// A message with neither has no key and fails (wrapping
+// idempotency.ErrNoKey) without running. Configure the guard with
+// Validate: [WorkKey], so that a producer key reused for different work fails
+// with idempotency.ErrPayloadMismatch instead of returning the other work's
+// summary.
+//
+// # Providers and the request log
+//
+// A [Provider] makes exactly one generation per call and never retries
+// (a retry can be a second billed generation; the queue redelivers instead):
+// [Stub] here, Amazon Bedrock in package bedrock, OpenAI-compatible endpoints
+// in package openai. [LogRequests] wraps a provider so that every call first
+// appends one [CallRecord] to a [RequestLog]: a JSON-lines [FileLog] locally
+// (safe for several processes), a [SlogLog] inside Lambda. Counting its lines
+// counts the provider calls.
+//
+// # Documents and sinks
+//
+// [Documents] fetches text: [Dir] from a local folder, package s3docs from
+// S3. [Sink] persists the [Summary]: [MemorySink] locally, package dynamosink
+// in the same DynamoDB transaction as the idempotency record's completion.
+//
+// # Failures
+//
+// An invalid body ([ErrInvalidRequest]) or a missing document
+// ([ErrDocumentNotFound]) fails before the provider is called; the guard
+// releases the claim and the message is retried until it reaches the
+// dead-letter queue. A key that cannot be made fails before anything is
+// claimed.
+package handler

@@ -1,0 +1,129 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Summary is the result of one summarise request: what the guard stores in
+// the idempotency record and replays to every later delivery of the key, and
+// what the [Sink] persists.
+type Summary struct {
+	ID              string    `json:"id"` // the idempotency record id, when known
+	DocumentID      string    `json:"document_id"`
+	DocumentVersion string    `json:"document_version"`
+	PromptVersion   string    `json:"prompt_version"`
+	Provider        string    `json:"provider"`
+	Model           string    `json:"model"` // the model that answered
+	Summary         string    `json:"summary"`
+	InputTokens     int       `json:"input_tokens"`
+	OutputTokens    int       `json:"output_tokens"`
+	MessageID       string    `json:"message_id"` // the message whose delivery made the call
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+// Config configures a [Handler].
+type Config struct {
+	// Documents fetches document texts. Required.
+	Documents Documents
+	// Provider makes the generation. Required; wrap it with [LogRequests].
+	Provider Provider
+	// Sink persists each summary. Nil keeps it only in the idempotency
+	// record.
+	Sink Sink
+	// Model is the model used when a request names none. A request without
+	// a model fails when Model is empty.
+	Model string
+	// KeyID returns the idempotency record id of a message, for the request
+	// log and [Summary.ID]. Nil leaves them empty. With a guard g and the key
+	// function key, use
+	//
+	//	func(m events.SQSMessage) string { k, _ := key(m); return g.ID(k) }
+	KeyID func(events.SQSMessage) string
+	// Now is the clock. Nil means [time.Now].
+	Now func() time.Time
+}
+
+// Handler is the summarise job for one message. It has no AWS plumbing:
+// documents, provider and sink are interfaces. Make it idempotent with
+// idempotency.Wrap(g, handler.Key(), h.Handle).
+type Handler struct {
+	cfg Config
+}
+
+// New checks cfg and returns a Handler.
+func New(cfg Config) (*Handler, error) {
+	var errs []error
+	if cfg.Documents == nil {
+		errs = append(errs, errors.New("handler: Config.Documents is required"))
+	}
+	if cfg.Provider == nil {
+		errs = append(errs, errors.New("handler: Config.Provider is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Handler{cfg: cfg}, nil
+}
+
+// Handle summarises the document the message asks for: parse and validate
+// the body, fetch the document, make one provider call, save the summary.
+// Errors wrap [ErrInvalidRequest] for a bad body and [ErrDocumentNotFound]
+// for a missing document; no provider call is made for either.
+func (h *Handler) Handle(ctx context.Context, m events.SQSMessage) (Summary, error) {
+	req, err := ParseRequest([]byte(m.Body))
+	if err != nil {
+		return Summary{}, err
+	}
+	model := req.Model
+	if model == "" {
+		model = h.cfg.Model
+	}
+	if model == "" {
+		return Summary{}, fmt.Errorf("%w: no model in the request and no default model", ErrInvalidRequest)
+	}
+	system, _ := Prompt(req.PromptVersion) // validated by ParseRequest
+	text, err := h.cfg.Documents.Get(ctx, req.Document)
+	if err != nil {
+		return Summary{}, err
+	}
+	var keyID string
+	if h.cfg.KeyID != nil {
+		keyID = h.cfg.KeyID(m)
+	}
+	ctx = context.WithValue(ctx, callInfoKey{}, callInfo{keyID: keyID, messageID: m.MessageId})
+	c, err := h.cfg.Provider.Complete(ctx, Call{Model: model, System: system, Text: text, Parameters: req.Parameters})
+	if err != nil {
+		return Summary{}, fmt.Errorf("handler: %s provider: %w", h.cfg.Provider.Name(), err)
+	}
+	answered := c.Model
+	if answered == "" {
+		answered = model
+	}
+	s := Summary{
+		ID:              keyID,
+		DocumentID:      string(req.Document.ID),
+		DocumentVersion: string(req.Document.Version),
+		PromptVersion:   req.PromptVersion,
+		Provider:        h.cfg.Provider.Name(),
+		Model:           answered,
+		Summary:         c.Text,
+		InputTokens:     c.InputTokens,
+		OutputTokens:    c.OutputTokens,
+		MessageID:       m.MessageId,
+		CreatedAt:       h.cfg.Now().UTC(),
+	}
+	if h.cfg.Sink != nil {
+		if err := h.cfg.Sink.Save(ctx, s); err != nil {
+			return Summary{}, fmt.Errorf("handler: save summary: %w", err)
+		}
+	}
+	return s, nil
+}

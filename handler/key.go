@@ -1,0 +1,96 @@
+package handler
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// KeyField is the body field that carries the producer's idempotency key.
+const KeyField = "idempotency_key"
+
+// workSource names the canonical subset in key errors.
+const workSource = "canonical subset (document.id, document.version, model, prompt_version, parameters)"
+
+// Key returns the app's key function: the producer's [KeyField] when the body
+// has one, else the canonical subset of the request ([WorkKey]).
+func Key() idempotency.KeyFunc {
+	return idempotency.FirstOf(idempotency.BodyField(KeyField), WorkKey)
+}
+
+// work is the canonical subset of a [Request]: the fields that define the
+// work, and nothing else. It is encoded as canonical JSON (RFC 8785).
+type work struct {
+	DocumentID      Ident      `json:"document_id"`
+	DocumentVersion Ident      `json:"document_version"`
+	Model           string     `json:"model,omitempty"`
+	PromptVersion   string     `json:"prompt_version"`
+	Parameters      Parameters `json:"parameters,omitzero"`
+}
+
+// WorkKey is an [idempotency.KeyFunc] whose material is the canonical subset
+// of the request in the message body:
+//
+//	{"document_id", "document_version", "model", "prompt_version", "parameters"}
+//
+// These are exactly the fields that decide what the provider is asked to do:
+// which text (document id at a version), by which model, with which
+// instructions (the prompt version) and which settings. The request id, the
+// send time, the trace id and the S3 location are left out, because a
+// producer's re-send changes the first three and moving a document does not
+// change the work. Values are taken as sent (an omitted model or parameter
+// stays omitted), and encoded as canonical JSON, so field order, whitespace
+// and number spelling (temperature 0.7, 0.70, 7e-1; version 9 or "9") do not
+// change the key.
+//
+// A body without document.id or document.version has no key: the error wraps
+// [idempotency.ErrNoKey]. Any other invalid request fails with an error that
+// wraps [ErrInvalidRequest], before anything is claimed.
+//
+// WorkKey is also the payload the app validates on a reused producer key
+// ([idempotency.Config.Validate]): a key sent again for different work fails
+// with [idempotency.ErrPayloadMismatch].
+func WorkKey(m events.SQSMessage) ([]byte, error) {
+	r, err := ParseRequest([]byte(m.Body))
+	if err != nil {
+		var perr error = err
+		if noWorkKey(m.Body) {
+			perr = fmt.Errorf("%w: %v", idempotency.ErrNoKey, err)
+		}
+		return nil, &idempotency.KeyError{MessageID: m.MessageId, Source: workSource, Err: perr}
+	}
+	b, err := idempotency.JSONKey(r.work())
+	if err != nil {
+		return nil, &idempotency.KeyError{MessageID: m.MessageId, Source: workSource, Err: err}
+	}
+	return b, nil
+}
+
+func (r Request) work() work {
+	return work{
+		DocumentID:      r.Document.ID,
+		DocumentVersion: r.Document.Version,
+		Model:           r.Model,
+		PromptVersion:   r.PromptVersion,
+		Parameters:      r.Parameters,
+	}
+}
+
+// noWorkKey reports whether a JSON object body lacks the fields that
+// identify the work (document id or version), so that it has no key at all,
+// as opposed to an invalid one.
+func noWorkKey(body string) bool {
+	var v struct {
+		Document *struct {
+			ID      *Ident `json:"id"`
+			Version *Ident `json:"version"`
+		} `json:"document"`
+	}
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		return false
+	}
+	return v.Document == nil || v.Document.ID == nil || *v.Document.ID == "" ||
+		v.Document.Version == nil || *v.Document.Version == ""
+}
