@@ -1,0 +1,202 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// The metric names, one per counter of [Counts].
+const (
+	ProviderCalls        = "ProviderCalls"
+	DuplicatesSuppressed = "DuplicatesSuppressed"
+	InProgressRetried    = "InProgressRetried"
+	TakenOver            = "TakenOver"
+	Failed               = "Failed"
+)
+
+// Counts are the outcomes of one batch.
+type Counts struct {
+	// ProviderCalls counts runs of the operation (outcomes with Ran set):
+	// each run makes at most one provider call.
+	ProviderCalls int64
+	// DuplicatesSuppressed counts deliveries answered with a stored result
+	// (outcome replayed, from the store, the cache or a shared run).
+	DuplicatesSuppressed int64
+	// InProgressRetried counts deliveries that found the key in progress
+	// elsewhere and were handed back to SQS (outcome in_progress).
+	InProgressRetried int64
+	// TakenOver counts runs that took over a lapsed lease or an expired
+	// record (outcome taken_over).
+	TakenOver int64
+	// Failed counts deliveries that failed: a store or key error, a failed
+	// operation whose claim was released, or a key reused with another
+	// payload (outcomes failed, released, mismatch).
+	Failed int64
+}
+
+// Config configures a [Recorder].
+type Config struct {
+	// Writer receives one EMF line per batch. Inside Lambda, standard
+	// output: CloudWatch Logs turns the lines into metrics. Required.
+	Writer io.Writer
+	// Namespace is the CloudWatch namespace. Default "sqsonce".
+	Namespace string
+	// Service is the value of the "Service" dimension, e.g. the app's
+	// idempotency namespace. Default "summarise".
+	Service string
+	// Now is the clock. Nil means [time.Now].
+	Now func() time.Time
+}
+
+// Recorder counts idempotency outcomes per batch and writes each batch's
+// counts as one CloudWatch Embedded Metric Format line. It is safe for
+// concurrent use; build one at start-up.
+type Recorder struct {
+	cfg Config
+	mu  sync.Mutex // one line at a time
+}
+
+// New checks cfg and returns a Recorder.
+func New(cfg Config) (*Recorder, error) {
+	if cfg.Writer == nil {
+		return nil, fmt.Errorf("metrics: Config.Writer is required")
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "sqsonce"
+	}
+	if cfg.Service == "" {
+		cfg.Service = "summarise"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Recorder{cfg: cfg}, nil
+}
+
+type countsKey struct{}
+
+// counters are the Counts of one batch, updated concurrently.
+type counters struct {
+	calls, replayed, inProgress, takenOver, failed atomic.Int64
+}
+
+// Observe counts ev into the batch running in ctx; use it as (or from)
+// idempotency.Config.OnOutcome. Outside a batch started by [Recorder.Batch]
+// it does nothing.
+func (r *Recorder) Observe(ctx context.Context, ev idempotency.Event) {
+	c, _ := ctx.Value(countsKey{}).(*counters)
+	if c == nil {
+		return
+	}
+	if ev.Ran {
+		c.calls.Add(1)
+	}
+	switch ev.Outcome {
+	case idempotency.OutcomeReplayed:
+		c.replayed.Add(1)
+	case idempotency.OutcomeInProgress:
+		c.inProgress.Add(1)
+	case idempotency.OutcomeTakenOver:
+		c.takenOver.Add(1)
+	case idempotency.OutcomeFailed, idempotency.OutcomeReleased, idempotency.OutcomeMismatch:
+		c.failed.Add(1)
+	}
+}
+
+// Batch returns next with a fresh count for each invocation, written as one
+// EMF line when next returns. A failed write is ignored: metrics never fail
+// a batch.
+func (r *Recorder) Batch(next func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		c := &counters{}
+		resp, err := next(context.WithValue(ctx, countsKey{}, c), ev)
+		_ = r.Write(Counts{
+			ProviderCalls:        c.calls.Load(),
+			DuplicatesSuppressed: c.replayed.Load(),
+			InProgressRetried:    c.inProgress.Load(),
+			TakenOver:            c.takenOver.Load(),
+			Failed:               c.failed.Load(),
+		}, len(ev.Records))
+		return resp, err
+	}
+}
+
+// Write writes counts as one EMF line, with records (the batch size) as the
+// "Records" property.
+func (r *Recorder) Write(counts Counts, records int) error {
+	b, err := r.Line(counts, records)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, err = r.cfg.Writer.Write(b)
+	return err
+}
+
+type metricDef struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+type directive struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []metricDef `json:"Metrics"`
+}
+
+type metadata struct {
+	Timestamp         int64       `json:"Timestamp"`
+	CloudWatchMetrics []directive `json:"CloudWatchMetrics"`
+}
+
+type line struct {
+	AWS                  metadata `json:"_aws"`
+	Service              string   `json:"Service"`
+	Records              int      `json:"Records"`
+	ProviderCalls        int64    `json:"ProviderCalls"`
+	DuplicatesSuppressed int64    `json:"DuplicatesSuppressed"`
+	InProgressRetried    int64    `json:"InProgressRetried"`
+	TakenOver            int64    `json:"TakenOver"`
+	Failed               int64    `json:"Failed"`
+}
+
+// Line returns counts as one EMF JSON line, ending in a newline.
+func (r *Recorder) Line(counts Counts, records int) ([]byte, error) {
+	l := line{
+		AWS: metadata{
+			Timestamp: r.cfg.Now().UnixMilli(),
+			CloudWatchMetrics: []directive{{
+				Namespace:  r.cfg.Namespace,
+				Dimensions: [][]string{{"Service"}},
+				Metrics: []metricDef{
+					{ProviderCalls, "Count"},
+					{DuplicatesSuppressed, "Count"},
+					{InProgressRetried, "Count"},
+					{TakenOver, "Count"},
+					{Failed, "Count"},
+				},
+			}},
+		},
+		Service:              r.cfg.Service,
+		Records:              records,
+		ProviderCalls:        counts.ProviderCalls,
+		DuplicatesSuppressed: counts.DuplicatesSuppressed,
+		InProgressRetried:    counts.InProgressRetried,
+		TakenOver:            counts.TakenOver,
+		Failed:               counts.Failed,
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return append(b, '\n'), nil
+}
