@@ -2,10 +2,14 @@ package idempotency_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -71,4 +75,41 @@ func ExampleDo_inProgress() {
 	// second instance, in progress: true
 	// first instance: the summary
 	// second instance, later: the summary <nil>
+}
+
+// ExampleWrap makes a per-message function idempotent and turns it into a
+// Lambda SQS handler with partial batch responses. The batch carries the same
+// request three times: the broker's duplicate (same messageId) and the
+// producer's re-send (a new messageId, the same key).
+func ExampleWrap() {
+	g, err := idempotency.New(idempotency.Config{
+		Store:     memstore.New(),
+		Namespace: "summarise",
+		Validate:  idempotency.BodyFields("document_id", "version"),
+		Logger:    slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	var calls atomic.Int32
+	summarise := func(_ context.Context, m events.SQSMessage) (string, error) {
+		calls.Add(1)
+		return "summary", nil
+	}
+	handler := batch.SQS(idempotency.Wrap(g, idempotency.BodyField("idempotency_key"), summarise), batch.Options{})
+	// In main: lambda.StartHandlerFunc(handler)
+
+	body := `{"idempotency_key":"b7e1","document_id":"4471","version":9}`
+	resp, err := handler(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m-1", Body: body},
+		{MessageId: "m-1", Body: body}, // the broker's duplicate
+		{MessageId: "m-2", Body: body}, // the producer's re-send
+		{MessageId: "m-3", Body: `{"document_id":"4471","version":9}`}, // no key: never run unprotected
+	}})
+	out, _ := json.Marshal(resp)
+	fmt.Println(string(out), err)
+	fmt.Println("model calls:", calls.Load())
+	// Output:
+	// {"batchItemFailures":[{"itemIdentifier":"m-3"}]} <nil>
+	// model calls: 1
 }

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +18,8 @@ import (
 )
 
 // fencedWriteTimeout bounds a Complete or Release issued after the operation
-// returned, when the invocation's own context may already be cancelled.
+// returned when the invocation's own context is already done: the work is
+// done, and recording it (or freeing its key) is still worth one try.
 const fencedWriteTimeout = 5 * time.Second
 
 // Guard runs operations at most once per idempotency key. Create one with
@@ -47,7 +49,10 @@ func New(cfg Config) (*Guard, error) {
 
 // ID returns the record id for key material: "{namespace}#{hex digest}".
 func (g *Guard) ID(material []byte) string {
-	return g.cfg.Namespace + "#" + g.cfg.Digest.sum(material)
+	ns := g.cfg.Namespace
+	b := make([]byte, 0, len(ns)+1+2*sha256.Size)
+	b = append(append(b, ns...), '#')
+	return string(g.cfg.Digest.appendHex(b, material))
 }
 
 // Do runs fn at most once for the key material key, and returns its result;
@@ -194,27 +199,24 @@ func (g *Guard) run(ctx context.Context, id, validation, messageID string, op fu
 	if out, ok := g.fromCache(id, validation); ok {
 		return out
 	}
+	// The calls that join a running call wait for it without watching their
+	// own context: they are records of the same batch, with the same
+	// deadline, and the running call ends by that deadline.
 	leader := false
-	ch := g.group.DoChan(id+"\x00"+validation, func() (any, error) {
+	v, _, _ := g.group.Do(id+"\x00"+validation, func() (any, error) {
 		leader = true
 		return g.claimAndRun(ctx, id, validation, op), nil
 	})
-	select {
-	case r := <-ch:
-		out := r.Val.(outcome)
-		if leader {
-			return out
-		}
-		// A waiter shares the leader's outcome but ran nothing itself.
-		shared := outcome{data: out.data, ev: Event{Outcome: out.ev.Outcome, Source: "shared", Err: out.ev.Err}}
-		if out.ev.Err == nil {
-			shared.ev.Outcome = OutcomeReplayed
-		}
-		return shared
-	case <-ctx.Done():
-		err := fmt.Errorf("idempotency: waiting for a call of the same key in this process: %w", context.Cause(ctx))
-		return outcome{ev: Event{Outcome: OutcomeFailed, Err: err}}
+	out := v.(outcome)
+	if leader {
+		return out
 	}
+	// A waiter shares the leader's outcome but ran nothing itself.
+	shared := outcome{data: out.data, ev: Event{Outcome: out.ev.Outcome, Source: "shared", Err: out.ev.Err}}
+	if out.ev.Err == nil {
+		shared.ev.Outcome = OutcomeReplayed
+	}
+	return shared
 }
 
 func (g *Guard) fromCache(id, validation string) (outcome, bool) {
@@ -250,8 +252,8 @@ func mismatch(stored Record, validation string) bool {
 // write, run, complete fenced by the lease owner token.
 func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(context.Context) (any, error)) (out outcome) {
 	defer func() {
-		// A panicking Store must not take the process down with it: DoChan
-		// runs this on its own goroutine.
+		// A panicking Store must fail this call, not the process, and not
+		// the calls sharing it.
 		if v := recover(); v != nil {
 			out = outcome{ev: Event{Outcome: OutcomeFailed, Err: &StoreError{Op: "run", Key: id, Err: &PanicError{Value: v, Stack: debug.Stack()}}}}
 		}
@@ -364,8 +366,12 @@ func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time)
 // with backoff while the attempts and the context's deadline allow. The first
 // attempt is made even when ctx is already cancelled: the work is done.
 func (g *Guard) complete(ctx context.Context, rec Record) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fencedWriteTimeout)
-	defer cancel()
+	wctx := ctx
+	if ctx.Err() != nil {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), fencedWriteTimeout)
+		defer cancel()
+		wctx = c
+	}
 	backoff := 20 * time.Millisecond
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -389,8 +395,12 @@ func (g *Guard) complete(ctx context.Context, rec Record) error {
 }
 
 func (g *Guard) release(ctx context.Context, id, owner string) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fencedWriteTimeout)
-	defer cancel()
+	wctx := ctx
+	if ctx.Err() != nil { // the operation may have failed for want of time
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), fencedWriteTimeout)
+		defer cancel()
+		wctx = c
+	}
 	if err := g.cfg.Store.Release(wctx, id, owner); err != nil {
 		return storeError("release", id, err)
 	}

@@ -136,8 +136,8 @@ func TestDoStateMachine(t *testing.T) {
 			wantStatus: idempotency.StatusCompleted, acquires: 1,
 		},
 		{
-			name: "operation fails: released, error returned",
-			fn:   func(context.Context) (result, error) { return result{}, errors.New("model unavailable") },
+			name:    "operation fails: released, error returned",
+			fn:      func(context.Context) (result, error) { return result{}, errors.New("model unavailable") },
 			wantErr: errors.New("model unavailable"), wantRan: true, outcome: idempotency.OutcomeReleased,
 			acquires: 1,
 		},

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -138,14 +137,17 @@ func isNull(raw json.RawMessage) bool {
 	return bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
 }
 
-// digest returns the hex digest of b.
+// sum returns the hex digest of b.
 func (d Digest) sum(b []byte) string {
-	var h hash.Hash
+	return string(d.appendHex(nil, b))
+}
+
+// appendHex appends the hex digest of b to dst.
+func (d Digest) appendHex(dst, b []byte) []byte {
 	if d == MD5 {
-		h = md5.New()
-	} else {
-		h = sha256.New()
+		s := md5.Sum(b)
+		return hex.AppendEncode(dst, s[:])
 	}
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil))
+	s := sha256.Sum256(b)
+	return hex.AppendEncode(dst, s[:])
 }

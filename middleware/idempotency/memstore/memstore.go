@@ -25,8 +25,10 @@ type Store struct {
 	writes  int // claims since the last sweep of expired records
 }
 
-// sweepEvery is how many claims pass between sweeps of expired records, so
-// that a long-running process does not keep every key it ever saw.
+// sweepEvery is the least number of claims between two sweeps of expired
+// records, so that a long-running process does not keep every key it ever
+// saw. A sweep waits for at least as many claims as there are records, which
+// keeps its cost per claim constant.
 const sweepEvery = 1024
 
 var _ idempotency.Store = (*Store)(nil)
@@ -54,7 +56,7 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 	rec = clone(rec)
 	rec.Attached = nil
 	s.records[rec.Key] = rec
-	if s.writes++; s.writes >= sweepEvery {
+	if s.writes++; s.writes >= max(sweepEvery, len(s.records)) {
 		s.writes = 0
 		for k, r := range s.records {
 			if !r.ExpiresAt.After(now) {
