@@ -1,0 +1,274 @@
+package dynamostore
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// encodingGzip is the value of the data encoding flag of a compressed result.
+const encodingGzip = "gzip"
+
+// maxInflated bounds the size of a decompressed result.
+const maxInflated = 64 << 20
+
+func attrS(v string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: v} }
+
+func attrN(v int64) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+
+// claimItem is the item Acquire writes.
+func (s *Store) claimItem(rec idempotency.Record) map[string]types.AttributeValue {
+	a := s.attrs
+	item := map[string]types.AttributeValue{
+		a.ID:          attrS(rec.Key),
+		a.Status:      attrS(string(idempotency.StatusInProgress)),
+		a.Expiration:  attrN(rec.ExpiresAt.Unix()),
+		a.LeaseExpiry: attrN(rec.LeaseUntil.UnixMilli()),
+		a.Owner:       attrS(rec.Owner),
+	}
+	if rec.Validation != "" {
+		item[a.Validation] = attrS(rec.Validation)
+	}
+	return item
+}
+
+// stored is a record read from an item, with what the item's condition
+// checks see that a Record cannot tell.
+type stored struct {
+	rec      idempotency.Record
+	hasLease bool // the item has a lease expiry attribute
+}
+
+// claimable reports whether Acquire's condition holds for the record at now.
+func (st stored) claimable(now time.Time) bool {
+	return st.rec.ExpiresAt.Unix() < now.Unix() ||
+		st.rec.Status == idempotency.StatusInProgress && st.hasLease && st.rec.LeaseUntil.UnixMilli() < now.UnixMilli()
+}
+
+// decode reads a record from an item written by this store or by Powertools
+// for AWS Lambda. A problem with the stored result is returned with the rest
+// of the record decoded.
+func (s *Store) decode(item map[string]types.AttributeValue) (stored, error) {
+	a := s.attrs
+	var st stored
+	var errs []error
+	st.rec.Key = stringAttr(item[a.ID])
+	st.rec.Status = idempotency.Status(stringAttr(item[a.Status]))
+	st.rec.Validation = stringAttr(item[a.Validation])
+	st.rec.Owner = stringAttr(item[a.Owner])
+	if v, ok := item[a.Expiration]; ok {
+		n, err := numberAttr(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("attribute %s: %w", a.Expiration, err))
+		}
+		st.rec.ExpiresAt = time.Unix(n, 0)
+	}
+	if v, ok := item[a.LeaseExpiry]; ok {
+		n, err := numberAttr(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("attribute %s: %w", a.LeaseExpiry, err))
+		}
+		st.rec.LeaseUntil, st.hasLease = time.UnixMilli(n), true
+	}
+	data, err := s.decodeData(item)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("attribute %s: %w", a.Data, err))
+	}
+	st.rec.Data = data
+	return st, errors.Join(errs...)
+}
+
+func stringAttr(v types.AttributeValue) string {
+	if s, ok := v.(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+func numberAttr(v types.AttributeValue) (int64, error) {
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, fmt.Errorf("want a number, have %T", v)
+	}
+	if i, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+		return i, nil
+	}
+	f, err := strconv.ParseFloat(n.Value, 64)
+	if err != nil {
+		return 0, fmt.Errorf("number %q: %w", n.Value, err)
+	}
+	return int64(f), nil
+}
+
+// decodeData returns the stored result as JSON: a JSON string (this store,
+// and Powertools for Python, Java and .NET), gzip-compressed binary or base64
+// (this store, flagged), or a native DynamoDB value (Powertools for
+// TypeScript), converted to JSON.
+func (s *Store) decodeData(item map[string]types.AttributeValue) ([]byte, error) {
+	a := s.attrs
+	if b, ok := item[a.DataOmitted].(*types.AttributeValueMemberBOOL); ok && b.Value {
+		return nil, nil
+	}
+	v, ok := item[a.Data]
+	if !ok {
+		return nil, nil
+	}
+	switch enc := stringAttr(item[a.DataEncoding]); enc {
+	case "":
+	case encodingGzip:
+		var z []byte
+		switch v := v.(type) {
+		case *types.AttributeValueMemberB:
+			z = v.Value
+		case *types.AttributeValueMemberS:
+			var err error
+			if z, err = base64.StdEncoding.DecodeString(v.Value); err != nil {
+				return nil, fmt.Errorf("gzip result in base64: %w", err)
+			}
+		default:
+			return nil, fmt.Errorf("gzip result of type %T", v)
+		}
+		return gunzip(z)
+	default:
+		return nil, fmt.Errorf("unknown encoding %q", enc)
+	}
+	if v, ok := v.(*types.AttributeValueMemberB); ok {
+		// A result that is not valid UTF-8, stored as written.
+		return v.Value, nil
+	}
+	if v, ok := v.(*types.AttributeValueMemberS); ok {
+		if json.Valid([]byte(v.Value)) {
+			return []byte(v.Value), nil
+		}
+		// Not JSON text: a string result stored natively (Powertools for
+		// TypeScript).
+		return json.Marshal(v.Value)
+	}
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, v); err != nil {
+		return nil, err
+	}
+	if !json.Valid(buf.Bytes()) {
+		return nil, errors.New("stored value does not convert to valid JSON")
+	}
+	return buf.Bytes(), nil
+}
+
+// writeJSON writes a native DynamoDB value as JSON: numbers as written,
+// binary as base64 strings, sets as arrays, map keys sorted.
+func writeJSON(buf *bytes.Buffer, v types.AttributeValue) error {
+	str := func(s string) {
+		b, _ := json.Marshal(s) // a string always marshals
+		buf.Write(b)
+	}
+	list := func(n int, elem func(int) error) error {
+		buf.WriteByte('[')
+		for i := range n {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := elem(i); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+		return nil
+	}
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		str(v.Value)
+	case *types.AttributeValueMemberN:
+		buf.WriteString(v.Value)
+	case *types.AttributeValueMemberBOOL:
+		buf.WriteString(strconv.FormatBool(v.Value))
+	case *types.AttributeValueMemberNULL:
+		buf.WriteString("null")
+	case *types.AttributeValueMemberB:
+		str(base64.StdEncoding.EncodeToString(v.Value))
+	case *types.AttributeValueMemberSS:
+		return list(len(v.Value), func(i int) error { str(v.Value[i]); return nil })
+	case *types.AttributeValueMemberNS:
+		return list(len(v.Value), func(i int) error { buf.WriteString(v.Value[i]); return nil })
+	case *types.AttributeValueMemberBS:
+		return list(len(v.Value), func(i int) error { str(base64.StdEncoding.EncodeToString(v.Value[i])); return nil })
+	case *types.AttributeValueMemberL:
+		return list(len(v.Value), func(i int) error { return writeJSON(buf, v.Value[i]) })
+	case *types.AttributeValueMemberM:
+		keys := make([]string, 0, len(v.Value))
+		for k := range v.Value {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		buf.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			str(k)
+			buf.WriteByte(':')
+			if err := writeJSON(buf, v.Value[k]); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+	default:
+		return fmt.Errorf("stored value of type %T", v)
+	}
+	return nil
+}
+
+func gzipBytes(p []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(p) // writes to a bytes.Buffer do not fail
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+func gunzip(z []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(z))
+	if err != nil {
+		return nil, fmt.Errorf("gzip result: %w", err)
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, maxInflated+1))
+	if err != nil {
+		return nil, fmt.Errorf("gzip result: %w", err)
+	}
+	if len(out) > maxInflated {
+		return nil, fmt.Errorf("gzip result inflates beyond %d bytes", maxInflated)
+	}
+	return out, nil
+}
+
+// numberSize is the most a number attribute of an epoch time takes.
+const numberSize = 21
+
+// completedSize is the size of a completed record without its result, by
+// DynamoDB's rules (attribute names plus values).
+func (s *Store) completedSize(rec idempotency.Record) int {
+	a := s.attrs
+	n := len(a.ID) + len(rec.Key) +
+		len(a.Status) + len(idempotency.StatusCompleted) +
+		len(a.Expiration) + numberSize +
+		len(a.LeaseExpiry) + numberSize +
+		len(a.Owner) + len(rec.Owner) +
+		len(a.Data) +
+		max(len(a.DataEncoding)+len(encodingGzip), len(a.DataOmitted)+1)
+	if rec.Validation != "" {
+		n += len(a.Validation) + len(rec.Validation)
+	}
+	return n
+}

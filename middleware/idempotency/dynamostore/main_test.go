@@ -1,0 +1,44 @@
+package dynamostore_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/sqsonce/sqsonce/internal/motoserver"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
+)
+
+var moto = motoserver.New()
+
+func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
+
+// env is a store on a fresh table of the moto server, with a client whose
+// requests are counted.
+type env struct {
+	store *dynamostore.Store
+	db    *dynamodb.Client
+	table string
+	calls *motoserver.Counter
+}
+
+func newEnv(t *testing.T, opts ...dynamostore.Option) env {
+	t.Helper()
+	calls := &motoserver.Counter{}
+	db := moto.DynamoDB(t, calls.Option())
+	table := motoserver.NewTable(t, db)
+	s, err := dynamostore.New(db, table, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls.Reset()
+	return env{store: s, db: db, table: table, calls: calls}
+}
+
+func TestConformance(t *testing.T) {
+	e := newEnv(t)
+	storetest.Run(t, func(t *testing.T) idempotency.Store { return e.store })
+}

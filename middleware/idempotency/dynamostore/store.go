@@ -1,0 +1,360 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// API is the part of *dynamodb.Client the store calls. Tests can pass a
+// fake; production code passes the client.
+type API interface {
+	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// Store is an [idempotency.Store] on a DynamoDB table. It is safe for
+// concurrent use; create one with [New] at start-up and share it.
+type Store struct {
+	api   API
+	table string
+	options
+}
+
+var _ idempotency.Store = (*Store)(nil)
+
+// New returns a Store on table, calling DynamoDB through api (normally a
+// *dynamodb.Client built once by the caller). It reports every problem of
+// its arguments at once.
+func New(api API, table string, opts ...Option) (*Store, error) {
+	o := options{compressAbove: DefaultCompressAbove, itemLimit: DefaultItemLimit}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var errs []error
+	if api == nil {
+		errs = append(errs, errors.New("dynamostore: API is nil"))
+	}
+	if table == "" {
+		errs = append(errs, errors.New("dynamostore: table name is empty"))
+	}
+	if err := o.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Store{api: api, table: table, options: o}, nil
+}
+
+// The condition of a claim: no record, an expired one, or a lapsed lease.
+const claimCondition = "attribute_not_exists(#id) OR #exp < :now OR (#st = :inprogress AND #lease < :now_ms)"
+
+// The condition of a fenced write: still in progress, and ours.
+const fenceCondition = "#st = :inprogress AND #own = :me"
+
+// The condition of a completion retried without its result after the server
+// refused the item's size: as fenceCondition, or already completed by us
+// without a result, for emulators (moto) that apply part of an update they
+// refuse. Only our own completion can leave our owner on a completed record.
+const retryCondition = "#own = :me AND (#st = :inprogress OR (#st = :completed AND attribute_not_exists(#data)))"
+
+func storeError(op, key string, err error) error {
+	return &idempotency.StoreError{Op: op, Key: key, Err: err}
+}
+
+func (s *Store) key(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{s.attrs.ID: attrS(id)}
+}
+
+// Acquire implements [idempotency.Store.Acquire] with one conditional
+// PutItem that returns the existing record when the condition fails. Only
+// when the server leaves the existing record out of the failure (some
+// emulators do) does Acquire read it, with one consistent GetItem.
+func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+	if rec.Key == "" {
+		return idempotency.Record{}, false, storeError("acquire", "", errors.New("dynamostore: empty key"))
+	}
+	if rec.Owner == "" {
+		return idempotency.Record{}, false, storeError("acquire", rec.Key,
+			errors.New("dynamostore: record has no owner: its Complete and Release could not be fenced"))
+	}
+	a := s.attrs
+	in := &dynamodb.PutItemInput{
+		TableName:           aws.String(s.table),
+		Item:                s.claimItem(rec),
+		ConditionExpression: aws.String(claimCondition),
+		ExpressionAttributeNames: map[string]string{
+			"#id": a.ID, "#exp": a.Expiration, "#st": a.Status, "#lease": a.LeaseExpiry,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now":        attrN(now.Unix()),
+			":now_ms":     attrN(now.UnixMilli()),
+			":inprogress": attrS(string(idempotency.StatusInProgress)),
+		},
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	// A second attempt only when the record that failed the condition was
+	// gone, or claimable, by the time it was read.
+	for range 2 {
+		out, err := s.api.PutItem(ctx, in)
+		if err == nil {
+			return s.replaced(ctx, rec.Key, out.Attributes), false, nil
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return idempotency.Record{}, false, storeError("acquire", rec.Key, err)
+		}
+		if len(ccf.Item) > 0 {
+			st, err := s.decode(ccf.Item)
+			if err != nil {
+				return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("dynamostore: read existing record: %w", err))
+			}
+			return st.rec, true, nil
+		}
+		got, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:      aws.String(s.table),
+			Key:            s.key(rec.Key),
+			ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("dynamostore: read existing record: %w", err))
+		}
+		if len(got.Item) > 0 {
+			st, err := s.decode(got.Item)
+			if err != nil {
+				return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("dynamostore: read existing record: %w", err))
+			}
+			if !st.claimable(now) {
+				return st.rec, true, nil
+			}
+		}
+	}
+	return idempotency.Record{}, false, storeError("acquire", rec.Key,
+		errors.New("dynamostore: the record changed between the claim and its read, twice; not claimed"))
+}
+
+// replaced decodes the record a successful claim replaced. The claim holds
+// whatever that record contained, so a problem decoding it is only logged.
+func (s *Store) replaced(ctx context.Context, key string, item map[string]types.AttributeValue) idempotency.Record {
+	if len(item) == 0 {
+		return idempotency.Record{}
+	}
+	st, err := s.decode(item)
+	if err != nil {
+		s.logger.LogAttrs(ctx, slog.LevelWarn, "dynamostore: the record replaced by a claim could not be read in full",
+			slog.String("key", key), slog.String("error", err.Error()))
+	}
+	return st.rec
+}
+
+// placement is how a result is stored.
+type placement struct {
+	value    types.AttributeValue // nil when no result is stored
+	encoding string               // "" or encodingGzip
+	omitted  bool                 // the result did not fit
+}
+
+// place decides how rec.Data is stored: plain JSON, compressed, or left out
+// when it does not fit in the item even compressed.
+func (s *Store) place(ctx context.Context, rec idempotency.Record) placement {
+	if rec.Data == nil {
+		return placement{}
+	}
+	budget := s.itemLimit - sizeMargin - s.completedSize(rec)
+	plainFits := len(rec.Data) <= budget
+	if len(rec.Data) > s.compressAbove || !plainFits {
+		if z := gzipBytes(rec.Data); len(z) < len(rec.Data) && len(z) <= budget {
+			return placement{value: &types.AttributeValueMemberB{Value: z}, encoding: encodingGzip}
+		}
+	}
+	if plainFits {
+		if !utf8.Valid(rec.Data) {
+			return placement{value: &types.AttributeValueMemberB{Value: rec.Data}}
+		}
+		return placement{value: attrS(string(rec.Data))}
+	}
+	s.omitted(ctx, rec, budget, "the result does not fit in the item, even compressed")
+	return placement{omitted: true}
+}
+
+func (s *Store) omitted(ctx context.Context, rec idempotency.Record, budget int, why string) {
+	s.logger.LogAttrs(ctx, slog.LevelError, "dynamostore: record completed WITHOUT its result: "+why+
+		"; later deliveries of the key get an empty result, the operation is not run again",
+		slog.String("key", rec.Key), slog.Int("result_bytes", len(rec.Data)), slog.Int("budget_bytes", budget),
+		slog.String("table", s.table))
+}
+
+// completion is the conditional update that completes a record.
+type completion struct {
+	update, condition string
+	names             map[string]string
+	values            map[string]types.AttributeValue
+}
+
+func (s *Store) completion(rec idempotency.Record, p placement, retry bool) completion {
+	a := s.attrs
+	c := completion{
+		condition: fenceCondition,
+		names: map[string]string{
+			"#st": a.Status, "#exp": a.Expiration, "#own": a.Owner,
+			"#data": a.Data, "#enc": a.DataEncoding, "#omit": a.DataOmitted,
+		},
+		values: map[string]types.AttributeValue{
+			":completed":  attrS(string(idempotency.StatusCompleted)),
+			":exp":        attrN(rec.ExpiresAt.Unix()),
+			":inprogress": attrS(string(idempotency.StatusInProgress)),
+			":me":         attrS(rec.Owner),
+		},
+	}
+	if retry {
+		c.condition = retryCondition
+	}
+	set := "SET #st = :completed, #exp = :exp"
+	switch {
+	case p.omitted:
+		c.update = set + ", #omit = :omit REMOVE #data, #enc"
+		c.values[":omit"] = &types.AttributeValueMemberBOOL{Value: true}
+	case p.value == nil:
+		c.update = set + " REMOVE #data, #enc, #omit"
+	case p.encoding != "":
+		c.update = set + ", #data = :data, #enc = :enc REMOVE #omit"
+		c.values[":data"], c.values[":enc"] = p.value, attrS(p.encoding)
+	default:
+		c.update = set + ", #data = :data REMOVE #enc, #omit"
+		c.values[":data"] = p.value
+	}
+	return c
+}
+
+// errTooLarge reports that DynamoDB refused a completion for its size.
+var errTooLarge = errors.New("dynamostore: item too large")
+
+// Complete implements [idempotency.Store.Complete] with one conditional
+// UpdateItem, or, when rec.Attached holds writes, one TransactWriteItems
+// with that update first and the attached writes after it.
+func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
+	if rec.Key == "" {
+		return storeError("complete", "", errors.New("dynamostore: empty key"))
+	}
+	writes, err := attachedWrites(rec.Attached)
+	if err != nil {
+		return storeError("complete", rec.Key, err)
+	}
+	if rec.Owner == "" {
+		return storeError("complete", rec.Key, fmt.Errorf("dynamostore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
+	}
+	p := s.place(ctx, rec)
+	err = s.commit(ctx, rec, s.completion(rec, p, false), writes)
+	if errors.Is(err, errTooLarge) && p.value != nil {
+		// Our size estimate fell short (attributes we did not write?): never
+		// leave a completed operation unrecorded for lack of space.
+		s.omitted(ctx, rec, s.itemLimit-sizeMargin-s.completedSize(rec), "DynamoDB refused the item's size")
+		err = s.commit(ctx, rec, s.completion(rec, placement{omitted: true}, true), writes)
+	}
+	if errors.Is(err, errTooLarge) {
+		return storeError("complete", rec.Key, err)
+	}
+	return err
+}
+
+func (s *Store) commit(ctx context.Context, rec idempotency.Record, c completion, writes []types.TransactWriteItem) error {
+	if len(writes) > 0 {
+		return s.commitTransaction(ctx, rec, c, writes)
+	}
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 s.key(rec.Key),
+		UpdateExpression:                    aws.String(c.update),
+		ConditionExpression:                 aws.String(c.condition),
+		ExpressionAttributeNames:            c.names,
+		ExpressionAttributeValues:           c.values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		return s.leaseLost("complete", rec.Key, rec.Owner, ccf.Item)
+	case tooLarge(err):
+		return fmt.Errorf("%w: %w", errTooLarge, err)
+	default:
+		return storeError("complete", rec.Key, err)
+	}
+}
+
+// tooLarge reports whether err is DynamoDB refusing an item for its size.
+func tooLarge(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" &&
+		strings.Contains(strings.ToLower(ae.ErrorMessage()), "size")
+}
+
+// Release implements [idempotency.Store.Release] with one DeleteItem,
+// conditional on the record being in progress and owned by owner: a
+// completed record is never deleted.
+func (s *Store) Release(ctx context.Context, key, owner string) error {
+	if key == "" {
+		return storeError("release", "", errors.New("dynamostore: empty key"))
+	}
+	if owner == "" {
+		return storeError("release", key, fmt.Errorf("dynamostore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
+	}
+	a := s.attrs
+	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      s.key(key),
+		ConditionExpression:      aws.String(fenceCondition),
+		ExpressionAttributeNames: map[string]string{"#st": a.Status, "#own": a.Owner},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":inprogress": attrS(string(idempotency.StatusInProgress)),
+			":me":         attrS(owner),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		return s.leaseLost("release", key, owner, ccf.Item)
+	default:
+		return storeError("release", key, err)
+	}
+}
+
+// leaseLost is the error of a fenced write whose condition failed; item is
+// the record as the condition saw it, when the server returned it.
+func (s *Store) leaseLost(op, key, owner string, item map[string]types.AttributeValue) error {
+	why := "the record is gone, or was changed"
+	if len(item) > 0 {
+		st, _ := s.decode(item) // only for the message
+		switch {
+		case st.rec.Status != idempotency.StatusInProgress:
+			why = fmt.Sprintf("the record is %s", st.rec.Status)
+		case st.rec.Owner == "":
+			why = "the record has no lease owner (written by another library)"
+		case st.rec.Owner != owner:
+			why = "the lease was taken over by another owner"
+		}
+	}
+	return storeError(op, key, fmt.Errorf("dynamostore: %s: %w", why, idempotency.ErrLeaseLost))
+}

@@ -1,0 +1,151 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// MaxTransactItems is DynamoDB's limit of writes in one transaction. The
+// record's completion takes one, which leaves MaxTransactItems-1 for
+// attached writes.
+const MaxTransactItems = 100
+
+// Attach attaches DynamoDB writes to the completion of the operation running
+// in ctx: they commit in one TransactWriteItems with the record's completion,
+// or not at all. Call it inside the function run by [idempotency.Do] or
+// [idempotency.Wrap]; outside, it returns [idempotency.ErrNotClaimed].
+//
+// Each item must hold exactly one Put, Update, Delete or ConditionCheck, on
+// an item other than the idempotency record, with its table name set. At
+// most MaxTransactItems-1 writes can be attached to one completion.
+func Attach(ctx context.Context, items ...types.TransactWriteItem) error {
+	for _, it := range items {
+		if err := idempotency.Attach(ctx, it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attachedWrites converts what a record carries in Attached.
+func attachedWrites(attached []any) ([]types.TransactWriteItem, error) {
+	if len(attached) == 0 {
+		return nil, nil
+	}
+	if n := len(attached) + 1; n > MaxTransactItems {
+		return nil, fmt.Errorf("dynamostore: %d attached writes and the record's completion make %d writes, more than the %d of one DynamoDB transaction: %w",
+			len(attached), n, MaxTransactItems, idempotency.ErrAttachUnsupported)
+	}
+	writes := make([]types.TransactWriteItem, 0, len(attached))
+	for i, w := range attached {
+		switch w := w.(type) {
+		case types.TransactWriteItem:
+			writes = append(writes, w)
+		case *types.TransactWriteItem:
+			if w == nil {
+				return nil, fmt.Errorf("dynamostore: attached write %d is a nil *types.TransactWriteItem: %w", i, idempotency.ErrAttachUnsupported)
+			}
+			writes = append(writes, *w)
+		default:
+			return nil, fmt.Errorf("dynamostore: attached write %d is a %T; want a types.TransactWriteItem (see dynamostore.Attach): %w",
+				i, w, idempotency.ErrAttachUnsupported)
+		}
+	}
+	return writes, nil
+}
+
+// commitTransaction completes the record and applies writes in one
+// TransactWriteItems: the record's update is item 0.
+func (s *Store) commitTransaction(ctx context.Context, rec idempotency.Record, c completion, writes []types.TransactWriteItem) error {
+	items := make([]types.TransactWriteItem, 0, 1+len(writes))
+	items = append(items, types.TransactWriteItem{Update: &types.Update{
+		TableName:                           aws.String(s.table),
+		Key:                                 s.key(rec.Key),
+		UpdateExpression:                    aws.String(c.update),
+		ConditionExpression:                 aws.String(c.condition),
+		ExpressionAttributeNames:            c.names,
+		ExpressionAttributeValues:           c.values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}})
+	items = append(items, writes...)
+	_, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return nil
+	}
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		if tooLarge(err) {
+			return fmt.Errorf("%w: %w", errTooLarge, err)
+		}
+		return storeError("complete", rec.Key, err)
+	}
+	reasons := tce.CancellationReasons
+	if len(reasons) > 0 {
+		switch code := aws.ToString(reasons[0].Code); {
+		case code == "ConditionalCheckFailed":
+			return s.leaseLost("complete", rec.Key, rec.Owner, reasons[0].Item)
+		case code == "ValidationError" && strings.Contains(strings.ToLower(aws.ToString(reasons[0].Message)), "size"):
+			return fmt.Errorf("%w: %w", errTooLarge, err)
+		}
+	}
+	return storeError("complete", rec.Key, &TransactionError{Key: rec.Key, Reasons: reasons, Err: tce})
+}
+
+// TransactionError reports a completion transaction that DynamoDB cancelled
+// for a reason other than a lost lease: an attached write's condition failed
+// ([TransactionError.FailedConditions] is not empty; retrying will not help
+// until the application's data changes), or a transient conflict or
+// throttling (retrying may help). Nothing of the transaction was written and
+// the record is still in progress. It never wraps [idempotency.ErrLeaseLost]:
+// a lost lease is reported as that instead.
+type TransactionError struct {
+	Key string // the record's id
+	// Reasons are DynamoDB's cancellation reasons, one per write: index 0 is
+	// the record's completion, index i+1 is Record.Attached[i].
+	Reasons []types.CancellationReason
+	Err     error // the SDK's *types.TransactionCanceledException
+}
+
+func (e *TransactionError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "dynamostore: transaction completing %s cancelled", e.Key)
+	for i, r := range e.Reasons {
+		code := aws.ToString(r.Code)
+		if code == "" || code == "None" {
+			continue
+		}
+		if i == 0 {
+			b.WriteString("; record: ")
+		} else {
+			fmt.Fprintf(&b, "; attached write %d: ", i-1)
+		}
+		b.WriteString(code)
+		if m := aws.ToString(r.Message); m != "" {
+			b.WriteString(" (" + m + ")")
+		}
+	}
+	return b.String()
+}
+
+// Unwrap returns the SDK's error.
+func (e *TransactionError) Unwrap() error { return e.Err }
+
+// FailedConditions returns the indexes, in Record.Attached, of the attached
+// writes whose condition failed.
+func (e *TransactionError) FailedConditions() []int {
+	var idx []int
+	for i, r := range e.Reasons {
+		if i > 0 && aws.ToString(r.Code) == "ConditionalCheckFailed" {
+			idx = append(idx, i-1)
+		}
+	}
+	return idx
+}
