@@ -48,13 +48,14 @@ func (s *Store) claimItem(rec idempotency.Record) map[string]types.AttributeValu
 // stored is a record read from an item, with what the item's condition
 // checks see that a Record cannot tell.
 type stored struct {
-	rec      idempotency.Record
-	hasLease bool // the item has a lease expiry attribute
+	rec           idempotency.Record
+	hasExpiration bool // the item has an expiration attribute
+	hasLease      bool // the item has a lease expiry attribute
 }
 
 // claimable reports whether Acquire's condition holds for the record at now.
 func (st stored) claimable(now time.Time) bool {
-	return st.rec.ExpiresAt.Unix() < now.Unix() ||
+	return st.hasExpiration && st.rec.ExpiresAt.Unix() < now.Unix() ||
 		st.rec.Status == idempotency.StatusInProgress && st.hasLease && st.rec.LeaseUntil.UnixMilli() < now.UnixMilli()
 }
 
@@ -74,7 +75,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (stored, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("attribute %s: %w", a.Expiration, err))
 		}
-		st.rec.ExpiresAt = time.Unix(n, 0)
+		st.rec.ExpiresAt, st.hasExpiration = time.Unix(n, 0), true
 	}
 	if v, ok := item[a.LeaseExpiry]; ok {
 		n, err := numberAttr(v)

@@ -275,6 +275,9 @@ func TestAcquireWithoutItem(t *testing.T) {
 			gets: []reply[dynamodb.GetItemOutput]{ok(&dynamodb.GetItemOutput{})}},
 		{name: "expired since, claimed again", puts: []reply[dynamodb.PutItemOutput]{failed, ok(&dynamodb.PutItemOutput{})},
 			gets: []reply[dynamodb.GetItemOutput]{ok(&dynamodb.GetItemOutput{Item: expired})}},
+		{name: "no expiration attribute: not claimable", puts: []reply[dynamodb.PutItemOutput]{failed},
+			gets: []reply[dynamodb.GetItemOutput]{ok(&dynamodb.GetItemOutput{Item: map[string]types.AttributeValue{
+				"id": s("ns#k"), "status": s("COMPLETED"), "data": s(`2`)}})}, wantLoaded: true, wantData: `2`},
 		{name: "vanished twice", puts: []reply[dynamodb.PutItemOutput]{failed, failed},
 			gets: []reply[dynamodb.GetItemOutput]{ok(&dynamodb.GetItemOutput{}), ok(&dynamodb.GetItemOutput{})}, wantErr: true},
 		{name: "read fails", puts: []reply[dynamodb.PutItemOutput]{failed},
