@@ -376,8 +376,7 @@ func (g *Guard) complete(ctx context.Context, rec Record) error {
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = g.cfg.Store.Complete(wctx, rec)
-		if err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrAttachUnsupported) ||
-			attempt >= g.cfg.CompleteAttempts {
+		if err == nil || !retryable(err) || attempt >= g.cfg.CompleteAttempts {
 			return err
 		}
 		if d, ok := ctx.Deadline(); ok && time.Until(d) < backoff {
@@ -392,6 +391,16 @@ func (g *Guard) complete(ctx context.Context, rec Record) error {
 		}
 		backoff *= 2
 	}
+}
+
+// retryable reports whether a failed Complete may succeed if tried again.
+func retryable(err error) bool {
+	var p interface{ Permanent() bool }
+	if errors.As(err, &p) && p.Permanent() {
+		return false
+	}
+	return !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrAttachUnsupported) &&
+		!errors.Is(err, context.Canceled)
 }
 
 func (g *Guard) release(ctx context.Context, id, owner string) error {

@@ -422,3 +422,21 @@ func blockedInRun() int {
 	buf = buf[:runtime.Stack(buf, true)]
 	return strings.Count(string(buf), "idempotency.(*Guard).run(")
 }
+
+type permanentErr struct{}
+
+func (permanentErr) Error() string   { return "attached write's condition failed" }
+func (permanentErr) Permanent() bool { return true }
+
+func TestCompleteNotRetriedWhenPermanent(t *testing.T) {
+	f := newFixture(t, nil)
+	f.store.completeErr = func(int32) error { return permanentErr{} }
+	_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (int, error) { return 1, nil })
+	var se *idempotency.StoreError
+	if !errors.As(err, &se) || !errors.As(err, new(permanentErr)) {
+		t.Fatalf("err = %v, want a *StoreError wrapping the permanent error", err)
+	}
+	if n := f.store.completes.Load(); n != 1 {
+		t.Errorf("Complete tried %d times, want 1: a permanent error is not retried", n)
+	}
+}

@@ -83,6 +83,11 @@ type Store interface {
 	// lease was taken over, or the record was deleted), Complete writes
 	// nothing and returns an error that wraps [ErrLeaseLost]. Writes in
 	// rec.Attached commit together with the completion or not at all.
+	//
+	// The guard retries a failed Complete while its deadline allows, unless
+	// the error wraps [ErrLeaseLost] or [ErrAttachUnsupported], or has a
+	// method Permanent() bool that reports true (an attached write's own
+	// condition failed, say): retrying the same write cannot help then.
 	Complete(ctx context.Context, rec Record) error
 
 	// Release deletes the record for key, only if it is owned by owner, so

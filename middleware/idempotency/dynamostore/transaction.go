@@ -138,6 +138,11 @@ func (e *TransactionError) Error() string {
 // Unwrap returns the SDK's error.
 func (e *TransactionError) Unwrap() error { return e.Err }
 
+// Permanent reports whether retrying the same transaction cannot help: an
+// attached write's condition failed. The guard does not retry such a
+// completion (see [idempotency.Store]).
+func (e *TransactionError) Permanent() bool { return len(e.FailedConditions()) > 0 }
+
 // FailedConditions returns the indexes, in Record.Attached, of the attached
 // writes whose condition failed.
 func (e *TransactionError) FailedConditions() []int {
