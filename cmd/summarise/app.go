@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/sqsonce/sqsonce/handler"
+	"github.com/sqsonce/sqsonce/handler/bedrock"
+	"github.com/sqsonce/sqsonce/handler/dynamosink"
+	"github.com/sqsonce/sqsonce/handler/metrics"
+	"github.com/sqsonce/sqsonce/handler/openai"
+	"github.com/sqsonce/sqsonce/handler/s3docs"
+	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+)
+
+// app is the wired summarise function: everything built once, at start-up.
+type app struct {
+	// handle is the Lambda handler: the idempotent batch handler with
+	// metrics.
+	handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	// calls counts the provider calls made by this process.
+	calls *handler.Calls
+	// close releases what was opened (the request log file).
+	close func() error
+}
+
+// outputs are where the app writes besides its handler's results.
+type outputs struct {
+	Logger  *slog.Logger // the guard's, the batch's and (inside Lambda) the request log's lines
+	Metrics io.Writer    // EMF lines, one per batch
+}
+
+// build wires the function from c: clients, store, guard, provider, request
+// log, documents, sink, handler, batch, metrics.
+func build(ctx context.Context, c config, out outputs) (*app, error) {
+	a := &app{calls: &handler.Calls{}, close: func() error { return nil }}
+
+	var awsCfg *aws.Config
+	loadAWS := func() (aws.Config, error) {
+		if awsCfg == nil {
+			cfg, err := awsconfig.LoadDefaultConfig(ctx)
+			if err != nil {
+				return aws.Config{}, fmt.Errorf("summarise: AWS configuration: %w", err)
+			}
+			awsCfg = &cfg
+		}
+		return *awsCfg, nil
+	}
+
+	// The request log: every provider call leaves a line before it is made.
+	logs := handler.Tee{a.calls}
+	if c.RequestLog != "" {
+		f, err := handler.OpenFileLog(c.RequestLog)
+		if err != nil {
+			return nil, fmt.Errorf("summarise: %s: %w", envRequestLog, err)
+		}
+		a.close = f.Close
+		logs = append(logs, f)
+	} else {
+		logs = append(logs, handler.SlogLog{Logger: out.Logger})
+	}
+
+	var provider handler.Provider
+	switch c.Provider {
+	case providerStub:
+		provider = handler.Stub{Delay: c.StubDelay}
+	case providerBedrock:
+		cfg, err := loadAWS()
+		if err != nil {
+			return nil, err
+		}
+		provider = bedrock.New(bedrock.NewClient(cfg))
+	case providerOpenAI:
+		p, err := openai.New(openai.Config{BaseURL: c.OpenAIBaseURL, APIKey: c.OpenAIAPIKey})
+		if err != nil {
+			return nil, fmt.Errorf("summarise: %w", err)
+		}
+		provider = p
+	}
+
+	var docs handler.Documents = handler.Dir(c.DocumentsDir)
+	if c.DocumentsBucket != "" {
+		cfg, err := loadAWS()
+		if err != nil {
+			return nil, err
+		}
+		docs = s3docs.New(s3.NewFromConfig(cfg), c.DocumentsBucket, c.DocumentsPrefix)
+	}
+
+	var store idempotency.Store
+	var sink handler.Sink
+	switch c.Store {
+	case storeMemory:
+		store, sink = memstore.New(), &handler.MemorySink{}
+	case storeDynamoDB:
+		cfg, err := loadAWS()
+		if err != nil {
+			return nil, err
+		}
+		db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+			if c.DynamoDBEndpoint != "" {
+				o.BaseEndpoint = aws.String(c.DynamoDBEndpoint)
+			}
+		})
+		s, err := dynamostore.New(db, c.Table, dynamostore.WithLogger(out.Logger))
+		if err != nil {
+			return nil, fmt.Errorf("summarise: %w", err)
+		}
+		store = s
+		if c.SummariesTable != "" {
+			if sink, err = dynamosink.New(c.SummariesTable); err != nil {
+				return nil, fmt.Errorf("summarise: %w", err)
+			}
+		}
+	}
+
+	rec, err := metrics.New(metrics.Config{Writer: out.Metrics, Service: c.Namespace})
+	if err != nil {
+		return nil, fmt.Errorf("summarise: %w", err)
+	}
+	g, err := idempotency.New(idempotency.Config{
+		Store:        store,
+		Namespace:    c.Namespace,
+		ExpiresAfter: c.ExpiresAfter,
+		MinExpiry:    c.QueueWindow,
+		Validate:     handler.WorkKey,
+		Logger:       out.Logger,
+		OnOutcome:    rec.Observe,
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("summarise: idempotency (%s, %s)", envExpiresAfter, envQueueWindow), err)
+	}
+	key := handler.Key()
+	h, err := handler.New(handler.Config{
+		Documents: docs,
+		Provider:  handler.LogRequests(provider, logs, nil),
+		Sink:      sink,
+		Model:     c.Model,
+		KeyID: func(m events.SQSMessage) string {
+			k, err := key(m)
+			if err != nil {
+				return ""
+			}
+			return g.ID(k)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("summarise: %w", err)
+	}
+	opts := batch.Options{Concurrency: c.Concurrency, Logger: out.Logger}
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("summarise: %w", err)
+	}
+	a.handle = rec.Batch(batch.SQS(idempotency.Wrap(g, key, h.Handle), opts))
+	return a, nil
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The environment contract, shared with infra (which sets the first group).
+const (
+	envTable            = "SQSONCE_TABLE"             // idempotency table (DynamoDB store); required inside Lambda
+	envSummariesTable   = "SQSONCE_SUMMARIES_TABLE"   // summaries table, partition key "id" (S); optional
+	envNamespace        = "SQSONCE_NAMESPACE"         // record id prefix; default "summarise"
+	envExpiresAfter     = "SQSONCE_EXPIRES_AFTER"     // Go duration; default idempotency.DefaultExpiresAfter
+	envQueueWindow      = "SQSONCE_QUEUE_WINDOW"      // Go duration: the queue's window; a shorter expiry is refused
+	envProvider         = "SQSONCE_PROVIDER"          // stub | bedrock | openai; default stub
+	envModel            = "SQSONCE_MODEL"             // default model for requests that name none
+	envDocumentsBucket  = "SQSONCE_DOCUMENTS_BUCKET"  // S3 documents; else a local folder
+	envDocumentsPrefix  = "SQSONCE_DOCUMENTS_PREFIX"  // S3 key prefix
+	envConcurrency      = "SQSONCE_CONCURRENCY"       // records in flight per batch; default batch.DefaultConcurrency
+	envRequestLog       = "SQSONCE_REQUEST_LOG"       // request log file (JSON lines); else log lines
+	envDynamoDBEndpoint = "SQSONCE_DYNAMODB_ENDPOINT" // DynamoDB endpoint override, e.g. moto's
+	envDocumentsDir     = "SQSONCE_DOCUMENTS_DIR"     // local documents folder; default samples/documents outside Lambda
+	envStubDelay        = "SQSONCE_STUB_DELAY"        // Go duration: how long each stub call takes
+	envOpenAIBaseURL    = "OPENAI_BASE_URL"           // e.g. https://api.openai.com/v1
+	envOpenAIAPIKey     = "OPENAI_API_KEY"            // sent as a bearer token
+	envRuntimeAPI       = "AWS_LAMBDA_RUNTIME_API"    // set by Lambda and by the runtime emulator
+)
+
+// Store and provider names.
+const (
+	storeMemory     = "memory"
+	storeDynamoDB   = "dynamodb"
+	providerStub    = "stub"
+	providerBedrock = "bedrock"
+	providerOpenAI  = "openai"
+)
+
+// defaultDocumentsDir is the local documents folder outside Lambda.
+const defaultDocumentsDir = "samples/documents"
+
+// defaultStubModel is the model a stub run uses when none is configured.
+const defaultStubModel = "stub-model"
+
+// config is the whole configuration, from the environment and, outside
+// Lambda, the command line.
+type config struct {
+	Lambda           bool
+	Store            string
+	Table            string
+	SummariesTable   string
+	Namespace        string
+	ExpiresAfter     time.Duration
+	QueueWindow      time.Duration
+	Provider         string
+	Model            string
+	DocumentsBucket  string
+	DocumentsPrefix  string
+	DocumentsDir     string
+	Concurrency      int
+	RequestLog       string
+	DynamoDBEndpoint string
+	StubDelay        time.Duration
+	OpenAIBaseURL    string
+	OpenAIAPIKey     string
+}
+
+// loadConfig reads the environment through getenv. Inside Lambda the store
+// is always DynamoDB; outside, store and provider (when not empty) override
+// the environment, as the -store and -provider flags do. Every problem is
+// reported at once.
+func loadConfig(getenv func(string) string, store, provider string) (config, error) {
+	var errs []error
+	c := config{
+		Lambda:           getenv(envRuntimeAPI) != "",
+		Table:            getenv(envTable),
+		SummariesTable:   getenv(envSummariesTable),
+		Namespace:        getenv(envNamespace),
+		Provider:         getenv(envProvider),
+		Model:            getenv(envModel),
+		DocumentsBucket:  getenv(envDocumentsBucket),
+		DocumentsPrefix:  getenv(envDocumentsPrefix),
+		DocumentsDir:     getenv(envDocumentsDir),
+		RequestLog:       getenv(envRequestLog),
+		DynamoDBEndpoint: getenv(envDynamoDBEndpoint),
+		OpenAIBaseURL:    getenv(envOpenAIBaseURL),
+		OpenAIAPIKey:     getenv(envOpenAIAPIKey),
+	}
+	duration := func(name string, dst *time.Duration) {
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%s=%q is not a non-negative Go duration (e.g. 360h)", name, v))
+			return
+		}
+		*dst = d
+	}
+	duration(envExpiresAfter, &c.ExpiresAfter)
+	duration(envQueueWindow, &c.QueueWindow)
+	duration(envStubDelay, &c.StubDelay)
+	if v := getenv(envConcurrency); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("%s=%q is not a positive integer", envConcurrency, v))
+		}
+		c.Concurrency = n
+	}
+	if c.Namespace == "" {
+		c.Namespace = "summarise"
+	}
+
+	c.Store = storeDynamoDB
+	if !c.Lambda {
+		c.Store = storeMemory
+		if store != "" {
+			c.Store = store
+		}
+	}
+	if provider != "" && !c.Lambda {
+		c.Provider = provider
+	}
+	if c.Provider == "" {
+		c.Provider = providerStub
+	}
+
+	switch c.Store {
+	case storeMemory:
+	case storeDynamoDB:
+		if c.Table == "" {
+			errs = append(errs, fmt.Errorf("%s is required with the DynamoDB store", envTable))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("store %q is not %s or %s", c.Store, storeMemory, storeDynamoDB))
+	}
+	switch c.Provider {
+	case providerStub:
+		if c.Model == "" {
+			c.Model = defaultStubModel
+		}
+	case providerBedrock:
+	case providerOpenAI:
+		if c.OpenAIBaseURL == "" {
+			errs = append(errs, fmt.Errorf("%s is required with the openai provider", envOpenAIBaseURL))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("%s=%q is not one of %s, %s, %s", envProvider, c.Provider, providerStub, providerBedrock, providerOpenAI))
+	}
+	if c.StubDelay > 0 && c.Provider != providerStub {
+		errs = append(errs, fmt.Errorf("%s is only for the stub provider", envStubDelay))
+	}
+	if c.DocumentsBucket == "" && c.DocumentsDir == "" {
+		if c.Lambda {
+			errs = append(errs, fmt.Errorf("%s (or %s) is required inside Lambda", envDocumentsBucket, envDocumentsDir))
+		}
+		c.DocumentsDir = defaultDocumentsDir
+	}
+	if c.DocumentsBucket != "" && getenv(envDocumentsDir) != "" {
+		errs = append(errs, fmt.Errorf("set %s or %s, not both", envDocumentsBucket, envDocumentsDir))
+	}
+	if c.SummariesTable != "" && c.Store != storeDynamoDB {
+		c.SummariesTable = "" // the memory store keeps summaries in memory
+	}
+	if err := errors.Join(errs...); err != nil {
+		return config{}, fmt.Errorf("summarise: bad configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))
+	}
+	return c, nil
+}

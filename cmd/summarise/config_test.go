@@ -1,0 +1,98 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func TestLoadConfig(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      map[string]string
+		store    string
+		provider string
+		check    func(t *testing.T, c config)
+	}{
+		{"local defaults", nil, "", "", func(t *testing.T, c config) {
+			if c.Lambda || c.Store != storeMemory || c.Provider != providerStub || c.Namespace != "summarise" ||
+				c.Model != defaultStubModel || c.DocumentsDir != defaultDocumentsDir || c.Concurrency != 0 {
+				t.Errorf("config = %+v", c)
+			}
+		}},
+		{"lambda uses DynamoDB and the env", map[string]string{
+			envRuntimeAPI: "127.0.0.1:9001", envTable: "records", envSummariesTable: "summaries", envNamespace: "prod-summarise",
+			envExpiresAfter: "360h", envQueueWindow: "98h", envProvider: "bedrock", envModel: "anthropic.claude-3-haiku-20240307-v1:0",
+			envDocumentsBucket: "docs", envDocumentsPrefix: "in/", envConcurrency: "4",
+		}, "memory", "stub", func(t *testing.T, c config) {
+			want := config{Lambda: true, Store: storeDynamoDB, Table: "records", SummariesTable: "summaries", Namespace: "prod-summarise",
+				ExpiresAfter: 360 * time.Hour, QueueWindow: 98 * time.Hour, Provider: providerBedrock,
+				Model: "anthropic.claude-3-haiku-20240307-v1:0", DocumentsBucket: "docs", DocumentsPrefix: "in/", Concurrency: 4}
+			if c != want {
+				t.Errorf("config\n got %+v\nwant %+v", c, want)
+			}
+		}},
+		{"flags override the env outside Lambda", map[string]string{envProvider: "bedrock", envTable: "t"}, "dynamodb", "stub", func(t *testing.T, c config) {
+			if c.Store != storeDynamoDB || c.Provider != providerStub {
+				t.Errorf("config = %+v", c)
+			}
+		}},
+		{"summaries table ignored with the memory store", map[string]string{envSummariesTable: "s"}, "", "", func(t *testing.T, c config) {
+			if c.SummariesTable != "" {
+				t.Errorf("config = %+v", c)
+			}
+		}},
+		{"openai", map[string]string{envOpenAIBaseURL: "http://127.0.0.1:1/v1", envOpenAIAPIKey: "k"}, "", "openai", func(t *testing.T, c config) {
+			if c.Provider != providerOpenAI || c.OpenAIBaseURL == "" || c.OpenAIAPIKey != "k" || c.Model != "" {
+				t.Errorf("config = %+v", c)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := loadConfig(env(tt.env), tt.store, tt.provider)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      map[string]string
+		store    string
+		provider string
+		want     []string
+	}{
+		{"lambda without table or documents", map[string]string{envRuntimeAPI: "x"}, "", "", []string{envTable, envDocumentsBucket}},
+		{"dynamodb store without table", nil, "dynamodb", "", []string{envTable}},
+		{"unknown store", nil, "redis", "", []string{`store "redis"`}},
+		{"unknown provider", map[string]string{envProvider: "gemini"}, "", "", []string{envProvider, "gemini"}},
+		{"openai without base URL", nil, "", "openai", []string{envOpenAIBaseURL}},
+		{"bad durations", map[string]string{envExpiresAfter: "15 days", envQueueWindow: "-1h", envStubDelay: "x"}, "", "",
+			[]string{envExpiresAfter, envQueueWindow, envStubDelay}},
+		{"bad concurrency", map[string]string{envConcurrency: "0"}, "", "", []string{envConcurrency}},
+		{"stub delay with bedrock", map[string]string{envStubDelay: "1s"}, "", "bedrock", []string{envStubDelay}},
+		{"bucket and dir", map[string]string{envDocumentsBucket: "b", envDocumentsDir: "d"}, "", "", []string{"not both"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadConfig(env(tt.env), tt.store, tt.provider)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}

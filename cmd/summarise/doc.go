@@ -1,0 +1,57 @@
+// Command summarise is the summarise Lambda function: SQS messages asking
+// for a summary of a document version, each answered with one model call
+// however often it is delivered.
+//
+//	go run ./cmd/summarise -event events/duplicate.json -repeat 2   # local: memory store, stub provider
+//	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap ./cmd/summarise
+//	# deploy bootstrap on provided.al2023 with ReportBatchItemFailures on the SQS event source
+//
+// # Inside Lambda
+//
+// With AWS_LAMBDA_RUNTIME_API set (by Lambda, or by the runtime interface
+// emulator) it builds its clients once, at init, and serves
+// lambda.StartHandlerFunc(metrics.Batch(batch.SQS(idempotency.Wrap(g,
+// handler.Key(), h.Handle), opts))): records run concurrently, each
+// idempotent on DynamoDB, and the failed ones are returned as
+// batchItemFailures. Logs (the guard's outcomes, the request log's
+// "provider call" lines) are JSON on standard output, as are the EMF
+// metric lines, one per batch.
+//
+// # Environment
+//
+//	SQSONCE_TABLE              idempotency table, partition key id (S), TTL on expiration; required inside Lambda
+//	SQSONCE_SUMMARIES_TABLE    summaries table, partition key id (S); optional: the summary is written in
+//	                           the same transaction as the record's completion
+//	SQSONCE_NAMESPACE          record id prefix; default "summarise"; keep it fixed across deploys
+//	SQSONCE_EXPIRES_AFTER      record lifetime, a Go duration (e.g. 360h); default 15 days
+//	SQSONCE_QUEUE_WINDOW       the queue's retention + maxReceiveCount × visibility timeout, a Go duration;
+//	                           a shorter SQSONCE_EXPIRES_AFTER is refused at start-up
+//	SQSONCE_PROVIDER           stub (default), bedrock or openai
+//	SQSONCE_MODEL              model for requests that name none; default "stub-model" for the stub
+//	SQSONCE_DOCUMENTS_BUCKET   S3 bucket of the documents; key {prefix}{id}/{version}.txt unless the request names one
+//	SQSONCE_DOCUMENTS_PREFIX   S3 key prefix
+//	SQSONCE_CONCURRENCY        records in flight per batch; default 10
+//
+// For local runs and tests:
+//
+//	SQSONCE_REQUEST_LOG        request log file (JSON lines, one per provider call); default: log lines
+//	SQSONCE_DYNAMODB_ENDPOINT  DynamoDB endpoint, e.g. moto's http://127.0.0.1:5000
+//	SQSONCE_DOCUMENTS_DIR      local documents folder, {dir}/{id}/{version}.txt; default samples/documents outside Lambda
+//	SQSONCE_STUB_DELAY         how long each stub call takes, a Go duration
+//	OPENAI_BASE_URL            OpenAI-compatible base URL, e.g. https://api.openai.com/v1 (provider openai)
+//	OPENAI_API_KEY             its API key
+//
+// A bad configuration is reported in full and the process exits with
+// status 2 (inside Lambda: the init fails).
+//
+// # Outside Lambda
+//
+//	summarise -event FILE [-repeat N] [-store memory|dynamodb] [-provider stub|bedrock|openai] [-v] [-metrics]
+//
+// invokes the same batch handler with the SQS event in FILE, N times in one
+// process, prints each batch response as one JSON line and then
+// "deliveries: X, provider calls: Y". The defaults need no AWS account: the
+// in-memory store, the stub provider, the documents in samples/documents.
+// -v logs every outcome and provider call to standard error; -metrics writes
+// the EMF lines there.
+package main

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/sqsonce/sqsonce/internal/motoserver"
+)
+
+// repoRoot is the module root, where the runner's default documents folder
+// (samples/documents) and the event fixtures are.
+var repoRoot = filepath.Join("..", "..")
+
+func fixture(name string) string { return filepath.Join(repoRoot, "events", name) }
+
+type runResult struct {
+	status    int
+	responses []events.SQSEventResponse
+	summary   string
+	stderr    string
+}
+
+func runRunner(t *testing.T, getenv func(string) string, args ...string) runResult {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	r := runResult{status: runLocal(t.Context(), args, getenv, &stdout, &stderr), stderr: stderr.String()}
+	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "deliveries: ") {
+			r.summary = line
+			continue
+		}
+		var resp events.SQSEventResponse
+		if err := json.Unmarshal([]byte(line), &resp); err != nil {
+			t.Fatalf("stdout line %q: %v", line, err)
+		}
+		r.responses = append(r.responses, resp)
+	}
+	return r
+}
+
+func failed(resp events.SQSEventResponse) []string {
+	ids := []string{}
+	for _, f := range resp.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	return ids
+}
+
+// localEnv is a local environment with the documents of the repository.
+func localEnv(extra map[string]string) func(string) string {
+	kv := map[string]string{envDocumentsDir: filepath.Join(repoRoot, "samples", "documents")}
+	for k, v := range extra {
+		kv[k] = v
+	}
+	return env(kv)
+}
+
+func TestRunnerFixtures(t *testing.T) {
+	tests := []struct {
+		file    string
+		repeat  int
+		summary string
+		failed  []string // per delivery
+	}{
+		{"duplicate.json", 2, "deliveries: 2, provider calls: 1", nil},
+		{"resend.json", 1, "deliveries: 2, provider calls: 1", nil},
+		{"same-key-batch.json", 3, "deliveries: 6, provider calls: 1", nil},
+		{"fifo.json", 2, "deliveries: 6, provider calls: 3", nil},
+		{"malformed.json", 2, "deliveries: 4, provider calls: 1", []string{"8c3e5a7b-2d4f-4b6c-9e8a-0f1b2c3d0502"}},
+		{"missing-key.json", 1, "deliveries: 2, provider calls: 1", []string{"ae5a7c9d-4f6b-4d8e-b1ca-2b3d4e5f0602"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			r := runRunner(t, localEnv(nil), "-event", fixture(tt.file), "-repeat", fmt.Sprint(tt.repeat))
+			if r.status != 0 {
+				t.Fatalf("status %d, stderr:\n%s", r.status, r.stderr)
+			}
+			if r.summary != tt.summary {
+				t.Errorf("summary line %q, want %q", r.summary, tt.summary)
+			}
+			if len(r.responses) != tt.repeat {
+				t.Fatalf("%d responses, want %d", len(r.responses), tt.repeat)
+			}
+			want := tt.failed
+			if want == nil {
+				want = []string{}
+			}
+			for i, resp := range r.responses {
+				if got := failed(resp); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("delivery %d: failed %v, want %v", i+1, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestRunnerErrors(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.json")
+	os.WriteFile(empty, []byte(`{"Records":[]}`), 0o644)
+	notJSON := filepath.Join(dir, "bad.json")
+	os.WriteFile(notJSON, []byte(`nope`), 0o644)
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"no event", nil, nil, "-event is required"},
+		{"missing file", nil, []string{"-event", filepath.Join(dir, "none.json")}, "no such file"},
+		{"no records", nil, []string{"-event", empty}, "no Records"},
+		{"not an event", nil, []string{"-event", notJSON}, "not an SQS event"},
+		{"bad repeat", nil, []string{"-event", fixture("duplicate.json"), "-repeat", "0"}, "-repeat 0"},
+		{"bad store", nil, []string{"-event", fixture("duplicate.json"), "-store", "redis"}, `store "redis"`},
+		{"dynamodb without table", nil, []string{"-event", fixture("duplicate.json"), "-store", "dynamodb"}, envTable},
+		{"bad provider", nil, []string{"-event", fixture("duplicate.json"), "-provider", "gpt"}, "gpt"},
+		{"expiry below the queue window", map[string]string{envExpiresAfter: "24h", envQueueWindow: "96h"},
+			[]string{"-event", fixture("duplicate.json")}, "shorter than the queue's window"},
+		{"stray argument", nil, []string{"-event", fixture("duplicate.json"), "extra"}, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runRunner(t, localEnv(tt.env), tt.args...)
+			if r.status != 2 {
+				t.Errorf("status %d, want 2", r.status)
+			}
+			if !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("stderr %q does not mention %q", r.stderr, tt.want)
+			}
+			if r.summary != "" {
+				t.Errorf("summary line printed after a configuration error: %q", r.summary)
+			}
+		})
+	}
+}
+
+func TestRunnerVerboseAndMetrics(t *testing.T) {
+	r := runRunner(t, localEnv(nil), "-event", fixture("duplicate.json"), "-repeat", "2", "-v", "-metrics")
+	if r.status != 0 {
+		t.Fatalf("status %d: %s", r.status, r.stderr)
+	}
+	for _, want := range []string{"outcome=claimed", "outcome=replayed", `msg="provider call"`, `"DuplicatesSuppressed":1`, `"ProviderCalls":1`} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %s:\n%s", want, r.stderr)
+		}
+	}
+}
+
+// TestRunnerDynamoDB runs the local runner on the DynamoDB store (moto):
+// the second run is a new process in all but name (a new guard and store),
+// and still makes no provider call.
+func TestRunnerDynamoDB(t *testing.T) {
+	db := moto.DynamoDB(t)
+	table, summaries := motoserver.NewTable(t, db), motoserver.NewTable(t, db)
+	awsEnv(t)
+	log := filepath.Join(t.TempDir(), "requests.jsonl")
+	getenv := localEnv(map[string]string{envTable: table, envSummariesTable: summaries,
+		envDynamoDBEndpoint: moto.Endpoint(t), envRequestLog: log})
+	for i, want := range []string{"deliveries: 1, provider calls: 1", "deliveries: 2, provider calls: 0"} {
+		r := runRunner(t, getenv, "-event", fixture("duplicate.json"), "-repeat", fmt.Sprint(i+1), "-store", "dynamodb")
+		if r.status != 0 || r.summary != want {
+			t.Fatalf("run %d: status %d, summary %q, want %q; stderr:\n%s", i+1, r.status, r.summary, want, r.stderr)
+		}
+	}
+	if lines := requestLog(t, log); len(lines) != 1 {
+		t.Errorf("request log has %d lines, want 1", len(lines))
+	}
+}
