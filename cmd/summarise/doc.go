@@ -10,7 +10,7 @@
 //
 // With AWS_LAMBDA_RUNTIME_API set (by Lambda, or by the runtime interface
 // emulator) it builds its clients once, at init, and serves
-// lambda.StartHandlerFunc(metrics.Batch(batch.SQS(idempotency.Wrap(g,
+// lambda.StartHandlerFunc(rec.Batch(batch.SQS(idempotency.Wrap(g,
 // handler.Key(), h.Handle), opts))): records run concurrently, each
 // idempotent on DynamoDB, and the failed ones are returned as
 // batchItemFailures. Logs (the guard's outcomes, the request log's

@@ -1,0 +1,62 @@
+// Command minimal is the smallest idempotent SQS handler: a per-record
+// function wrapped with the guard and the batch decorator. The body's
+// "idempotency_key" is the key; the work runs once per key and every later
+// delivery gets the stored result.
+//
+//	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap ./samples/minimal
+//
+// With SQSONCE_TABLE set the records are in that DynamoDB table (partition
+// key "id", TTL on "expiration"); without it they are in memory, which
+// protects against duplicates within one execution environment only.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+)
+
+// Result is what the work returns; it is stored as JSON and replayed.
+type Result struct {
+	Words int    `json:"words"`
+	Upper string `json:"upper"`
+}
+
+// work is the operation to run once per key: here a stand-in for a paid call.
+func work(_ context.Context, m events.SQSMessage) (Result, error) {
+	return Result{Words: len(strings.Fields(m.Body)), Upper: strings.ToUpper(m.Body)}, nil
+}
+
+func main() {
+	ctx := context.Background()
+	var store idempotency.Store = memstore.New()
+	if table := os.Getenv("SQSONCE_TABLE"); table != "" {
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		s, err := dynamostore.New(dynamodb.NewFromConfig(cfg), table)
+		if err != nil {
+			log.Fatal(err)
+		}
+		store = s
+	}
+	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "minimal"})
+	if err != nil {
+		log.Fatal(fmt.Errorf("minimal: %w", err))
+	}
+	fn := idempotency.Wrap(g, idempotency.BodyField("idempotency_key"), work)
+	lambda.StartHandlerFunc(batch.SQS(fn, batch.Options{}))
+}

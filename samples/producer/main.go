@@ -1,0 +1,133 @@
+// Command producer decides that a document version needs a summary and puts
+// the request on the queue. It is where the work is decided, so it is where
+// the idempotency key is generated: once per decision, sent in the message
+// body, and sent again unchanged if the send has to be retried.
+//
+//	go run ./samples/producer -queue-url https://sqs.us-east-1.amazonaws.com/123456789012/summarise -document 4471 -version 9
+//
+// A send whose response was lost (a timeout, a dropped connection) may still
+// have put the message on the queue; the retry then puts a second message,
+// with a new messageId, on the queue. That is the producer's re-send, and the
+// key in the body is what makes it harmless: the function summarises once.
+// For a FIFO queue, pass -group; the key is then also the
+// MessageDeduplicationId, which lets SQS drop the re-send within its
+// five-minute window.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// request is the summarise message body (see package handler for the
+// schema).
+type request struct {
+	IdempotencyKey string     `json:"idempotency_key"`
+	Document       document   `json:"document"`
+	Model          string     `json:"model,omitempty"`
+	PromptVersion  string     `json:"prompt_version"`
+	Parameters     parameters `json:"parameters,omitzero"`
+	RequestID      string     `json:"request_id"`
+	SentAt         time.Time  `json:"sent_at"`
+}
+
+type document struct {
+	ID        string `json:"id"`
+	Version   string `json:"version"`
+	Bucket    string `json:"bucket,omitempty"`
+	Key       string `json:"key,omitempty"`
+	VersionID string `json:"version_id,omitempty"`
+}
+
+type parameters struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	MaxTokens   *int     `json:"max_tokens,omitempty"`
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "producer:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	queueURL := flag.String("queue-url", "", "URL of the summarise queue (required)")
+	docID := flag.String("document", "4471", "document id")
+	version := flag.String("version", "9", "document version")
+	s3VersionID := flag.String("s3-version-id", "", "S3 object version of the document, to pin its bytes")
+	model := flag.String("model", "", "model id (empty: the function's default)")
+	promptVersion := flag.String("prompt-version", "v1", "prompt version")
+	temperature := flag.Float64("temperature", -1, "temperature (negative: the model's default)")
+	maxTokens := flag.Int("max-tokens", 0, "max tokens (0: the model's default)")
+	key := flag.String("key", "", "idempotency key decided by the caller (empty: generate one for this decision)")
+	group := flag.String("group", "", "MessageGroupId, for a FIFO queue")
+	attempts := flag.Int("attempts", 3, "send attempts; every attempt carries the same key")
+	flag.Parse()
+	if *queueURL == "" {
+		flag.Usage()
+		return errors.New("-queue-url is required")
+	}
+
+	// The work is decided here: this is the one place the key is made.
+	if *key == "" {
+		*key = fmt.Sprintf("sum-%s-%s-%s", *docID, *version, rand.Text()[:16])
+	}
+	req := request{
+		IdempotencyKey: *key,
+		Document:       document{ID: *docID, Version: *version, VersionID: *s3VersionID},
+		Model:          *model,
+		PromptVersion:  *promptVersion,
+	}
+	if *temperature >= 0 {
+		req.Parameters.Temperature = temperature
+	}
+	if *maxTokens > 0 {
+		req.Parameters.MaxTokens = maxTokens
+	}
+
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return err
+	}
+	client := sqs.NewFromConfig(cfg)
+
+	var sendErr error
+	for attempt := 1; attempt <= *attempts; attempt++ {
+		// Request id and send time change on every attempt; they are not
+		// part of the key.
+		req.RequestID = rand.Text()[:12]
+		req.SentAt = time.Now().UTC()
+		body, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		in := &sqs.SendMessageInput{QueueUrl: queueURL, MessageBody: aws.String(string(body))}
+		if *group != "" {
+			in.MessageGroupId = group
+			in.MessageDeduplicationId = key
+		}
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		out, err := client.SendMessage(sctx, in)
+		cancel()
+		if err == nil {
+			fmt.Printf("sent %s (messageId %s, attempt %d)\n", *key, aws.ToString(out.MessageId), attempt)
+			return nil
+		}
+		sendErr = err
+		fmt.Fprintf(os.Stderr, "producer: attempt %d: %v; re-sending with the same key\n", attempt, err)
+		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+	}
+	return fmt.Errorf("send %s: %w", *key, sendErr)
+}
