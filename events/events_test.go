@@ -101,14 +101,14 @@ func keys(ev events.SQSEvent) ([]string, []error) {
 }
 
 func TestFixturesShowTheirCause(t *testing.T) {
-	t.Run("duplicate.json: one message, delivered again with -repeat", func(t *testing.T) {
-		ev := load(t, "duplicate.json")
+	t.Run("duplicate-delivery.json: one message, delivered again with -repeat", func(t *testing.T) {
+		ev := load(t, "duplicate-delivery.json")
 		if _, errs := keys(ev); len(ev.Records) != 1 || errs[0] != nil {
 			t.Errorf("%d records, key error %v", len(ev.Records), errs)
 		}
 	})
-	t.Run("resend.json: two messageIds, one producer key", func(t *testing.T) {
-		ev := load(t, "resend.json")
+	t.Run("producer-resend.json: two messageIds, one producer key", func(t *testing.T) {
+		ev := load(t, "producer-resend.json")
 		ks, errs := keys(ev)
 		if len(ev.Records) != 2 || ev.Records[0].MessageId == ev.Records[1].MessageId || ks[0] != ks[1] ||
 			errs[0] != nil || errs[1] != nil || ev.Records[0].Body == ev.Records[1].Body {
@@ -152,6 +152,14 @@ func TestFixturesShowTheirCause(t *testing.T) {
 		_, errs := keys(load(t, "missing-key.json"))
 		if len(errs) != 2 || errs[0] != nil || !errors.Is(errs[1], idempotency.ErrNoKey) {
 			t.Errorf("key errors %v, want ErrNoKey for the second only", errs)
+		}
+	})
+	t.Run("mixed-batch.json: good records, a malformed one, a keyless one, a re-send", func(t *testing.T) {
+		ev := load(t, "mixed-batch.json")
+		ks, errs := keys(ev)
+		if len(ev.Records) != 5 || errs[0] != nil || errs[1] == nil || errors.Is(errs[1], idempotency.ErrNoKey) ||
+			errs[2] != nil || ks[2] != ks[0] || !errors.Is(errs[3], idempotency.ErrNoKey) || errs[4] != nil || ks[4] == ks[0] {
+			t.Errorf("keys %q, errors %v", ks, errs)
 		}
 	})
 	t.Run("every fixture's keys are distinct from the others'", func(t *testing.T) {

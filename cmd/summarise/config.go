@@ -26,6 +26,7 @@ const (
 	envStubDelay        = "SQSONCE_STUB_DELAY"        // Go duration: how long each stub call takes
 	envOpenAIBaseURL    = "OPENAI_BASE_URL"           // e.g. https://api.openai.com/v1
 	envOpenAIAPIKey     = "OPENAI_API_KEY"            // sent as a bearer token
+	envStore            = "SQSONCE_STORE"             // memory | dynamodb; default dynamodb inside Lambda, memory outside
 	envRuntimeAPI       = "AWS_LAMBDA_RUNTIME_API"    // set by Lambda and by the runtime emulator
 )
 
@@ -67,9 +68,10 @@ type config struct {
 	OpenAIAPIKey     string
 }
 
-// loadConfig reads the environment through getenv. Inside Lambda the store
-// is always DynamoDB; outside, store and provider (when not empty) override
-// the environment, as the -store and -provider flags do. Every problem is
+// loadConfig reads the environment through getenv. The store is DynamoDB
+// inside Lambda and memory outside, unless SQSONCE_STORE says otherwise;
+// outside Lambda, store and provider (when not empty) override the
+// environment, as the -store and -provider flags do. Every problem is
 // reported at once.
 func loadConfig(getenv func(string) string, store, provider string) (config, error) {
 	var errs []error
@@ -114,11 +116,14 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 		c.Namespace = "summarise"
 	}
 
-	c.Store = storeDynamoDB
-	if !c.Lambda {
+	c.Store = getenv(envStore)
+	if store != "" && !c.Lambda {
+		c.Store = store
+	}
+	if c.Store == "" {
 		c.Store = storeMemory
-		if store != "" {
-			c.Store = store
+		if c.Lambda {
+			c.Store = storeDynamoDB
 		}
 	}
 	if provider != "" && !c.Lambda {
@@ -135,7 +140,7 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 			errs = append(errs, fmt.Errorf("%s is required with the DynamoDB store", envTable))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("store %q is not %s or %s", c.Store, storeMemory, storeDynamoDB))
+		errs = append(errs, fmt.Errorf("store %q (%s or -store) is not %s or %s", c.Store, envStore, storeMemory, storeDynamoDB))
 	}
 	switch c.Provider {
 	case providerStub:

@@ -41,6 +41,16 @@ func TestLoadConfig(t *testing.T) {
 				t.Errorf("config = %+v", c)
 			}
 		}},
+		{"memory store inside Lambda, when asked for", map[string]string{envRuntimeAPI: "x", envStore: "memory", envDocumentsDir: "d"}, "dynamodb", "", func(t *testing.T, c config) {
+			if !c.Lambda || c.Store != storeMemory || c.Table != "" {
+				t.Errorf("config = %+v", c)
+			}
+		}},
+		{"store from the env outside Lambda", map[string]string{envStore: "dynamodb", envTable: "t"}, "", "", func(t *testing.T, c config) {
+			if c.Store != storeDynamoDB {
+				t.Errorf("config = %+v", c)
+			}
+		}},
 		{"summaries table ignored with the memory store", map[string]string{envSummariesTable: "s"}, "", "", func(t *testing.T, c config) {
 			if c.SummariesTable != "" {
 				t.Errorf("config = %+v", c)
@@ -74,6 +84,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"lambda without table or documents", map[string]string{envRuntimeAPI: "x"}, "", "", []string{envTable, envDocumentsBucket}},
 		{"dynamodb store without table", nil, "dynamodb", "", []string{envTable}},
 		{"unknown store", nil, "redis", "", []string{`store "redis"`}},
+		{"unknown store in the env", map[string]string{envStore: "s3"}, "", "", []string{envStore, `"s3"`}},
 		{"unknown provider", map[string]string{envProvider: "gemini"}, "", "", []string{envProvider, "gemini"}},
 		{"openai without base URL", nil, "", "openai", []string{envOpenAIBaseURL}},
 		{"bad durations", map[string]string{envExpiresAfter: "15 days", envQueueWindow: "-1h", envStubDelay: "x"}, "", "",

@@ -2,7 +2,7 @@
 // for a summary of a document version, each answered with one model call
 // however often it is delivered.
 //
-//	go run ./cmd/summarise -event events/duplicate.json -repeat 2   # local: memory store, stub provider
+//	go run ./cmd/summarise -event events/duplicate-delivery.json -repeat 2   # local: memory store, stub provider
 //	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap ./cmd/summarise
 //	# deploy bootstrap on provided.al2023 with ReportBatchItemFailures on the SQS event source
 //
@@ -34,6 +34,8 @@
 //
 // For local runs and tests:
 //
+//	SQSONCE_STORE              memory or dynamodb; default dynamodb inside Lambda (memory there catches
+//	                           duplicates within one execution environment only: for the emulator), memory outside
 //	SQSONCE_REQUEST_LOG        request log file (JSON lines, one per provider call); default: log lines
 //	SQSONCE_DYNAMODB_ENDPOINT  DynamoDB endpoint, e.g. moto's http://127.0.0.1:5000
 //	SQSONCE_DOCUMENTS_DIR      local documents folder, {dir}/{id}/{version}.txt; default samples/documents outside Lambda

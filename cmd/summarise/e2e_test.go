@@ -396,7 +396,7 @@ func TestE2E(t *testing.T) {
 	t.Run("1 broker duplicate: same message twice, one call", func(t *testing.T) {
 		d := newDeployment(t, nil)
 		e := d.start(t, rie, bootstrap)
-		ev := loadFixture(t, "duplicate.json")
+		ev := loadFixture(t, "duplicate-delivery.json")
 		wantFailed(t, "first delivery", e.invoke(t, ev))
 		wantFailed(t, "second delivery", e.invoke(t, ev))
 
@@ -435,7 +435,7 @@ func TestE2E(t *testing.T) {
 	t.Run("2 producer re-send: new messageId, same key, one call", func(t *testing.T) {
 		d := newDeployment(t, nil)
 		e := d.start(t, rie, bootstrap)
-		ev := loadFixture(t, "resend.json")
+		ev := loadFixture(t, "producer-resend.json")
 		wantFailed(t, "original", e.invoke(t, one(ev.Records[0])))
 		wantFailed(t, "re-send", e.invoke(t, one(ev.Records[1])))
 		// And on another execution environment.
@@ -452,7 +452,7 @@ func TestE2E(t *testing.T) {
 		wantFailed(t, "warm-up a", a.invoke(t, events.SQSEvent{Records: []events.SQSMessage{}}))
 		wantFailed(t, "warm-up b", b.invoke(t, events.SQSEvent{Records: []events.SQSMessage{}}))
 
-		ev := loadFixture(t, "duplicate.json")
+		ev := loadFixture(t, "duplicate-delivery.json")
 		msgID := ev.Records[0].MessageId
 		first := make(chan events.SQSEventResponse, 1)
 		go func() { first <- a.invoke(t, ev) }()

@@ -70,12 +70,14 @@ func TestRunnerFixtures(t *testing.T) {
 		summary string
 		failed  []string // per delivery
 	}{
-		{"duplicate.json", 2, "deliveries: 2, provider calls: 1", nil},
-		{"resend.json", 1, "deliveries: 2, provider calls: 1", nil},
+		{"duplicate-delivery.json", 2, "deliveries: 2, provider calls: 1", nil},
+		{"producer-resend.json", 1, "deliveries: 2, provider calls: 1", nil},
 		{"same-key-batch.json", 3, "deliveries: 6, provider calls: 1", nil},
 		{"fifo.json", 2, "deliveries: 6, provider calls: 3", nil},
 		{"malformed.json", 2, "deliveries: 4, provider calls: 1", []string{"8c3e5a7b-2d4f-4b6c-9e8a-0f1b2c3d0502"}},
 		{"missing-key.json", 1, "deliveries: 2, provider calls: 1", []string{"ae5a7c9d-4f6b-4d8e-b1ca-2b3d4e5f0602"}},
+		{"mixed-batch.json", 2, "deliveries: 10, provider calls: 2",
+			[]string{"1b2c3d4e-5f6a-4b7c-9d8e-0f1a2b3c0702", "3d4e5f6a-7b8c-4d9e-bfa0-2b3c4d5e0704"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -118,13 +120,13 @@ func TestRunnerErrors(t *testing.T) {
 		{"missing file", nil, []string{"-event", filepath.Join(dir, "none.json")}, "no such file"},
 		{"no records", nil, []string{"-event", empty}, "no Records"},
 		{"not an event", nil, []string{"-event", notJSON}, "not an SQS event"},
-		{"bad repeat", nil, []string{"-event", fixture("duplicate.json"), "-repeat", "0"}, "-repeat 0"},
-		{"bad store", nil, []string{"-event", fixture("duplicate.json"), "-store", "redis"}, `store "redis"`},
-		{"dynamodb without table", nil, []string{"-event", fixture("duplicate.json"), "-store", "dynamodb"}, envTable},
-		{"bad provider", nil, []string{"-event", fixture("duplicate.json"), "-provider", "gpt"}, "gpt"},
+		{"bad repeat", nil, []string{"-event", fixture("duplicate-delivery.json"), "-repeat", "0"}, "-repeat 0"},
+		{"bad store", nil, []string{"-event", fixture("duplicate-delivery.json"), "-store", "redis"}, `store "redis"`},
+		{"dynamodb without table", nil, []string{"-event", fixture("duplicate-delivery.json"), "-store", "dynamodb"}, envTable},
+		{"bad provider", nil, []string{"-event", fixture("duplicate-delivery.json"), "-provider", "gpt"}, "gpt"},
 		{"expiry below the queue window", map[string]string{envExpiresAfter: "24h", envQueueWindow: "96h"},
-			[]string{"-event", fixture("duplicate.json")}, "shorter than the queue's window"},
-		{"stray argument", nil, []string{"-event", fixture("duplicate.json"), "extra"}, "unexpected arguments"},
+			[]string{"-event", fixture("duplicate-delivery.json")}, "shorter than the queue's window"},
+		{"stray argument", nil, []string{"-event", fixture("duplicate-delivery.json"), "extra"}, "unexpected arguments"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,7 +145,7 @@ func TestRunnerErrors(t *testing.T) {
 }
 
 func TestRunnerVerboseAndMetrics(t *testing.T) {
-	r := runRunner(t, localEnv(nil), "-event", fixture("duplicate.json"), "-repeat", "2", "-v", "-metrics")
+	r := runRunner(t, localEnv(nil), "-event", fixture("duplicate-delivery.json"), "-repeat", "2", "-v", "-metrics")
 	if r.status != 0 {
 		t.Fatalf("status %d: %s", r.status, r.stderr)
 	}
@@ -165,7 +167,7 @@ func TestRunnerDynamoDB(t *testing.T) {
 	getenv := localEnv(map[string]string{envTable: table, envSummariesTable: summaries,
 		envDynamoDBEndpoint: moto.Endpoint(t), envRequestLog: log})
 	for i, want := range []string{"deliveries: 1, provider calls: 1", "deliveries: 2, provider calls: 0"} {
-		r := runRunner(t, getenv, "-event", fixture("duplicate.json"), "-repeat", fmt.Sprint(i+1), "-store", "dynamodb")
+		r := runRunner(t, getenv, "-event", fixture("duplicate-delivery.json"), "-repeat", fmt.Sprint(i+1), "-store", "dynamodb")
 		if r.status != 0 || r.summary != want {
 			t.Fatalf("run %d: status %d, summary %q, want %q; stderr:\n%s", i+1, r.status, r.summary, want, r.stderr)
 		}

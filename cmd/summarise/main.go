@@ -31,6 +31,9 @@ func runLambda() int {
 		return 2
 	}
 	defer a.close()
+	if c.Store == storeMemory {
+		logger.Warn("summarise: in-memory idempotency store (" + envStore + "=memory): duplicates are caught within this execution environment only")
+	}
 	logger.Info("summarise: ready", "store", c.Store, "table", c.Table, "summaries_table", c.SummariesTable,
 		"namespace", c.Namespace, "provider", c.Provider, "model", c.Model)
 	lambda.StartHandlerFunc(a.handle)
