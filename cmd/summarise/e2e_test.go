@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -87,11 +86,15 @@ func missing(t *testing.T, why string) {
 	t.Skipf("%s; install it with: %s", why, rieInstall)
 }
 
+// goTool is the go command: on PATH (as under go test), else in $GOROOT/bin.
 func goTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	if root := os.Getenv("GOROOT"); root != "" {
+		return filepath.Join(root, "bin", "go")
+	}
+	return "go"
 }
 
 var (
