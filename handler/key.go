@@ -57,7 +57,7 @@ func WorkKey(m events.SQSMessage) ([]byte, error) {
 	if err != nil {
 		var perr error = err
 		if noWorkKey(m.Body) {
-			perr = fmt.Errorf("%w: %v", idempotency.ErrNoKey, err)
+			perr = fmt.Errorf("%w: document.id or document.version is missing", idempotency.ErrNoKey)
 		}
 		return nil, &idempotency.KeyError{MessageID: m.MessageId, Source: workSource, Err: perr}
 	}
