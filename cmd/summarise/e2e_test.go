@@ -449,7 +449,7 @@ func TestE2E(t *testing.T) {
 	})
 
 	t.Run("3 in progress elsewhere: batch item failure, then acked without a call", func(t *testing.T) {
-		d := newDeployment(t, map[string]string{envStubDelay: "2s"})
+		d := newDeployment(t, map[string]string{envStubDelay: "3s"})
 		a, b := d.start(t, rie, bootstrap), d.start(t, rie, bootstrap)
 		// Initialise both execution environments first.
 		wantFailed(t, "warm-up a", a.invoke(t, events.SQSEvent{Records: []events.SQSMessage{}}))
