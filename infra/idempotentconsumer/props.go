@@ -1,0 +1,327 @@
+package idempotentconsumer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// Defaults for the zero values of [Props].
+const (
+	// DefaultHandler is the executable a provided.al2023 function runs.
+	DefaultHandler = "bootstrap"
+	// DefaultMemorySize is the function's memory in MB.
+	DefaultMemorySize = 256
+	// DefaultTimeout is sized for one batch of model calls.
+	DefaultTimeout = 3 * time.Minute
+	// VisibilityFactor is AWS's guidance for an SQS event source: the
+	// queue's visibility timeout is at least this many function timeouts,
+	// so that Lambda can retry a throttled batch before the messages
+	// reappear. It is also the default.
+	VisibilityFactor = 6
+	// DefaultRetention is how long the queue keeps a message.
+	DefaultRetention = 4 * 24 * time.Hour
+	// DefaultDeadLetterRetention is SQS's maximum. A message keeps its
+	// first enqueue time when it moves to the dead-letter queue, so the
+	// dead-letter queue must keep messages longer than the queue does.
+	DefaultDeadLetterRetention = 14 * 24 * time.Hour
+	// DefaultMaxReceiveCount is how many receives a message gets before it
+	// moves to the dead-letter queue.
+	DefaultMaxReceiveCount = 5
+	// DefaultExpiryMargin is added to the queue's window to make the
+	// default record expiry. Err long: a stale record costs storage, a
+	// missing one costs running the operation twice.
+	DefaultExpiryMargin = 24 * time.Hour
+	// DefaultBatchSize is the largest batch the event source delivers.
+	DefaultBatchSize = 10
+	// DefaultMaxBatchingWindow is how long the event source gathers
+	// messages before it invokes the function.
+	DefaultMaxBatchingWindow = 5 * time.Second
+	// DefaultMaxConcurrency caps the concurrent invocations the event
+	// source makes (SQS's minimum is 2).
+	DefaultMaxConcurrency = 5
+	// DefaultOldestMessageAlarm is the age of the oldest queued message
+	// above which the age alarm fires.
+	DefaultOldestMessageAlarm = time.Hour
+)
+
+// Environment variables the construct sets on the function. The runtime
+// reads them; [Props.Environment] may not set them.
+const (
+	// EnvTable is the idempotency table's name.
+	EnvTable = "SQSONCE_TABLE"
+	// EnvNamespace is the key namespace, a fixed string from [Props].
+	EnvNamespace = "SQSONCE_NAMESPACE"
+	// EnvExpiresAfter is the record expiry as a Go duration in whole
+	// seconds ("437400s"), at least [Plan.QueueWindow].
+	EnvExpiresAfter = "SQSONCE_EXPIRES_AFTER"
+	// EnvQueueWindow is the queue's window ([idempotency.QueueWindow]) as a
+	// Go duration in whole seconds. The runtime refuses an expiry below it.
+	EnvQueueWindow = "SQSONCE_QUEUE_WINDOW"
+)
+
+// Limits of the services, checked by [Props.Plan].
+const (
+	maxTimeout           = 15 * time.Minute
+	maxVisibilityTimeout = 12 * time.Hour
+	minRetention         = time.Minute
+	maxRetention         = 14 * 24 * time.Hour
+	maxReceiveCountLimit = 1000
+	maxBatchingWindow    = 5 * time.Minute
+	maxBatchSize         = 10000
+	maxUnbatchedSize     = 10
+	minMaxConcurrency    = 2
+	maxMaxConcurrency    = 1000
+	minMemorySize        = 128
+	maxMemorySize        = 10240
+)
+
+// Props configures a [Consumer]. Code and Namespace are required; every
+// other zero value is a documented default. Durations are whole seconds.
+type Props struct {
+	// Code is the function's deployment package, for example
+	// awslambda.Code_FromAsset of the zip that holds bootstrap. Required.
+	Code awslambda.Code
+
+	// Namespace prefixes every idempotency key. Required. Use a fixed
+	// string, never the generated function name, so that a redeploy or a
+	// rename does not reset every key.
+	Namespace string
+
+	// Handler is the handler name. Default [DefaultHandler].
+	Handler string
+
+	// Environment adds variables to the function's environment. It may not
+	// set the variables the construct owns ([EnvTable] and the others).
+	Environment map[string]string
+
+	// MemorySize is the function's memory in MB. Default [DefaultMemorySize].
+	MemorySize int
+
+	// Timeout is the function's timeout. Default [DefaultTimeout]; at most
+	// 15 minutes.
+	Timeout time.Duration
+
+	// VisibilityTimeout is the queue's visibility timeout. Default
+	// [VisibilityFactor] × Timeout; it may not be shorter, and at most 12 hours.
+	VisibilityTimeout time.Duration
+
+	// Retention is how long the queue keeps a message. Default
+	// [DefaultRetention]; between 1 minute and 14 days.
+	Retention time.Duration
+
+	// DeadLetterRetention is how long the dead-letter queue keeps a
+	// message. Default [DefaultDeadLetterRetention]; not below Retention.
+	DeadLetterRetention time.Duration
+
+	// MaxReceiveCount is the receives a message gets before it moves to
+	// the dead-letter queue. Default [DefaultMaxReceiveCount].
+	MaxReceiveCount int
+
+	// ExpiryMargin is added to the queue's window to make the default
+	// ExpiresAfter. Default [DefaultExpiryMargin].
+	ExpiryMargin time.Duration
+
+	// ExpiresAfter is how long an idempotency record counts (the table's
+	// TTL). Default: the queue's window plus ExpiryMargin. It may not be
+	// shorter than the window (see [idempotency.QueueWindow]).
+	ExpiresAfter time.Duration
+
+	// BatchSize is the largest batch the event source delivers. Default
+	// [DefaultBatchSize]; above 10 needs a batching window.
+	BatchSize int
+
+	// MaxBatchingWindow is how long the event source gathers messages
+	// before it invokes the function. Default [DefaultMaxBatchingWindow];
+	// a negative value turns the window off. At most 5 minutes.
+	MaxBatchingWindow time.Duration
+
+	// MaxConcurrency caps the concurrent invocations of the event source.
+	// Default [DefaultMaxConcurrency]; between 2 and 1000.
+	MaxConcurrency int
+
+	// LogRetention is how long the function's log group keeps events.
+	// Default one month.
+	LogRetention awslogs.RetentionDays
+
+	// TableRemovalPolicy is what happens to the idempotency table when it
+	// leaves the stack. Default retain: records outlive a redeploy.
+	TableRemovalPolicy awscdk.RemovalPolicy
+
+	// OldestMessageAlarm is the age of the oldest queued message above
+	// which the age alarm fires. Default [DefaultOldestMessageAlarm].
+	OldestMessageAlarm time.Duration
+
+	// AlarmAction, if set, is notified by every alarm.
+	AlarmAction awscloudwatch.IAlarmAction
+}
+
+// Plan is the figures a [Consumer] is built from: [Props] with its defaults
+// applied and the expiry derived from the queue.
+type Plan struct {
+	Handler             string
+	MemorySize          int
+	Timeout             time.Duration
+	VisibilityTimeout   time.Duration
+	Retention           time.Duration
+	DeadLetterRetention time.Duration
+	MaxReceiveCount     int
+
+	// QueueWindow is the longest a message can keep being delivered:
+	// idempotency.QueueWindow(Retention, MaxReceiveCount, VisibilityTimeout).
+	QueueWindow time.Duration
+	// ExpiresAfter is the record expiry passed to the runtime; at least
+	// QueueWindow.
+	ExpiresAfter time.Duration
+
+	BatchSize          int
+	MaxBatchingWindow  time.Duration // zero: no window
+	MaxConcurrency     int
+	LogRetention       awslogs.RetentionDays
+	TableRemovalPolicy awscdk.RemovalPolicy
+	OldestMessageAlarm time.Duration
+}
+
+// Plan applies the defaults to p, derives the expiry from the queue, and
+// checks every figure against the services' limits and the rules above. It
+// reports every problem at once. Code is checked by [New], not here.
+func (p Props) Plan() (Plan, error) {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("idempotentconsumer: "+format, args...))
+	}
+	pick := func(v, def time.Duration) time.Duration {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	pickInt := func(v, def int) int {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	seconds := func(name string, d time.Duration) {
+		if d%time.Second != 0 {
+			bad("%s %v is not a whole number of seconds", name, d)
+		}
+	}
+
+	if p.Namespace == "" {
+		bad("Props.Namespace is required: a fixed string, not the function name")
+	}
+	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow} {
+		if _, ok := p.Environment[k]; ok {
+			bad("Props.Environment sets %s, which the construct derives", k)
+		}
+	}
+
+	pl := Plan{
+		Handler:             p.Handler,
+		MemorySize:          pickInt(p.MemorySize, DefaultMemorySize),
+		Timeout:             pick(p.Timeout, DefaultTimeout),
+		Retention:           pick(p.Retention, DefaultRetention),
+		DeadLetterRetention: pick(p.DeadLetterRetention, DefaultDeadLetterRetention),
+		MaxReceiveCount:     pickInt(p.MaxReceiveCount, DefaultMaxReceiveCount),
+		BatchSize:           pickInt(p.BatchSize, DefaultBatchSize),
+		MaxBatchingWindow:   pick(p.MaxBatchingWindow, DefaultMaxBatchingWindow),
+		MaxConcurrency:      pickInt(p.MaxConcurrency, DefaultMaxConcurrency),
+		LogRetention:        p.LogRetention,
+		TableRemovalPolicy:  p.TableRemovalPolicy,
+		OldestMessageAlarm:  pick(p.OldestMessageAlarm, DefaultOldestMessageAlarm),
+	}
+	if pl.Handler == "" {
+		pl.Handler = DefaultHandler
+	}
+	if pl.LogRetention == "" {
+		pl.LogRetention = awslogs.RetentionDays_ONE_MONTH
+	}
+	if pl.TableRemovalPolicy == "" {
+		pl.TableRemovalPolicy = awscdk.RemovalPolicy_RETAIN
+	}
+	if pl.MaxBatchingWindow < 0 {
+		pl.MaxBatchingWindow = 0
+	}
+	pl.VisibilityTimeout = pick(p.VisibilityTimeout, VisibilityFactor*pl.Timeout)
+
+	if pl.MemorySize < minMemorySize || pl.MemorySize > maxMemorySize {
+		bad("MemorySize %d MB is outside %d–%d", pl.MemorySize, minMemorySize, maxMemorySize)
+	}
+	if pl.Timeout < time.Second || pl.Timeout > maxTimeout {
+		bad("Timeout %v is outside 1s–%v", pl.Timeout, maxTimeout)
+	}
+	seconds("Timeout", pl.Timeout)
+	if pl.VisibilityTimeout < VisibilityFactor*pl.Timeout {
+		bad("VisibilityTimeout %v is below %d × Timeout %v (%v): Lambda could not retry a throttled batch before its messages reappear",
+			pl.VisibilityTimeout, VisibilityFactor, pl.Timeout, VisibilityFactor*pl.Timeout)
+	}
+	if pl.VisibilityTimeout > maxVisibilityTimeout {
+		bad("VisibilityTimeout %v is above SQS's maximum %v", pl.VisibilityTimeout, maxVisibilityTimeout)
+	}
+	seconds("VisibilityTimeout", pl.VisibilityTimeout)
+	if pl.Retention < minRetention || pl.Retention > maxRetention {
+		bad("Retention %v is outside SQS's %v–%v", pl.Retention, minRetention, maxRetention)
+	}
+	seconds("Retention", pl.Retention)
+	if pl.DeadLetterRetention < minRetention || pl.DeadLetterRetention > maxRetention {
+		bad("DeadLetterRetention %v is outside SQS's %v–%v", pl.DeadLetterRetention, minRetention, maxRetention)
+	}
+	if pl.DeadLetterRetention < pl.Retention {
+		bad("DeadLetterRetention %v is below Retention %v: a message keeps its first enqueue time in the dead-letter queue and would expire there early",
+			pl.DeadLetterRetention, pl.Retention)
+	}
+	seconds("DeadLetterRetention", pl.DeadLetterRetention)
+	if pl.MaxReceiveCount < 1 || pl.MaxReceiveCount > maxReceiveCountLimit {
+		bad("MaxReceiveCount %d is outside 1–%d", pl.MaxReceiveCount, maxReceiveCountLimit)
+	}
+	if pl.BatchSize < 1 || pl.BatchSize > maxBatchSize {
+		bad("BatchSize %d is outside 1–%d", pl.BatchSize, maxBatchSize)
+	}
+	if pl.BatchSize > maxUnbatchedSize && pl.MaxBatchingWindow < time.Second {
+		bad("BatchSize %d is above %d and needs a MaxBatchingWindow of at least 1s", pl.BatchSize, maxUnbatchedSize)
+	}
+	if pl.MaxBatchingWindow > maxBatchingWindow {
+		bad("MaxBatchingWindow %v is above Lambda's maximum %v", pl.MaxBatchingWindow, maxBatchingWindow)
+	}
+	seconds("MaxBatchingWindow", pl.MaxBatchingWindow)
+	if pl.MaxConcurrency < minMaxConcurrency || pl.MaxConcurrency > maxMaxConcurrency {
+		bad("MaxConcurrency %d is outside %d–%d", pl.MaxConcurrency, minMaxConcurrency, maxMaxConcurrency)
+	}
+	if pl.OldestMessageAlarm <= 0 {
+		bad("OldestMessageAlarm %v is not positive", pl.OldestMessageAlarm)
+	}
+	seconds("OldestMessageAlarm", pl.OldestMessageAlarm)
+
+	pl.QueueWindow = idempotency.QueueWindow(pl.Retention, pl.MaxReceiveCount, pl.VisibilityTimeout)
+	margin := pick(p.ExpiryMargin, DefaultExpiryMargin)
+	if margin < 0 {
+		bad("ExpiryMargin %v is negative", margin)
+	}
+	pl.ExpiresAfter = pick(p.ExpiresAfter, pl.QueueWindow+margin)
+	if pl.ExpiresAfter < pl.QueueWindow {
+		bad("ExpiresAfter %v is below the queue's window %v (Retention %v + MaxReceiveCount %d × VisibilityTimeout %v): "+
+			"a late redelivery would find no record and run again",
+			pl.ExpiresAfter, pl.QueueWindow, pl.Retention, pl.MaxReceiveCount, pl.VisibilityTimeout)
+	}
+	seconds("ExpiresAfter", pl.ExpiresAfter)
+	seconds("ExpiryMargin", margin)
+
+	if err := errors.Join(errs...); err != nil {
+		return Plan{}, err
+	}
+	return pl, nil
+}
+
+// GoSeconds formats d as the Go duration string the runtime parses, in
+// whole seconds: 97*time.Hour+30*time.Minute is "351000s".
+func GoSeconds(d time.Duration) string {
+	return fmt.Sprintf("%ds", int64(d/time.Second))
+}
