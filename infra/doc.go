@@ -1,0 +1,24 @@
+// Command infra is the CDK app that deploys the summarise function of
+// sqsonce: an SQS queue and its dead-letter queue, the consumer function with
+// partial batch responses, its DynamoDB idempotency table, the summaries
+// table and the documents bucket.
+//
+//	make -C .. build          # build/bootstrap.zip
+//	make deploy               # npx cdk deploy, CDK CLI pinned in package.json
+//	make test                 # go test ./... and cfn-lint on the template
+//
+// # Settings
+//
+// Every setting is a CDK context value: -c key=value on the command line,
+// or the "context" of cdk.json. README.md lists them with their defaults.
+// The queue's figures and the record expiry come from package
+// idempotentconsumer, which derives the expiry from the queue it creates.
+//
+// # Local invocation
+//
+// The function has the fixed logical id SummariseFunction, so
+//
+//	sam local invoke -t cdk.out/Sqsonce.template.json SummariseFunction -e ../events/duplicate-delivery.json
+//
+// runs it under SAM (which needs Docker).
+package main
