@@ -79,7 +79,7 @@ func BodyFields(names ...string) KeyFunc {
 // returned at once.
 func FirstOf(fns ...KeyFunc) KeyFunc {
 	return func(m events.SQSMessage) ([]byte, error) {
-		var errs []error
+		var why []string
 		for _, fn := range fns {
 			k, err := fn(m)
 			if err == nil {
@@ -88,12 +88,18 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 			if !errors.Is(err, ErrNoKey) {
 				return nil, err
 			}
-			errs = append(errs, err)
+			source, detail := "", err.Error()
+			var ke *KeyError
+			if errors.As(err, &ke) {
+				source, detail = ke.Source+": ", ke.Err.Error()
+			}
+			if detail = strings.TrimPrefix(strings.TrimPrefix(detail, ErrNoKey.Error()), ": "); detail == "" {
+				detail = "missing"
+			}
+			why = append(why, source+detail)
 		}
-		if len(errs) == 0 {
-			return nil, &KeyError{MessageID: m.MessageId, Source: "no key functions", Err: ErrNoKey}
-		}
-		return nil, errors.Join(errs...)
+		return nil, &KeyError{MessageID: m.MessageId, Source: fmt.Sprintf("any of %d key sources", len(fns)),
+			Err: fmt.Errorf("%w (%s)", ErrNoKey, strings.Join(why, "; "))}
 	}
 }
 
