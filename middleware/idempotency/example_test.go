@@ -102,8 +102,8 @@ func ExampleWrap() {
 	body := `{"idempotency_key":"b7e1","document_id":"4471","version":9}`
 	resp, err := handler(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m-1", Body: body},
-		{MessageId: "m-1", Body: body}, // the broker's duplicate
-		{MessageId: "m-2", Body: body}, // the producer's re-send
+		{MessageId: "m-1", Body: body},                                 // the broker's duplicate
+		{MessageId: "m-2", Body: body},                                 // the producer's re-send
 		{MessageId: "m-3", Body: `{"document_id":"4471","version":9}`}, // no key: never run unprotected
 	}})
 	out, _ := json.Marshal(resp)
