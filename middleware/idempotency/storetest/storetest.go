@@ -216,15 +216,24 @@ func testCompletedOutlivesLease(t *testing.T, s idempotency.Store) {
 	}
 }
 
-func testStaleComplete(t *testing.T, s idempotency.Store) {
+// takenOver sets up a key claimed by stale whose lease passed and was taken
+// over by winner, as seen at later.
+func takenOver(t *testing.T, s idempotency.Store) (k string, stale, winner idempotency.Record, later time.Time) {
+	t.Helper()
 	now := base()
-	k := key(t)
-	stale := claim(k, now, time.Second)
+	k = key(t)
+	stale = claim(k, now, time.Second)
 	mustAcquire(t, s, stale, now)
-	later := now.Add(2 * time.Second)
-	winner := claim(k, later, time.Minute)
-	mustAcquire(t, s, winner, later)
+	later = now.Add(2 * time.Second)
+	winner = claim(k, later, time.Minute)
+	if _, loaded := mustAcquire(t, s, winner, later); loaded {
+		t.Fatal("Acquire after the lease passed did not take the record over")
+	}
+	return k, stale, winner, later
+}
 
+func testStaleComplete(t *testing.T, s idempotency.Store) {
+	k, stale, winner, later := takenOver(t, s)
 	stale.Status, stale.Data = idempotency.StatusCompleted, []byte(`"stale"`)
 	err := s.Complete(context.Background(), stale)
 	if !errors.Is(err, idempotency.ErrLeaseLost) {
@@ -235,14 +244,7 @@ func testStaleComplete(t *testing.T, s idempotency.Store) {
 }
 
 func testStaleRelease(t *testing.T, s idempotency.Store) {
-	now := base()
-	k := key(t)
-	stale := claim(k, now, time.Second)
-	mustAcquire(t, s, stale, now)
-	later := now.Add(2 * time.Second)
-	winner := claim(k, later, time.Minute)
-	mustAcquire(t, s, winner, later)
-
+	k, stale, winner, later := takenOver(t, s)
 	if err := s.Release(context.Background(), k, stale.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Fatalf("Release by a stale owner: err = %v, want ErrLeaseLost", err)
 	}
