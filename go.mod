@@ -14,7 +14,6 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/gowebpki/jcs v1.0.2
 	github.com/hashicorp/golang-lru/v2 v2.0.7
-	golang.org/x/sync v0.25.0
 )
 
 require (

@@ -26,8 +26,12 @@ type Digest int
 const (
 	// SHA256 is the default digest.
 	SHA256 Digest = iota
-	// MD5 is Powertools for AWS Lambda's digest, for sharing records with it.
-	// Use it only for that: md5 is not collision resistant.
+	// MD5 is Powertools for AWS Lambda's digest. Use it only to share
+	// records with Powertools, and know its limits: Powertools hashes
+	// Python's json.dumps(sort_keys=True) spelling (with ", " and ": "
+	// separators and ASCII escapes) under the prefix "{function}.{handler}#",
+	// so ids agree only for scalar keys (an ASCII string or an integer) with
+	// a Namespace set to that prefix. md5 is not collision resistant.
 	MD5
 )
 

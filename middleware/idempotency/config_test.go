@@ -134,14 +134,16 @@ func TestAttach(t *testing.T) {
 	}
 	f := newFixture(t, nil)
 	var inner context.Context
+	var attachErr error
 	_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(ctx context.Context) (int, error) {
 		inner = ctx
-		return 1, idempotency.Attach(ctx, "a write")
+		attachErr = idempotency.Attach(ctx, "a write")
+		return 1, attachErr
 	})
-	// The memory store cannot commit attached writes: it must refuse the
-	// completion rather than drop them.
-	if !errors.Is(err, idempotency.ErrAttachUnsupported) {
-		t.Fatalf("Do with an attachment on memstore: %v, want ErrAttachUnsupported", err)
+	// The memory store cannot commit attached writes: as an AttachValidator
+	// it refuses them when they are attached, before any work is lost.
+	if !errors.Is(attachErr, idempotency.ErrAttachUnsupported) || !errors.Is(err, idempotency.ErrAttachUnsupported) {
+		t.Fatalf("Attach on memstore: %v (Do: %v), want ErrAttachUnsupported", attachErr, err)
 	}
 	if err := idempotency.Attach(inner, "late"); !errors.Is(err, idempotency.ErrNotClaimed) {
 		t.Errorf("Attach after the operation returned: %v, want ErrNotClaimed", err)

@@ -38,7 +38,10 @@
 // a canonical subset of the fields that define the work; [FirstOf] tries one
 // then the other. Key material is hashed as canonical JSON (RFC 8785) with
 // SHA-256, so field order, whitespace and number spelling (0.7, 0.70, 7e-1)
-// do not change a key. The record id is "{Namespace}#{hex digest}". A
+// do not change a key. RFC 8785 writes numbers as IEEE 754 doubles, so a
+// number a double cannot tell from its neighbour (an integer above 2^53, a
+// decimal with more than 17 significant digits) is refused: send such ids as
+// strings. The record id is "{Namespace}#{hex digest}". A
 // message without a key fails with a [*KeyError]; the operation never runs
 // unprotected.
 //
@@ -59,19 +62,23 @@
 //     it; a panic becomes a [*PanicError].
 //  4. The result is stored ([Store.Complete]), only if this worker still owns
 //     the lease. A worker whose lease was taken over never overwrites the new
-//     owner: it returns the winner's result if there is one, or fails with
-//     [ErrInProgress].
+//     owner: it claims the key again, and returns the winner's result if the
+//     winner completed, fails with [ErrInProgress] if the winner still runs,
+//     or, if the key was freed meanwhile, records its own result under the
+//     new claim.
 //
 // A completion that fails with a store error is retried while the deadline
-// and [Config.CompleteAttempts] allow. If it still fails, the call fails with
-// a [*StoreError] and the record stays INPROGRESS until its lease ends; the
-// next delivery after that runs the operation again. That is the documented
-// window of the promise.
+// and [Config.CompleteAttempts] allow (not when it cannot succeed: see
+// [Store]). If it still fails, the call fails with a [*StoreError] and the
+// record stays INPROGRESS until its lease ends; the next delivery after that
+// runs the operation again. That, and a worker that dies between the
+// operation and its completion, is the documented window of the promise.
 //
-// Calls of one key made at the same time in one process (two records of one
-// batch) run once: the others wait and share the outcome without a store
-// round trip. With [Config.CacheSize] set, completed records are also served
-// from memory until they expire.
+// Calls of one key and payload made at the same time in one process (two
+// records of one batch) run once: the others wait and share the outcome
+// without a store round trip. A waiting call whose own context ends stops
+// waiting and fails; the run it waited for goes on. With [Config.CacheSize]
+// set, completed records are also served from memory until they expire.
 //
 // # Writes that commit with the result
 //

@@ -14,12 +14,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	lru "github.com/hashicorp/golang-lru/v2"
-	"golang.org/x/sync/singleflight"
 )
 
-// fencedWriteTimeout bounds a Complete or Release issued after the operation
-// returned when the invocation's own context is already done: the work is
-// done, and recording it (or freeing its key) is still worth one try.
+// fencedWriteTimeout bounds the store writes made after the operation
+// returned when the invocation's own context is already done.
 const fencedWriteTimeout = 5 * time.Second
 
 // Guard runs operations at most once per idempotency key. Create one with
@@ -27,7 +25,16 @@ const fencedWriteTimeout = 5 * time.Second
 type Guard struct {
 	cfg   Config
 	cache *lru.Cache[string, Record] // nil when Config.CacheSize is 0
-	group singleflight.Group
+
+	mu      sync.Mutex
+	flights map[string]*flight // calls running now, by id and payload digest
+}
+
+// flight is one run of an operation that other calls of the same key and
+// payload in this process wait for instead of running it again.
+type flight struct {
+	done chan struct{} // closed when out is set
+	out  outcome
 }
 
 // New validates cfg, fills in its defaults and returns a Guard. It reports
@@ -36,7 +43,7 @@ func New(cfg Config) (*Guard, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	g := &Guard{cfg: cfg}
+	g := &Guard{cfg: cfg, flights: make(map[string]*flight)}
 	if cfg.CacheSize > 0 {
 		c, err := lru.New[string, Record](cfg.CacheSize)
 		if err != nil {
@@ -113,6 +120,10 @@ func Wrap[T any](g *Guard, key KeyFunc, fn func(context.Context, events.SQSMessa
 // takes DynamoDB transaction items. Attach returns [ErrNotClaimed] when ctx is
 // not the context of an operation run by [Do] or [Wrap], or the operation has
 // returned.
+//
+// If the store is an [AttachValidator], Attach asks it first and returns its
+// error, so that the operation learns at once of a write its completion
+// could not commit, rather than after the work is done.
 func Attach(ctx context.Context, w any) error {
 	a, _ := ctx.Value(attachKey{}).(*attachments)
 	if a == nil {
@@ -123,13 +134,26 @@ func Attach(ctx context.Context, w any) error {
 	if a.closed {
 		return ErrNotClaimed
 	}
+	if v, ok := a.store.(AttachValidator); ok {
+		if err := v.ValidateAttached(append(a.items[:len(a.items):len(a.items)], w)); err != nil {
+			return err
+		}
+	}
 	a.items = append(a.items, w)
 	return nil
+}
+
+// AttachValidator is implemented by stores that can tell, before completion,
+// whether they could commit a list of attached writes (see [Attach]). It
+// returns an error wrapping [ErrAttachUnsupported] for writes it cannot take.
+type AttachValidator interface {
+	ValidateAttached(writes []any) error
 }
 
 type attachKey struct{}
 
 type attachments struct {
+	store  Store
 	mu     sync.Mutex
 	closed bool
 	items  []any
@@ -173,7 +197,7 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 	}
 	op := func(ctx context.Context) (any, error) { return fn(ctx) }
 
-	out := g.run(ctx, id, validation, c.messageID, op)
+	out := g.run(ctx, id, validation, op)
 	out.ev.Key, out.ev.MessageID = id, c.messageID
 	out.ev.Duration = g.cfg.Now().Sub(start)
 	g.report(ctx, out.ev)
@@ -193,30 +217,53 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 	return v, nil
 }
 
-// run serves a call from the cache, or shares the run of a call of the same
-// key and payload already under way in this process, or claims and runs.
-func (g *Guard) run(ctx context.Context, id, validation, messageID string, op func(context.Context) (any, error)) outcome {
+// run serves a call from the cache, or waits for a call of the same key and
+// payload already running in this process and shares its outcome, or claims
+// and runs. A waiting call stops waiting when its own context is done; the
+// run it waited for goes on.
+func (g *Guard) run(ctx context.Context, id, validation string, op func(context.Context) (any, error)) outcome {
 	if out, ok := g.fromCache(id, validation); ok {
 		return out
 	}
-	// The calls that join a running call wait for it without watching their
-	// own context: they are records of the same batch, with the same
-	// deadline, and the running call ends by that deadline.
-	leader := false
-	v, _, _ := g.group.Do(id+"\x00"+validation, func() (any, error) {
-		leader = true
-		return g.claimAndRun(ctx, id, validation, op), nil
-	})
-	out := v.(outcome)
-	if leader {
-		return out
+	fk := id + "\x00" + validation
+	g.mu.Lock()
+	if f, ok := g.flights[fk]; ok {
+		g.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.out.shared()
+		case <-ctx.Done():
+			err := fmt.Errorf("idempotency: waiting for a call of the same key in this process: %w", context.Cause(ctx))
+			return outcome{ev: Event{Outcome: OutcomeFailed, Source: "shared", Err: err}}
+		}
 	}
-	// A waiter shares the leader's outcome but ran nothing itself.
-	shared := outcome{data: out.data, ev: Event{Outcome: out.ev.Outcome, Source: "shared", Err: out.ev.Err}}
-	if out.ev.Err == nil {
-		shared.ev.Outcome = OutcomeReplayed
+	f := &flight{done: make(chan struct{})}
+	g.flights[fk] = f
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.flights, fk)
+		g.mu.Unlock()
+		close(f.done)
+	}()
+	f.out = g.claimAndRun(ctx, id, validation, op)
+	return f.out
+}
+
+// shared is the outcome of a call that waited for out's run: the same result
+// and error, but nothing ran in it. A waiter fails if the run failed; it is
+// in progress or mismatched if the run was.
+func (out outcome) shared() outcome {
+	ev := Event{Outcome: OutcomeReplayed, Source: "shared", Err: out.ev.Err}
+	if out.ev.Err != nil {
+		switch out.ev.Outcome {
+		case OutcomeInProgress, OutcomeMismatch:
+			ev.Outcome = out.ev.Outcome
+		default:
+			ev.Outcome = OutcomeFailed
+		}
 	}
-	return shared
+	return outcome{data: out.data, ev: ev}
 }
 
 func (g *Guard) fromCache(id, validation string) (outcome, bool) {
@@ -275,7 +322,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 		result = OutcomeTakenOver
 	}
 
-	att := &attachments{}
+	att := &attachments{store: g.cfg.Store}
 	val, err := callOp(context.WithValue(ctx, attachKey{}, att), op)
 	attached := att.close()
 	if err != nil {
@@ -310,6 +357,8 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 // outcome stands if it completed; if the record is free again, this call's
 // result is recorded under a new claim.
 func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, encErr error) outcome {
+	ctx, cancel := writeContext(ctx)
+	defer cancel()
 	now := g.cfg.Now()
 	rec := g.claim(ctx, done.Key, done.Validation, now)
 	prev, loaded, err := g.cfg.Store.Acquire(ctx, rec, now)
@@ -366,12 +415,8 @@ func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time)
 // with backoff while the attempts and the context's deadline allow. The first
 // attempt is made even when ctx is already cancelled: the work is done.
 func (g *Guard) complete(ctx context.Context, rec Record) error {
-	wctx := ctx
-	if ctx.Err() != nil {
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), fencedWriteTimeout)
-		defer cancel()
-		wctx = c
-	}
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
 	backoff := 20 * time.Millisecond
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -393,6 +438,17 @@ func (g *Guard) complete(ctx context.Context, rec Record) error {
 	}
 }
 
+// writeContext is the context of a store write made after the operation
+// returned: ctx itself while it is live, else a detached one bounded by
+// fencedWriteTimeout, since the work is done and recording it (or freeing
+// its key) is still worth a try.
+func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() == nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), fencedWriteTimeout)
+}
+
 // retryable reports whether a failed Complete may succeed if tried again.
 func retryable(err error) bool {
 	var p interface{ Permanent() bool }
@@ -404,12 +460,8 @@ func retryable(err error) bool {
 }
 
 func (g *Guard) release(ctx context.Context, id, owner string) error {
-	wctx := ctx
-	if ctx.Err() != nil { // the operation may have failed for want of time
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), fencedWriteTimeout)
-		defer cancel()
-		wctx = c
-	}
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
 	if err := g.cfg.Store.Release(wctx, id, owner); err != nil {
 		return storeError("release", id, err)
 	}

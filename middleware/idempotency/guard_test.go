@@ -15,8 +15,10 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
+// The guard's clock is fixed at t0 in these tests; contexts use the real
+// clock, so t0 is now and the deadline is in the future whenever they run.
 var (
-	t0       = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	t0       = time.Now().Truncate(time.Second)
 	deadline = t0.Add(3 * time.Minute)
 )
 
@@ -387,7 +389,11 @@ func TestSameKeyAtOnceRunsOnce(t *testing.T) {
 		defer wg.Done()
 		results[0], errs[0] = idempotency.Do(ctxWithDeadline(t), f.guard, key, fn)
 	}()
-	<-started
+	select {
+	case <-started:
+	case <-time.After(time.Minute): // a failsafe, not a timing assertion
+		t.Fatal("the first call never started the operation")
+	}
 	for i := 1; i < callers; i++ {
 		wg.Add(1)
 		go func() {
@@ -438,5 +444,80 @@ func TestCompleteNotRetriedWhenPermanent(t *testing.T) {
 	}
 	if n := f.store.completes.Load(); n != 1 {
 		t.Errorf("Complete tried %d times, want 1: a permanent error is not retried", n)
+	}
+}
+
+func TestWaiterStopsAtItsOwnDeadline(t *testing.T) {
+	f := newFixture(t, nil)
+	release, started := make(chan struct{}), make(chan struct{})
+	leaderDone := make(chan error, 1)
+	go func() {
+		_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (string, error) {
+			close(started)
+			<-release
+			return "done", nil
+		})
+		leaderDone <- err
+	}()
+	<-started
+	ctx, cancel := context.WithCancel(context.Background())
+	waiterDone := make(chan error, 1)
+	go func() {
+		_, err := idempotency.Do(ctx, f.guard, key, func(context.Context) (string, error) { return "second run", nil })
+		waiterDone <- err
+	}()
+	for blockedInRun() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-waiterDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiter whose context ended: err = %v, want context.Canceled", err)
+	}
+	if ev := f.lastEvent(t); ev.Outcome != idempotency.OutcomeFailed || ev.Ran {
+		t.Errorf("waiter's event %+v, want failed without running", ev)
+	}
+	close(release) // the run the waiter left goes on and completes
+	if err := <-leaderDone; err != nil {
+		t.Fatalf("the running call: %v", err)
+	}
+	if rec, _ := f.store.Get(f.guard.ID(key)); rec.Status != idempotency.StatusCompleted {
+		t.Errorf("record after the run = %+v, want COMPLETED", rec)
+	}
+}
+
+func TestWaiterOfFailedRunFails(t *testing.T) {
+	f := newFixture(t, nil)
+	release, started := make(chan struct{}), make(chan struct{})
+	errs := make(chan error, 2)
+	go func() {
+		_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (string, error) {
+			close(started)
+			<-release
+			return "", errors.New("model unavailable")
+		})
+		errs <- err
+	}()
+	<-started
+	go func() {
+		_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (string, error) { return "x", nil })
+		errs <- err
+	}()
+	for blockedInRun() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for range 2 {
+		if err := <-errs; err == nil || err.Error() != "model unavailable" {
+			t.Errorf("err = %v, want the run's error for both calls", err)
+		}
+	}
+	outcomes := map[idempotency.Outcome]int{}
+	f.mu.Lock()
+	for _, ev := range f.events {
+		outcomes[ev.Outcome]++
+	}
+	f.mu.Unlock()
+	if outcomes[idempotency.OutcomeReleased] != 1 || outcomes[idempotency.OutcomeFailed] != 1 {
+		t.Errorf("outcomes %v, want one released (the run) and one failed (the waiter)", outcomes)
 	}
 }

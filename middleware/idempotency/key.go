@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math/big"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -111,7 +114,7 @@ func JSONKey(v any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: key material: %w", err)
 	}
-	c, err := jcs.Transform(b)
+	c, err := canonicalJSON(b)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: key material: %w", err)
 	}
@@ -132,11 +135,57 @@ func bodyObject(m events.SQSMessage, source string) (map[string]json.RawMessage,
 }
 
 func canonical(m events.SQSMessage, source string, raw []byte) ([]byte, error) {
-	c, err := jcs.Transform(raw)
+	c, err := canonicalJSON(raw)
 	if err != nil {
 		return nil, &KeyError{MessageID: m.MessageId, Source: source, Err: err}
 	}
 	return c, nil
+}
+
+// canonicalJSON is RFC 8785's canonical form of raw. RFC 8785 writes every
+// number as the nearest IEEE 754 double, so two numbers that differ beyond a
+// double's precision (9007199254740993 and 9007199254740992, say) would give
+// one key to two requests: canonicalJSON refuses such numbers instead.
+func canonicalJSON(raw []byte) ([]byte, error) {
+	if err := exactNumbers(raw); err != nil {
+		return nil, err
+	}
+	return jcs.Transform(raw)
+}
+
+// exactNumbers returns an error for the first number in raw that a double
+// does not represent exactly enough to be told apart from its neighbours:
+// one whose shortest double spelling is another number.
+func exactNumbers(raw []byte) error {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] == '"' || !bytes.ContainsAny(trimmed, "0123456789") {
+		return nil // a string, or no digits at all: no numbers to check
+	}
+	d := json.NewDecoder(bytes.NewReader(trimmed))
+	d.UseNumber()
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		n, ok := tok.(json.Number)
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			return fmt.Errorf("number %s is out of range for a key: send it as a string", n)
+		}
+		exact, ok1 := new(big.Rat).SetString(string(n))
+		near, ok2 := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+		if !ok1 || !ok2 || exact.Cmp(near) != 0 {
+			return fmt.Errorf("number %s has more precision than a key keeps (it would equal %s): send it as a string",
+				n, strconv.FormatFloat(f, 'g', -1, 64))
+		}
+	}
 }
 
 func isNull(raw json.RawMessage) bool {

@@ -73,6 +73,12 @@ func TestKeyErrors(t *testing.T) {
 		{"first of: falls back to subset", idempotency.FirstOf(field, fields), `{"document_id":"4471","version":9}`, false, `{"document_id":"4471","version":9}`},
 		{"first of: none", idempotency.FirstOf(field, fields), `{"document_id":"4471"}`, true, ""},
 		{"first of: bad body stops", idempotency.FirstOf(field, fields), `{`, false, ""},
+		{"integer beyond a double's precision", field, `{"idempotency_key":9007199254740993}`, false, ""},
+		{"integer within a double's precision", field, `{"idempotency_key":9007199254740992}`, false, `9007199254740992`},
+		{"long id in a subset", fields, `{"document_id":12345678901234567891,"version":9}`, false, ""},
+		{"decimal beyond a double's precision", fields, `{"document_id":"4471","version":0.12345678901234567891}`, false, ""},
+		{"number out of range", field, `{"idempotency_key":1e400}`, false, ""},
+		{"long id as a string", fields, `{"document_id":"12345678901234567891","version":9}`, false, `{"document_id":"12345678901234567891","version":9}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,6 +100,19 @@ func TestKeyErrors(t *testing.T) {
 				t.Errorf("err = %v, want a *KeyError naming message m-1", err)
 			}
 		})
+	}
+}
+
+func TestJSONKey(t *testing.T) {
+	a, err := idempotency.JSONKey(map[string]any{"version": 9.0, "document_id": "4471", "temperature": 0.70})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"document_id":"4471","temperature":0.7,"version":9}`; string(a) != want {
+		t.Errorf("JSONKey = %s, want %s", a, want)
+	}
+	if k, err := idempotency.JSONKey(map[string]any{"id": uint64(1<<53 + 1)}); err == nil {
+		t.Errorf("JSONKey of an integer a double cannot hold = %s, want an error", k)
 	}
 }
 

@@ -76,6 +76,10 @@ type Store interface {
 	// Otherwise Acquire writes nothing and returns the existing record with
 	// loaded true, like [sync.Map.LoadOrStore]. An error means nothing is
 	// known about the claim: the caller must not run the operation.
+	//
+	// Acquire is idempotent for its caller: finding an INPROGRESS record
+	// with rec's own Owner (a retried request whose first attempt was
+	// applied) is a successful claim, with the zero Record as actual.
 	Acquire(ctx context.Context, rec Record, now time.Time) (actual Record, loaded bool, err error)
 
 	// Complete sets the record to COMPLETED with rec.Data and rec.ExpiresAt,
@@ -90,9 +94,9 @@ type Store interface {
 	// condition failed, say): retrying the same write cannot help then.
 	Complete(ctx context.Context, rec Record) error
 
-	// Release deletes the record for key, only if it is owned by owner, so
-	// that a later delivery can run the operation again. A record owned by
-	// someone else, or no record at all, is left alone and Release returns an
-	// error that wraps [ErrLeaseLost].
+	// Release deletes the record for key, only if it is INPROGRESS and owned
+	// by owner, so that a later delivery can run the operation again. A
+	// record owned by someone else, a completed record, or no record at all
+	// is left alone and Release returns an error that wraps [ErrLeaseLost].
 	Release(ctx context.Context, key, owner string) error
 }

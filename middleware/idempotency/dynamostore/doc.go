@@ -58,8 +58,11 @@
 // condition fails, it returns a [*TransactionError] (which does not wrap
 // ErrLeaseLost) whose FailedConditions name the writes; nothing is written
 // and the record stays in progress, so the delivery fails and is retried.
-// Attachments of another type fail with [idempotency.ErrAttachUnsupported]
-// before any call: a write is never dropped.
+// Attachments of another type, or one too many for a transaction, fail with
+// [idempotency.ErrAttachUnsupported] when they are attached (the Store is an
+// [idempotency.AttachValidator]), before any call: a write is never dropped.
+// The guard does not retry a completion whose attached write's condition
+// failed ([TransactionError.Permanent]).
 //
 // # Large results
 //

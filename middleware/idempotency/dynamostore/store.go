@@ -127,6 +127,9 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			if err != nil {
 				return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("dynamostore: read existing record: %w", err))
 			}
+			if ownClaim(st.rec, rec) {
+				return idempotency.Record{}, false, nil
+			}
 			return st.rec, true, nil
 		}
 		got, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
@@ -142,6 +145,9 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			if err != nil {
 				return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("dynamostore: read existing record: %w", err))
 			}
+			if ownClaim(st.rec, rec) {
+				return idempotency.Record{}, false, nil
+			}
 			if !st.claimable(now) {
 				return st.rec, true, nil
 			}
@@ -149,6 +155,14 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 	}
 	return idempotency.Record{}, false, storeError("acquire", rec.Key,
 		errors.New("dynamostore: the record changed between the claim and its read, twice; not claimed"))
+}
+
+// ownClaim reports whether the record that failed the claim's condition is
+// the claim itself: the SDK retries a PutItem whose response was lost (a 5xx,
+// a broken connection), and the first attempt may have been applied. Owner
+// tokens are random per claim, so no one else's record carries ours.
+func ownClaim(existing, rec idempotency.Record) bool {
+	return existing.Status == idempotency.StatusInProgress && existing.Owner != "" && existing.Owner == rec.Owner
 }
 
 // replaced decodes the record a successful claim replaced. The claim holds

@@ -35,6 +35,16 @@ func Attach(ctx context.Context, items ...types.TransactWriteItem) error {
 	return nil
 }
 
+// ValidateAttached implements [idempotency.AttachValidator]: the writes
+// must be DynamoDB transaction items, at most [MaxTransactItems] - 1 of them
+// (the record's completion is one more). [idempotency.Attach] calls it, so an
+// operation learns of a write its completion could not commit when it
+// attaches the write, not after its work is done.
+func (s *Store) ValidateAttached(writes []any) error {
+	_, err := attachedWrites(writes)
+	return err
+}
+
 // attachedWrites converts what a record carries in Attached.
 func attachedWrites(attached []any) ([]types.TransactWriteItem, error) {
 	if len(attached) == 0 {

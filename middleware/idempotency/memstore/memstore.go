@@ -49,6 +49,9 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[rec.Key]
+	if ok && old.Status == idempotency.StatusInProgress && old.Owner == rec.Owner {
+		return idempotency.Record{}, false, nil // this claim, made again
+	}
 	if ok && old.ExpiresAt.After(now) &&
 		!(old.Status == idempotency.StatusInProgress && old.LeaseUntil.Before(now)) {
 		return clone(old), true, nil
@@ -90,6 +93,15 @@ func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
 	return nil
 }
 
+// ValidateAttached implements [idempotency.AttachValidator]: the memory
+// store takes no attached writes.
+func (s *Store) ValidateAttached(writes []any) error {
+	if len(writes) > 0 {
+		return fmt.Errorf("memstore: %w", idempotency.ErrAttachUnsupported)
+	}
+	return nil
+}
+
 // Release implements [idempotency.Store.Release].
 func (s *Store) Release(ctx context.Context, key, owner string) error {
 	if err := ctx.Err(); err != nil {
@@ -98,7 +110,7 @@ func (s *Store) Release(ctx context.Context, key, owner string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[key]
-	if !ok || old.Owner == "" || old.Owner != owner {
+	if !ok || old.Status != idempotency.StatusInProgress || old.Owner == "" || old.Owner != owner {
 		return fmt.Errorf("memstore: release %s: %w", key, idempotency.ErrLeaseLost)
 	}
 	delete(s.records, key)

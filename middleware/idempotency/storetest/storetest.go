@@ -6,10 +6,11 @@
 //	}
 //
 // The suite checks the atomic conditional claim (a free key, a held key, a
-// lapsed lease, an expired record), the fenced completion and release (a
-// stale owner can neither complete nor delete), the stored result and
-// payload digest, that attached writes are never dropped silently, and that
-// of 200 goroutines racing to claim one key exactly one wins.
+// lapsed lease, an expired record, a claim retried by its owner), the fenced
+// completion and release (a stale owner can neither complete nor delete; a
+// completed record is never released), the stored result and payload
+// digest, that attached writes are never dropped silently, and that of 200
+// goroutines racing to claim one key exactly one wins.
 package storetest
 
 import (
@@ -49,6 +50,9 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		{"CompleteOnlyOnce", testCompleteOnce},
 		{"ReleaseFreesKey", testReleaseFrees},
 		{"CompleteAfterRelease", testCompleteAfterRelease},
+		{"CompletedNotReleased", testCompletedNotReleased},
+		{"CompleteAfterLeaseLapsed", testCompleteAfterLeaseLapsed},
+		{"AcquireRetriedByOwner", testAcquireRetried},
 		{"UnknownAttachmentNotDropped", testUnknownAttachment},
 		{"RaceOneWinner", testRace},
 	}
@@ -298,6 +302,51 @@ func testCompleteAfterRelease(t *testing.T, s idempotency.Store) {
 	if err := s.Release(context.Background(), k, rec.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Fatalf("Release of a missing record: err = %v, want ErrLeaseLost", err)
 	}
+}
+
+func testCompletedNotReleased(t *testing.T, s idempotency.Store) {
+	now := base()
+	k := key(t)
+	rec := claim(k, now, time.Minute)
+	mustAcquire(t, s, rec, now)
+	done := mustComplete(t, s, rec, `"kept"`)
+	if err := s.Release(context.Background(), k, rec.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Release of a completed record: err = %v, want ErrLeaseLost", err)
+	}
+	got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now)
+	if !loaded {
+		t.Fatal("Release deleted a completed record")
+	}
+	sameRecord(t, "completed record after Release", got, done)
+}
+
+func testCompleteAfterLeaseLapsed(t *testing.T, s idempotency.Store) {
+	// The lease passed but nobody took the key over: the owner may still
+	// complete it (the guard relies on this for slow operations).
+	now := base()
+	k := key(t)
+	rec := claim(k, now, time.Second)
+	mustAcquire(t, s, rec, now)
+	done := mustComplete(t, s, rec, `"late but ours"`)
+	later := now.Add(time.Minute)
+	got, loaded := mustAcquire(t, s, claim(k, later, time.Minute), later)
+	if !loaded {
+		t.Fatal("a record completed after its lease lapsed was claimed again")
+	}
+	sameRecord(t, "record completed after its lease", got, done)
+}
+
+func testAcquireRetried(t *testing.T, s idempotency.Store) {
+	// A claim sent again (a retried request whose first attempt was applied)
+	// is still this caller's claim, not someone else's.
+	now := base()
+	k := key(t)
+	rec := claim(k, now, time.Minute)
+	mustAcquire(t, s, rec, now)
+	if got, loaded := mustAcquire(t, s, rec, now); loaded {
+		t.Fatalf("Acquire retried by the owner found its own claim as another's: %+v", got)
+	}
+	mustComplete(t, s, rec, `1`)
 }
 
 type unknownWrite struct{}
