@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -223,7 +224,9 @@ func TestGuardRoundTrips(t *testing.T) {
 	wg.Go(func() { results[0], errs[0] = idempotency.Do(ctx, plain, []byte("k2"), slow) })
 	<-started
 	wg.Go(func() { results[1], errs[1] = idempotency.Do(ctx, plain, []byte("k2"), slow) })
-	time.Sleep(200 * time.Millisecond) // let the duplicate reach the guard; not a timed assertion
+	for waitingInGuard() < 2 { // both calls inside the guard: the run and its waiter
+		time.Sleep(time.Millisecond)
+	}
 	close(release)
 	wg.Wait()
 	for i := range 2 {
@@ -676,4 +679,12 @@ func TestPlainResultAtTheLimit(t *testing.T) {
 	if v, ok := item["data"].(*types.AttributeValueMemberS); !ok || len(v.Value) != len(data) {
 		t.Errorf("result not stored plain: %T", item["data"])
 	}
+}
+
+// waitingInGuard counts the goroutines inside the guard's run of a call,
+// running it or waiting for it, from a dump of all goroutines' stacks.
+func waitingInGuard() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "idempotency.(*Guard).run(")
 }
