@@ -176,3 +176,37 @@ func TestRunnerDynamoDB(t *testing.T) {
 		t.Errorf("request log has %d lines, want 1", len(lines))
 	}
 }
+
+// TestRunnerMetricsSameKeyBatch checks the EMF counts of a batch whose two
+// records share a key: one provider call, the other record answered
+// without a call (from the run it shared in process, or from the store if
+// it arrived after the run completed), and nothing failed; the batch after
+// it replays both.
+func TestRunnerMetricsSameKeyBatch(t *testing.T) {
+	r := runRunner(t, localEnv(nil), "-event", fixture("same-key-batch.json"), "-repeat", "2", "-metrics")
+	if r.status != 0 {
+		t.Fatalf("status %d: %s", r.status, r.stderr)
+	}
+	var lines []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(r.stderr))
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["_aws"] != nil {
+			lines = append(lines, m)
+		}
+	}
+	want := []map[string]float64{
+		{"Records": 2, "ProviderCalls": 1, "DuplicatesSuppressed": 1, "InProgressRetried": 0, "Failed": 0},
+		{"Records": 2, "ProviderCalls": 0, "DuplicatesSuppressed": 2, "InProgressRetried": 0, "Failed": 0},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d EMF lines, want %d:\n%s", len(lines), len(want), r.stderr)
+	}
+	for i, w := range want {
+		for k, v := range w {
+			if lines[i][k] != v {
+				t.Errorf("batch %d: %s = %v, want %v", i+1, k, lines[i][k], v)
+			}
+		}
+	}
+}

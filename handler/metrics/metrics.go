@@ -24,21 +24,27 @@ const (
 
 // Counts are the outcomes of one batch.
 type Counts struct {
-	// ProviderCalls counts runs of the operation (outcomes with Ran set):
-	// each run makes at most one provider call.
+	// ProviderCalls counts runs of the operation (events with Ran set,
+	// whatever their outcome): each run makes at most one provider call.
 	ProviderCalls int64
 	// DuplicatesSuppressed counts deliveries answered with a stored result
-	// (outcome replayed, from the store, the cache or a shared run).
+	// without running the operation (outcome replayed with Ran unset: from
+	// the store, the cache, or another call's run shared in process). A
+	// replay after a run of its own (Ran set: the lease was lost and the
+	// winner's result stands) suppressed nothing and is not counted.
 	DuplicatesSuppressed int64
 	// InProgressRetried counts deliveries that found the key in progress
-	// elsewhere and were handed back to SQS (outcome in_progress).
+	// elsewhere and were handed back to SQS (outcome in_progress, including
+	// calls that shared a run which found it so).
 	InProgressRetried int64
 	// TakenOver counts runs that took over a lapsed lease or an expired
 	// record (outcome taken_over).
 	TakenOver int64
-	// Failed counts deliveries that failed: a store or key error, a failed
-	// operation whose claim was released, or a key reused with another
-	// payload (outcomes failed, released, mismatch).
+	// Failed counts deliveries the guard failed (outcomes failed, released
+	// and mismatch): a key or store error, a failed operation whose claim
+	// was released, a key reused with another payload, and a call that
+	// shared a run that failed. Records the batch never started (not
+	// enough time left) reach no guard and are not counted.
 	Failed int64
 }
 
@@ -101,7 +107,9 @@ func (r *Recorder) Observe(ctx context.Context, ev idempotency.Event) {
 	}
 	switch ev.Outcome {
 	case idempotency.OutcomeReplayed:
-		c.replayed.Add(1)
+		if !ev.Ran {
+			c.replayed.Add(1)
+		}
 	case idempotency.OutcomeInProgress:
 		c.inProgress.Add(1)
 	case idempotency.OutcomeTakenOver:

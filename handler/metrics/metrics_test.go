@@ -118,6 +118,71 @@ func TestBatch(t *testing.T) {
 	}
 }
 
+// TestObserve checks the outcome-to-metric mapping of the package doc, one
+// event per case.
+func TestObserve(t *testing.T) {
+	run := errors.New("model down")
+	tests := []struct {
+		name string
+		ev   idempotency.Event
+		want metrics.Counts
+	}{
+		{"claimed", idempotency.Event{Outcome: idempotency.OutcomeClaimed, Ran: true},
+			metrics.Counts{ProviderCalls: 1}},
+		{"taken over", idempotency.Event{Outcome: idempotency.OutcomeTakenOver, Ran: true},
+			metrics.Counts{ProviderCalls: 1, TakenOver: 1}},
+		{"replayed from the store", idempotency.Event{Outcome: idempotency.OutcomeReplayed, Source: "store"},
+			metrics.Counts{DuplicatesSuppressed: 1}},
+		{"replayed from the cache", idempotency.Event{Outcome: idempotency.OutcomeReplayed, Source: "cache"},
+			metrics.Counts{DuplicatesSuppressed: 1}},
+		{"shared a run that succeeded", idempotency.Event{Outcome: idempotency.OutcomeReplayed, Source: "shared"},
+			metrics.Counts{DuplicatesSuppressed: 1}},
+		{"ran, lost the lease, the winner's result stands", idempotency.Event{Outcome: idempotency.OutcomeReplayed, Source: "store", Ran: true},
+			metrics.Counts{ProviderCalls: 1}},
+		{"in progress elsewhere", idempotency.Event{Outcome: idempotency.OutcomeInProgress, Err: idempotency.ErrInProgress},
+			metrics.Counts{InProgressRetried: 1}},
+		{"shared a run that found it in progress", idempotency.Event{Outcome: idempotency.OutcomeInProgress, Source: "shared", Err: idempotency.ErrInProgress},
+			metrics.Counts{InProgressRetried: 1}},
+		{"ran, lost the lease to a run still going", idempotency.Event{Outcome: idempotency.OutcomeInProgress, Ran: true, Err: idempotency.ErrInProgress},
+			metrics.Counts{ProviderCalls: 1, InProgressRetried: 1}},
+		{"released", idempotency.Event{Outcome: idempotency.OutcomeReleased, Ran: true, Err: run},
+			metrics.Counts{ProviderCalls: 1, Failed: 1}},
+		{"shared a run that failed", idempotency.Event{Outcome: idempotency.OutcomeFailed, Source: "shared", Err: run},
+			metrics.Counts{Failed: 1}},
+		{"no key", idempotency.Event{Outcome: idempotency.OutcomeFailed, Err: idempotency.ErrNoKey},
+			metrics.Counts{Failed: 1}},
+		{"completion failed after the run", idempotency.Event{Outcome: idempotency.OutcomeFailed, Ran: true, Err: errors.New("store down")},
+			metrics.Counts{ProviderCalls: 1, Failed: 1}},
+		{"mismatch", idempotency.Event{Outcome: idempotency.OutcomeMismatch, Err: idempotency.ErrPayloadMismatch},
+			metrics.Counts{Failed: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			rec, err := metrics.New(metrics.Config{Writer: &buf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fn := rec.Batch(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+				rec.Observe(ctx, tt.ev)
+				return events.SQSEventResponse{}, nil
+			})
+			if _, err := fn(t.Context(), events.SQSEvent{Records: make([]events.SQSMessage, 1)}); err != nil {
+				t.Fatal(err)
+			}
+			root := checkEMF(t, buf.Bytes())
+			for name, want := range map[string]int64{
+				metrics.ProviderCalls: tt.want.ProviderCalls, metrics.DuplicatesSuppressed: tt.want.DuplicatesSuppressed,
+				metrics.InProgressRetried: tt.want.InProgressRetried, metrics.TakenOver: tt.want.TakenOver, metrics.Failed: tt.want.Failed,
+			} {
+				if got := fmt.Sprint(root[name]); got != fmt.Sprint(want) {
+					t.Errorf("%s = %s, want %d", name, got, want)
+				}
+			}
+		})
+	}
+}
+
 func TestObserveOutsideBatch(t *testing.T) {
 	var buf bytes.Buffer
 	rec, _ := metrics.New(metrics.Config{Writer: &buf})
