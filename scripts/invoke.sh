@@ -11,7 +11,9 @@ log=$(mktemp) out=$(mktemp)
 export SQSONCE_STORE=${SQSONCE_STORE:-memory} SQSONCE_PROVIDER=${SQSONCE_PROVIDER:-stub}
 export SQSONCE_DOCUMENTS_DIR=${SQSONCE_DOCUMENTS_DIR:-$PWD/samples/documents}
 export SQSONCE_REQUEST_LOG=${SQSONCE_REQUEST_LOG:-$log}
-export AWS_LAMBDA_FUNCTION_TIMEOUT=${AWS_LAMBDA_FUNCTION_TIMEOUT:-60} LOG_LEVEL=${LOG_LEVEL:-error}
+# The emulator's invocation timeout, in seconds: above SQSONCE_MIN_REMAINING
+# (default 90s), or no record would start. 300 is the emulator's own default.
+export AWS_LAMBDA_FUNCTION_TIMEOUT=${AWS_LAMBDA_FUNCTION_TIMEOUT:-300} LOG_LEVEL=${LOG_LEVEL:-error}
 
 "$rie" --runtime-interface-emulator-address "127.0.0.1:$port" --runtime-api-address "127.0.0.1:$api" "$bootstrap" >"$out" 2>&1 &
 pid=$!

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -159,10 +160,36 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
 	}
-	opts := batch.Options{Concurrency: c.Concurrency, Logger: out.Logger}
+	opts := batch.Options{Concurrency: c.Concurrency, MinRemaining: c.MinRemaining, Logger: out.Logger}
+	if opts.MinRemaining == 0 {
+		// batch reads zero as its default; SQSONCE_MIN_REMAINING=0 means
+		// no margin at all.
+		opts.MinRemaining = time.Nanosecond
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
 	}
-	a.handle = rec.Batch(batch.SQS(idempotency.Wrap(g, key, h.Handle), opts))
+	a.handle = warnShortDeadline(opts.MinRemaining, out.Logger, rec.Batch(batch.SQS(idempotency.Wrap(g, key, h.Handle), opts)))
 	return a, nil
+}
+
+// warnShortDeadline returns next, logging a warning for every invocation
+// that starts with less than minRemaining before its deadline: none of its
+// records will start (each fails with batch.ErrDeadline and comes back
+// until the dead-letter queue), because the function's timeout is not
+// above SQSONCE_MIN_REMAINING. Lambda does not tell a function its timeout
+// at init, so this is the first moment the mistake can be seen.
+func warnShortDeadline(minRemaining time.Duration, logger *slog.Logger,
+	next func(context.Context, events.SQSEvent) (events.SQSEventResponse, error),
+) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		if deadline, ok := ctx.Deadline(); ok && len(ev.Records) > 0 {
+			if left := time.Until(deadline); left < minRemaining {
+				logger.WarnContext(ctx, "summarise: the invocation starts with less time than "+envMinRemaining+
+					": no record will start; raise the function timeout above it or lower it",
+					"left", left.Round(time.Millisecond).String(), "min_remaining", minRemaining.String(), "records", len(ev.Records))
+			}
+		}
+		return next(ctx, ev)
+	}
 }

@@ -20,6 +20,7 @@ const (
 	envDocumentsBucket  = "SQSONCE_DOCUMENTS_BUCKET"  // S3 documents; else a local folder
 	envDocumentsPrefix  = "SQSONCE_DOCUMENTS_PREFIX"  // S3 key prefix
 	envConcurrency      = "SQSONCE_CONCURRENCY"       // records in flight per batch; default batch.DefaultConcurrency
+	envMinRemaining     = "SQSONCE_MIN_REMAINING"     // Go duration: time left before the deadline for a record to start; default 90s
 	envRequestLog       = "SQSONCE_REQUEST_LOG"       // request log file (JSON lines); else log lines
 	envDynamoDBEndpoint = "SQSONCE_DYNAMODB_ENDPOINT" // DynamoDB endpoint override, e.g. moto's
 	envDocumentsDir     = "SQSONCE_DOCUMENTS_DIR"     // local documents folder; default samples/documents outside Lambda
@@ -45,6 +46,14 @@ const defaultDocumentsDir = "samples/documents"
 // defaultStubModel is the model a stub run uses when none is configured.
 const defaultStubModel = "stub-model"
 
+// defaultMinRemaining is the time that must be left before the invocation's
+// deadline for a record to start: more than one model call takes (60–90 s
+// for a long document), so that a record is never started only to be
+// killed half way through its call, billed, and called again on the
+// redelivery. It needs a function timeout above it (infra sets one of
+// twice as much).
+const defaultMinRemaining = 90 * time.Second
+
 // config is the whole configuration, from the environment and, outside
 // Lambda, the command line.
 type config struct {
@@ -61,6 +70,7 @@ type config struct {
 	DocumentsPrefix  string
 	DocumentsDir     string
 	Concurrency      int
+	MinRemaining     time.Duration // zero: start records until the deadline itself
 	RequestLog       string
 	DynamoDBEndpoint string
 	StubDelay        time.Duration
@@ -89,6 +99,7 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 		DynamoDBEndpoint: getenv(envDynamoDBEndpoint),
 		OpenAIBaseURL:    getenv(envOpenAIBaseURL),
 		OpenAIAPIKey:     getenv(envOpenAIAPIKey),
+		MinRemaining:     defaultMinRemaining,
 	}
 	duration := func(name string, dst *time.Duration) {
 		v := getenv(name)
@@ -105,6 +116,7 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 	duration(envExpiresAfter, &c.ExpiresAfter)
 	duration(envQueueWindow, &c.QueueWindow)
 	duration(envStubDelay, &c.StubDelay)
+	duration(envMinRemaining, &c.MinRemaining)
 	if v := getenv(envConcurrency); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

@@ -20,18 +20,20 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{"local defaults", nil, "", "", func(t *testing.T, c config) {
 			if c.Lambda || c.Store != storeMemory || c.Provider != providerStub || c.Namespace != "summarise" ||
-				c.Model != defaultStubModel || c.DocumentsDir != defaultDocumentsDir || c.Concurrency != 0 {
+				c.Model != defaultStubModel || c.DocumentsDir != defaultDocumentsDir || c.Concurrency != 0 ||
+				c.MinRemaining != 90*time.Second {
 				t.Errorf("config = %+v", c)
 			}
 		}},
 		{"lambda uses DynamoDB and the env", map[string]string{
 			envRuntimeAPI: "127.0.0.1:9001", envTable: "records", envSummariesTable: "summaries", envNamespace: "prod-summarise",
 			envExpiresAfter: "360h", envQueueWindow: "98h", envProvider: "bedrock", envModel: "anthropic.claude-3-haiku-20240307-v1:0",
-			envDocumentsBucket: "docs", envDocumentsPrefix: "in/", envConcurrency: "4",
+			envDocumentsBucket: "docs", envDocumentsPrefix: "in/", envConcurrency: "4", envMinRemaining: "2m",
 		}, "memory", "stub", func(t *testing.T, c config) {
 			want := config{Lambda: true, Store: storeDynamoDB, Table: "records", SummariesTable: "summaries", Namespace: "prod-summarise",
 				ExpiresAfter: 360 * time.Hour, QueueWindow: 98 * time.Hour, Provider: providerBedrock,
-				Model: "anthropic.claude-3-haiku-20240307-v1:0", DocumentsBucket: "docs", DocumentsPrefix: "in/", Concurrency: 4}
+				Model: "anthropic.claude-3-haiku-20240307-v1:0", DocumentsBucket: "docs", DocumentsPrefix: "in/", Concurrency: 4,
+				MinRemaining: 2 * time.Minute}
 			if c != want {
 				t.Errorf("config\n got %+v\nwant %+v", c, want)
 			}
@@ -54,6 +56,11 @@ func TestLoadConfig(t *testing.T) {
 		{"summaries table ignored with the memory store", map[string]string{envSummariesTable: "s"}, "", "", func(t *testing.T, c config) {
 			if c.SummariesTable != "" {
 				t.Errorf("config = %+v", c)
+			}
+		}},
+		{"no deadline margin", map[string]string{envMinRemaining: "0s"}, "", "", func(t *testing.T, c config) {
+			if c.MinRemaining != 0 {
+				t.Errorf("MinRemaining = %v, want 0", c.MinRemaining)
 			}
 		}},
 		{"openai", map[string]string{envOpenAIBaseURL: "http://127.0.0.1:1/v1", envOpenAIAPIKey: "k"}, "", "openai", func(t *testing.T, c config) {
@@ -90,6 +97,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"bad durations", map[string]string{envExpiresAfter: "15 days", envQueueWindow: "-1h", envStubDelay: "x"}, "", "",
 			[]string{envExpiresAfter, envQueueWindow, envStubDelay}},
 		{"bad concurrency", map[string]string{envConcurrency: "0"}, "", "", []string{envConcurrency}},
+		{"negative deadline margin", map[string]string{envMinRemaining: "-5s"}, "", "", []string{envMinRemaining, `"-5s"`}},
+		{"deadline margin without a unit", map[string]string{envMinRemaining: "90"}, "", "", []string{envMinRemaining, `"90"`}},
 		{"stub delay with bedrock", map[string]string{envStubDelay: "1s"}, "", "bedrock", []string{envStubDelay}},
 		{"bucket and dir", map[string]string{envDocumentsBucket: "b", envDocumentsDir: "d"}, "", "", []string{"not both"}},
 	}

@@ -31,6 +31,8 @@
 //	SQSONCE_DOCUMENTS_BUCKET   S3 bucket of the documents; key {prefix}{id}/{version}.txt unless the request names one
 //	SQSONCE_DOCUMENTS_PREFIX   S3 key prefix
 //	SQSONCE_CONCURRENCY        records in flight per batch; default 10
+//	SQSONCE_MIN_REMAINING      time that must be left before the invocation's deadline for a record to start,
+//	                           a Go duration; default 90s; 0 starts records until the deadline itself
 //
 // For local runs and tests:
 //
@@ -45,6 +47,23 @@
 //
 // A bad configuration is reported in full and the process exits with
 // status 2 (inside Lambda: the init fails).
+//
+// # Deadline margin
+//
+// A record is started only while at least SQSONCE_MIN_REMAINING is left
+// before the invocation's deadline; a later one is reported failed without
+// running and SQS redelivers it. A started record is never interrupted, so
+// the margin must cover one model call (60–90 s for a long document):
+// otherwise Lambda kills the invocation half way through a billed call,
+// the whole batch fails, and the redelivery pays for the call again. The
+// function's timeout must in turn exceed the margin, or no record ever
+// starts; Lambda does not tell a function its timeout, so the app cannot
+// check this at start-up: infra sets half the timeout (90s of 3m) and
+// refuses a margin not below the timeout, and the app logs a warning for
+// each invocation that starts with less time than the margin. The runtime
+// interface emulator's timeout is AWS_LAMBDA_FUNCTION_TIMEOUT (default
+// 300 s); scripts/invoke.sh sets 300. The local runner gives its
+// invocations no deadline, so the margin does not apply there.
 //
 // # Outside Lambda
 //

@@ -212,7 +212,7 @@ func newDeployment(t *testing.T, extra map[string]string) *deployment {
 		envRequestLog:                 d.requestLog,
 		envDynamoDBEndpoint:           moto.Endpoint(t),
 		envConcurrency:                "4",
-		"AWS_LAMBDA_FUNCTION_TIMEOUT": "60",
+		"AWS_LAMBDA_FUNCTION_TIMEOUT": "180", // infra's default: 3m, SQSONCE_MIN_REMAINING 90s by default
 		"AWS_LAMBDA_FUNCTION_NAME":    "summarise",
 	}
 	for k, v := range awsVars() {
@@ -503,4 +503,24 @@ func TestE2E(t *testing.T) {
 			t.Errorf("calls for %v, want only the good records %v", ids, want)
 		}
 	})
+}
+
+// TestE2EShortTimeout runs the function with a timeout below the default
+// SQSONCE_MIN_REMAINING, as a deployment that sets one but not the other
+// would: no record starts, none is called, and a warning says why.
+func TestE2EShortTimeout(t *testing.T) {
+	rie := findRIE(t)
+	bootstrap := buildBootstrap(t)
+	d := newDeployment(t, map[string]string{"AWS_LAMBDA_FUNCTION_TIMEOUT": "60"})
+	e := d.start(t, rie, bootstrap)
+	ev := loadFixture(t, "duplicate-delivery.json")
+	wantFailed(t, "delivery with 60s left and a 90s margin", e.invoke(t, ev), ev.Records[0].MessageId)
+	if calls := requestLog(t, d.requestLog); len(calls) != 0 {
+		t.Errorf("request log has %d lines, want none: %+v", len(calls), calls)
+	}
+	warn := e.logLines("summarise: the invocation starts with less time than " + envMinRemaining +
+		": no record will start; raise the function timeout above it or lower it")
+	if len(warn) != 1 || warn[0]["min_remaining"] != "1m30s" {
+		t.Errorf("warning lines %v, want one naming the 1m30s margin", warn)
+	}
 }
