@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
@@ -62,6 +63,10 @@ func newSummariseStack(scope constructs.Construct, cfg config) (awscdk.Stack, er
 	if cfg.Provider == "bedrock" && cfg.Model == "" {
 		return nil, fmt.Errorf("infra: provider bedrock needs a model")
 	}
+	minRemaining, err := deadlineMargin(cfg.MinRemaining, plan.Timeout)
+	if err != nil {
+		return nil, err
+	}
 
 	stack := awscdk.NewStack(scope, jsii.String(cfg.StackName), &awscdk.StackProps{
 		Description: jsii.String("sqsonce summarise: an SQS queue consumed once per key by a Lambda function, with a DynamoDB idempotency table"),
@@ -102,6 +107,7 @@ func newSummariseStack(scope constructs.Construct, cfg config) (awscdk.Stack, er
 		envDocumentsBucket: *documents.BucketName(),
 		envDocumentsPrefix: cfg.DocumentsPrefix,
 		envConcurrency:     strconv.Itoa(concurrency),
+		envMinRemaining:    goDuration(minRemaining),
 	}
 	if cfg.AlarmTopicArn != "" {
 		topic := awssns.Topic_FromTopicArn(stack, jsii.String("AlarmTopic"), jsii.String(cfg.AlarmTopicArn))
@@ -140,6 +146,33 @@ func newSummariseStack(scope constructs.Construct, cfg config) (awscdk.Stack, er
 		})
 	}
 	return stack, nil
+}
+
+// deadlineMargin returns the runtime's SQSONCE_MIN_REMAINING: the time that
+// must be left before the invocation's deadline for a record to start, so
+// that a model call is not cut off by the timeout half way (billed, then
+// billed again on the redelivery). Zero means half the function's timeout.
+// A margin not below the timeout is refused: every invocation starts with
+// at most the timeout left, so no record would ever start, and every
+// message would go to the dead-letter queue.
+func deadlineMargin(minRemaining, timeout time.Duration) (time.Duration, error) {
+	if minRemaining == 0 {
+		return timeout / 2, nil
+	}
+	if minRemaining >= timeout {
+		return 0, fmt.Errorf("infra: minRemaining %v is not below the function timeout %v: no record would ever start "+
+			"(an invocation starts with at most the timeout left); lower minRemaining or raise timeout", minRemaining, timeout)
+	}
+	return minRemaining, nil
+}
+
+// goDuration formats d as a Go duration for the runtime: whole seconds as
+// idempotentconsumer.GoSeconds does ("90s"), anything finer exactly.
+func goDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return idempotentconsumer.GoSeconds(d)
+	}
+	return d.String()
 }
 
 // bedrockStatements allows bedrock:InvokeModel (which Converse also needs)

@@ -268,10 +268,11 @@ func TestEventSourceMapping(t *testing.T) {
 func TestEnvironment(t *testing.T) {
 	for _, tc := range []struct {
 		stack, namespace, model, prefix, concurrency string
-		margin                                       time.Duration
+		margin, minRemaining                         time.Duration
 	}{
-		{defaultStack, defaultNamespace, defaultModel, defaultPrefix, strconv.Itoa(idempotentconsumer.DefaultBatchSize), idempotentconsumer.DefaultExpiryMargin},
-		{customStack, "docs-v1", "us.anthropic.claude-3-5-haiku-20241022-v1:0", "in/", "8", 2 * time.Hour},
+		{defaultStack, defaultNamespace, defaultModel, defaultPrefix, strconv.Itoa(idempotentconsumer.DefaultBatchSize), idempotentconsumer.DefaultExpiryMargin,
+			idempotentconsumer.DefaultTimeout / 2},
+		{customStack, "docs-v1", "us.anthropic.claude-3-5-haiku-20241022-v1:0", "in/", "8", 2 * time.Hour, 45 * time.Second},
 	} {
 		t.Run(tc.stack, func(t *testing.T) {
 			tpl := synth(t).templates[tc.stack]
@@ -282,7 +283,8 @@ func TestEnvironment(t *testing.T) {
 			}
 			sort.Strings(keys)
 			want := []string{"SQSONCE_CONCURRENCY", "SQSONCE_DOCUMENTS_BUCKET", "SQSONCE_DOCUMENTS_PREFIX", "SQSONCE_EXPIRES_AFTER",
-				"SQSONCE_MODEL", "SQSONCE_NAMESPACE", "SQSONCE_PROVIDER", "SQSONCE_QUEUE_WINDOW", "SQSONCE_SUMMARIES_TABLE", "SQSONCE_TABLE"}
+				"SQSONCE_MIN_REMAINING", "SQSONCE_MODEL", "SQSONCE_NAMESPACE", "SQSONCE_PROVIDER", "SQSONCE_QUEUE_WINDOW",
+				"SQSONCE_SUMMARIES_TABLE", "SQSONCE_TABLE"}
 			if !reflect.DeepEqual(keys, want) {
 				t.Errorf("variables %v, want %v", keys, want)
 			}
@@ -329,6 +331,17 @@ func TestEnvironment(t *testing.T) {
 			}
 			if expires != window+tc.margin {
 				t.Errorf("SQSONCE_EXPIRES_AFTER %v, want window %v + margin %v", expires, window, tc.margin)
+			}
+			// A record starts only with SQSONCE_MIN_REMAINING left, and an
+			// invocation starts with the function's timeout left: the
+			// margin must be below the timeout in the same template.
+			timeout := secs(t, get(t, functionOf(t, tpl).Properties, "Timeout"))
+			minRemaining := parse("SQSONCE_MIN_REMAINING")
+			if minRemaining >= timeout {
+				t.Errorf("SQSONCE_MIN_REMAINING %v is not below the function timeout %v: no record would start", minRemaining, timeout)
+			}
+			if minRemaining != tc.minRemaining {
+				t.Errorf("SQSONCE_MIN_REMAINING %v, want %v", minRemaining, tc.minRemaining)
 			}
 			if got := tpl.Outputs["ExpiresAfter"].Value; got != env["SQSONCE_EXPIRES_AFTER"] {
 				t.Errorf("output ExpiresAfter %v, want %v", got, env["SQSONCE_EXPIRES_AFTER"])
@@ -620,6 +633,10 @@ func TestInvalidSettings(t *testing.T) {
 		{"retention above SQS maximum", map[string]any{"retention": "400h"}, "Retention 400h0m0s is outside SQS's"},
 		{"big batch without window", map[string]any{"batchSize": "100", "maxBatchingWindow": "0s"}, "needs a MaxBatchingWindow"},
 		{"timeout above Lambda maximum", map[string]any{"timeout": "20m"}, "Timeout 20m0s is outside"},
+		{"deadline margin equal to the timeout", map[string]any{"timeout": "1m", "minRemaining": "60s"},
+			"minRemaining 1m0s is not below the function timeout 1m0s"},
+		{"deadline margin above the default timeout", map[string]any{"minRemaining": "5m"},
+			"minRemaining 5m0s is not below the function timeout 3m0s"},
 		{"missing zip", map[string]any{"bootstrapZip": filepath.Join(testTmp, "nope.zip")}, "make build"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -637,6 +654,40 @@ func TestInvalidSettings(t *testing.T) {
 			}
 			if n := len(*app.Node().Children()); n != 0 {
 				t.Errorf("the app has %d children after a refused configuration", n)
+			}
+		})
+	}
+}
+
+func TestDeadlineMargin(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		minRemaining, timeout time.Duration
+		want                  string // the variable's value; empty: refused
+	}{
+		{"default: half the default timeout", 0, idempotentconsumer.DefaultTimeout, "90s"},
+		{"default: half an odd timeout, exactly", 0, 3 * time.Second, "1.5s"},
+		{"set", 45 * time.Second, time.Minute, "45s"},
+		{"just below the timeout", 59 * time.Second, time.Minute, "59s"},
+		{"equal to the timeout", time.Minute, time.Minute, ""},
+		{"above the timeout", 2 * time.Minute, time.Minute, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := deadlineMargin(tc.minRemaining, tc.timeout)
+			if tc.want == "" {
+				if err == nil || !strings.Contains(err.Error(), "not below the function timeout") {
+					t.Fatalf("deadlineMargin = %v, %v; want a refusal", d, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := goDuration(d); got != tc.want {
+				t.Errorf("SQSONCE_MIN_REMAINING %q, want %q", got, tc.want)
+			}
+			if parsed, err := time.ParseDuration(goDuration(d)); err != nil || parsed != d || parsed >= tc.timeout {
+				t.Errorf("%q parses to %v, %v; want %v below %v", goDuration(d), parsed, err, d, tc.timeout)
 			}
 		})
 	}

@@ -33,6 +33,7 @@ const (
 	envDocumentsBucket = "SQSONCE_DOCUMENTS_BUCKET"
 	envDocumentsPrefix = "SQSONCE_DOCUMENTS_PREFIX"
 	envConcurrency     = "SQSONCE_CONCURRENCY"
+	envMinRemaining    = "SQSONCE_MIN_REMAINING"
 )
 
 // config is the app's settings, read from the CDK context by [readConfig].
@@ -44,8 +45,12 @@ type config struct {
 	DocumentsBucket string // empty: the stack creates a bucket
 	DocumentsPrefix string
 	Concurrency     int // zero: the batch size
-	AlarmTopicArn   string
-	Consumer        idempotentconsumer.Props // without Code
+	// MinRemaining is the time that must be left before the invocation's
+	// deadline for a record to start (SQSONCE_MIN_REMAINING). Zero: half
+	// the function's timeout. It must be below the timeout.
+	MinRemaining  time.Duration
+	AlarmTopicArn string
+	Consumer      idempotentconsumer.Props // without Code
 }
 
 // readConfig reads the settings from get, which returns the context value
@@ -96,6 +101,7 @@ func readConfig(get func(key string) any) (config, error) {
 		DocumentsPrefix: str("documentsPrefix", defaultPrefix),
 		AlarmTopicArn:   str("alarmTopicArn", ""),
 		Concurrency:     num("concurrency"),
+		MinRemaining:    dur("minRemaining"),
 	}
 	switch c.Provider {
 	case "bedrock", "openai", "stub":

@@ -34,11 +34,11 @@ func TestReadConfig(t *testing.T) {
 				"memorySize": "1024", "timeout": "90s", "visibilityTimeout": "15m", "retention": "48h",
 				"deadLetterRetention": "72h", "maxReceiveCount": float64(7), "expiryMargin": "1h", "expiresAfter": "100h",
 				"batchSize": "50", "maxBatchingWindow": "20s", "maxConcurrency": "3", "oldestMessageAlarm": "30m",
-				"tableRemovalPolicy": "DESTROY",
+				"tableRemovalPolicy": "DESTROY", "minRemaining": "45s",
 			},
 			want: config{
 				StackName: "S", BootstrapZip: "x.zip", Provider: "openai", Model: "gpt", DocumentsBucket: "b",
-				DocumentsPrefix: "", Concurrency: 2, AlarmTopicArn: "arn:t",
+				DocumentsPrefix: "", Concurrency: 2, MinRemaining: 45 * time.Second, AlarmTopicArn: "arn:t",
 				Consumer: idempotentconsumer.Props{
 					Namespace: "ns", MemorySize: 1024, Timeout: 90 * time.Second, VisibilityTimeout: 15 * time.Minute,
 					Retention: 48 * time.Hour, DeadLetterRetention: 72 * time.Hour, MaxReceiveCount: 7,
@@ -77,6 +77,7 @@ func TestReadConfigRejects(t *testing.T) {
 		"batchSize":          "ten",
 		"concurrency":        float64(-1),
 		"tableRemovalPolicy": "snapshot",
+		"minRemaining":       "-10s",
 	}
 	_, err := readConfig(func(k string) any { return ctx[k] })
 	if err == nil {
@@ -89,6 +90,7 @@ func TestReadConfigRejects(t *testing.T) {
 		`batchSize="ten" is not a positive integer`,
 		`concurrency="-1" is not a positive integer`,
 		`tableRemovalPolicy="snapshot" is not retain or destroy`,
+		`minRemaining="-10s" is not a positive Go duration`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q\nlacks %q", err, want)

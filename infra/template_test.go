@@ -36,6 +36,7 @@ func customContext() map[string]any {
 		"alarmTopicArn":       "arn:aws:sns:eu-west-1:123456789012:alarms",
 		"memorySize":          float64(512), // a JSON number, as from cdk.json
 		"timeout":             "1m",
+		"minRemaining":        "45s",
 		"retention":           "24h",
 		"deadLetterRetention": "48h",
 		"maxReceiveCount":     "3",
