@@ -66,9 +66,37 @@
 //
 // # Failures
 //
-// An invalid body ([ErrInvalidRequest]) or a missing document
-// ([ErrDocumentNotFound]) fails before the provider is called; the guard
-// releases the claim and the message is retried until it reaches the
-// dead-letter queue. A key that cannot be made fails before anything is
-// claimed.
+// A failure fails its own delivery only: SQS redelivers the message, and
+// one that keeps failing reaches the dead-letter queue after the queue's
+// maxReceiveCount receives. Where it fails decides what is left behind.
+// With the shipped wiring (the guard configured with Validate: [WorkKey],
+// as cmd/summarise does):
+//
+//   - Before anything is claimed. [WorkKey] parses and checks every body
+//     when the key is made, even a body that carries a producer key (as
+//     the payload to validate), so a body that is not a valid request
+//     fails there, with an idempotency.KeyError: wrapping
+//     [ErrInvalidRequest] for JSON that is not a valid [Request], and
+//     idempotency.ErrNoKey for a body without any key. No record is
+//     written, [Handler.Handle] does not run: no document is fetched and
+//     no provider called. A producer key reused for other work fails with
+//     idempotency.ErrPayloadMismatch against the stored record, also
+//     without running.
+//   - Inside [Handler.Handle], after the claim: a document that cannot be
+//     fetched ([ErrDocumentNotFound]; an id or version [Dir] refuses as a
+//     file name, wrapping [ErrInvalidRequest]; an S3 error), no model in
+//     the request and no default model (wrapping [ErrInvalidRequest]), a
+//     provider error, or a sink that refuses the summary. The guard
+//     releases the claim (deletes the record it holds), so the redelivery
+//     runs the work again from the start, with a new provider call if the
+//     failure came after one.
+//   - After Handle returned, in the record's completion (with package
+//     dynamosink, the same transaction writes the summary), or in a
+//     release that fails: the record stays in progress until its lease
+//     ends at the invocation's deadline. A redelivery before then is
+//     handed back (idempotency.ErrInProgress); one after it runs the work
+//     again.
+//
+// Without Validate, a body with a producer key is not parsed until
+// Handle: an invalid one is claimed, fails in Handle, and is released.
 package handler

@@ -3,9 +3,13 @@ package handler_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,17 +27,39 @@ type app struct {
 	calls  *handler.Calls
 	sink   *handler.MemorySink
 	handle func(context.Context, events.SQSMessage) (handler.Summary, error)
+
+	mu     sync.Mutex
+	events []idempotency.Event // the guard's outcomes, in order
 }
 
-func newApp(t *testing.T, provider handler.Provider) *app {
+// outcomes returns the guard's outcomes so far.
+func (a *app) outcomes() []idempotency.Event {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.events)
+}
+
+// newApp builds the app around one guard; tweak, if given, changes the
+// guard's configuration first.
+func newApp(t *testing.T, provider handler.Provider, tweak ...func(*idempotency.Config)) *app {
 	t.Helper()
 	a := &app{calls: &handler.Calls{}, sink: &handler.MemorySink{}}
 	key := handler.Key()
-	g, err := idempotency.New(idempotency.Config{
+	cfg := idempotency.Config{
 		Store:     memstore.New(),
 		Namespace: "summarise",
 		Validate:  handler.WorkKey,
-	})
+		Logger:    slog.New(slog.DiscardHandler),
+		OnOutcome: func(_ context.Context, ev idempotency.Event) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.events = append(a.events, ev)
+		},
+	}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	g, err := idempotency.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,40 +122,110 @@ func TestHandleDuplicateDelivery(t *testing.T) {
 	}
 }
 
+// gated is a provider whose calls wait until open is closed, then answer as
+// the stub does.
+type gated struct{ open <-chan struct{} }
+
+func (gated) Name() string { return "gated" }
+func (g gated) Complete(ctx context.Context, c handler.Call) (handler.Completion, error) {
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return handler.Completion{}, context.Cause(ctx)
+	case <-time.After(10 * time.Second): // a guard against hanging, not a timing assertion
+		return handler.Completion{}, errors.New("gated: not every call reached the guard within 10s")
+	}
+	return handler.Stub{}.Complete(ctx, c)
+}
+
+// TestHandleConcurrentSameKey delivers one message n times at once to one
+// guard, as the records of one batch that share a key are delivered. The
+// provider call is held until all n calls are inside the guard (past the
+// key and payload validation), so they overlap the run for certain. Within
+// one process the guard shares the run between them: every call succeeds
+// with the same summary and there is one provider call. ErrInProgress
+// would be wrong here: it is for a key held by another process (another
+// guard, through the store), which this test does not have.
 func TestHandleConcurrentSameKey(t *testing.T) {
-	a := newApp(t, handler.Stub{Delay: 20 * time.Millisecond})
+	const n = 8
+	var entered atomic.Int32
+	open := make(chan struct{})
+	a := newApp(t, gated{open}, func(c *idempotency.Config) {
+		c.Validate = func(m events.SQSMessage) ([]byte, error) {
+			if entered.Add(1) == n {
+				close(open)
+			}
+			return handler.WorkKey(m)
+		}
+	})
 	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range errs {
+	errs := make([]error, n)
+	sums := make([]handler.Summary, n)
+	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = a.handle(t.Context(), msg("m", req4471))
+			sums[i], errs[i] = a.handle(t.Context(), msg(fmt.Sprintf("m-%d", i), req4471))
 		})
 	}
 	wg.Wait()
-	if n := a.calls.Len(); n != 1 {
-		t.Errorf("provider calls = %d, want 1", n)
-	}
 	for i, err := range errs {
-		if err != nil && !errors.Is(err, idempotency.ErrInProgress) {
-			t.Errorf("call %d: %v", i, err)
+		if err != nil {
+			t.Errorf("call %d: %v, want success (a run shared in process, never ErrInProgress)", i, err)
 		}
 	}
+	if c := a.calls.Len(); c != 1 {
+		t.Fatalf("provider calls = %d, want 1", c)
+	}
+	for i, s := range sums {
+		if s != sums[0] {
+			t.Errorf("call %d returned %+v, call 0 %+v: want one result for all", i, s, sums[0])
+		}
+	}
+	// One call ran the work; each of the others shared its run (or, had
+	// it reached the guard only after the run completed, replayed the
+	// stored record): replayed, without running.
+	ran, shared := 0, 0
+	for _, ev := range a.outcomes() {
+		switch {
+		case ev.Ran && ev.Outcome == idempotency.OutcomeClaimed:
+			ran++
+		case !ev.Ran && ev.Outcome == idempotency.OutcomeReplayed && (ev.Source == "shared" || ev.Source == "store"):
+			if ev.Source == "shared" {
+				shared++
+			}
+		default:
+			t.Errorf("outcome %+v, want claimed (ran) or replayed (not ran)", ev)
+		}
+	}
+	if ran != 1 || len(a.outcomes()) != n {
+		t.Errorf("%d outcomes, %d ran; want %d outcomes, one run", len(a.outcomes()), ran, n)
+	}
+	t.Logf("%d of %d calls shared the run in process", shared, n-1)
 }
 
+// TestHandleFailures checks where each failure happens with the shipped
+// wiring (Validate: WorkKey): an invalid body or a missing key fails while
+// the key is made, before any claim (outcome failed, a KeyError, no record);
+// a reused key fails against the stored record (mismatch); a missing
+// document fails inside Handle, after the claim, which the guard releases.
+// Either way nothing is left in progress: the redelivery fails the same way,
+// never with ErrInProgress.
 func TestHandleFailures(t *testing.T) {
 	tests := []struct {
-		name string
-		body string
-		want error
+		name    string
+		body    string
+		want    error               // nil: any error
+		keyErr  bool                // failed while the key was made: before any claim
+		outcome idempotency.Outcome // of the failed delivery
 	}{
 		{"producer key reused for other work",
 			`{"idempotency_key":"sum-4471-9","document":{"id":"4472","version":"1"},"model":"m1","prompt_version":"v1"}`,
-			idempotency.ErrPayloadMismatch},
-		{"malformed body", `{"document": {`, nil},
-		{"missing key", `{"model":"m1","prompt_version":"v1","request_id":"r-9"}`, idempotency.ErrNoKey},
+			idempotency.ErrPayloadMismatch, false, idempotency.OutcomeMismatch},
+		{"malformed body", `{"document": {`, nil, true, idempotency.OutcomeFailed}, // not JSON: the key function's own error
+		{"missing key", `{"model":"m1","prompt_version":"v1","request_id":"r-9"}`, idempotency.ErrNoKey, true, idempotency.OutcomeFailed},
 		{"invalid with producer key", `{"idempotency_key":"k-2","document":{"id":"4471","version":"9"},"prompt_version":"v1","parameters":{"temperature":-1}}`,
-			handler.ErrInvalidRequest},
-		{"document not found", `{"document":{"id":"4471","version":"99"},"prompt_version":"v1"}`, handler.ErrDocumentNotFound},
+			handler.ErrInvalidRequest, true, idempotency.OutcomeFailed},
+		{"document not found", `{"document":{"id":"4471","version":"99"},"prompt_version":"v1"}`,
+			handler.ErrDocumentNotFound, false, idempotency.OutcomeReleased},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,12 +233,19 @@ func TestHandleFailures(t *testing.T) {
 			if _, err := a.handle(t.Context(), msg("m-1", req4471)); err != nil {
 				t.Fatal(err)
 			}
-			_, err := a.handle(t.Context(), msg("m-2", tt.body))
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if tt.want != nil && !errors.Is(err, tt.want) {
-				t.Errorf("error %v, want %v", err, tt.want)
+			for delivery := 1; delivery <= 2; delivery++ {
+				_, err := a.handle(t.Context(), msg("m-2", tt.body))
+				if err == nil || tt.want != nil && !errors.Is(err, tt.want) {
+					t.Fatalf("delivery %d: error %v, want %v", delivery, err, tt.want)
+				}
+				var ke *idempotency.KeyError
+				if errors.As(err, &ke) != tt.keyErr {
+					t.Errorf("delivery %d: error %v is a KeyError: %v, want %v", delivery, err, !tt.keyErr, tt.keyErr)
+				}
+				out := a.outcomes()
+				if ev := out[len(out)-1]; ev.Outcome != tt.outcome || ev.Ran != (tt.outcome == idempotency.OutcomeReleased) {
+					t.Errorf("delivery %d: outcome %s (ran %v), want %s", delivery, ev.Outcome, ev.Ran, tt.outcome)
+				}
 			}
 			if n := a.calls.Len(); n != 1 {
 				t.Errorf("provider calls = %d, want only the first message's", n)

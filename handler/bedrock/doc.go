@@ -7,11 +7,13 @@
 //
 // # Retries off
 //
-// The SDK retries a throttled or failed request up to three times by
-// default, each retry possibly a second billed generation whose first answer
-// was lost. [NewClient] builds the client with [NoRetries]: one attempt per
-// call, whatever AWS_MAX_ATTEMPTS says. The queue redelivers a failed
-// message instead, and the idempotency record makes that redelivery safe.
+// By default the SDK makes up to three attempts per request
+// (retry.DefaultMaxAttempts = 3): a throttled or failed request is retried
+// up to twice, each retry possibly a second billed generation whose first
+// answer was lost. [NewClient] builds the client with [NoRetries]: one
+// attempt per call, whatever AWS_MAX_ATTEMPTS says. The queue redelivers a
+// failed message instead, and the idempotency record makes that
+// redelivery safe.
 //
 // # Request
 //
