@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -39,10 +40,9 @@ type Config struct {
 	// a model fails when Model is empty.
 	Model string
 	// KeyID returns the idempotency record id of a message, for the request
-	// log and [Summary.ID]. Nil leaves them empty. With a guard g and the key
-	// function key, use
-	//
-	//	func(m events.SQSMessage) string { k, _ := key(m); return g.ID(k) }
+	// log and [Summary.ID]. Nil means the id of the record the guard claimed
+	// for the call ([idempotency.RecordID]), which is empty when Handle is
+	// not run through the guard.
 	KeyID func(events.SQSMessage) string
 	// Now is the clock. Nil means [time.Now].
 	Now func() time.Time
@@ -94,7 +94,7 @@ func (h *Handler) Handle(ctx context.Context, m events.SQSMessage) (Summary, err
 	if err != nil {
 		return Summary{}, err
 	}
-	var keyID string
+	keyID := idempotency.RecordID(ctx)
 	if h.cfg.KeyID != nil {
 		keyID = h.cfg.KeyID(m)
 	}

@@ -68,13 +68,6 @@ func newApp(t *testing.T, provider handler.Provider, tweak ...func(*idempotency.
 		Provider:  handler.LogRequests(provider, a.calls, nil),
 		Sink:      a.sink,
 		Model:     "default-model",
-		KeyID: func(m events.SQSMessage) string {
-			k, err := key(m)
-			if err != nil {
-				return ""
-			}
-			return g.ID(k)
-		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -149,13 +149,6 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		Provider:  handler.LogRequests(provider, logs, nil),
 		Sink:      sink,
 		Model:     c.Model,
-		KeyID: func(m events.SQSMessage) string {
-			k, err := key(m)
-			if err != nil {
-				return ""
-			}
-			return g.ID(k)
-		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)

@@ -129,6 +129,9 @@ func TestWrap(t *testing.T) {
 }
 
 func TestAttach(t *testing.T) {
+	if id := idempotency.RecordID(context.Background()); id != "" {
+		t.Errorf("RecordID outside an operation = %q, want empty", id)
+	}
 	if err := idempotency.Attach(context.Background(), "w"); !errors.Is(err, idempotency.ErrNotClaimed) {
 		t.Errorf("Attach outside an operation: %v, want ErrNotClaimed", err)
 	}
@@ -137,6 +140,9 @@ func TestAttach(t *testing.T) {
 	var attachErr error
 	_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(ctx context.Context) (int, error) {
 		inner = ctx
+		if id := idempotency.RecordID(ctx); id != f.guard.ID(key) {
+			t.Errorf("RecordID inside the operation = %q, want %q", id, f.guard.ID(key))
+		}
 		attachErr = idempotency.Attach(ctx, "a write")
 		return 1, attachErr
 	})

@@ -143,6 +143,16 @@ func Attach(ctx context.Context, w any) error {
 	return nil
 }
 
+// RecordID returns the id of the record claimed for the operation running in
+// ctx ("{namespace}#{digest}"), for logs and for keying the operation's own
+// writes, or "" outside an operation run by [Do] or [Wrap].
+func RecordID(ctx context.Context) string {
+	if a, _ := ctx.Value(attachKey{}).(*attachments); a != nil {
+		return a.id
+	}
+	return ""
+}
+
 // AttachValidator is implemented by stores that can tell, before completion,
 // whether they could commit a list of attached writes (see [Attach]). It
 // returns an error wrapping [ErrAttachUnsupported] for writes it cannot take.
@@ -153,6 +163,7 @@ type AttachValidator interface {
 type attachKey struct{}
 
 type attachments struct {
+	id     string // the record's id
 	store  Store
 	mu     sync.Mutex
 	closed bool
@@ -322,7 +333,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 		result = OutcomeTakenOver
 	}
 
-	att := &attachments{store: g.cfg.Store}
+	att := &attachments{id: id, store: g.cfg.Store}
 	val, err := callOp(context.WithValue(ctx, attachKey{}, att), op)
 	attached := att.close()
 	if err != nil {

@@ -123,12 +123,9 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			return idempotency.Record{}, false, storeError("acquire", rec.Key, err)
 		}
 		if len(ccf.Item) > 0 {
-			st, err := s.decode(ccf.Item)
-			if err != nil {
-				return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("dynamostore: read existing record: %w", err))
-			}
-			if ownClaim(st.rec, rec) {
-				return idempotency.Record{}, false, nil
+			st, own, err := s.blocking(ccf.Item, rec)
+			if err != nil || own {
+				return idempotency.Record{}, false, err
 			}
 			return st.rec, true, nil
 		}
@@ -141,12 +138,9 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("dynamostore: read existing record: %w", err))
 		}
 		if len(got.Item) > 0 {
-			st, err := s.decode(got.Item)
-			if err != nil {
-				return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("dynamostore: read existing record: %w", err))
-			}
-			if ownClaim(st.rec, rec) {
-				return idempotency.Record{}, false, nil
+			st, own, err := s.blocking(got.Item, rec)
+			if err != nil || own {
+				return idempotency.Record{}, false, err
 			}
 			if !st.claimable(now) {
 				return st.rec, true, nil
@@ -155,6 +149,16 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 	}
 	return idempotency.Record{}, false, storeError("acquire", rec.Key,
 		errors.New("dynamostore: the record changed between the claim and its read, twice; not claimed"))
+}
+
+// blocking decodes the record that failed the claim rec's condition, and
+// reports whether it is that claim itself (see ownClaim).
+func (s *Store) blocking(item map[string]types.AttributeValue, rec idempotency.Record) (stored, bool, error) {
+	st, err := s.decode(item)
+	if err != nil {
+		return stored{}, false, storeError("acquire", rec.Key, fmt.Errorf("dynamostore: read existing record: %w", err))
+	}
+	return st, ownClaim(st.rec, rec), nil
 }
 
 // ownClaim reports whether the record that failed the claim's condition is
