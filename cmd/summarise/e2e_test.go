@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -176,8 +177,26 @@ func (b *syncBuffer) String() string {
 // emulator is one aws-lambda-rie process running the bootstrap: one Lambda
 // execution environment.
 type emulator struct {
-	url string
-	out *syncBuffer
+	url     string
+	out     *syncBuffer
+	invoked atomic.Int32 // invocations sent
+}
+
+// output returns what the emulator and the function printed, once it holds
+// the END line of every invocation sent. The function's log lines reach the
+// pipe before it answers, and the emulator writes END after the answer, so
+// the output up to the last END holds every line of those invocations; the
+// HTTP response alone can arrive before the pipe is read.
+func (e *emulator) output() string {
+	want := int(e.invoked.Load())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := e.out.String()
+		if strings.Count(s, "END RequestId:") >= want || time.Now().After(deadline) {
+			return s
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // deployment is what emulators of one test share: tables and request log.
@@ -280,6 +299,7 @@ func (e *emulator) invoke(t *testing.T, ev events.SQSEvent) events.SQSEventRespo
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(b))
+	e.invoked.Add(1)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Errorf("invoke: %v", err)
@@ -301,7 +321,7 @@ func (e *emulator) invoke(t *testing.T, ev events.SQSEvent) events.SQSEventRespo
 // logLines returns the emulator's JSON log lines with the given msg.
 func (e *emulator) logLines(msg string) []map[string]any {
 	var lines []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(e.out.String()))
+	sc := bufio.NewScanner(strings.NewReader(e.output()))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		var m map[string]any
@@ -315,7 +335,7 @@ func (e *emulator) logLines(msg string) []map[string]any {
 // emf returns the emulator's EMF lines, in order.
 func (e *emulator) emf() []map[string]any {
 	var lines []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(e.out.String()))
+	sc := bufio.NewScanner(strings.NewReader(e.output()))
 	for sc.Scan() {
 		var m map[string]any
 		if json.Unmarshal(sc.Bytes(), &m) == nil && m["_aws"] != nil {
