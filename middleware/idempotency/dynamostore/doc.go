@@ -61,8 +61,9 @@
 // Attachments of another type, or one too many for a transaction, fail with
 // [idempotency.ErrAttachUnsupported] when they are attached (the Store is an
 // [idempotency.AttachValidator]), before any call: a write is never dropped.
-// The guard does not retry a completion whose attached write's condition
-// failed ([TransactionError.Permanent]).
+// The guard does not retry a completion that cannot succeed: an attached
+// write's condition failed or DynamoDB refused a write as invalid
+// ([TransactionError.Permanent]).
 //
 // # Large results
 //
@@ -70,11 +71,12 @@
 // 64 KiB) are stored gzip-compressed as binary, flagged by data_encoding. A
 // result that does not fit even compressed (the store keeps 8 KiB of margin
 // beyond the attributes it writes) is left out: the record is completed
-// with data_omitted set and an error is logged ([WithLogger]). Later
-// deliveries then get the zero value of the result instead of running the
-// operation again: a completed operation is never re-run for lack of space.
-// If DynamoDB still refuses the item for its size, Complete retries once
-// without the result.
+// with data_omitted set and an error is logged ([WithLogger]). Every
+// delivery then gets the zero value of the result, the one that ran the
+// operation included ([Store.CompleteData] tells the guard what was kept),
+// instead of running the operation again: a completed operation is never
+// re-run for lack of space. If DynamoDB still refuses the item for its size,
+// Complete retries once without the result.
 //
 // # Powertools compatibility
 //

@@ -545,6 +545,12 @@ func TestAttachedWrites(t *testing.T) {
 		{name: "100 writes", attached: repeat(put, dynamostore.MaxTransactItems), wantErr: "more than the 100"},
 		{name: "unknown type", attached: []any{put, "PUT summaries"}, wantErr: "attached write 1 is a string"},
 		{name: "nil pointer", attached: []any{(*types.TransactWriteItem)(nil)}, wantErr: "nil *types.TransactWriteItem"},
+		{name: "empty write", attached: []any{types.TransactWriteItem{}}, wantErr: "has 0 of Put"},
+		{name: "two operations", attached: []any{types.TransactWriteItem{Put: put.Put, Delete: &types.Delete{}}}, wantErr: "has 2 of Put"},
+		{name: "no table", attached: []any{types.TransactWriteItem{Put: &types.Put{Item: put.Put.Item}}}, wantErr: "names no table"},
+		{name: "no item", attached: []any{types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String("summaries")}}}, wantErr: "names no item"},
+		{name: "update without expression", attached: []any{types.TransactWriteItem{Update: &types.Update{TableName: aws.String("summaries"),
+			Key: put.Put.Item}}}, wantErr: "without an UpdateExpression"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -585,4 +591,20 @@ func repeat(v any, k int) []any {
 		out[i] = v
 	}
 	return out
+}
+
+func TestValidateAttached(t *testing.T) {
+	st := newFake(t, &fakeAPI{})
+	put := summaryPut("summaries", "doc", 1)
+	own := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String("records"),
+		Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "ns#k"}}}}
+	if err := st.ValidateAttached("ns#k", []any{put}); err != nil {
+		t.Errorf("a well-formed write: %v", err)
+	}
+	if err := st.ValidateAttached("ns#k", []any{put, own}); !errors.Is(err, idempotency.ErrAttachUnsupported) || !strings.Contains(err.Error(), "own item") {
+		t.Errorf("a write on the record's own item: %v, want ErrAttachUnsupported", err)
+	}
+	if err := st.ValidateAttached("ns#k", []any{types.TransactWriteItem{}}); !errors.Is(err, idempotency.ErrAttachUnsupported) {
+		t.Errorf("an empty write: %v, want ErrAttachUnsupported", err)
+	}
 }

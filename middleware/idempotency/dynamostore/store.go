@@ -269,15 +269,28 @@ var errTooLarge = errors.New("dynamostore: item too large")
 // UpdateItem, or, when rec.Attached holds writes, one TransactWriteItems
 // with that update first and the attached writes after it.
 func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
+	_, err := s.CompleteData(ctx, rec)
+	return err
+}
+
+var (
+	_ idempotency.DataCompleter   = (*Store)(nil)
+	_ idempotency.AttachValidator = (*Store)(nil)
+)
+
+// CompleteData implements [idempotency.DataCompleter]: it is Complete, and
+// returns the result as stored, which is nil when the result did not fit in
+// the item (see Large results in the package doc).
+func (s *Store) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
 	if rec.Key == "" {
-		return storeError("complete", "", errors.New("dynamostore: empty key"))
+		return nil, storeError("complete", "", errors.New("dynamostore: empty key"))
 	}
 	writes, err := attachedWrites(rec.Attached)
 	if err != nil {
-		return storeError("complete", rec.Key, err)
+		return nil, storeError("complete", rec.Key, err)
 	}
 	if rec.Owner == "" {
-		return storeError("complete", rec.Key, fmt.Errorf("dynamostore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
+		return nil, storeError("complete", rec.Key, fmt.Errorf("dynamostore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
 	}
 	p := s.place(ctx, rec)
 	err = s.commit(ctx, rec, s.completion(rec, p, false), writes)
@@ -285,12 +298,34 @@ func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
 		// Our size estimate fell short (attributes we did not write?): never
 		// leave a completed operation unrecorded for lack of space.
 		s.omitted(ctx, rec, s.itemLimit-sizeMargin-s.completedSize(rec), "DynamoDB refused the item's size")
-		err = s.commit(ctx, rec, s.completion(rec, placement{omitted: true}, true), writes)
+		p = placement{omitted: true}
+		err = s.commit(ctx, rec, s.completion(rec, p, true), writes)
 	}
-	if errors.Is(err, errTooLarge) {
-		return storeError("complete", rec.Key, err)
+	switch {
+	case errors.Is(err, errTooLarge):
+		return nil, storeError("complete", rec.Key, permanent{err})
+	case err != nil:
+		return nil, err
+	case p.omitted:
+		return nil, nil
 	}
-	return err
+	return rec.Data, nil
+}
+
+// permanent marks an error that retrying the same request cannot cure: the
+// guard does not retry a completion that fails with one.
+type permanent struct{ err error }
+
+func (p permanent) Error() string   { return p.err.Error() }
+func (p permanent) Unwrap() error   { return p.err }
+func (p permanent) Permanent() bool { return true }
+
+// invalid reports whether DynamoDB or the SDK refused a request as
+// malformed: sending it again gives the same answer.
+func invalid(err error) bool {
+	var ae smithy.APIError
+	var ip *smithy.InvalidParamsError
+	return errors.As(err, &ip) || (errors.As(err, &ae) && ae.ErrorCode() == "ValidationException")
 }
 
 func (s *Store) commit(ctx context.Context, rec idempotency.Record, c completion, writes []types.TransactWriteItem) error {
@@ -314,6 +349,8 @@ func (s *Store) commit(ctx context.Context, rec idempotency.Record, c completion
 		return s.leaseLost("complete", rec.Key, rec.Owner, ccf.Item)
 	case tooLarge(err):
 		return fmt.Errorf("%w: %w", errTooLarge, err)
+	case invalid(err):
+		return storeError("complete", rec.Key, permanent{err})
 	default:
 		return storeError("complete", rec.Key, err)
 	}

@@ -585,8 +585,12 @@ func TestLargeResults(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.calls.Reset()
-			if err := e.store.Complete(ctx, completed(rec, string(tc.data))); err != nil {
-				t.Fatalf("Complete of a %d-byte result: %v", len(tc.data), err)
+			stored, err := e.store.CompleteData(ctx, completed(rec, string(tc.data)))
+			if err != nil {
+				t.Fatalf("CompleteData of a %d-byte result: %v", len(tc.data), err)
+			}
+			if (stored != nil) != tc.wantStored || (stored != nil && !bytes.Equal(stored, tc.data)) {
+				t.Errorf("CompleteData returned %d bytes as stored, want stored=%v", len(stored), tc.wantStored)
 			}
 			if got := e.calls.Calls(); !maps.Equal(got, map[string]int{"UpdateItem": 1}) {
 				t.Errorf("calls %v, want one UpdateItem", got)

@@ -36,16 +36,49 @@ func Attach(ctx context.Context, items ...types.TransactWriteItem) error {
 }
 
 // ValidateAttached implements [idempotency.AttachValidator]: the writes
-// must be DynamoDB transaction items, at most [MaxTransactItems] - 1 of them
-// (the record's completion is one more). [idempotency.Attach] calls it, so an
+// must be well-formed DynamoDB transaction items (exactly one of Put,
+// Update, Delete or ConditionCheck, naming a table and an item), none on the
+// record's own item, and at most [MaxTransactItems] - 1 of them (the
+// record's completion is one more). [idempotency.Attach] calls it, so an
 // operation learns of a write its completion could not commit when it
 // attaches the write, not after its work is done.
-func (s *Store) ValidateAttached(writes []any) error {
-	_, err := attachedWrites(writes)
-	return err
+func (s *Store) ValidateAttached(id string, writes []any) error {
+	ws, err := attachedWrites(writes)
+	if err != nil {
+		return err
+	}
+	for i, w := range ws {
+		table, key := writeTarget(w)
+		if table == s.table && s.isRecordKey(key, id) {
+			return fmt.Errorf("dynamostore: attached write %d is on the idempotency record's own item: %w", i, idempotency.ErrAttachUnsupported)
+		}
+	}
+	return nil
 }
 
-// attachedWrites converts what a record carries in Attached.
+// isRecordKey reports whether an item key (or a whole item) names the record id.
+func (s *Store) isRecordKey(key map[string]types.AttributeValue, id string) bool {
+	v, ok := key[s.attrs.ID].(*types.AttributeValueMemberS)
+	return ok && v.Value == id
+}
+
+// writeTarget returns the table and key (or item, for a Put) a write names.
+func writeTarget(w types.TransactWriteItem) (string, map[string]types.AttributeValue) {
+	switch {
+	case w.Put != nil:
+		return aws.ToString(w.Put.TableName), w.Put.Item
+	case w.Update != nil:
+		return aws.ToString(w.Update.TableName), w.Update.Key
+	case w.Delete != nil:
+		return aws.ToString(w.Delete.TableName), w.Delete.Key
+	case w.ConditionCheck != nil:
+		return aws.ToString(w.ConditionCheck.TableName), w.ConditionCheck.Key
+	}
+	return "", nil
+}
+
+// attachedWrites converts what a record carries in Attached, refusing what
+// DynamoDB would refuse: no transaction may carry a write it cannot commit.
 func attachedWrites(attached []any) ([]types.TransactWriteItem, error) {
 	if len(attached) == 0 {
 		return nil, nil
@@ -56,20 +89,49 @@ func attachedWrites(attached []any) ([]types.TransactWriteItem, error) {
 	}
 	writes := make([]types.TransactWriteItem, 0, len(attached))
 	for i, w := range attached {
+		var item types.TransactWriteItem
 		switch w := w.(type) {
 		case types.TransactWriteItem:
-			writes = append(writes, w)
+			item = w
 		case *types.TransactWriteItem:
 			if w == nil {
 				return nil, fmt.Errorf("dynamostore: attached write %d is a nil *types.TransactWriteItem: %w", i, idempotency.ErrAttachUnsupported)
 			}
-			writes = append(writes, *w)
+			item = *w
 		default:
 			return nil, fmt.Errorf("dynamostore: attached write %d is a %T; want a types.TransactWriteItem (see dynamostore.Attach): %w",
 				i, w, idempotency.ErrAttachUnsupported)
 		}
+		if err := wellFormed(item); err != nil {
+			return nil, fmt.Errorf("dynamostore: attached write %d %v: %w", i, err, idempotency.ErrAttachUnsupported)
+		}
+		writes = append(writes, item)
 	}
 	return writes, nil
+}
+
+func wellFormed(w types.TransactWriteItem) error {
+	n := 0
+	for _, set := range []bool{w.Put != nil, w.Update != nil, w.Delete != nil, w.ConditionCheck != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("has %d of Put, Update, Delete and ConditionCheck, want exactly one", n)
+	}
+	table, key := writeTarget(w)
+	switch {
+	case table == "":
+		return errors.New("names no table")
+	case len(key) == 0:
+		return errors.New("names no item")
+	case w.Update != nil && aws.ToString(w.Update.UpdateExpression) == "":
+		return errors.New("is an Update without an UpdateExpression")
+	case w.ConditionCheck != nil && aws.ToString(w.ConditionCheck.ConditionExpression) == "":
+		return errors.New("is a ConditionCheck without a ConditionExpression")
+	}
+	return nil
 }
 
 // commitTransaction completes the record and applies writes in one
@@ -92,8 +154,11 @@ func (s *Store) commitTransaction(ctx context.Context, rec idempotency.Record, c
 	}
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
-		if tooLarge(err) {
+		switch {
+		case tooLarge(err):
 			return fmt.Errorf("%w: %w", errTooLarge, err)
+		case invalid(err):
+			return storeError("complete", rec.Key, permanent{err})
 		}
 		return storeError("complete", rec.Key, err)
 	}
@@ -149,9 +214,16 @@ func (e *TransactionError) Error() string {
 func (e *TransactionError) Unwrap() error { return e.Err }
 
 // Permanent reports whether retrying the same transaction cannot help: an
-// attached write's condition failed. The guard does not retry such a
-// completion (see [idempotency.Store]).
-func (e *TransactionError) Permanent() bool { return len(e.FailedConditions()) > 0 }
+// attached write's condition failed, or DynamoDB refused a write as invalid.
+// The guard does not retry such a completion (see [idempotency.Store]).
+func (e *TransactionError) Permanent() bool {
+	for i, r := range e.Reasons {
+		if code := aws.ToString(r.Code); i > 0 && (code == "ConditionalCheckFailed" || code == "ValidationError") {
+			return true
+		}
+	}
+	return false
+}
 
 // FailedConditions returns the indexes, in Record.Attached, of the attached
 // writes whose condition failed.
