@@ -29,9 +29,10 @@ const (
 	// MD5 is Powertools for AWS Lambda's digest. Use it only to share
 	// records with Powertools, and know its limits: Powertools hashes
 	// Python's json.dumps(sort_keys=True) spelling (with ", " and ": "
-	// separators and ASCII escapes) under the prefix "{function}.{handler}#",
+	// separators and ASCII escapes) into ids "{function}.{handler}#{md5}",
 	// so ids agree only for scalar keys (an ASCII string or an integer) with
-	// a Namespace set to that prefix. md5 is not collision resistant.
+	// Namespace set to "{function}.{handler}" (the guard adds the "#"). md5
+	// is not collision resistant.
 	MD5
 )
 
@@ -109,7 +110,9 @@ const (
 	// OutcomeReleased: the operation failed or panicked and the claim was
 	// released, so that a later delivery can run it again.
 	OutcomeReleased Outcome = "released"
-	// OutcomeFailed: a store or key error; the call fails and is retried.
+	// OutcomeFailed: the call fails and its message is retried: a key error,
+	// a store error, a result that could not be encoded (the record is
+	// completed without it), or a shared run that failed.
 	OutcomeFailed Outcome = "failed"
 )
 
@@ -118,7 +121,7 @@ type Event struct {
 	Outcome   Outcome
 	Key       string        // the record id; empty when no key could be made
 	MessageID string        // the SQS message id, when called through Wrap
-	Source    string        // for OutcomeReplayed: "store", "cache" or "shared"
+	Source    string        // where the outcome came from when not from this call's own claim: "store", "cache" or "shared" (another call's run in this process)
 	Ran       bool          // whether the operation was run by this call
 	Duration  time.Duration // from the call's start to its outcome
 	Err       error         // the error returned to the caller, if any

@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -78,7 +79,9 @@ func Do[T any](ctx context.Context, g *Guard, key []byte, fn func(context.Contex
 // DoPayload is [Do] with payload validation: the digest of payload is stored
 // with the record, and a later call with the same key and a different payload
 // fails with [ErrPayloadMismatch] instead of returning the other payload's
-// result.
+// result. The payload is hashed as given: pass the canonical subset that
+// defines the work ([JSONKey], [BodyFields]), not a raw message body, whose
+// timestamps and request ids would make every re-send a mismatch.
 func DoPayload[T any](ctx context.Context, g *Guard, key, payload []byte, fn func(context.Context) (T, error)) (T, error) {
 	return do(ctx, g, call{key: key, payload: payload, validate: true}, fn)
 }
@@ -88,7 +91,18 @@ func DoPayload[T any](ctx context.Context, g *Guard, key, payload []byte, fn fun
 // [Config.Validate] is set). A message without a key fails with a
 // [*KeyError] and fn is not run. The returned function has the shape
 // [github.com/sqsonce/sqsonce/middleware/batch.SQS] takes.
+//
+// Wrap panics if g, key or fn is nil: a configuration error, caught at
+// start-up rather than on every message.
 func Wrap[T any](g *Guard, key KeyFunc, fn func(context.Context, events.SQSMessage) (T, error)) func(context.Context, events.SQSMessage) (T, error) {
+	switch {
+	case g == nil:
+		panic("idempotency: Wrap: nil *Guard")
+	case key == nil:
+		panic("idempotency: Wrap: nil KeyFunc")
+	case fn == nil:
+		panic("idempotency: Wrap: nil operation")
+	}
 	return func(ctx context.Context, m events.SQSMessage) (T, error) {
 		c := call{messageID: m.MessageId}
 		var err error
@@ -135,7 +149,7 @@ func Attach(ctx context.Context, w any) error {
 		return ErrNotClaimed
 	}
 	if v, ok := a.store.(AttachValidator); ok {
-		if err := v.ValidateAttached(append(a.items[:len(a.items):len(a.items)], w)); err != nil {
+		if err := v.ValidateAttached(a.id, append(a.items[:len(a.items):len(a.items)], w)); err != nil {
 			return err
 		}
 	}
@@ -154,10 +168,11 @@ func RecordID(ctx context.Context) string {
 }
 
 // AttachValidator is implemented by stores that can tell, before completion,
-// whether they could commit a list of attached writes (see [Attach]). It
-// returns an error wrapping [ErrAttachUnsupported] for writes it cannot take.
+// whether they could commit a list of writes attached to the record id (see
+// [Attach]). It returns an error wrapping [ErrAttachUnsupported] for writes
+// it cannot take.
 type AttachValidator interface {
-	ValidateAttached(writes []any) error
+	ValidateAttached(id string, writes []any) error
 }
 
 type attachKey struct{}
@@ -233,15 +248,26 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 // and runs. A waiting call stops waiting when its own context is done; the
 // run it waited for goes on.
 func (g *Guard) run(ctx context.Context, id, validation string, op func(context.Context) (any, error)) outcome {
+	if a, _ := ctx.Value(attachKey{}).(*attachments); a != nil && a.id == id {
+		err := fmt.Errorf("idempotency: %s called again from inside its own operation: it would wait for itself", id)
+		return outcome{ev: Event{Outcome: OutcomeFailed, Err: err}}
+	}
 	if out, ok := g.fromCache(id, validation); ok {
 		return out
 	}
 	fk := id + "\x00" + validation
-	g.mu.Lock()
-	if f, ok := g.flights[fk]; ok {
+	for {
+		g.mu.Lock()
+		f, running := g.flights[fk]
+		if !running {
+			break // with g.mu held: this call runs
+		}
 		g.mu.Unlock()
 		select {
 		case <-f.done:
+			if ctxErr(f.out.ev.Err) && ctx.Err() == nil {
+				continue // the run ended for its own caller's context, not ours: try again
+			}
 			return f.out.shared()
 		case <-ctx.Done():
 			err := fmt.Errorf("idempotency: waiting for a call of the same key in this process: %w", context.Cause(ctx))
@@ -259,6 +285,10 @@ func (g *Guard) run(ctx context.Context, id, validation string, op func(context.
 	}()
 	f.out = g.claimAndRun(ctx, id, validation, op)
 	return f.out
+}
+
+func ctxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // shared is the outcome of a call that waited for out's run: the same result
@@ -309,11 +339,13 @@ func mismatch(stored Record, validation string) bool {
 // claimAndRun is the state machine of DESIGN.md: claim with one conditional
 // write, run, complete fenced by the lease owner token.
 func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(context.Context) (any, error)) (out outcome) {
+	step, ran := "acquire", false // for a panicking Store
 	defer func() {
 		// A panicking Store must fail this call, not the process, and not
-		// the calls sharing it.
+		// the calls sharing it. The record is left as it is.
 		if v := recover(); v != nil {
-			out = outcome{ev: Event{Outcome: OutcomeFailed, Err: &StoreError{Op: "run", Key: id, Err: &PanicError{Value: v, Stack: debug.Stack()}}}}
+			err := &StoreError{Op: step, Key: id, Err: &PanicError{Value: v, Stack: debug.Stack()}}
+			out = outcome{ev: Event{Outcome: OutcomeFailed, Ran: ran, Err: err}}
 		}
 	}()
 	if err := ctx.Err(); err != nil {
@@ -336,7 +368,9 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 	att := &attachments{id: id, store: g.cfg.Store}
 	val, err := callOp(context.WithValue(ctx, attachKey{}, att), op)
 	attached := att.close()
+	ran = true
 	if err != nil {
+		step = "release"
 		ev := Event{Outcome: OutcomeReleased, Ran: true, Err: err}
 		if rerr := g.release(ctx, id, rec.Owner); rerr != nil {
 			ev.Outcome, ev.Err = OutcomeFailed, errors.Join(err, rerr)
@@ -344,24 +378,39 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 		return outcome{ev: ev}
 	}
 
+	step = "encode"
 	data, encErr := json.Marshal(val)
 	if encErr != nil {
 		// The operation ran; never run it again for want of a result. The
 		// record completes without one and this delivery fails.
-		data = nil
+		data, val = nil, nil
 		encErr = fmt.Errorf("idempotency: encode result of %s: %w", id, encErr)
+		result = OutcomeFailed
 	}
+	step = "complete"
 	rec.Status, rec.Data, rec.Attached = StatusCompleted, data, attached
 	rec.ExpiresAt = g.cfg.Now().Add(g.cfg.ExpiresAfter)
-	err = g.complete(ctx, rec)
+	stored, err := g.complete(ctx, rec)
 	if errors.Is(err, ErrLeaseLost) {
+		step = "acquire"
 		return g.lost(ctx, rec, val, result, encErr)
 	}
 	if err != nil {
 		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", id, err)}}
 	}
+	return g.completed(rec, stored, val, Event{Outcome: result, Ran: true, Err: encErr})
+}
+
+// completed is the outcome of a completion that stored stored as the
+// result. When the store kept less than the operation returned (a result too
+// large for it), every delivery, this one included, gets what it kept.
+func (g *Guard) completed(rec Record, stored []byte, val any, ev Event) outcome {
+	if !bytes.Equal(stored, rec.Data) {
+		val = nil
+	}
+	rec.Data = stored
 	g.remember(rec)
-	return outcome{val: val, data: data, ev: Event{Outcome: result, Ran: true, Err: encErr}}
+	return outcome{val: val, data: stored, ev: ev}
 }
 
 // lost handles a completion that found the lease taken over: the winner's
@@ -380,11 +429,11 @@ func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, 
 		return g.existing(prev, done.Validation, true)
 	}
 	rec.Status, rec.Data, rec.Attached, rec.ExpiresAt = StatusCompleted, done.Data, done.Attached, done.ExpiresAt
-	if err := g.complete(ctx, rec); err != nil {
+	stored, err := g.complete(ctx, rec)
+	if err != nil {
 		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", done.Key, err)}}
 	}
-	g.remember(rec)
-	return outcome{val: val, data: rec.Data, ev: Event{Outcome: result, Ran: true, Err: encErr}}
+	return g.completed(rec, stored, val, Event{Outcome: result, Ran: true, Err: encErr})
 }
 
 // existing is the outcome of finding a record that blocked the claim.
@@ -422,31 +471,38 @@ func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time)
 	}
 }
 
-// complete stores the completion, retrying errors other than a lost lease
-// with backoff while the attempts and the context's deadline allow. The first
-// attempt is made even when ctx is already cancelled: the work is done.
-func (g *Guard) complete(ctx context.Context, rec Record) error {
+// complete stores the completion and returns the result the store kept,
+// retrying errors that may pass (see retryable) with backoff while the
+// attempts and the context's deadline allow. The first attempt is made even
+// when ctx is already done: the work is done.
+func (g *Guard) complete(ctx context.Context, rec Record) ([]byte, error) {
 	wctx, cancel := writeContext(ctx)
 	defer cancel()
 	backoff := 20 * time.Millisecond
-	var err error
 	for attempt := 1; ; attempt++ {
-		err = g.cfg.Store.Complete(wctx, rec)
+		stored, err := g.completeOnce(wctx, rec)
 		if err == nil || !retryable(err) || attempt >= g.cfg.CompleteAttempts {
-			return err
+			return stored, err
 		}
 		if d, ok := ctx.Deadline(); ok && time.Until(d) < backoff {
-			return err
+			return nil, err
 		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return nil, err
 		}
 		backoff *= 2
 	}
+}
+
+func (g *Guard) completeOnce(ctx context.Context, rec Record) ([]byte, error) {
+	if dc, ok := g.cfg.Store.(DataCompleter); ok {
+		return dc.CompleteData(ctx, rec)
+	}
+	return rec.Data, g.cfg.Store.Complete(ctx, rec)
 }
 
 // writeContext is the context of a store write made after the operation

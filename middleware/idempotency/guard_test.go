@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -519,5 +521,143 @@ func TestWaiterOfFailedRunFails(t *testing.T) {
 	f.mu.Unlock()
 	if outcomes[idempotency.OutcomeReleased] != 1 || outcomes[idempotency.OutcomeFailed] != 1 {
 		t.Errorf("outcomes %v, want one released (the run) and one failed (the waiter)", outcomes)
+	}
+}
+
+func TestNestedCallOfSameKeyFails(t *testing.T) {
+	f := newFixture(t, nil)
+	var inner error
+	_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(ctx context.Context) (int, error) {
+		_, inner = idempotency.Do(ctx, f.guard, key, func(context.Context) (int, error) { return 2, nil })
+		return 1, nil
+	})
+	if err != nil {
+		t.Fatalf("outer call: %v", err)
+	}
+	if inner == nil || !strings.Contains(inner.Error(), "inside its own operation") {
+		t.Errorf("inner call of the same key: %v, want an immediate error", inner)
+	}
+}
+
+func TestWaiterRetriesWhenTheRunFailedForItsOwnContext(t *testing.T) {
+	f := newFixture(t, nil)
+	leaderCtx, cancelLeader := context.WithCancel(ctxWithDeadline(t))
+	started, release := make(chan struct{}), make(chan struct{})
+	leaderErr := make(chan error, 1)
+	go func() {
+		_, err := idempotency.Do(leaderCtx, f.guard, key, func(ctx context.Context) (string, error) {
+			close(started)
+			<-release
+			return "", ctx.Err() // the first caller's own context ended
+		})
+		leaderErr <- err
+	}()
+	<-started
+	waiterDone := make(chan error, 1)
+	var got string
+	go func() {
+		var err error
+		got, err = idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (string, error) { return "waiter ran", nil })
+		waiterDone <- err
+	}()
+	for blockedInRun() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	cancelLeader()
+	close(release)
+	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first call: %v, want context.Canceled", err)
+	}
+	if err := <-waiterDone; err != nil || got != "waiter ran" {
+		t.Fatalf("waiter whose context is fine: %q, %v; want it to run the released key", got, err)
+	}
+}
+
+func TestWrapRefusesNilConfiguration(t *testing.T) {
+	g := newFixture(t, nil).guard
+	fn := func(context.Context, events.SQSMessage) (int, error) { return 0, nil }
+	for name, build := range map[string]func(){
+		"nil guard":    func() { idempotency.Wrap(nil, idempotency.BodyField("k"), fn) },
+		"nil key":      func() { idempotency.Wrap(g, nil, fn) },
+		"nil function": func() { idempotency.Wrap[int](g, idempotency.BodyField("k"), nil) },
+		"no fields":    func() { idempotency.BodyFields() },
+		"no key funcs": func() { idempotency.FirstOf() },
+		"empty field":  func() { idempotency.BodyField("") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic at construction")
+				}
+			}()
+			build()
+		})
+	}
+}
+
+type panickingStore struct{ *faultStore }
+
+func (panickingStore) Complete(context.Context, idempotency.Record) error { panic("store bug") }
+
+func TestPanickingStoreFailsTheCall(t *testing.T) {
+	store := panickingStore{&faultStore{Store: memstore.New()}}
+	var ev idempotency.Event
+	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "p", Logger: slog.New(slog.DiscardHandler),
+		OnOutcome: func(_ context.Context, e idempotency.Event) { ev = e }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = idempotency.Do(ctxWithDeadline(t), g, key, func(context.Context) (int, error) { return 1, nil })
+	var se *idempotency.StoreError
+	var pe *idempotency.PanicError
+	if !errors.As(err, &se) || se.Op != "complete" || !errors.As(err, &pe) {
+		t.Fatalf("err = %v, want a *StoreError{Op: complete} wrapping a *PanicError", err)
+	}
+	if !ev.Ran || ev.Outcome != idempotency.OutcomeFailed {
+		t.Errorf("event %+v, want failed with Ran (the operation did run)", ev)
+	}
+}
+
+func TestUnencodableResultCompletesWithoutIt(t *testing.T) {
+	f := newFixture(t, nil)
+	_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (float64, error) {
+		f.calls.Add(1)
+		return math.NaN(), nil
+	})
+	if err == nil || f.lastEvent(t).Outcome != idempotency.OutcomeFailed {
+		t.Fatalf("err = %v, event %+v; want a failed call", err, f.lastEvent(t))
+	}
+	// The operation ran: a redelivery must not run it again.
+	got, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (float64, error) {
+		f.calls.Add(1)
+		return 1, nil
+	})
+	if err != nil || got != 0 || f.calls.Load() != 1 {
+		t.Fatalf("redelivery: %v, %v after %d runs; want the empty stored result after 1 run", got, err, f.calls.Load())
+	}
+}
+
+// trimmingStore keeps no result over 8 bytes, as a store with a size limit.
+type trimmingStore struct{ *memstore.Store }
+
+func (s trimmingStore) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
+	if len(rec.Data) > 8 {
+		rec.Data = nil
+	}
+	return rec.Data, s.Store.Complete(ctx, rec)
+}
+
+func TestDeliveriesSeeWhatTheStoreKept(t *testing.T) {
+	g, err := idempotency.New(idempotency.Config{Store: trimmingStore{memstore.New()}, Namespace: "t",
+		CacheSize: 8, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := func(context.Context) (string, error) { return "a result too long to keep", nil }
+	for i := range 2 {
+		got, err := idempotency.Do(ctxWithDeadline(t), g, key, long)
+		if err != nil || got != "" {
+			t.Errorf("delivery %d: %q, %v; want the empty result the store kept, for every delivery", i, got, err)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,9 @@ type KeyFunc func(events.SQSMessage) ([]byte, error)
 // material, as canonical JSON (RFC 8785), so "abc" and 123 are keys while
 // null, "" and an absent field are not.
 func BodyField(name string) KeyFunc {
+	if name == "" {
+		panic("idempotency: BodyField: empty field name")
+	}
 	source := fmt.Sprintf("body field %q", name)
 	return func(m events.SQSMessage) ([]byte, error) {
 		fields, err := bodyObject(m, source)
@@ -49,12 +53,14 @@ func BodyField(name string) KeyFunc {
 // whitespace and number spelling (0.7, 0.70, 7e-1) do not change it; fields
 // not named (timestamps, request ids) are left out. Every named field must be
 // present and not null.
+//
+// BodyFields panics when given no names: a configuration error.
 func BodyFields(names ...string) KeyFunc {
+	if len(names) == 0 {
+		panic("idempotency: BodyFields: no field names")
+	}
 	source := fmt.Sprintf("body fields %s", strings.Join(names, ", "))
 	return func(m events.SQSMessage) ([]byte, error) {
-		if len(names) == 0 {
-			return nil, &KeyError{MessageID: m.MessageId, Source: source, Err: ErrNoKey}
-		}
 		fields, err := bodyObject(m, source)
 		if err != nil {
 			return nil, err
@@ -79,8 +85,11 @@ func BodyFields(names ...string) KeyFunc {
 // FirstOf returns a KeyFunc that tries each of fns in order and returns the
 // first key found. A function that finds no key (its error wraps [ErrNoKey])
 // passes to the next; any other error, such as a body that is not JSON, is
-// returned at once.
+// returned at once. FirstOf panics when given no functions or a nil one.
 func FirstOf(fns ...KeyFunc) KeyFunc {
+	if len(fns) == 0 || slices.ContainsFunc(fns, func(f KeyFunc) bool { return f == nil }) {
+		panic("idempotency: FirstOf: no key functions, or a nil one")
+	}
 	return func(m events.SQSMessage) ([]byte, error) {
 		var why []string
 		for _, fn := range fns {
@@ -108,7 +117,9 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 
 // JSONKey returns the canonical JSON (RFC 8785) encoding of v, for use as key
 // material with [Do]: two values that encode to equal JSON give equal keys,
-// whatever their field order or number spelling.
+// whatever their field order or number spelling. Like every key, it refuses
+// integers beyond ±2^53 (see the package doc): encode such fields as strings,
+// for example with the `json:",string"` tag option.
 func JSONKey(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -145,7 +156,8 @@ func canonical(m events.SQSMessage, source string, raw []byte) ([]byte, error) {
 // canonicalJSON is RFC 8785's canonical form of raw. RFC 8785 writes every
 // number as the nearest IEEE 754 double, so two numbers that differ beyond a
 // double's precision (9007199254740993 and 9007199254740992, say) would give
-// one key to two requests: canonicalJSON refuses such numbers instead.
+// one key to two requests: canonicalJSON refuses such numbers instead (see
+// exactNumbers).
 func canonicalJSON(raw []byte) ([]byte, error) {
 	if err := exactNumbers(raw); err != nil {
 		return nil, err
@@ -153,9 +165,15 @@ func canonicalJSON(raw []byte) ([]byte, error) {
 	return jcs.Transform(raw)
 }
 
-// exactNumbers returns an error for the first number in raw that a double
-// does not represent exactly enough to be told apart from its neighbours:
-// one whose shortest double spelling is another number.
+// maxExactInt is 2^53: every integer up to it in magnitude is a double.
+const maxExactInt = 1 << 53
+
+// exactNumbers returns an error for the first number in raw that a key could
+// confuse with another, by a rule that depends on how the number is written,
+// not on its value's luck: an integer (no fraction, no exponent) beyond
+// ±2^53, or any other number whose shortest double spelling is a different
+// number (a decimal with more than about 17 significant digits, or one out of
+// a double's range).
 func exactNumbers(raw []byte) error {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] == '"' || !bytes.ContainsAny(trimmed, "0123456789") {
@@ -175,17 +193,35 @@ func exactNumbers(raw []byte) error {
 		if !ok {
 			continue
 		}
-		f, err := strconv.ParseFloat(string(n), 64)
-		if err != nil {
-			return fmt.Errorf("number %s is out of range for a key: send it as a string", n)
-		}
-		exact, ok1 := new(big.Rat).SetString(string(n))
-		near, ok2 := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
-		if !ok1 || !ok2 || exact.Cmp(near) != 0 {
-			return fmt.Errorf("number %s has more precision than a key keeps (it would equal %s): send it as a string",
-				n, strconv.FormatFloat(f, 'g', -1, 64))
+		if err := exactNumber(string(n)); err != nil {
+			return err
 		}
 	}
+}
+
+func exactNumber(n string) error {
+	shown := n
+	if len(shown) > 40 {
+		shown = shown[:37] + "..."
+	}
+	if !strings.ContainsAny(n, ".eE") {
+		i, ok := new(big.Int).SetString(n, 10)
+		if !ok || i.CmpAbs(big.NewInt(maxExactInt)) > 0 {
+			return fmt.Errorf("integer %s is beyond ±2^53, which a key cannot tell from its neighbours: send it as a string", shown)
+		}
+		return nil
+	}
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil {
+		return fmt.Errorf("number %s is out of range for a key: send it as a string", shown)
+	}
+	nearest := strconv.FormatFloat(f, 'g', -1, 64)
+	exact, ok1 := new(big.Rat).SetString(n)
+	near, ok2 := new(big.Rat).SetString(nearest)
+	if !ok1 || !ok2 || exact.Cmp(near) != 0 {
+		return fmt.Errorf("number %s has more precision than a key keeps (it would equal %s): send it as a string", shown, nearest)
+	}
+	return nil
 }
 
 func isNull(raw json.RawMessage) bool {

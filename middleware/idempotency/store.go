@@ -100,3 +100,12 @@ type Store interface {
 	// is left alone and Release returns an error that wraps [ErrLeaseLost].
 	Release(ctx context.Context, key, owner string) error
 }
+
+// DataCompleter is implemented by stores that may keep less of a result than
+// they are given (a result too large for an item, say). CompleteData is
+// Complete, and returns the result as the store kept it: what every later
+// delivery will read. The guard then returns and caches that, not the
+// operation's own value, so that every delivery sees the same result.
+type DataCompleter interface {
+	CompleteData(ctx context.Context, rec Record) (stored []byte, err error)
+}

@@ -31,7 +31,10 @@ type Store struct {
 // keeps its cost per claim constant.
 const sweepEvery = 1024
 
-var _ idempotency.Store = (*Store)(nil)
+var (
+	_ idempotency.Store           = (*Store)(nil)
+	_ idempotency.AttachValidator = (*Store)(nil)
+)
 
 // New returns an empty Store.
 func New() *Store {
@@ -43,8 +46,8 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 	if err := ctx.Err(); err != nil {
 		return idempotency.Record{}, false, err
 	}
-	if rec.Key == "" {
-		return idempotency.Record{}, false, fmt.Errorf("memstore: acquire: empty key")
+	if rec.Key == "" || rec.Owner == "" {
+		return idempotency.Record{}, false, fmt.Errorf("memstore: acquire %q: a claim needs a key and an owner token", rec.Key)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,7 +98,7 @@ func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
 
 // ValidateAttached implements [idempotency.AttachValidator]: the memory
 // store takes no attached writes.
-func (s *Store) ValidateAttached(writes []any) error {
+func (s *Store) ValidateAttached(_ string, writes []any) error {
 	if len(writes) > 0 {
 		return fmt.Errorf("memstore: %w", idempotency.ErrAttachUnsupported)
 	}

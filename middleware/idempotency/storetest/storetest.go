@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		{"CompletedNotReleased", testCompletedNotReleased},
 		{"CompleteAfterLeaseLapsed", testCompleteAfterLeaseLapsed},
 		{"AcquireRetriedByOwner", testAcquireRetried},
+		{"AcquireWithoutOwnerRefused", testAcquireWithoutOwner},
 		{"UnknownAttachmentNotDropped", testUnknownAttachment},
 		{"RaceOneWinner", testRace},
 	}
@@ -347,6 +348,21 @@ func testAcquireRetried(t *testing.T, s idempotency.Store) {
 		t.Fatalf("Acquire retried by the owner found its own claim as another's: %+v", got)
 	}
 	mustComplete(t, s, rec, `1`)
+}
+
+func testAcquireWithoutOwner(t *testing.T, s idempotency.Store) {
+	// A claim without an owner token could not be fenced, and would match
+	// any ownerless record (such as one Powertools wrote) as its own.
+	now := base()
+	k := key(t)
+	rec := claim(k, now, time.Minute)
+	rec.Owner = ""
+	if _, _, err := s.Acquire(context.Background(), rec, now); err == nil {
+		t.Fatal("Acquire without an owner token succeeded")
+	}
+	if _, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now); loaded {
+		t.Fatal("a refused Acquire left a record behind")
+	}
 }
 
 type unknownWrite struct{}
