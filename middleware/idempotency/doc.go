@@ -38,10 +38,10 @@
 // a canonical subset of the fields that define the work; [FirstOf] tries one
 // then the other. Key material is hashed as canonical JSON (RFC 8785) with
 // SHA-256, so field order, whitespace and number spelling (0.7, 0.70, 7e-1)
-// do not change a key. RFC 8785 writes numbers as IEEE 754 doubles, so a
-// number a double cannot tell from its neighbour (an integer above 2^53, a
-// decimal with more than 17 significant digits) is refused: send such ids as
-// strings. The record id is "{Namespace}#{hex digest}". A
+// do not change a key. RFC 8785 writes numbers as IEEE 754 doubles, so an
+// integer beyond ±2^53 (by size, whatever its value) and a decimal with more
+// digits than a double keeps are refused rather than rounded into another
+// request's key: send such ids as strings. The record id is "{Namespace}#{hex digest}". A
 // message without a key fails with a [*KeyError]; the operation never runs
 // unprotected.
 //
