@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"slices"
 	"strconv"
@@ -35,12 +34,12 @@ func BodyField(name string) KeyFunc {
 	}
 	source := fmt.Sprintf("body field %q", name)
 	return func(m events.SQSMessage) ([]byte, error) {
-		fields, err := bodyObject(m, source)
+		values, err := bodyFields(m, source, name)
 		if err != nil {
 			return nil, err
 		}
-		raw, ok := fields[name]
-		if !ok || isNull(raw) || bytes.Equal(bytes.TrimSpace(raw), []byte(`""`)) {
+		raw := values[0]
+		if raw == nil || isNull(raw) || bytes.Equal(bytes.TrimSpace(raw), []byte(`""`)) {
 			return nil, &KeyError{MessageID: m.MessageId, Source: source, Err: ErrNoKey}
 		}
 		return canonical(m, source, raw)
@@ -61,14 +60,14 @@ func BodyFields(names ...string) KeyFunc {
 	}
 	source := fmt.Sprintf("body fields %s", strings.Join(names, ", "))
 	return func(m events.SQSMessage) ([]byte, error) {
-		fields, err := bodyObject(m, source)
+		values, err := bodyFields(m, source, names...)
 		if err != nil {
 			return nil, err
 		}
 		subset := make(map[string]json.RawMessage, len(names))
-		for _, name := range names {
-			raw, ok := fields[name]
-			if !ok || isNull(raw) {
+		for n, name := range names {
+			raw := values[n]
+			if raw == nil || isNull(raw) {
 				return nil, &KeyError{MessageID: m.MessageId, Source: source,
 					Err: fmt.Errorf("%w: field %q is missing", ErrNoKey, name)}
 			}
@@ -132,19 +131,6 @@ func JSONKey(v any) ([]byte, error) {
 	return c, nil
 }
 
-func bodyObject(m events.SQSMessage, source string) (map[string]json.RawMessage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(m.Body), &fields); err != nil {
-		return nil, &KeyError{MessageID: m.MessageId, Source: source,
-			Err: fmt.Errorf("message body is not a JSON object: %w", err)}
-	}
-	if fields == nil { // the body was null
-		return nil, &KeyError{MessageID: m.MessageId, Source: source,
-			Err: fmt.Errorf("%w: message body is null", ErrNoKey)}
-	}
-	return fields, nil
-}
-
 func canonical(m events.SQSMessage, source string, raw []byte) ([]byte, error) {
 	c, err := canonicalJSON(raw)
 	if err != nil {
@@ -175,28 +161,24 @@ const maxExactInt = 1 << 53
 // number (a decimal with more than about 17 significant digits, or one out of
 // a double's range).
 func exactNumbers(raw []byte) error {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] == '"' || !bytes.ContainsAny(trimmed, "0123456789") {
-		return nil // a string, or no digits at all: no numbers to check
+	if !json.Valid(raw) {
+		return errors.New("invalid JSON")
 	}
-	d := json.NewDecoder(bytes.NewReader(trimmed))
-	d.UseNumber()
-	for {
-		tok, err := d.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		n, ok := tok.(json.Number)
-		if !ok {
-			continue
-		}
-		if err := exactNumber(string(n)); err != nil {
-			return err
+	for i := 0; i < len(raw); {
+		switch c := raw[i]; {
+		case c == '"':
+			i = skipString(raw, i)
+		case c == '-' || (c >= '0' && c <= '9'):
+			end := skipValue(raw, i)
+			if err := exactNumber(string(raw[i:end])); err != nil {
+				return err
+			}
+			i = end
+		default:
+			i++
 		}
 	}
+	return nil
 }
 
 func exactNumber(n string) error {

@@ -150,7 +150,20 @@ func FuzzBodyFields(f *testing.F) {
 		f.Add(s)
 	}
 	keyFn := idempotency.FirstOf(idempotency.BodyField("idempotency_key"), idempotency.BodyFields("document_id", "version", "temperature"))
+	field, fields := idempotency.BodyField("idempotency_key"), idempotency.BodyFields("document_id", "version")
 	f.Fuzz(func(t *testing.T, body string) {
+		// The top-level scanner agrees with decoding the body into a map.
+		for _, tc := range []struct {
+			fn    idempotency.KeyFunc
+			names []string
+		}{{field, []string{"idempotency_key"}}, {fields, []string{"document_id", "version"}}} {
+			got, gotErr := tc.fn(msg(body))
+			want, wantErr := referenceKey(body, tc.names)
+			if (gotErr == nil) != (wantErr == nil) || !bytes.Equal(got, want) ||
+				errors.Is(gotErr, idempotency.ErrNoKey) != errors.Is(wantErr, idempotency.ErrNoKey) {
+				t.Fatalf("fields %v of %q: got %s, %v; the map decoding gives %s, %v", tc.names, body, got, gotErr, want, wantErr)
+			}
+		}
 		k, err := keyFn(msg(body))
 		if err != nil {
 			return
@@ -174,4 +187,55 @@ func FuzzBodyFields(f *testing.F) {
 			t.Fatalf("formatting changed the key: %s vs %s", k, k2)
 		}
 	})
+}
+
+// referenceKey is BodyField (one name) or BodyFields done the plain way,
+// decoding the whole body into a map, for the fuzzer to compare with.
+func referenceKey(body string, names []string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, idempotency.ErrNoKey
+	}
+	null := func(r json.RawMessage) bool { return r == nil || bytes.Equal(bytes.TrimSpace(r), []byte("null")) }
+	if len(names) == 1 {
+		r := m[names[0]]
+		if null(r) || bytes.Equal(bytes.TrimSpace(r), []byte(`""`)) {
+			return nil, idempotency.ErrNoKey
+		}
+		return idempotency.JSONKey(r)
+	}
+	sub := map[string]json.RawMessage{}
+	for _, n := range names {
+		if null(m[n]) {
+			return nil, idempotency.ErrNoKey
+		}
+		sub[n] = m[n]
+	}
+	return idempotency.JSONKey(sub)
+}
+
+// BenchmarkBodyField is key extraction from a summarise-shaped body, which
+// runs for every record.
+func BenchmarkBodyField(b *testing.B) {
+	m := msg(`{"idempotency_key":"sum-4471-9-7f3c","document":{"id":"4471","version":"9"},"model":"m",` +
+		`"prompt_version":"v1","parameters":{"temperature":0.7,"max_tokens":300},"request_id":"r-81","sent_at":"2026-11-29T10:00:00Z"}`)
+	for _, tc := range []struct {
+		name string
+		fn   idempotency.KeyFunc
+	}{
+		{"field", idempotency.BodyField("idempotency_key")},
+		{"subset", idempotency.BodyFields("document", "model", "prompt_version", "parameters")},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tc.fn(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
