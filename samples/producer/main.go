@@ -27,32 +27,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsonce/sqsonce/handler"
 )
-
-// request is the summarise message body (see package handler for the
-// schema).
-type request struct {
-	IdempotencyKey string     `json:"idempotency_key"`
-	Document       document   `json:"document"`
-	Model          string     `json:"model,omitempty"`
-	PromptVersion  string     `json:"prompt_version"`
-	Parameters     parameters `json:"parameters,omitzero"`
-	RequestID      string     `json:"request_id"`
-	SentAt         time.Time  `json:"sent_at"`
-}
-
-type document struct {
-	ID        string `json:"id"`
-	Version   string `json:"version"`
-	Bucket    string `json:"bucket,omitempty"`
-	Key       string `json:"key,omitempty"`
-	VersionID string `json:"version_id,omitempty"`
-}
-
-type parameters struct {
-	Temperature *float64 `json:"temperature,omitempty"`
-	MaxTokens   *int     `json:"max_tokens,omitempty"`
-}
 
 func main() {
 	if err := run(); err != nil {
@@ -83,9 +60,9 @@ func run() error {
 	if *key == "" {
 		*key = fmt.Sprintf("sum-%s-%s-%s", *docID, *version, rand.Text()[:16])
 	}
-	req := request{
+	req := handler.Request{ // the message schema, documented in package handler
 		IdempotencyKey: *key,
-		Document:       document{ID: *docID, Version: *version, VersionID: *s3VersionID},
+		Document:       handler.Document{ID: handler.Ident(*docID), Version: handler.Ident(*version), VersionID: *s3VersionID},
 		Model:          *model,
 		PromptVersion:  *promptVersion,
 	}
@@ -107,8 +84,8 @@ func run() error {
 	for attempt := 1; attempt <= *attempts; attempt++ {
 		// Request id and send time change on every attempt; they are not
 		// part of the key.
-		req.RequestID = rand.Text()[:12]
-		req.SentAt = time.Now().UTC()
+		sentAt := time.Now().UTC()
+		req.RequestID, req.SentAt = rand.Text()[:12], &sentAt
 		body, err := json.Marshal(req)
 		if err != nil {
 			return err
