@@ -146,10 +146,7 @@ func testAcquireFree(t *testing.T, s idempotency.Store) {
 }
 
 func testAcquireHeld(t *testing.T, s idempotency.Store) {
-	now := base()
-	k := key(t)
-	first := claim(k, now, time.Minute)
-	mustAcquire(t, s, first, now)
+	k, first, now := claimed(t, s, time.Minute)
 	got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now.Add(time.Second))
 	if !loaded {
 		t.Fatal("second Acquire of a held key claimed it")
@@ -158,10 +155,7 @@ func testAcquireHeld(t *testing.T, s idempotency.Store) {
 }
 
 func testTakeoverAfterLease(t *testing.T, s idempotency.Store) {
-	now := base()
-	k := key(t)
-	first := claim(k, now, time.Second)
-	mustAcquire(t, s, first, now)
+	k, first, now := claimed(t, s, time.Second)
 	later := now.Add(2 * time.Second)
 	second := claim(k, later, time.Minute)
 	prev, loaded := mustAcquire(t, s, second, later)
@@ -196,10 +190,7 @@ func testTakeoverAfterExpiry(t *testing.T, s idempotency.Store) {
 }
 
 func testCompletedReplay(t *testing.T, s idempotency.Store) {
-	now := base()
-	k := key(t)
-	first := claim(k, now, time.Minute)
-	mustAcquire(t, s, first, now)
+	k, first, now := claimed(t, s, time.Minute)
 	done := mustComplete(t, s, first, `{"summary":"ok","tokens":[1,2,3]}`)
 	got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now.Add(time.Second))
 	if !loaded {
@@ -209,10 +200,7 @@ func testCompletedReplay(t *testing.T, s idempotency.Store) {
 }
 
 func testCompletedOutlivesLease(t *testing.T, s idempotency.Store) {
-	now := base()
-	k := key(t)
-	first := claim(k, now, time.Second)
-	mustAcquire(t, s, first, now)
+	k, first, now := claimed(t, s, time.Second)
 	mustComplete(t, s, first, `"done"`)
 	later := now.Add(time.Hour) // long after the lease, well before the expiry
 	got, loaded := mustAcquire(t, s, claim(k, later, time.Minute), later)
@@ -221,14 +209,21 @@ func testCompletedOutlivesLease(t *testing.T, s idempotency.Store) {
 	}
 }
 
+// claimed claims a new key of the test with the given lease, as of now.
+func claimed(t *testing.T, s idempotency.Store, lease time.Duration) (k string, rec idempotency.Record, now time.Time) {
+	t.Helper()
+	now = base()
+	k = key(t)
+	rec = claim(k, now, lease)
+	mustAcquire(t, s, rec, now)
+	return k, rec, now
+}
+
 // takenOver sets up a key claimed by stale whose lease passed and was taken
 // over by winner, as seen at later.
 func takenOver(t *testing.T, s idempotency.Store) (k string, stale, winner idempotency.Record, later time.Time) {
 	t.Helper()
-	now := base()
-	k = key(t)
-	stale = claim(k, now, time.Second)
-	mustAcquire(t, s, stale, now)
+	k, stale, now := claimed(t, s, time.Second)
 	later = now.Add(2 * time.Second)
 	winner = claim(k, later, time.Minute)
 	if _, loaded := mustAcquire(t, s, winner, later); loaded {
@@ -261,10 +256,7 @@ func testStaleRelease(t *testing.T, s idempotency.Store) {
 }
 
 func testCompleteOnce(t *testing.T, s idempotency.Store) {
-	now := base()
-	k := key(t)
-	rec := claim(k, now, time.Minute)
-	mustAcquire(t, s, rec, now)
+	k, rec, now := claimed(t, s, time.Minute)
 	done := mustComplete(t, s, rec, `1`)
 	again := done
 	again.Data = []byte(`2`)
@@ -276,10 +268,7 @@ func testCompleteOnce(t *testing.T, s idempotency.Store) {
 }
 
 func testReleaseFrees(t *testing.T, s idempotency.Store) {
-	now := base()
-	k := key(t)
-	rec := claim(k, now, time.Minute)
-	mustAcquire(t, s, rec, now)
+	k, rec, now := claimed(t, s, time.Minute)
 	if err := s.Release(context.Background(), k, rec.Owner); err != nil {
 		t.Fatalf("Release by the owner: %v", err)
 	}
@@ -289,10 +278,7 @@ func testReleaseFrees(t *testing.T, s idempotency.Store) {
 }
 
 func testCompleteAfterRelease(t *testing.T, s idempotency.Store) {
-	now := base()
-	k := key(t)
-	rec := claim(k, now, time.Minute)
-	mustAcquire(t, s, rec, now)
+	k, rec, _ := claimed(t, s, time.Minute)
 	if err := s.Release(context.Background(), k, rec.Owner); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -306,10 +292,7 @@ func testCompleteAfterRelease(t *testing.T, s idempotency.Store) {
 }
 
 func testCompletedNotReleased(t *testing.T, s idempotency.Store) {
-	now := base()
-	k := key(t)
-	rec := claim(k, now, time.Minute)
-	mustAcquire(t, s, rec, now)
+	k, rec, now := claimed(t, s, time.Minute)
 	done := mustComplete(t, s, rec, `"kept"`)
 	if err := s.Release(context.Background(), k, rec.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Fatalf("Release of a completed record: err = %v, want ErrLeaseLost", err)
@@ -324,10 +307,7 @@ func testCompletedNotReleased(t *testing.T, s idempotency.Store) {
 func testCompleteAfterLeaseLapsed(t *testing.T, s idempotency.Store) {
 	// The lease passed but nobody took the key over: the owner may still
 	// complete it (the guard relies on this for slow operations).
-	now := base()
-	k := key(t)
-	rec := claim(k, now, time.Second)
-	mustAcquire(t, s, rec, now)
+	k, rec, now := claimed(t, s, time.Second)
 	done := mustComplete(t, s, rec, `"late but ours"`)
 	later := now.Add(time.Minute)
 	got, loaded := mustAcquire(t, s, claim(k, later, time.Minute), later)
@@ -340,10 +320,7 @@ func testCompleteAfterLeaseLapsed(t *testing.T, s idempotency.Store) {
 func testAcquireRetried(t *testing.T, s idempotency.Store) {
 	// A claim sent again (a retried request whose first attempt was applied)
 	// is still this caller's claim, not someone else's.
-	now := base()
-	k := key(t)
-	rec := claim(k, now, time.Minute)
-	mustAcquire(t, s, rec, now)
+	_, rec, now := claimed(t, s, time.Minute)
 	if got, loaded := mustAcquire(t, s, rec, now); loaded {
 		t.Fatalf("Acquire retried by the owner found its own claim as another's: %+v", got)
 	}
@@ -368,10 +345,7 @@ func testAcquireWithoutOwner(t *testing.T, s idempotency.Store) {
 type unknownWrite struct{}
 
 func testUnknownAttachment(t *testing.T, s idempotency.Store) {
-	now := base()
-	k := key(t)
-	rec := claim(k, now, time.Minute)
-	mustAcquire(t, s, rec, now)
+	k, rec, now := claimed(t, s, time.Minute)
 	done := rec
 	done.Status, done.Data, done.Attached = idempotency.StatusCompleted, []byte(`1`), []any{unknownWrite{}}
 	if err := s.Complete(context.Background(), done); err == nil {
