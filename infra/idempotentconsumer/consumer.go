@@ -158,36 +158,18 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	c.EventSource = awslambdaeventsources.NewSqsEventSource(c.Queue, sourceProps)
 	c.Function.AddEventSource(c.EventSource)
 
-	c.DeadLetterAlarm = c.DeadLetterQueue.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
-		Period:    awscdk.Duration_Minutes(jsii.Number(1)),
-		Statistic: jsii.String("Maximum"),
-	}).CreateAlarm(this, jsii.String("DeadLetterAlarm"), &awscloudwatch.CreateAlarmOptions{
-		AlarmDescription:   jsii.String("Messages in the dead-letter queue: they failed MaxReceiveCount times."),
-		Threshold:          jsii.Number(0),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
-	c.OldestMessageAlarm = c.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
-		Period:    awscdk.Duration_Minutes(jsii.Number(5)),
-		Statistic: jsii.String("Maximum"),
-	}).CreateAlarm(this, jsii.String("OldestMessageAlarm"), &awscloudwatch.CreateAlarmOptions{
-		AlarmDescription:   jsii.String("The oldest queued message is older than expected: the consumer is failing or falling behind."),
-		Threshold:          jsii.Number(plan.OldestMessageAlarm.Seconds()),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
-	c.ErrorsAlarm = c.Function.MetricErrors(&awscloudwatch.MetricOptions{
-		Period:    awscdk.Duration_Minutes(jsii.Number(5)),
-		Statistic: jsii.String("Sum"),
-	}).CreateAlarm(this, jsii.String("ErrorsAlarm"), &awscloudwatch.CreateAlarmOptions{
-		AlarmDescription:   jsii.String("The consumer function failed whole invocations (not single records)."),
-		Threshold:          jsii.Number(0),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
+	c.DeadLetterAlarm = alarm(this, "DeadLetterAlarm",
+		c.DeadLetterQueue.MetricApproximateNumberOfMessagesVisible(maxOver(1)), 0,
+		"Messages in the dead-letter queue: they failed MaxReceiveCount times.")
+	c.OldestMessageAlarm = alarm(this, "OldestMessageAlarm",
+		c.Queue.MetricApproximateAgeOfOldestMessage(maxOver(5)), plan.OldestMessageAlarm.Seconds(),
+		"The oldest queued message is older than expected: the consumer is failing or falling behind.")
+	c.ErrorsAlarm = alarm(this, "ErrorsAlarm",
+		c.Function.MetricErrors(&awscloudwatch.MetricOptions{
+			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
+			Statistic: jsii.String("Sum"),
+		}), 0,
+		"The consumer function failed whole invocations (not single records).")
 	if props.AlarmAction != nil {
 		for _, a := range []awscloudwatch.Alarm{c.DeadLetterAlarm, c.OldestMessageAlarm, c.ErrorsAlarm} {
 			a.AddAlarmAction(props.AlarmAction)
@@ -209,4 +191,24 @@ func (c *Consumer) GrantItems(table awsdynamodb.ITable) {
 // seconds converts a duration of whole seconds (checked by Plan).
 func seconds(d time.Duration) awscdk.Duration {
 	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
+}
+
+// maxOver is the Maximum statistic over periods of minutes.
+func maxOver(minutes float64) *awscloudwatch.MetricOptions {
+	return &awscloudwatch.MetricOptions{
+		Period:    awscdk.Duration_Minutes(jsii.Number(minutes)),
+		Statistic: jsii.String("Maximum"),
+	}
+}
+
+// alarm raises when metric exceeds threshold for one period; missing data
+// (an idle queue or function) is not breaching.
+func alarm(scope constructs.Construct, id string, metric awscloudwatch.Metric, threshold float64, description string) awscloudwatch.Alarm {
+	return metric.CreateAlarm(scope, jsii.String(id), &awscloudwatch.CreateAlarmOptions{
+		AlarmDescription:   jsii.String(description),
+		Threshold:          jsii.Number(threshold),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(1),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
 }
