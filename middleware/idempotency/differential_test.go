@@ -260,4 +260,3 @@ func TestPowertoolsTypeScriptDifferential(t *testing.T) {
 	}
 	t.Logf("%d selections agree with Powertools TypeScript", len(sels))
 }
-
