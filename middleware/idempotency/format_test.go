@@ -1,6 +1,9 @@
 package idempotency_test
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -89,6 +92,27 @@ func TestFormatSpelling(t *testing.T) {
 		}
 		if got, err := idempotency.FormatPowertoolsTypeScript.Spell(k); err != nil || string(got) != tc.typescript {
 			t.Errorf("TypeScript spelling of %s = %s, %v; want %s", tc.value, got, err, tc.typescript)
+		}
+	}
+}
+
+// TestFormatDoMaterial: Do's material is hashed as given by the native
+// format; a Powertools format needs it to be JSON, and fails the call with a
+// *KeyError (never running the operation) when it is not.
+func TestFormatDoMaterial(t *testing.T) {
+	for _, tc := range []struct {
+		format idempotency.Format
+		ok     bool
+	}{{idempotency.FormatNative, true}, {idempotency.FormatPowertoolsPython, false}, {idempotency.FormatPowertoolsTypeScript, false}} {
+		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns", Format: tc.format, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := false
+		_, err = idempotency.Do(t.Context(), g, []byte("order-1"), func(context.Context) (int, error) { ran = true; return 1, nil })
+		var ke *idempotency.KeyError
+		if tc.ok != (err == nil) || tc.ok != ran || (!tc.ok && !errors.As(err, &ke)) || (g.ID([]byte("order-1")) != "") == !tc.ok {
+			t.Errorf("%v: Do of non-JSON material: ran %v, %v; ID %q", tc.format, ran, err, g.ID([]byte("order-1")))
 		}
 	}
 }
