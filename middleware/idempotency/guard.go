@@ -105,21 +105,19 @@ func Wrap[T any](g *Guard, key KeyFunc, fn func(context.Context, events.SQSMessa
 	}
 	return func(ctx context.Context, m events.SQSMessage) (T, error) {
 		c := call{messageID: m.MessageId}
+		source := "key function"
 		var err error
 		if c.key, err = key(m); err == nil && len(c.key) == 0 {
 			err = ErrNoKey
 		}
 		if err == nil && g.cfg.Validate != nil {
-			c.validate = true
-			if c.payload, err = g.cfg.Validate(m); err != nil {
-				err = fmt.Errorf("payload for validation: %w", err)
-			}
+			c.validate, source = true, "Config.Validate"
+			c.payload, err = g.cfg.Validate(m)
 		}
 		if err != nil {
 			var zero T
-			var ke *KeyError
-			if !errors.As(err, &ke) {
-				err = &KeyError{MessageID: m.MessageId, Source: "key function", Err: err}
+			if _, ok := err.(*KeyError); !ok {
+				err = &KeyError{MessageID: m.MessageId, Source: source, Err: err}
 			}
 			g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: m.MessageId, Err: err})
 			return zero, err
