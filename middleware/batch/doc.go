@@ -50,8 +50,21 @@
 // exactly the failed records' messageIds, in the event's record order, and
 // is empty, never nil, when all succeed.
 //
-// Each failure is logged once to [Options.Logger] with the messageId and the
-// error, never the body, and every outcome reaches [Options.OnRecord].
+// Every outcome reaches [Options.OnRecord]. Each failure is logged at most
+// once, to [Options.Logger], with the messageId and the error, never the
+// body:
+//
+//	record succeeded                          not logged
+//	record failed (its function's error)      ERROR  "batch: record failed"
+//	record panicked                           ERROR  "batch: record panicked", with the stack
+//	record not started (deadline, group, ctx) WARN   "batch: record not started"
+//	error with a Logged() bool method → true  not logged: its function logged it
+//
+// The last row is how a failure is logged once when the record function
+// logs its own outcomes: an error anywhere in whose chain a method
+// Logged() bool returns true was logged, or deliberately not, by the
+// function that returned it. The errors of package idempotency's guard do
+// this, so a record that fails through it gets the guard's line only.
 //
 // A record with an empty messageId is still listed when it fails. Lambda
 // treats an empty itemIdentifier as the failure of the whole batch, so every

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -81,8 +82,14 @@ type Config struct {
 	// Now is the clock. Default [time.Now].
 	Now func() time.Time
 
-	// Logger receives one line per outcome. Default [slog.Default].
+	// Logger receives at most one line per call, its outcome's, at the
+	// level LogLevels gives it. Default [slog.Default].
 	Logger *slog.Logger
+
+	// LogLevels overrides the level at which an outcome is logged; an
+	// outcome left out keeps its default (see [DefaultLogLevel]), and
+	// [LevelOff] turns its line off. Nil keeps every default.
+	LogLevels map[Outcome]slog.Level
 
 	// OnOutcome, if set, is called once per outcome, after the log line
 	// (for metrics). It must be safe for concurrent use.
@@ -92,7 +99,8 @@ type Config struct {
 // Outcome names what the guard did with one call.
 type Outcome string
 
-// The outcomes of a call. Each is logged once, and passed to Config.OnOutcome.
+// The outcomes of a call. Each call has one, logged at most once (see
+// [DefaultLogLevel]) and passed to Config.OnOutcome.
 const (
 	// OutcomeClaimed: the key was free, the operation ran and its result was stored.
 	OutcomeClaimed Outcome = "claimed"
@@ -115,6 +123,30 @@ const (
 	// completed without it), or a shared run that failed.
 	OutcomeFailed Outcome = "failed"
 )
+
+// LevelOff, as the level of an outcome in [Config.LogLevels], turns its
+// log line off.
+const LevelOff slog.Level = math.MaxInt
+
+// outcomes lists every Outcome, for validating Config.LogLevels.
+var outcomes = []Outcome{OutcomeClaimed, OutcomeTakenOver, OutcomeReplayed, OutcomeInProgress,
+	OutcomeMismatch, OutcomeReleased, OutcomeFailed}
+
+// DefaultLogLevel is the level at which the guard logs an outcome unless
+// [Config.LogLevels] says otherwise: success below INFO, duplicates and keys
+// in progress visible, failures at ERROR (the table is in the package doc,
+// under Observability).
+func DefaultLogLevel(o Outcome) slog.Level {
+	switch o {
+	case OutcomeClaimed:
+		return slog.LevelDebug
+	case OutcomeTakenOver, OutcomeReplayed:
+		return slog.LevelInfo
+	case OutcomeInProgress:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
+}
 
 // Event describes one outcome.
 type Event struct {
@@ -172,6 +204,17 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	levels := make(map[Outcome]slog.Level, len(outcomes))
+	for _, o := range outcomes {
+		levels[o] = DefaultLogLevel(o)
+	}
+	for o, l := range c.LogLevels {
+		if _, ok := levels[o]; !ok {
+			errs = append(errs, fmt.Errorf("idempotency: Config.LogLevels names an unknown outcome %q", o))
+		}
+		levels[o] = l
+	}
+	c.LogLevels = levels // a copy: the caller's map may change later
 	return errors.Join(errs...)
 }
 

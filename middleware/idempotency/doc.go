@@ -95,6 +95,24 @@
 //
 // # Observability
 //
-// Every call logs one line (key, message id, outcome, duration) and passes
-// an [Event] to [Config.OnOutcome], for metrics.
+// Every call passes an [Event] to [Config.OnOutcome], for metrics, and logs
+// at most one line to [Config.Logger] (outcome, record id, message id, ran,
+// duration, and the error if any), at its outcome's level:
+//
+//	outcome      level  meaning
+//	claimed      DEBUG  the operation ran and its result was stored
+//	taken_over   INFO   the same, after a lapsed lease or an expired record
+//	replayed     INFO   a duplicate, answered with the stored result
+//	in_progress  WARN   a duplicate while another worker runs: retried later
+//	mismatch     ERROR  the key was reused with another payload
+//	released     ERROR  the operation failed, or panicked (the line has the stack)
+//	failed       ERROR  a key, store or encoding error
+//
+// Success is below INFO, so a slog handler at INFO logs nothing for a
+// first delivery that succeeds, and one line for each duplicate.
+// [Config.LogLevels] moves an outcome to another level, or turns its line
+// off with [LevelOff]. The errors the guard returns say they were logged
+// (a Logged method), so package batch does not log the same failure again:
+// a failed record gets one line, the guard's.
+
 package idempotency

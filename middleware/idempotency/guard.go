@@ -120,7 +120,7 @@ func Wrap[T any](g *Guard, key KeyFunc, fn func(context.Context, events.SQSMessa
 				err = &KeyError{MessageID: m.MessageId, Source: source, Err: err}
 			}
 			g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: m.MessageId, Err: err})
-			return zero, err
+			return zero, &reported{err}
 		}
 		return do(ctx, g, c, func(ctx context.Context) (T, error) { return fn(ctx, m) })
 	}
@@ -212,7 +212,7 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 	if len(c.key) == 0 {
 		err := &KeyError{MessageID: c.messageID, Source: "Do", Err: ErrNoKey}
 		g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: c.messageID, Err: err})
-		return zero, err
+		return zero, &reported{err}
 	}
 	id := g.ID(c.key)
 	var validation string
@@ -223,22 +223,32 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 
 	out := g.run(ctx, id, validation, op)
 	out.ev.Key, out.ev.MessageID = id, c.messageID
+	var v T
+	if out.ev.Err == nil {
+		if err := decode(out, &v); err != nil {
+			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: decode stored result of %s into %T: %w", id, v, err)
+		}
+	}
 	out.ev.Duration = g.cfg.Now().Sub(start)
 	g.report(ctx, out.ev)
 	if out.ev.Err != nil {
-		return zero, out.ev.Err
-	}
-	if v, ok := out.val.(T); ok && out.ev.Ran {
-		return v, nil
-	}
-	var v T
-	if len(out.data) == 0 { // completed without a stored result
-		return v, nil
-	}
-	if err := json.Unmarshal(out.data, &v); err != nil {
-		return zero, fmt.Errorf("idempotency: decode stored result of %s into %T: %w", id, v, err)
+		return zero, &reported{out.ev.Err}
 	}
 	return v, nil
+}
+
+// decode sets *v to the call's result: the value the operation returned
+// when it ran in this call, else the stored result (the zero value when
+// none was stored).
+func decode[T any](out outcome, v *T) error {
+	if r, ok := out.val.(T); ok && out.ev.Ran {
+		*v = r
+		return nil
+	}
+	if len(out.data) == 0 { // completed without a stored result
+		return nil
+	}
+	return json.Unmarshal(out.data, v)
 }
 
 // run serves a call from the cache, or waits for a call of the same key and
@@ -551,19 +561,10 @@ func storeError(op, id string, err error) error {
 	return &StoreError{Op: op, Key: id, Err: err}
 }
 
-// report logs ev and passes it to Config.OnOutcome.
+// report logs ev at its outcome's level (Config.LogLevels) and passes it
+// to Config.OnOutcome.
 func (g *Guard) report(ctx context.Context, ev Event) {
-	level := slog.LevelInfo
-	switch ev.Outcome {
-	case OutcomeInProgress, OutcomeMismatch, OutcomeReleased:
-		level = slog.LevelWarn
-	case OutcomeFailed:
-		level = slog.LevelError
-	}
-	if ev.Err != nil && level < slog.LevelWarn {
-		level = slog.LevelWarn
-	}
-	if l := g.cfg.Logger; l.Enabled(ctx, level) {
+	if level := g.cfg.LogLevels[ev.Outcome]; level != LevelOff && g.cfg.Logger.Enabled(ctx, level) {
 		attrs := []slog.Attr{
 			slog.String("outcome", string(ev.Outcome)),
 			slog.String("key", ev.Key),
@@ -576,10 +577,25 @@ func (g *Guard) report(ctx context.Context, ev Event) {
 		}
 		if ev.Err != nil {
 			attrs = append(attrs, slog.String("error", ev.Err.Error()))
+			if pe, ok := errors.AsType[*PanicError](ev.Err); ok {
+				attrs = append(attrs, slog.String("stack", string(pe.Stack)))
+			}
 		}
-		l.LogAttrs(ctx, level, "idempotency", attrs...)
+		g.cfg.Logger.LogAttrs(ctx, level, "idempotency", attrs...)
 	}
 	if g.cfg.OnOutcome != nil {
 		g.cfg.OnOutcome(ctx, ev)
 	}
 }
+
+// reported is an error the guard has reported: logged at its outcome's
+// level (or deliberately not, see [Config.LogLevels]) and passed to
+// [Config.OnOutcome]. Its Logged method tells package batch, which does not
+// import this package, not to log it a second time.
+type reported struct{ err error }
+
+func (e *reported) Error() string { return e.err.Error() }
+func (e *reported) Unwrap() error { return e.err }
+
+// Logged reports that the error was logged already.
+func (*reported) Logged() bool { return true }
