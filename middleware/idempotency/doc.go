@@ -114,5 +114,9 @@
 // off with [LevelOff]. The errors the guard returns say they were logged
 // (a Logged method), so package batch does not log the same failure again:
 // a failed record gets one line, the guard's.
-
+//
+// No line holds message content: the record id is a digest, and the key
+// errors of this package describe a value they refuse by a short prefix,
+// its length and a digest, never in full. A [KeyFunc] or an operation of
+// your own should do the same in its errors, which the guard logs.
 package idempotency

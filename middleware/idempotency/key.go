@@ -15,6 +15,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/gowebpki/jcs"
+
+	"github.com/sqsonce/sqsonce/internal/redact"
 )
 
 // KeyFunc returns the key material of a message: the bytes that identify the
@@ -182,10 +184,7 @@ func exactNumbers(raw []byte) error {
 }
 
 func exactNumber(n string) error {
-	shown := n
-	if len(shown) > 40 {
-		shown = shown[:37] + "..."
-	}
+	shown := redact.String(n)
 	if !strings.ContainsAny(n, ".eE") {
 		i, ok := new(big.Int).SetString(n, 10)
 		if !ok || i.CmpAbs(big.NewInt(maxExactInt)) > 0 {
