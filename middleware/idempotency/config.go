@@ -67,9 +67,15 @@ type Config struct {
 	// payload fails with [ErrPayloadMismatch]. Nil turns validation off.
 	Validate KeyFunc
 
-	// CacheSize is the number of completed records kept in process, served
-	// without a store round trip until they expire. Zero turns the cache off.
-	CacheSize int
+	// CacheBytes bounds the completed records kept in process, served
+	// without a store round trip until they expire: a record counts for its
+	// stored result, its id and digests, and 256 bytes; when a new one does
+	// not fit, the least recently used go. A result larger than CacheBytes
+	// is not cached. Zero (the default) turns the cache off: a record
+	// deleted from the store to run its key again would otherwise still be
+	// served from memory by warm processes. 8 << 20 (8 MiB) keeps about
+	// 8,000 results of 1 KB.
+	CacheBytes int
 
 	// Digest hashes key material and payloads. Default [SHA256].
 	Digest Digest
@@ -186,8 +192,8 @@ func (c *Config) validate() error {
 	if c.Lease > c.ExpiresAfter {
 		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is longer than Config.ExpiresAfter %v", c.Lease, c.ExpiresAfter))
 	}
-	if c.CacheSize < 0 {
-		errs = append(errs, fmt.Errorf("idempotency: Config.CacheSize %d is negative", c.CacheSize))
+	if c.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.CacheBytes %d is negative", c.CacheBytes))
 	}
 	if c.Digest != SHA256 && c.Digest != MD5 {
 		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Digest %d", c.Digest))

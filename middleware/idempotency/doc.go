@@ -77,8 +77,9 @@
 // Calls of one key and payload made at the same time in one process (two
 // records of one batch) run once: the others wait and share the outcome
 // without a store round trip. A waiting call whose own context ends stops
-// waiting and fails; the run it waited for goes on. With [Config.CacheSize]
-// set, completed records are also served from memory until they expire.
+// waiting and fails; the run it waited for goes on. With [Config.CacheBytes]
+// set, completed records are also served from memory, least recently used
+// out first within that many bytes, until they expire.
 //
 // # Writes that commit with the result
 //

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // fencedWriteTimeout bounds the store writes made after the operation
@@ -25,7 +24,7 @@ const fencedWriteTimeout = 5 * time.Second
 // [New] at start-up and share it: it is safe for concurrent use.
 type Guard struct {
 	cfg   Config
-	cache *lru.Cache[string, Record] // nil when Config.CacheSize is 0
+	cache *cache // nil when Config.CacheBytes is 0
 
 	mu      sync.Mutex
 	flights map[string]*flight // calls running now, by id and payload digest
@@ -45,12 +44,8 @@ func New(cfg Config) (*Guard, error) {
 		return nil, err
 	}
 	g := &Guard{cfg: cfg, flights: make(map[string]*flight)}
-	if cfg.CacheSize > 0 {
-		c, err := lru.New[string, Record](cfg.CacheSize)
-		if err != nil {
-			return nil, fmt.Errorf("idempotency: cache: %w", err)
-		}
-		g.cache = c
+	if cfg.CacheBytes > 0 {
+		g.cache = newCache(cfg.CacheBytes)
 	}
 	return g, nil
 }
@@ -319,12 +314,12 @@ func (g *Guard) fromCache(id, validation string) (outcome, bool) {
 	if g.cache == nil {
 		return outcome{}, false
 	}
-	rec, ok := g.cache.Get(id)
+	rec, ok := g.cache.get(id)
 	if !ok {
 		return outcome{}, false
 	}
 	if !rec.ExpiresAt.After(g.cfg.Now()) {
-		g.cache.Remove(id)
+		g.cache.remove(id)
 		return outcome{}, false
 	}
 	if mismatch(rec, validation) {
@@ -336,7 +331,7 @@ func (g *Guard) fromCache(id, validation string) (outcome, bool) {
 func (g *Guard) remember(rec Record) {
 	if g.cache != nil {
 		rec.Attached = nil
-		g.cache.Add(rec.Key, rec)
+		g.cache.add(rec)
 	}
 }
 

@@ -649,7 +649,7 @@ func (s trimmingStore) CompleteData(ctx context.Context, rec idempotency.Record)
 
 func TestDeliveriesSeeWhatTheStoreKept(t *testing.T) {
 	g, err := idempotency.New(idempotency.Config{Store: trimmingStore{memstore.New()}, Namespace: "t",
-		CacheSize: 8, Logger: slog.New(slog.DiscardHandler)})
+		CacheBytes: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,13 +172,13 @@ func TestGuardRoundTrips(t *testing.T) {
 	summaries := motoserver.NewTable(t, e.db)
 	ctx := context.Background()
 	newGuard := func(cache int) *idempotency.Guard {
-		g, err := idempotency.New(idempotency.Config{Store: e.store, Namespace: "rt", CacheSize: cache, Logger: discard()})
+		g, err := idempotency.New(idempotency.Config{Store: e.store, Namespace: "rt", CacheBytes: cache, Logger: discard()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return g
 	}
-	plain, cached := newGuard(0), newGuard(16)
+	plain, cached := newGuard(0), newGuard(1 << 20)
 	e.calls.Reset()
 	var runs atomic.Int32
 	op := func(context.Context) (string, error) { runs.Add(1); return "summary", nil }
