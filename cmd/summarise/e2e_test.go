@@ -1,6 +1,6 @@
 package main
 
-// The article's test, end to end: the real bootstrap, built as for Lambda,
+// The acceptance test, end to end: the real bootstrap, built as for Lambda,
 // runs under the AWS Lambda Runtime Interface Emulator (aws-lambda-rie) with
 // DynamoDB on moto and the stub provider writing the request log.
 
@@ -410,7 +410,7 @@ func attr(item map[string]types.AttributeValue, name string) string {
 	return ""
 }
 
-// TestE2E is the article's test: "send the same message twice and confirm
+// TestE2E is the acceptance test: "send the same message twice and confirm
 // exactly one provider call appears in your request log".
 func TestE2E(t *testing.T) {
 	rie := findRIE(t)

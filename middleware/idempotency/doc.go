@@ -14,13 +14,24 @@
 //
 // # The promise
 //
-// For every key, across all deliveries of all messages that carry it:
+// This is the one statement of what sqsonce guarantees; the README and the
+// store packages link here. For every key, across all deliveries of all
+// messages that carry it:
 //
 //   - The operation runs to completion at most once while the key's record
-//     lives. The one exception: a worker that dies after the operation
-//     succeeded and before the record was completed; its lease then passes
-//     and the work runs again.
-//   - Every call that succeeds returns the same stored result.
+//     lives, with two exceptions, in both of which the record stays
+//     INPROGRESS until its lease ends and the next delivery after that runs
+//     the operation again:
+//     (1) a worker dies, or outlives its lease, after the operation started
+//     and before its record was completed (inside Lambda the lease ends at
+//     the invocation's deadline, when Lambda stops the worker);
+//     (2) the store does not accept the completion: it refuses it for good
+//     (an attached write's condition fails, see [Attach]) or still fails
+//     when [Config.CompleteAttempts] and the deadline run out; the call
+//     fails with a [*StoreError].
+//   - A call succeeds only once the key's record is COMPLETED, and every
+//     call that succeeds returns the same stored result. Through package
+//     batch, a message is acknowledged only then.
 //   - A call that finds the key in progress elsewhere fails with
 //     [ErrInProgress]: the message is not acknowledged, and SQS delivers it
 //     again later (see package batch).
@@ -69,10 +80,7 @@
 //
 // A completion that fails with a store error is retried while the deadline
 // and [Config.CompleteAttempts] allow (not when it cannot succeed: see
-// [Store]). If it still fails, the call fails with a [*StoreError] and the
-// record stays INPROGRESS until its lease ends; the next delivery after that
-// runs the operation again. That, and a worker that dies between the
-// operation and its completion, is the documented window of the promise.
+// [Store]). If it still fails, that is the promise's second exception.
 //
 // Calls of one key and payload made at the same time in one process (two
 // records of one batch) run once: the others wait and share the outcome

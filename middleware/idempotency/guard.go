@@ -339,8 +339,9 @@ func mismatch(stored Record, validation string) bool {
 	return validation != "" && stored.Validation != "" && stored.Validation != validation
 }
 
-// claimAndRun is the state machine of DESIGN.md: claim with one conditional
-// write, run, complete fenced by the lease owner token.
+// claimAndRun is the state machine of the package doc ("Records and the
+// state machine"): claim with one conditional write, run, complete fenced
+// by the lease owner token.
 func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(context.Context) (any, error)) (out outcome) {
 	step, ran := "acquire", false // for a panicking Store
 	defer func() {
