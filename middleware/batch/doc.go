@@ -54,17 +54,18 @@
 // once, to [Options.Logger], with the messageId and the error, never the
 // body:
 //
-//	record succeeded                          not logged
-//	record failed (its function's error)      ERROR  "batch: record failed"
-//	record panicked                           ERROR  "batch: record panicked", with the stack
-//	record not started (deadline, group, ctx) WARN   "batch: record not started"
-//	error with a Logged() bool method → true  not logged: its function logged it
+//	record                                         level  message
+//	succeeded                                      -      (none)
+//	failed: its function returned an error         ERROR  batch: record failed
+//	panicked                                       ERROR  batch: record panicked (with the stack)
+//	not started: deadline, FIFO group, canceled    WARN   batch: record not started
+//	failed with an error whose Logged() is true    -      (none: its function logged it)
 //
 // The last row is how a failure is logged once when the record function
-// logs its own outcomes: an error anywhere in whose chain a method
-// Logged() bool returns true was logged, or deliberately not, by the
-// function that returned it. The errors of package idempotency's guard do
-// this, so a record that fails through it gets the guard's line only.
+// logs its own outcomes: an error in whose chain a method Logged() bool
+// returns true was logged, or deliberately not, by the function that
+// returned it. The errors of package idempotency's guard do this, so a
+// record that fails through the guard gets the guard's line only.
 //
 // A record with an empty messageId is still listed when it fails. Lambda
 // treats an empty itemIdentifier as the failure of the whole batch, so every
