@@ -10,7 +10,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
-// The article's test in miniature: the same request delivered twice, and
+// The acceptance test in miniature: the same request delivered twice, and
 // re-sent by the producer with a new request id, makes one provider call.
 func Example() {
 	calls := &handler.Calls{}

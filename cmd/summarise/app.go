@@ -91,6 +91,10 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		provider = p
 	}
 
+	if c.testProvider != nil {
+		provider = c.testProvider
+	}
+
 	var docs handler.Documents = handler.Dir(c.DocumentsDir)
 	if c.DocumentsBucket != "" {
 		cfg, err := loadAWS()
@@ -125,6 +129,10 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 				return nil, fmt.Errorf("summarise: %w", err)
 			}
 		}
+	}
+
+	if c.testStore != nil {
+		store = c.testStore
 	}
 
 	rec, err := metrics.New(metrics.Config{Writer: out.Metrics, Service: c.Namespace})

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sqsonce/sqsonce/handler"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
 // The environment contract, shared with infra (which sets the first group).
@@ -76,6 +79,11 @@ type config struct {
 	StubDelay        time.Duration
 	OpenAIBaseURL    string
 	OpenAIAPIKey     string
+
+	// testProvider and testStore, set by tests only, replace the provider
+	// and the idempotency store named above: the seam for injected faults.
+	testProvider handler.Provider
+	testStore    idempotency.Store
 }
 
 // loadConfig reads the environment through getenv. The store is DynamoDB

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -50,9 +51,15 @@ type Config struct {
 	// payload fails with [ErrPayloadMismatch]. Nil turns validation off.
 	Validate KeyFunc
 
-	// CacheSize is the number of completed records kept in process, served
-	// without a store round trip until they expire. Zero turns the cache off.
-	CacheSize int
+	// CacheBytes bounds the completed records kept in process, served
+	// without a store round trip until they expire: a record counts for its
+	// stored result, its id and digests, and 256 bytes; when a new one does
+	// not fit, the least recently used go. A result larger than CacheBytes
+	// is not cached. Zero (the default) turns the cache off: a record
+	// deleted from the store to run its key again would otherwise still be
+	// served from memory by warm processes. 8 << 20 (8 MiB) keeps about
+	// 8,000 results of 1 KB.
+	CacheBytes int
 
 	// Format is the recipe that turns keys and validated payloads into
 	// digests: [FormatNative] (the default, RFC 8785 and SHA-256), or a
@@ -68,8 +75,14 @@ type Config struct {
 	// Now is the clock. Default [time.Now].
 	Now func() time.Time
 
-	// Logger receives one line per outcome. Default [slog.Default].
+	// Logger receives at most one line per call, its outcome's, at the
+	// level LogLevels gives it. Default [slog.Default].
 	Logger *slog.Logger
+
+	// LogLevels overrides the level at which an outcome is logged; an
+	// outcome left out keeps its default (see [DefaultLogLevel]), and
+	// [LevelOff] turns its line off. Nil keeps every default.
+	LogLevels map[Outcome]slog.Level
 
 	// OnOutcome, if set, is called once per outcome, after the log line
 	// (for metrics). It must be safe for concurrent use.
@@ -79,7 +92,8 @@ type Config struct {
 // Outcome names what the guard did with one call.
 type Outcome string
 
-// The outcomes of a call. Each is logged once, and passed to Config.OnOutcome.
+// The outcomes of a call. Each call has one, logged at most once (see
+// [DefaultLogLevel]) and passed to Config.OnOutcome.
 const (
 	// OutcomeClaimed: the key was free, the operation ran and its result was stored.
 	OutcomeClaimed Outcome = "claimed"
@@ -102,6 +116,30 @@ const (
 	// completed without it), or a shared run that failed.
 	OutcomeFailed Outcome = "failed"
 )
+
+// LevelOff, as the level of an outcome in [Config.LogLevels], turns its
+// log line off.
+const LevelOff slog.Level = math.MaxInt
+
+// outcomes lists every Outcome, for validating Config.LogLevels.
+var outcomes = []Outcome{OutcomeClaimed, OutcomeTakenOver, OutcomeReplayed, OutcomeInProgress,
+	OutcomeMismatch, OutcomeReleased, OutcomeFailed}
+
+// DefaultLogLevel is the level at which the guard logs an outcome unless
+// [Config.LogLevels] says otherwise: success below INFO, duplicates and keys
+// in progress visible, failures at ERROR (the table is in the package doc,
+// under Observability).
+func DefaultLogLevel(o Outcome) slog.Level {
+	switch o {
+	case OutcomeClaimed:
+		return slog.LevelDebug
+	case OutcomeTakenOver, OutcomeReplayed:
+		return slog.LevelInfo
+	case OutcomeInProgress:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
+}
 
 // Event describes one outcome.
 type Event struct {
@@ -141,8 +179,8 @@ func (c *Config) validate() error {
 	if c.Lease > c.ExpiresAfter {
 		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is longer than Config.ExpiresAfter %v", c.Lease, c.ExpiresAfter))
 	}
-	if c.CacheSize < 0 {
-		errs = append(errs, fmt.Errorf("idempotency: Config.CacheSize %d is negative", c.CacheSize))
+	if c.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.CacheBytes %d is negative", c.CacheBytes))
 	}
 	if !c.Format.valid() {
 		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Format %d", int(c.Format)))
@@ -159,6 +197,17 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	levels := make(map[Outcome]slog.Level, len(outcomes))
+	for _, o := range outcomes {
+		levels[o] = DefaultLogLevel(o)
+	}
+	for o, l := range c.LogLevels {
+		if _, ok := levels[o]; !ok {
+			errs = append(errs, fmt.Errorf("idempotency: Config.LogLevels names an unknown outcome %q", o))
+		}
+		levels[o] = l
+	}
+	c.LogLevels = levels // a copy: the caller's map may change later
 	return errors.Join(errs...)
 }
 

@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/sqsonce/sqsonce/internal/redact"
 )
 
 // Format is the whole recipe that turns a [Key] into the digest of a record
@@ -396,12 +398,7 @@ func exactNumber(n string) error {
 	return nil
 }
 
-func shorten(n string) string {
-	if len(n) > 40 {
-		return n[:37] + "..."
-	}
-	return n
-}
+func shorten(n string) string { return redact.String(n) }
 
 // sameDecimal reports whether two JSON numbers have the same value, by
 // comparing their significant digits and decimal exponents.
