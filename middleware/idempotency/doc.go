@@ -73,7 +73,9 @@
 //
 // A completion that fails with a store error is retried while the deadline
 // and [Config.CompleteAttempts] allow (not when it cannot succeed: see
-// [Store]). If it still fails, the call fails with a [*StoreError] and the
+// [Store]); a retry that finds the record completed under its own owner
+// token (the first attempt was applied and its response lost) is a success,
+// reported as claimed. If it still fails, the call fails with a [*StoreError] and the
 // record stays INPROGRESS until its lease ends; the next delivery after that
 // runs the operation again. That, and a worker that dies between the
 // operation and its completion, is the documented window of the promise.

@@ -8,7 +8,8 @@
 // The suite checks the atomic conditional claim (a free key, a held key, a
 // lapsed lease, an expired record, a claim retried by its owner), the fenced
 // completion and release (a stale owner can neither complete nor delete; a
-// completed record is never released), the stored result and payload
+// completed record is never released; a completion retried by its owner
+// succeeds), the stored result and payload
 // digest, that attached writes are never dropped silently, and that of 200
 // goroutines racing to claim one key exactly one wins. Through two guards on
 // the store, it checks that a claimant whose clock runs ahead cannot take
@@ -51,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		{"StaleOwnerCannotComplete", testStaleComplete},
 		{"StaleOwnerCannotRelease", testStaleRelease},
 		{"CompleteOnlyOnce", testCompleteOnce},
+		{"CompleteRetriedByOwner", testCompleteRetriedByOwner},
 		{"ReleaseFreesKey", testReleaseFrees},
 		{"CompleteAfterRelease", testCompleteAfterRelease},
 		{"CompletedNotReleased", testCompletedNotReleased},
@@ -260,15 +262,39 @@ func testStaleRelease(t *testing.T, s idempotency.Store) {
 }
 
 func testCompleteOnce(t *testing.T, s idempotency.Store) {
+	// A second completion by another owner (whose claim the key never had)
+	// is refused and changes nothing.
 	k, rec, now := claimed(t, s, time.Minute)
 	done := mustComplete(t, s, rec, `1`)
-	again := done
-	again.Data = []byte(`2`)
-	if err := s.Complete(context.Background(), again); !errors.Is(err, idempotency.ErrLeaseLost) {
-		t.Fatalf("second Complete: err = %v, want ErrLeaseLost", err)
+	other := claim(k, now, time.Minute)
+	other.Status, other.Data = idempotency.StatusCompleted, []byte(`2`)
+	if err := s.Complete(context.Background(), other); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Complete by another owner: err = %v, want ErrLeaseLost", err)
 	}
 	got, _ := mustAcquire(t, s, claim(k, now, time.Minute), now)
-	sameRecord(t, "record after a second Complete", got, done)
+	sameRecord(t, "record after another owner's Complete", got, done)
+}
+
+func testCompleteRetriedByOwner(t *testing.T, s idempotency.Store) {
+	// A completion sent again by its owner (a retried request whose first
+	// attempt was applied and its response lost) is a success, and keeps
+	// what the first attempt stored.
+	k, rec, now := claimed(t, s, time.Minute)
+	done := mustComplete(t, s, rec, `{"n":1}`)
+	if err := s.Complete(context.Background(), done); err != nil {
+		t.Fatalf("Complete retried by its owner: %v, want success", err)
+	}
+	if dc, ok := s.(idempotency.DataCompleter); ok {
+		stored, err := dc.CompleteData(context.Background(), done)
+		if err != nil || !jsonEqual(stored, done.Data) {
+			t.Fatalf("CompleteData retried by its owner = %s, %v; want the stored result %s", stored, err, done.Data)
+		}
+	}
+	got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now)
+	if !loaded {
+		t.Fatal("a retried Complete freed the key")
+	}
+	sameRecord(t, "record after a retried Complete", got, done)
 }
 
 func testReleaseFrees(t *testing.T, s idempotency.Store) {
