@@ -228,6 +228,7 @@ func newDeployment(t *testing.T, extra map[string]string) *deployment {
 		envDocumentsDir:               docs,
 		envRequestLog:                 d.requestLog,
 		envDynamoDBEndpoint:           moto.Endpoint(t),
+		envSQSEndpoint:                moto.Endpoint(t), // pacing is on inside Lambda: never the real SQS
 		envConcurrency:                "4",
 		"AWS_LAMBDA_FUNCTION_TIMEOUT": "180", // infra's default: 3m, SQSONCE_MIN_REMAINING 90s by default
 		"AWS_LAMBDA_FUNCTION_NAME":    "summarise",

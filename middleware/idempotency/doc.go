@@ -24,7 +24,10 @@
 //     the operation again:
 //     (1) a worker dies, or outlives its lease, after the operation started
 //     and before its record was completed (inside Lambda the lease ends at
-//     the invocation's deadline, when Lambda stops the worker);
+//     the invocation's deadline, when Lambda stops the worker); leases are
+//     written by one worker's clock and read by another's, so this holds
+//     while the workers' clocks disagree by less than [Config.SkewMargin]
+//     (default 5 s, added to every lease);
 //     (2) the store does not accept the completion: it refuses it for good
 //     (an attached write's condition fails, see [Attach]) or still fails
 //     when [Config.CompleteAttempts] and the deadline run out; the call
@@ -33,8 +36,10 @@
 //     call that succeeds returns the same stored result. Through package
 //     batch, a message is acknowledged only then.
 //   - A call that finds the key in progress elsewhere fails with
-//     [ErrInProgress]: the message is not acknowledged, and SQS delivers it
-//     again later (see package batch).
+//     [ErrInProgress] (an [*InProgressError] telling when the holder's lease
+//     ends): the message is not acknowledged, and SQS delivers it again
+//     later, just after that lease end when the batch handler paces
+//     redeliveries (see package batch).
 //   - A store error never leads to running the operation: the call fails
 //     with a [*StoreError] (fail closed).
 //   - A key reused with another payload fails with [ErrPayloadMismatch] when
@@ -78,7 +83,7 @@
 //  1. [Store.Acquire] writes an INPROGRESS record in one atomic conditional
 //     create, which succeeds if the key is free, its record expired, or its
 //     lease passed. The lease ends at the context's deadline (the Lambda
-//     invocation's), else after [Config.Lease].
+//     invocation's), else after [Config.Lease], plus [Config.SkewMargin].
 //  2. If a COMPLETED record is there, its result is returned (replayed); if
 //     an INPROGRESS record with a live lease is there, [ErrInProgress].
 //  3. Otherwise the operation runs. If it fails or panics, the claim is
@@ -93,7 +98,10 @@
 //
 // A completion that fails with a store error is retried while the deadline
 // and [Config.CompleteAttempts] allow (not when it cannot succeed: see
-// [Store]). If it still fails, that is the promise's second exception.
+// [Store]); a retry that finds the record completed under its own owner
+// token (the first attempt was applied and its response lost) is a success,
+// reported as claimed. If it still fails, that is the promise's second
+// exception.
 //
 // Calls of one key and payload made at the same time in one process (two
 // records of one batch) run once: the others wait and share the outcome

@@ -50,7 +50,9 @@ func TestErrorMessagesReadOnce(t *testing.T) {
 			return err
 		}, `idempotency: key from key function of message x2: no idempotency key`},
 		{"validation payload refused", func() error {
-			validate := func(events.SQSMessage) (idempotency.Key, error) { return idempotency.Key{}, errors.New("handler: invalid request") }
+			validate := func(events.SQSMessage) (idempotency.Key, error) {
+				return idempotency.Key{}, errors.New("handler: invalid request")
+			}
 			_, err := idempotency.Wrap(guard(memstore.New(), validate), keyField, ok)(t.Context(), msg(`{"idempotency_key":"k"}`))
 			return err
 		}, `idempotency: key from Config.Validate of message x2: handler: invalid request`},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/sqsonce/sqsonce/middleware/batch"
@@ -64,6 +65,10 @@ func ExampleDo_inProgress() {
 		return "a second, billed, summary", nil
 	})
 	fmt.Println("second instance, in progress:", errors.Is(err, idempotency.ErrInProgress))
+	// The error tells when the first instance's lease ends: the batch
+	// handler's pacing has the message delivered again just after it.
+	var ip *idempotency.InProgressError
+	fmt.Println("lease end known:", errors.As(err, &ip) && ip.LeaseUntil.After(time.Now()))
 	close(finish)
 	<-done
 	// SQS delivers the message again later: now it is replayed.
@@ -73,6 +78,7 @@ func ExampleDo_inProgress() {
 	fmt.Println("second instance, later:", s, err)
 	// Output:
 	// second instance, in progress: true
+	// lease end known: true
 	// first instance: the summary
 	// second instance, later: the summary <nil>
 }

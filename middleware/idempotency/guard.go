@@ -77,12 +77,13 @@ func (g *Guard) KeyID(k Key) (string, error) {
 // later calls with the same key return the stored result without calling fn.
 // The result is stored as JSON, so T must survive a JSON round trip.
 //
-// Do returns an error wrapping [ErrInProgress] when another worker holds the
-// key, a [*StoreError] when the store fails (fn is then not run), a
-// [*PanicError] when fn panics, and fn's own error when it fails; after a
-// failure or a panic the claim is released so that a retry can run fn.
-// An empty key is an error wrapping [ErrNoKey]. With a Powertools
-// [Format] the key must be a JSON value (see [Guard.ID]).
+// Do returns an [*InProgressError] (which wraps [ErrInProgress] and tells
+// when the holder's lease ends) when another worker holds the key, a
+// [*StoreError] when the store fails (fn is then not run), a [*PanicError]
+// when fn panics, and fn's own error when it fails; after a failure or a
+// panic the claim is released so that a retry can run fn.
+// An empty key is an error wrapping [ErrNoKey].
+// With a Powertools [Format] the key must be a JSON value (see [Guard.ID]).
 func Do[T any](ctx context.Context, g *Guard, key []byte, fn func(context.Context) (T, error)) (T, error) {
 	return do(ctx, g, call{key: Key{Value: key}, source: "Do"}, fn)
 }
@@ -484,7 +485,8 @@ func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
 		g.remember(prev)
 		return outcome{data: prev.Data, ev: Event{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
 	case StatusInProgress:
-		return outcome{ev: Event{Outcome: OutcomeInProgress, Ran: ran, Err: ErrInProgress}}
+		err := &InProgressError{Key: prev.Key, LeaseUntil: prev.LeaseUntil}
+		return outcome{ev: Event{Outcome: OutcomeInProgress, Ran: ran, Err: err}}
 	default:
 		err := storeError("acquire", prev.Key, fmt.Errorf("record has unknown status %q", prev.Status))
 		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: ran, Err: err}}
@@ -493,7 +495,7 @@ func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
 
 // claim is a new INPROGRESS record with a fresh owner token. The lease ends
 // at the context's deadline (the Lambda invocation's), else after
-// Config.Lease.
+// Config.Lease, plus Config.SkewMargin for clocks that disagree.
 func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time) Record {
 	lease := now.Add(g.cfg.Lease)
 	if d, ok := ctx.Deadline(); ok && d.After(now) {
@@ -503,7 +505,7 @@ func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time)
 		Key:        id,
 		Status:     StatusInProgress,
 		ExpiresAt:  now.Add(g.cfg.ExpiresAfter),
-		LeaseUntil: lease,
+		LeaseUntil: lease.Add(g.cfg.SkewMargin),
 		Validation: validation,
 		Owner:      rand.Text(),
 	}
