@@ -1,4 +1,6 @@
-# sqsonce: `make demo` runs the summarise job locally; `make test` runs every test.
+# sqsonce: `make demo` runs the summarise job locally; `make test` runs every test;
+# `make help` lists every target. Each target has one `## target: text` line,
+# which `make help` prints and `make help-check` (part of `make lint`) requires.
 SHELL := /bin/bash
 GO    ?= go
 
@@ -14,67 +16,90 @@ LAMBDA_GOOS   := linux
 LAMBDA_GOARCH := arm64
 EVENT         ?= events/duplicate-delivery.json
 
-.PHONY: all test test-go test-infra lint fmt vet staticcheck bench fuzz build demo invoke synth diff deploy tools clean
+.PHONY: all help help-check test test-go test-infra lint fmt vet staticcheck bench fuzz build demo invoke synth diff deploy tools clean
 
+## all: the default target: the same as test.
 all: test
 
-## test: lint, every Go test with the race detector (moto_server and the
-## Lambda Runtime Interface Emulator are started by the tests), and infra's
-## CDK synth tests with cfn-lint.
+## help: list every target with one line on what it does.
+help:
+	@awk '/^## [A-Za-z0-9_.-]+:/ { name = $$2; sub(/:$$/, "", name); sub(/^## [^:]*: */, ""); printf "  %-12s %s\n", name, $$0 }' $(firstword $(MAKEFILE_LIST))
+
+## help-check: fail if a .PHONY target has no help line, or a help line names no .PHONY target.
+help-check:
+	@awk '/^\.PHONY:/ { for (i = 2; i <= NF; i++) phony[$$i] = 1 } \
+	     /^## [A-Za-z0-9_.-]+:/ { name = $$2; sub(/:$$/, "", name); doc[name] = 1 } \
+	     END { for (p in phony) if (!(p in doc)) { print "Makefile: .PHONY target " p " has no \"## " p ": ...\" help line"; bad = 1 } \
+	           for (d in doc) if (!(d in phony)) { print "Makefile: help line for " d ", which is not a .PHONY target"; bad = 1 } \
+	           exit bad }' $(firstword $(MAKEFILE_LIST))
+
+# Moto_server and the Lambda Runtime Interface Emulator are started by the
+# tests themselves; infra's tests synthesise the stack and run cfn-lint on it.
+## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), and infra's tests.
 test: lint test-go test-infra
 
+## test-go: every Go test of the root module with the race detector.
 test-go: $(RIE)
 	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -timeout 20m ./...
 
+## test-infra: infra's tests: CDK synth assertions and cfn-lint on the templates.
 test-infra:
 	$(MAKE) -C infra test
 
-lint: fmt vet staticcheck
+## lint: fmt, vet, staticcheck and help-check.
+lint: fmt vet staticcheck help-check
 
+## fmt: fail if gofmt would change a file.
 fmt:
 	@out="$$(gofmt -l $(GOFILES))"; if [ -n "$$out" ]; then echo "gofmt -l reports:"; echo "$$out"; exit 1; fi
 
+## vet: go vet, root module and infra.
 vet:
 	$(GO) vet ./...
 	cd infra && $(GO) vet ./...
 
+## staticcheck: staticcheck, root module and infra.
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) ./...
 	cd infra && $(STATICCHECK) ./...
 
-## bench: the decorator's overhead per record (BenchmarkBare vs BenchmarkIdempotent).
+## bench: measure the decorator's overhead per record (BenchmarkBare vs BenchmarkIdempotent).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./middleware/...
 
-## fuzz: key extraction and canonicalisation, for FUZZTIME (default 30s).
+# FUZZTIME is how long the fuzzer runs.
 FUZZTIME ?= 30s
+## fuzz: fuzz key extraction and canonicalisation for FUZZTIME (default 30s).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzBodyFields -fuzztime $(FUZZTIME) ./middleware/idempotency/
 
-## build: build/bootstrap.zip, the function for provided.al2023 on arm64.
+## build: build build/bootstrap.zip, the function for provided.al2023 on arm64.
 build:
 	@mkdir -p build
 	CGO_ENABLED=0 GOOS=$(LAMBDA_GOOS) GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o build/bootstrap ./cmd/summarise
 	$(GO) run ./internal/cmd/mkzip -o build/bootstrap.zip build/bootstrap
 	@ls -l build/bootstrap.zip
 
-## demo: the summarise job on the bundled events, in memory with the stub
-## provider: a duplicated delivery makes one provider call.
+# A duplicated delivery makes one provider call.
+## demo: run the summarise job on the bundled events, in memory, with the stub provider.
 demo:
 	$(GO) run ./cmd/summarise -event events/duplicate-delivery.json -repeat 2
 	$(GO) run ./cmd/summarise -event events/producer-resend.json
 	$(GO) run ./cmd/summarise -event events/mixed-batch.json
 
-## invoke: run the function binary under the Lambda Runtime Interface
-## Emulator with EVENT (default events/duplicate-delivery.json), no Docker.
+## invoke: run the function binary under the Lambda RIE (no Docker) with EVENT (default events/duplicate-delivery.json).
 invoke: $(RIE)
 	@mkdir -p build/host
 	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -o build/host/bootstrap ./cmd/summarise
 	RIE=$(RIE) ./scripts/invoke.sh build/host/bootstrap $(EVENT)
 
+## synth: build, then cdk synth into infra/cdk.out.
+## diff: build, then cdk diff against the deployed stack (AWS credentials).
+## deploy: build, then cdk deploy (AWS credentials, a bootstrapped account).
 synth diff deploy: build
 	$(MAKE) -C infra $@
 
+## tools: install the pinned staticcheck and Lambda RIE into .tools/.
 tools: $(STATICCHECK) $(RIE)
 
 $(STATICCHECK):
@@ -83,5 +108,6 @@ $(STATICCHECK):
 $(RIE):
 	GOBIN=$(TOOLS) $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
+## clean: remove build/.
 clean:
 	rm -rf build

@@ -2,11 +2,16 @@
 // of document D at version V; the handler fetches the document, makes one
 // model call and saves the answer. It has no AWS plumbing: documents, model
 // provider and sink are small interfaces, and idempotency comes from
-// wrapping [Handler.Handle].
+// wrapping [Handler.HandleRequest].
 //
 //	h, err := handler.New(handler.Config{Documents: handler.Dir("samples/documents"), Provider: handler.LogRequests(handler.Stub{}, log, nil), Model: "stub"})
 //	if err != nil { return err }
-//	fn := idempotency.Wrap(g, handler.Key(), h.Handle) // g configured with Validate: handler.WorkKey
+//	fn := idempotency.WrapJSON(g, handler.Body(), h.HandleRequest) // each body decoded once
+//
+// [Body] decodes each message body once into a [Request] and takes the key,
+// the check and the validated payload from it. The untyped wiring,
+// idempotency.Wrap(g, [Key](), h.Handle) with the guard's Validate set to
+// [WorkKey], makes the same keys, parsing the body once for each.
 //
 // # Message schema
 //
@@ -69,36 +74,39 @@
 // A failure fails its own delivery only: SQS redelivers the message, and
 // one that keeps failing reaches the dead-letter queue after the queue's
 // maxReceiveCount receives. Where it fails decides what is left behind.
-// With the shipped wiring (the guard configured with Validate: [WorkKey],
-// as cmd/summarise does):
+// With the shipped wiring (idempotency.WrapJSON with [Body], as
+// cmd/summarise does):
 //
-//   - Before anything is claimed. [WorkKey] parses and checks every body
-//     when the key is made, even a body that carries a producer key (as
-//     the payload to validate), so a body that is not a valid request
-//     fails there, with an idempotency.KeyError: wrapping
-//     [ErrInvalidRequest] for JSON that is not a valid [Request], and
-//     idempotency.ErrNoKey for a body without any key. No record is
-//     written, [Handler.Handle] does not run: no document is fetched and
-//     no provider called. A producer key reused for other work fails with
-//     idempotency.ErrPayloadMismatch against the stored record, also
-//     without running.
-//   - Inside [Handler.Handle], after the claim: a document that cannot be
-//     fetched ([ErrDocumentNotFound]; an id or version [Dir] refuses as a
-//     file name, wrapping [ErrInvalidRequest]; an S3 error), no model in
-//     the request and no default model (wrapping [ErrInvalidRequest]), a
-//     provider error, or a sink that refuses the summary. The guard
+//   - Before anything is claimed. Every body is decoded and checked when
+//     the key is made, even a body that carries a producer key, so a body
+//     that is not a valid request fails there: with an
+//     idempotency.BodyError for JSON that does not decode into a
+//     [Request] (an unknown parameter, say) or that [Request.Validate]
+//     refuses (wrapping [ErrInvalidRequest]), and with an
+//     idempotency.KeyError wrapping idempotency.ErrNoKey for a body
+//     without any key. No record is written, the handler does not run: no
+//     document is fetched and no provider called. A producer key reused
+//     for other work fails with idempotency.ErrPayloadMismatch against the
+//     stored record, also without running.
+//   - Inside [Handler.HandleRequest], after the claim: a document that
+//     cannot be fetched ([ErrDocumentNotFound]; an id or version [Dir]
+//     refuses as a file name, wrapping [ErrInvalidRequest]; an S3 error),
+//     no model in the request and no default model (wrapping
+//     [ErrInvalidRequest]), a provider error, or a sink that refuses the
+//     summary. The guard
 //     releases the claim (deletes the record it holds), so the redelivery
 //     runs the work again from the start, with a new provider call if the
 //     failure came after one.
-//   - After Handle returned, in the record's completion (with package
+//   - After the handler returned, in the record's completion (with package
 //     dynamosink, the same transaction writes the summary), or in a
 //     release that fails: the record stays in progress until its lease
 //     ends at the invocation's deadline. A redelivery before then is
 //     handed back (idempotency.ErrInProgress); one after it runs the work
 //     again.
 //
-// Without Validate, a body with a producer key is not parsed until
-// Handle: an invalid one is claimed, fails in Handle, and is released.
+// With the untyped wiring and no Validate, a body with a producer key is
+// not parsed until Handle: an invalid one is claimed, fails in Handle, and
+// is released.
 //
 // Errors never quote a message body, since the guard logs them: a value
 // refused by [ParseRequest] is shown by a short prefix, its length and a

@@ -74,14 +74,25 @@ func New(cfg Config) (*Handler, error) {
 }
 
 // Handle summarises the document the message asks for: parse and validate
-// the body, fetch the document, make one provider call, save the summary.
-// Errors wrap [ErrInvalidRequest] for a bad body and [ErrDocumentNotFound]
-// for a missing document; no provider call is made for either.
+// the body, then [Handler.HandleRequest]. Errors wrap [ErrInvalidRequest]
+// for a bad body and [ErrDocumentNotFound] for a missing document; no
+// provider call is made for either.
 func (h *Handler) Handle(ctx context.Context, m events.SQSMessage) (Summary, error) {
 	req, err := ParseRequest([]byte(m.Body))
 	if err != nil {
 		return Summary{}, err
 	}
+	return h.HandleRequest(ctx, req, m)
+}
+
+// HandleRequest summarises the document req asks for, req being the
+// decoded body of m: fetch the document, make one provider call, save the
+// summary. It is the operation for idempotency.WrapJSON with [Body], which
+// decodes and checks each body once. Errors wrap [ErrInvalidRequest] for a
+// request without a model (none sent, no default) or with an unknown
+// prompt version, and [ErrDocumentNotFound] for a missing document; no
+// provider call is made for either.
+func (h *Handler) HandleRequest(ctx context.Context, req Request, m events.SQSMessage) (Summary, error) {
 	model := req.Model
 	if model == "" {
 		model = h.cfg.Model
@@ -89,7 +100,10 @@ func (h *Handler) Handle(ctx context.Context, m events.SQSMessage) (Summary, err
 	if model == "" {
 		return Summary{}, fmt.Errorf("%w: no model in the request and no default model", ErrInvalidRequest)
 	}
-	system, _ := Prompt(req.PromptVersion) // validated by ParseRequest
+	system, ok := Prompt(req.PromptVersion)
+	if !ok {
+		return Summary{}, fmt.Errorf("%w: prompt_version %q is unknown", ErrInvalidRequest, req.PromptVersion)
+	}
 	text, err := h.cfg.Documents.Get(ctx, req.Document)
 	if err != nil {
 		return Summary{}, err

@@ -146,19 +146,19 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		Namespace:    c.Namespace,
 		ExpiresAfter: c.ExpiresAfter,
 		MinExpiry:    c.QueueWindow,
-		Validate:     handler.WorkKey,
 		Logger:       out.Logger,
 		OnOutcome:    rec.Observe,
 	})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("summarise: idempotency (%s, %s)", envExpiresAfter, envQueueWindow), err)
 	}
-	key := handler.Key()
 	h, err := handler.New(handler.Config{
 		Documents: docs,
-		Provider:  handler.LogRequests(provider, logs, nil),
-		Sink:      sink,
-		Model:     c.Model,
+		// The request log's line first, then the metric's count, then the
+		// request: a call the log refused is neither made nor counted.
+		Provider: handler.LogRequests(rec.Provider(provider), logs, nil),
+		Sink:     sink,
+		Model:    c.Model,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
@@ -191,7 +191,7 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
 	}
-	a.handle = warnShortDeadline(opts.MinRemaining, out.Logger, rec.Batch(batch.SQS(idempotency.Wrap(g, key, h.Handle), opts)))
+	a.handle = warnShortDeadline(opts.MinRemaining, out.Logger, rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), opts)))
 	return a, nil
 }
 

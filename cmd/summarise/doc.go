@@ -10,10 +10,11 @@
 //
 // With AWS_LAMBDA_RUNTIME_API set (by Lambda, or by the runtime interface
 // emulator) it builds its clients once, at init, and serves
-// lambda.StartHandlerFunc(rec.Batch(batch.SQS(idempotency.Wrap(g,
-// handler.Key(), h.Handle), opts))): records run concurrently, each
-// idempotent on DynamoDB, and the failed ones are returned as
-// batchItemFailures. Logs (the guard's outcomes, the request log's
+// lambda.StartHandlerFunc(rec.Batch(batch.SQS(idempotency.WrapJSON(g,
+// handler.Body(), h.HandleRequest), opts))): each body is decoded once
+// into a handler.Request, which gives the key, is checked and is passed to
+// the handler; records run concurrently, each idempotent on DynamoDB, and
+// the failed ones are returned as batchItemFailures. Logs (the guard's outcomes, the request log's
 // "provider call" lines) are JSON on standard output, as are the EMF
 // metric lines, one per batch.
 //

@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
-// The metric names, one per counter of [Counts].
+// The metric names, one per counter of [Counts]. Every metric is a Count,
+// per batch, in [Config.Namespace] with the dimension Service; the package
+// doc says when each moves.
 const (
 	ProviderCalls        = "ProviderCalls"
 	DuplicatesSuppressed = "DuplicatesSuppressed"
@@ -24,8 +27,10 @@ const (
 
 // Counts are the outcomes of one batch.
 type Counts struct {
-	// ProviderCalls counts runs of the operation (events with Ran set,
-	// whatever their outcome): each run makes at most one provider call.
+	// ProviderCalls counts requests sent to the model provider through
+	// [Recorder.Provider], whether they succeed or fail (a failed request
+	// may still be billed). A run that fails before its request (a document
+	// not found, a request log that cannot be written) adds nothing.
 	ProviderCalls int64
 	// DuplicatesSuppressed counts deliveries answered with a stored result
 	// without running the operation (outcome replayed with Ran unset: from
@@ -96,14 +101,12 @@ type counters struct {
 
 // Observe counts ev into the batch running in ctx; use it as (or from)
 // idempotency.Config.OnOutcome. Outside a batch started by [Recorder.Batch]
-// it does nothing.
+// it does nothing. It moves every metric but ProviderCalls, which
+// [Recorder.Provider] counts where the requests are made.
 func (r *Recorder) Observe(ctx context.Context, ev idempotency.Event) {
 	c, _ := ctx.Value(countsKey{}).(*counters)
 	if c == nil {
 		return
-	}
-	if ev.Ran {
-		c.calls.Add(1)
 	}
 	switch ev.Outcome {
 	case idempotency.OutcomeReplayed:
@@ -117,6 +120,28 @@ func (r *Recorder) Observe(ctx context.Context, ev idempotency.Event) {
 	case idempotency.OutcomeFailed, idempotency.OutcomeReleased, idempotency.OutcomeMismatch:
 		c.failed.Add(1)
 	}
+}
+
+// Provider returns p with every request counted as ProviderCalls in the
+// batch running in its context, before the request is sent; outside a batch
+// started by [Recorder.Batch] nothing is counted. Wrap the provider that
+// makes the requests, inside handler.LogRequests, so that a call the request
+// log refused (and so never made) is not counted:
+//
+//	handler.LogRequests(rec.Provider(provider), log, nil)
+func (r *Recorder) Provider(p handler.Provider) handler.Provider {
+	return countedProvider{p}
+}
+
+type countedProvider struct{ p handler.Provider }
+
+func (c countedProvider) Name() string { return c.p.Name() }
+
+func (c countedProvider) Complete(ctx context.Context, call handler.Call) (handler.Completion, error) {
+	if n, _ := ctx.Value(countsKey{}).(*counters); n != nil {
+		n.calls.Add(1)
+	}
+	return c.p.Complete(ctx, call)
 }
 
 // Batch returns next with a fresh count for each invocation, written as one

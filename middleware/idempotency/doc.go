@@ -74,6 +74,14 @@
 // before it is parsed. A message without a key fails with a [*KeyError];
 // the operation never runs unprotected.
 //
+// # Typed requests
+//
+// [WrapJSON] decodes each body once into the operation's request type
+// (strictly, with [JSONBody.DisallowUnknownFields], or not), takes the key,
+// a check and the validated payload from the decoded value, and calls the
+// operation with it. A body that does not decode or fails the check fails
+// its message with a [*BodyError], before anything is claimed.
+//
 // # Records and the state machine
 //
 // A [Record] is stored under Powertools for AWS Lambda's attribute names

@@ -52,6 +52,23 @@ func BodyPath(path ...string) KeyFunc {
 	return bodyPath(fmt.Sprintf("body path %s", quoted), slices.Clone(path))
 }
 
+// BodyKey returns the Key that [BodyPath](path...) takes from a body whose
+// field at path holds v (BodyField(name) for a single name): for a typed
+// handler ([WrapJSON]) that decoded the body itself and must find the
+// records written through [Wrap] with those selectors. BodyKey fails for an
+// empty path, and with [ErrNoKey] when v encodes to null or "".
+func BodyKey(v any, path ...string) (Key, error) {
+	if len(path) == 0 || slices.Contains(path, "") {
+		return Key{}, errors.New("idempotency: BodyKey: an empty path or member name")
+	}
+	quoted, _ := json.Marshal(path)
+	k, err := KeyOf("body "+string(quoted), v)
+	if err == nil && (string(k.Value) == "null" || string(k.Value) == `""`) {
+		return Key{}, ErrNoKey
+	}
+	return k, err
+}
+
 func bodyPath(source string, path []string) KeyFunc {
 	quoted, _ := json.Marshal(path)
 	selector := "body " + string(quoted)

@@ -7,11 +7,19 @@
 //
 // With SQSONCE_TABLE set the records are in that DynamoDB table (partition
 // key "id", TTL on "expiration"); without it they are in memory, which
-// protects against duplicates within one execution environment only.
+// protects against duplicates within one execution environment only. The
+// AWS SDK's own settings apply: AWS_ENDPOINT_URL_DYNAMODB points it at a
+// local server such as moto_server.
+//
+// Outside Lambda, given an SQS event file, it runs that one batch and
+// prints the partial batch response:
+//
+//	SQSONCE_TABLE=idempotency go run ./samples/minimal events/duplicate-delivery.json
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"os"
@@ -36,6 +44,7 @@ type Result struct {
 
 // work is the operation to run once per key: here a stand-in for a paid call.
 func work(_ context.Context, m events.SQSMessage) (Result, error) {
+	log.Printf("minimal: work ran for message %s", m.MessageId)
 	return Result{Words: len(strings.Fields(m.Body)), Upper: strings.ToUpper(m.Body)}, nil
 }
 
@@ -58,5 +67,31 @@ func main() {
 		log.Fatal(fmt.Errorf("minimal: %w", err))
 	}
 	fn := idempotency.Wrap(g, idempotency.BodyField("idempotency_key"), work)
-	lambda.StartHandlerFunc(batch.SQS(fn, batch.Options{}))
+	h := batch.SQS(fn, batch.Options{})
+	if len(os.Args) == 2 && os.Getenv("AWS_LAMBDA_RUNTIME_API") == "" {
+		runFile(ctx, h, os.Args[1]) // outside Lambda: one batch from a file
+		return
+	}
+	lambda.StartHandlerFunc(h)
+}
+
+// runFile runs the SQS event in file through h and prints the response.
+func runFile(ctx context.Context, h func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), file string) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var ev events.SQSEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		log.Fatalf("minimal: %s: %v", file, err)
+	}
+	resp, err := h(ctx, ev)
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := json.Marshal(resp)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(out))
 }

@@ -1,0 +1,199 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sqsonce/sqsonce/internal/redact"
+)
+
+// JSONBody says how [WrapJSON] reads a message: the JSON body decoded into
+// Req, and the key, the check and the validated payload taken from the
+// decoded value.
+type JSONBody[Req any] struct {
+	// Key returns the key of a decoded request: for example [KeyOf] the
+	// producer's key or the fields that define the work, under a selector
+	// name of your own, or [BodyKey] to find the records that [Wrap] with
+	// [BodyField] wrote (see [KeyFunc] for what a key must be). An error, or
+	// an empty key, fails the message with a [*KeyError] (wrapping [ErrNoKey]
+	// for an empty key) before anything is claimed. A method expression fits:
+	// Key: Order.IdempotencyKey. Required.
+	Key func(Req) (Key, error)
+
+	// Check, if set, checks a decoded request after its key is taken: a
+	// request it refuses fails like a body that does not decode, with a
+	// [*BodyError], before anything is claimed. Nil accepts every request
+	// that decodes.
+	Check func(Req) error
+
+	// Validate, if set, returns the payload that must be the same whenever
+	// the key is reused (as [Config.Validate] does for [Wrap]): a key reused
+	// with another payload fails with [ErrPayloadMismatch]. Nil means
+	// Config.Validate, applied to the message, if that is set.
+	Validate func(Req) (Key, error)
+
+	// DisallowUnknownFields fails a body that has a field Req does not
+	// declare, anywhere in it, as [json.Decoder.DisallowUnknownFields] does
+	// (a type with its own UnmarshalJSON method decodes its part itself,
+	// and decides for itself).
+	// The default, false, ignores such fields, as [json.Unmarshal] does:
+	// strict when producers must send exactly the schema, lenient when
+	// they may be newer than the consumer.
+	DisallowUnknownFields bool
+}
+
+// WrapJSON returns fn made idempotent per message, with the body decoded
+// once into fn's request type:
+//
+//	h := idempotency.WrapJSON(g, idempotency.JSONBody[Order]{Key: Order.IdempotencyKey}, charge)
+//	lambda.StartHandlerFunc(batch.SQS(h, batch.Options{}))
+//
+// For each message, in order: the body is decoded into a Req, body.Key
+// takes the key from it, body.Check checks it, body.Validate takes the
+// payload to validate; then fn runs through [Do] with the decoded request
+// and the message. A body that is not JSON, does not decode into Req, has a
+// field Req lacks (with DisallowUnknownFields) or fails the check fails its
+// message with a [*BodyError]; a request without a key fails with a
+// [*KeyError]. Either way nothing is claimed and fn does not run, and the
+// batch decorator reports the message failed (SQS retries it, and sends it
+// to the dead-letter queue after maxReceiveCount receives). The returned
+// function has the shape [github.com/sqsonce/sqsonce/middleware/batch.SQS]
+// takes.
+//
+// WrapJSON panics if g, body.Key or fn is nil: a configuration error,
+// caught at start-up rather than on every message.
+func WrapJSON[Req, T any](g *Guard, body JSONBody[Req], fn func(context.Context, Req, events.SQSMessage) (T, error)) func(context.Context, events.SQSMessage) (T, error) {
+	switch {
+	case g == nil:
+		panic("idempotency: WrapJSON: nil *Guard")
+	case body.Key == nil:
+		panic("idempotency: WrapJSON: nil JSONBody.Key")
+	case fn == nil:
+		panic("idempotency: WrapJSON: nil operation")
+	}
+	typeName := reflect.TypeFor[Req]().String()
+	return func(ctx context.Context, m events.SQSMessage) (T, error) {
+		var zero T
+		fail := func(err error) (T, error) {
+			g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: m.MessageId, Err: err})
+			return zero, &reported{err}
+		}
+		req, err := decodeBody[Req]([]byte(m.Body), body.DisallowUnknownFields)
+		if err != nil {
+			return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err})
+		}
+		c := call{messageID: m.MessageId, source: typeName}
+		if c.key, err = body.Key(req); err == nil && len(c.key.Value) == 0 {
+			err = ErrNoKey
+		}
+		if err != nil {
+			return fail(keyError(m.MessageId, typeName, err))
+		}
+		if body.Check != nil {
+			if err := body.Check(req); err != nil {
+				return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err})
+			}
+		}
+		switch {
+		case body.Validate != nil:
+			c.validate = true
+			c.payload, err = body.Validate(req)
+		case g.cfg.Validate != nil:
+			c.validate = true
+			c.payload, err = g.cfg.Validate(m)
+		}
+		if err != nil {
+			return fail(keyError(m.MessageId, typeName, fmt.Errorf("payload for validation: %w", err)))
+		}
+		return do(ctx, g, c, func(ctx context.Context) (T, error) { return fn(ctx, req, m) })
+	}
+}
+
+// keyError is err as a *KeyError, unless it is one already.
+func keyError(messageID, typeName string, err error) error {
+	var ke *KeyError
+	if errors.As(err, &ke) {
+		return err
+	}
+	return &KeyError{MessageID: messageID, Source: typeName, Err: err}
+}
+
+// decodeBody decodes one JSON value from b into a new Req, refusing
+// anything after it; strict refuses fields Req does not declare.
+func decodeBody[Req any](b []byte, strict bool) (Req, error) {
+	var r Req
+	if !strict {
+		err := json.Unmarshal(b, &r)
+		return r, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errors.New("empty body")
+		}
+		return r, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return r, errors.New("data after the JSON value")
+	}
+	return r, nil
+}
+
+// BodyError reports a message body that [WrapJSON] could not take as its
+// request type: not JSON, not decodable into the type, with a field the
+// type lacks (when unknown fields are disallowed), or refused by
+// [JSONBody.Check]. Nothing was claimed and the operation did not run;
+// the same body fails the same way on every delivery.
+type BodyError struct {
+	MessageID string // the SQS message
+	Type      string // the request type, e.g. "orders.Order"
+	Err       error  // the decoder's or the check's error
+}
+
+func (e *BodyError) Error() string {
+	return fmt.Sprintf("idempotency: body of message %s is not a valid %s: %s", e.MessageID, e.Type, describeDecode(e.Err))
+}
+
+// describeDecode is err's message without quoting the body, since errors
+// reach the logs: the offset of a syntax error, the field and the kinds of
+// a type error, an unknown field's name and a time value reduced (see
+// internal/redact). Errors of a request type's own UnmarshalJSON are its
+// own: they should not quote the body either.
+func describeDecode(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	var pe *time.ParseError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("not valid JSON (at byte %d)", se.Offset)
+	case errors.As(err, &te):
+		kind, _, _ := strings.Cut(te.Value, " ") // "number 1e999": the kind, not the value
+		if te.Field == "" {
+			return fmt.Sprintf("a JSON %s, want %s", kind, te.Type)
+		}
+		return fmt.Sprintf("field %s is a JSON %s, want %s", te.Field, kind, te.Type)
+	case errors.As(err, &pe): // time.Time's UnmarshalJSON quotes the value
+		return fmt.Sprintf("a time %s is not in the layout %s", redact.String(pe.Value), pe.Layout)
+	}
+	msg := detail(err)
+	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		if n, uerr := strconv.Unquote(name); uerr == nil {
+			name = n
+		}
+		return "unknown field " + redact.String(name)
+	}
+	return msg
+}
+
+func (e *BodyError) Unwrap() error { return e.Err }
