@@ -142,3 +142,23 @@ func TestNativeMaterialIsRFC8785(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFormats checks that no format panics on any key value, and that the
+// Powertools formats hash every JSON value whose numbers are in bounds.
+func FuzzFormats(f *testing.F) {
+	for _, s := range []string{`"k"`, `{"a":[1,2.5e-7,{"B":null}],"b":"\ud800"}`, `1e400`, `[`, `{"a":1,"a":2}`, "\"\xff\""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		k := idempotency.Key{Selector: "fuzz", Value: []byte(value)}
+		for _, format := range []idempotency.Format{idempotency.FormatNative, idempotency.FormatPowertoolsPython, idempotency.FormatPowertoolsTypeScript} {
+			h, err := format.Hash(k)
+			if err == nil && h == "" {
+				t.Fatalf("%v: empty hash without an error", format)
+			}
+			if format != idempotency.FormatNative && json.Valid([]byte(value)) && len(value) <= 100 && err != nil {
+				t.Fatalf("%v refused the JSON value %q: %v", format, value, err)
+			}
+		}
+	})
+}
