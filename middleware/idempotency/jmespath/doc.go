@@ -24,6 +24,10 @@
 //
 // # Numbers and object keys
 //
+// powertools_json refuses JSON text holding a number longer than 100
+// characters anywhere, as soon as it reads one, so that a huge number costs
+// no parsing: the key function fails with a [*idempotency.KeyError].
+//
 // The record is decoded twice: once keeping each number's spelling, once as
 // doubles for the expression's comparisons and functions. When the two
 // selections agree, the key keeps the spelling the message used (Python
