@@ -1,12 +1,15 @@
 package idempotency_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/gowebpki/jcs"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -115,4 +118,47 @@ func TestFormatDoMaterial(t *testing.T) {
 			t.Errorf("%v: Do of non-JSON material: ran %v, %v; ID %q", tc.format, ran, err, g.ID([]byte("order-1")))
 		}
 	}
+}
+
+// TestNativeMaterialIsRFC8785: the native material, built member by member,
+// is what RFC 8785 makes of {"selector": …, "value": …}, for selectors that
+// need escapes.
+func TestNativeMaterialIsRFC8785(t *testing.T) {
+	for _, sel := range []string{`body ["idempotency_key"]`, "body fields", `a"b\c`, "<&>", "tab\tnl\n\x01", "é😀", "\u2028"} {
+		for _, value := range []string{`"k"`, `{"b":[1,2.50,{"z":null,"a":true}],"a":"\u00e9"}`, `1e2`} {
+			k := idempotency.Key{Selector: sel, Value: []byte(value)}
+			got, err := idempotency.FormatNative.Spell(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc, _ := json.Marshal(map[string]any{"selector": sel, "value": json.RawMessage(value)})
+			want, err := jcs.Transform(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("selector %q, value %s:\n got %s\nwant %s", sel, value, got, want)
+			}
+		}
+	}
+}
+
+// FuzzFormats checks that no format panics on any key value, and that the
+// Powertools formats hash every JSON value whose numbers are in bounds.
+func FuzzFormats(f *testing.F) {
+	for _, s := range []string{`"k"`, `{"a":[1,2.5e-7,{"B":null}],"b":"\ud800"}`, `1e400`, `[`, `{"a":1,"a":2}`, "\"\xff\""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		k := idempotency.Key{Selector: "fuzz", Value: []byte(value)}
+		for _, format := range []idempotency.Format{idempotency.FormatNative, idempotency.FormatPowertoolsPython, idempotency.FormatPowertoolsTypeScript} {
+			h, err := format.Hash(k)
+			if err == nil && h == "" {
+				t.Fatalf("%v: empty hash without an error", format)
+			}
+			if format != idempotency.FormatNative && json.Valid([]byte(value)) && len(value) <= 100 && err != nil {
+				t.Fatalf("%v refused the JSON value %q: %v", format, value, err)
+			}
+		}
+	})
 }

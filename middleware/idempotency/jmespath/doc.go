@@ -19,10 +19,14 @@
 // A selection that is null, "", an empty array or object, or an array or
 // object whose values are all null is no key: the key function returns a
 // [*idempotency.KeyError] wrapping [idempotency.ErrNoKey] and the message
-// fails. Powertools' default (throwOnNoIdempotencyKey / raise_on_no_idempotency_key
-// off) runs such a message without idempotency instead.
+// fails. Powertools TypeScript's default (throwOnNoIdempotencyKey false)
+// runs a message whose selection is null without idempotency instead.
 //
 // # Numbers and object keys
+//
+// powertools_json refuses JSON text holding a number longer than 100
+// characters anywhere, as soon as it reads one, so that a huge number costs
+// no parsing: the key function fails with a [*idempotency.KeyError].
 //
 // The record is decoded twice: once keeping each number's spelling, once as
 // doubles for the expression's comparisons and functions. When the two

@@ -120,6 +120,9 @@ func record(m events.SQSMessage) map[string]any {
 func powertools(numbers bool) []functions.FunctionEntry {
 	str := []functions.ArgSpec{{Types: []functions.JpType{functions.JpString}}}
 	decode := func(s string) (any, error) {
+		if longNumber(s) {
+			return nil, fmt.Errorf("powertools_json: a number longer than %d characters: send it as a string", maxNumberLen)
+		}
 		d := json.NewDecoder(bytes.NewReader([]byte(s)))
 		d.UseNumber()
 		var v any
@@ -164,6 +167,36 @@ func powertools(numbers bool) []functions.FunctionEntry {
 			return string(out), nil
 		}},
 	}
+}
+
+// maxNumberLen is the longest number powertools_json decodes, as package
+// idempotency bounds numbers in key material: a longer one is refused as soon
+// as it is seen, before anything is parsed.
+const maxNumberLen = 100
+
+// longNumber reports whether the JSON text s holds, outside its strings, a
+// run of number characters longer than maxNumberLen. It reads s once and
+// stops at the first such run.
+func longNumber(s string) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			run = 0
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+		case c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E':
+			if run++; run > maxNumberLen {
+				return true
+			}
+		default:
+			run = 0
+		}
+	}
+	return false
 }
 
 // toDoubles returns v with every json.Number made a float64 (±Inf beyond a

@@ -133,7 +133,7 @@ func TestKeyErrors(t *testing.T) {
 	if _, err := jmespath.Key(`powertools_json(body).[`); err == nil {
 		t.Error("Key of an invalid expression: no error")
 	}
-	for _, body := range []string{`not json`, `{"a":1} trailing`} {
+	for _, body := range []string{`not json`, `{"a":1} trailing`, `{"a":1,"n":` + strings.Repeat("1", 101) + `}`} {
 		_, err := jmespath.MustKey(`powertools_json(body).a`)(events.SQSMessage{MessageId: "m-1", Body: body})
 		var ke *idempotency.KeyError
 		if !errors.As(err, &ke) || errors.Is(err, idempotency.ErrNoKey) || !strings.Contains(err.Error(), "powertools_json") {
@@ -169,5 +169,28 @@ func TestValidateSpelling(t *testing.T) {
 		if errors.Is(err, idempotency.ErrPayloadMismatch) != tc.mismatch {
 			t.Errorf("%v: amount 10 then 10.0: %v; want mismatch %v", tc.format, err, tc.mismatch)
 		}
+	}
+}
+
+// BenchmarkKey is a JMESPath key of an ordinary body, and the refusal of a
+// 1 MB body whose key is one huge number (decoded, then refused by length).
+func BenchmarkKey(b *testing.B) {
+	key := jmespath.MustKey(`powertools_json(body).idempotency_key`)
+	for _, tc := range []struct{ name, body string }{
+		{"small", `{"idempotency_key":"sum-4471-9-7f3c","document":{"id":"4471","version":"9"},"parameters":{"temperature":0.7}}`},
+		{"1MB-number", `{"idempotency_key":` + strings.Repeat("7", 1<<20) + `}`},
+	} {
+		m := events.SQSMessage{Body: tc.body}
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				k, err := key(m)
+				if err == nil {
+					_, err = idempotency.FormatPowertoolsTypeScript.Hash(k)
+				}
+				if (err != nil) != (tc.name != "small") {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
