@@ -57,9 +57,13 @@ func ExampleWorkKey() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(string(k))
+		material, err := idempotency.FormatNative.Spell(k) // what the record id hashes
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(string(material))
 	}
 	// Output:
-	// {"document_id":"4471","document_version":"9","parameters":{"temperature":0.7},"prompt_version":"v1"}
-	// {"document_id":"4471","document_version":"9","parameters":{"temperature":0.7},"prompt_version":"v1"}
+	// {"selector":"summarise work","value":{"document_id":"4471","document_version":"9","parameters":{"temperature":0.7},"prompt_version":"v1"}}
+	// {"selector":"summarise work","value":{"document_id":"4471","document_version":"9","parameters":{"temperature":0.7},"prompt_version":"v1"}}
 }

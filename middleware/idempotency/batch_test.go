@@ -47,14 +47,17 @@ func TestBatchMixedGolden(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// Earlier deliveries: one completed key, one held by another worker.
-	k := func(s string) []byte {
-		b, _ := keyFn(events.SQSMessage{Body: `{"idempotency_key":"` + s + `"}`})
-		return b
-	}
-	if _, err := idempotency.Do(ctx, g, k("done"), func(context.Context) (string, error) { return "stored summary", nil }); err != nil {
+	m := func(s string) events.SQSMessage { return events.SQSMessage{Body: `{"idempotency_key":"` + s + `"}`} }
+	earlier := idempotency.Wrap(g, keyFn, func(context.Context, events.SQSMessage) (string, error) { return "stored summary", nil })
+	if _, err := earlier(ctx, m("done")); err != nil {
 		t.Fatal(err)
 	}
-	store.Put(idempotency.Record{Key: g.ID(k("busy")), Status: idempotency.StatusInProgress,
+	busy, _ := keyFn(m("busy"))
+	busyID, err := g.KeyID(busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Put(idempotency.Record{Key: busyID, Status: idempotency.StatusInProgress,
 		ExpiresAt: time.Now().Add(time.Hour), LeaseUntil: time.Now().Add(time.Hour), Owner: "another-instance"})
 
 	var event events.SQSEvent

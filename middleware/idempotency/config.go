@@ -20,22 +20,6 @@ const (
 	DefaultLease = 15 * time.Minute
 )
 
-// Digest names the hash applied to key material and validated payloads.
-type Digest int
-
-const (
-	// SHA256 is the default digest.
-	SHA256 Digest = iota
-	// MD5 is Powertools for AWS Lambda's digest. Use it only to share
-	// records with Powertools, and know its limits: Powertools hashes
-	// Python's json.dumps(sort_keys=True) spelling (with ", " and ": "
-	// separators and ASCII escapes) into ids "{function}.{handler}#{md5}",
-	// so ids agree only for scalar keys (an ASCII string or an integer) with
-	// Namespace set to "{function}.{handler}" (the guard adds the "#"). md5
-	// is not collision resistant.
-	MD5
-)
-
 // Config configures a [Guard]. The zero value of every optional field is a
 // documented default; [New] validates the whole once.
 type Config struct {
@@ -70,8 +54,11 @@ type Config struct {
 	// without a store round trip until they expire. Zero turns the cache off.
 	CacheSize int
 
-	// Digest hashes key material and payloads. Default [SHA256].
-	Digest Digest
+	// Format is the recipe that turns keys and validated payloads into
+	// digests: [FormatNative] (the default, RFC 8785 and SHA-256), or a
+	// Powertools format to share a table with Powertools for AWS Lambda
+	// (Python or TypeScript).
+	Format Format
 
 	// CompleteAttempts bounds the tries of a Complete that fails with a store
 	// error other than [ErrLeaseLost]; tries also stop at the context's
@@ -157,8 +144,8 @@ func (c *Config) validate() error {
 	if c.CacheSize < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.CacheSize %d is negative", c.CacheSize))
 	}
-	if c.Digest != SHA256 && c.Digest != MD5 {
-		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Digest %d", c.Digest))
+	if !c.Format.valid() {
+		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Format %d", int(c.Format)))
 	}
 	if c.CompleteAttempts < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.CompleteAttempts %d is negative", c.CompleteAttempts))

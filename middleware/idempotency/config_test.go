@@ -28,7 +28,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 			MinExpiry: idempotency.QueueWindow(14*24*time.Hour, 1000, time.Hour)}, "shorter than the queue's window"},
 		{"lease longer than expiry", idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: time.Minute, Lease: time.Hour}, "longer than"},
 		{"negative cache", idempotency.Config{Store: store, Namespace: "n", CacheSize: -1}, "CacheSize"},
-		{"unknown digest", idempotency.Config{Store: store, Namespace: "n", Digest: 7}, "Digest"},
+		{"unknown format", idempotency.Config{Store: store, Namespace: "n", Format: 7}, "Format"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

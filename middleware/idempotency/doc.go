@@ -34,16 +34,29 @@
 // The key is chosen by the producer, travels in the message body and is the
 // same for every retry of one decision: never the broker's message id, which
 // is the same across redeliveries of one message and different for the
-// producer's re-send. [BodyField] takes a producer's key; [BodyFields] takes
-// a canonical subset of the fields that define the work; [FirstOf] tries one
-// then the other. Key material is hashed as canonical JSON (RFC 8785) with
-// SHA-256, so field order, whitespace and number spelling (0.7, 0.70, 7e-1)
-// do not change a key. RFC 8785 writes numbers as IEEE 754 doubles, so an
-// integer beyond ±2^53 (by size, whatever its value) and a decimal with more
-// digits than a double keeps are refused rather than rounded into another
-// request's key: send such ids as strings. The record id is "{Namespace}#{hex digest}". A
-// message without a key fails with a [*KeyError]; the operation never runs
-// unprotected.
+// producer's re-send. [BodyField] takes a producer's key; [BodyPath] a field
+// nested in the body; [BodyFields] a canonical subset of the fields that
+// define the work; [FirstOf] tries one then the other. A [KeyFunc] returns a
+// [Key]: the JSON value it selected, as the message spells it, and the name
+// of its selector. [Config.Format] turns it into the record id
+// "{Namespace}#{digest}":
+//
+//   - [FormatNative] (the default) hashes the canonical JSON (RFC 8785) of
+//     the selector and the value with SHA-256, so field order, whitespace and
+//     number spelling (0.7, 0.70, 7e-1) do not change a key, and keys from
+//     different selectors never collide: a producer key holding another
+//     request's subset of fields does not land on that request's record.
+//     RFC 8785 writes numbers as IEEE 754 doubles, so an integer beyond
+//     ±2^53 (by size, whatever its value) and a decimal with more digits
+//     than a double keeps are refused rather than rounded into another
+//     request's key: send such ids as strings.
+//   - [FormatPowertoolsPython] and [FormatPowertoolsTypeScript] are
+//     Powertools for AWS Lambda's recipes, byte for byte, for sharing a table
+//     with that runtime; they keep its collisions.
+//
+// In every format a number longer than 100 characters in a key is refused
+// before it is parsed. A message without a key fails with a [*KeyError];
+// the operation never runs unprotected.
 //
 // # Records and the state machine
 //

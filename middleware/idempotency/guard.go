@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,12 +54,28 @@ func New(cfg Config) (*Guard, error) {
 	return g, nil
 }
 
-// ID returns the record id for key material: "{namespace}#{hex digest}".
+// ID returns the record id of key material given to [Do]:
+// "{Namespace}#{digest}", the digest in the configured [Format]. The native
+// format hashes the material as given; the Powertools formats spell the
+// JSON value it holds, and material that is not JSON has no id: ID returns
+// "" (and Do fails with a [*KeyError]).
 func (g *Guard) ID(material []byte) string {
+	id, _ := g.KeyID(Key{Value: material})
+	return id
+}
+
+// KeyID returns the record id of a key taken by a [KeyFunc]:
+// "{Namespace}#{digest}", the digest in the configured [Format]. It fails
+// when the format cannot hash the key (see [Format.Hash]).
+func (g *Guard) KeyID(k Key) (string, error) {
 	ns := g.cfg.Namespace
-	b := make([]byte, 0, len(ns)+1+2*sha256.Size)
+	b := make([]byte, 0, len(ns)+1+64)
 	b = append(append(b, ns...), '#')
-	return string(g.cfg.Digest.appendHex(b, material))
+	b, err := g.cfg.Format.appendHash(b, k)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 // Do runs fn at most once for the key material key, and returns its result;
@@ -73,7 +88,7 @@ func (g *Guard) ID(material []byte) string {
 // failure or a panic the claim is released so that a retry can run fn.
 // An empty key is an error wrapping [ErrNoKey].
 func Do[T any](ctx context.Context, g *Guard, key []byte, fn func(context.Context) (T, error)) (T, error) {
-	return do(ctx, g, call{key: key}, fn)
+	return do(ctx, g, call{key: Key{Value: key}, source: "Do"}, fn)
 }
 
 // DoPayload is [Do] with payload validation: the digest of payload is stored
@@ -83,7 +98,7 @@ func Do[T any](ctx context.Context, g *Guard, key []byte, fn func(context.Contex
 // defines the work ([JSONKey], [BodyFields]), not a raw message body, whose
 // timestamps and request ids would make every re-send a mismatch.
 func DoPayload[T any](ctx context.Context, g *Guard, key, payload []byte, fn func(context.Context) (T, error)) (T, error) {
-	return do(ctx, g, call{key: key, payload: payload, validate: true}, fn)
+	return do(ctx, g, call{key: Key{Value: key}, payload: Key{Value: payload}, validate: true, source: "Do"}, fn)
 }
 
 // Wrap returns fn made idempotent per message: the key of each message is
@@ -104,9 +119,9 @@ func Wrap[T any](g *Guard, key KeyFunc, fn func(context.Context, events.SQSMessa
 		panic("idempotency: Wrap: nil operation")
 	}
 	return func(ctx context.Context, m events.SQSMessage) (T, error) {
-		c := call{messageID: m.MessageId}
+		c := call{messageID: m.MessageId, source: "key function"}
 		var err error
-		if c.key, err = key(m); err == nil && len(c.key) == 0 {
+		if c.key, err = key(m); err == nil && len(c.key.Value) == 0 {
 			err = ErrNoKey
 		}
 		if err == nil && g.cfg.Validate != nil {
@@ -194,8 +209,9 @@ func (a *attachments) close() []any {
 
 // call is one request to run an operation.
 type call struct {
-	key       []byte
-	payload   []byte
+	key       Key
+	payload   Key
+	source    string // where the key came from, for a KeyError
 	validate  bool
 	messageID string
 }
@@ -208,18 +224,34 @@ type outcome struct {
 	ev   Event
 }
 
+// keySource names a call's key in a KeyError: its selector, else where it
+// came from.
+func keySource(c call) string {
+	if c.key.Selector != "" {
+		return c.key.Selector
+	}
+	return c.source
+}
+
 func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	start := g.cfg.Now()
-	if len(c.key) == 0 {
-		err := &KeyError{MessageID: c.messageID, Source: "Do", Err: ErrNoKey}
+	if len(c.key.Value) == 0 {
+		err := &KeyError{MessageID: c.messageID, Source: c.source, Err: ErrNoKey}
 		g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: c.messageID, Err: err})
 		return zero, err
 	}
-	id := g.ID(c.key)
+	id, err := g.KeyID(c.key)
 	var validation string
-	if c.validate {
-		validation = g.cfg.Digest.sum(c.payload)
+	if err == nil && c.validate {
+		if validation, err = g.cfg.Format.Hash(c.payload); err != nil {
+			err = fmt.Errorf("payload for validation: %w", err)
+		}
+	}
+	if err != nil {
+		err = &KeyError{MessageID: c.messageID, Source: keySource(c), Err: err}
+		g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: c.messageID, Err: err})
+		return zero, err
 	}
 	op := func(ctx context.Context) (any, error) { return fn(ctx) }
 
