@@ -7,6 +7,8 @@ STATICCHECK_VERSION := v0.8.2
 RIE_VERSION         := v0.0.0-20261030222936-bef5c4ba774d
 STATICCHECK         := $(TOOLS)/staticcheck
 RIE                 := $(TOOLS)/aws-lambda-rie
+PTDIR               := internal/ptinterop/testdata
+PTNODE              := $(PTDIR)/node_modules/.package-lock.json
 GOFILES              = $(shell find . \( -path ./infra/node_modules -o -path ./.tools -o -path ./build \) -prune -o -name '*.go' -print)
 
 # The function is built for Lambda's provided.al2023 runtime on Graviton.
@@ -23,7 +25,7 @@ all: test
 ## CDK synth tests with cfn-lint.
 test: lint test-go test-infra
 
-test-go: $(RIE)
+test-go: $(RIE) $(PTNODE)
 	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -timeout 20m ./...
 
 test-infra:
@@ -76,6 +78,11 @@ synth diff deploy: build
 	$(MAKE) -C infra $@
 
 tools: $(STATICCHECK) $(RIE)
+
+# Powertools for AWS Lambda (TypeScript), exactly as package-lock.json pins
+# it, for the interop tests and bench-peer.
+$(PTNODE): $(PTDIR)/package.json $(PTDIR)/package-lock.json
+	cd $(PTDIR) && npm ci --no-audit --no-fund
 
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
