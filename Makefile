@@ -82,7 +82,9 @@ tools: $(STATICCHECK) $(RIE)
 # Powertools for AWS Lambda (TypeScript), exactly as package-lock.json pins
 # it, for the interop tests and bench-peer.
 $(PTNODE): $(PTDIR)/package.json $(PTDIR)/package-lock.json
-	cd $(PTDIR) && npm ci --no-audit --no-fund
+	@if command -v npm >/dev/null 2>&1 || [ "$$CI" = true ]; then \
+	  cd $(PTDIR) && npm ci --no-audit --no-fund; \
+	else echo "warning: npm not found: the Powertools interop tests will be skipped (they fail under CI=true)" >&2; fi
 
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

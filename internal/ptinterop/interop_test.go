@@ -159,7 +159,7 @@ func (s *sqsonce) result(id string) result {
 // body is the message both sides read: the key, the payload that
 // validation covers, and the result the handler returns.
 type body struct {
-	Key     string          `json:"idempotency_key"`
+	Key     string          `json:"idempotency_key,omitempty"`
 	Payload any             `json:"payload,omitempty"`
 	Result  json.RawMessage `json:"result"`
 }
@@ -496,5 +496,23 @@ func TestRecordIDs(t *testing.T) {
 	}
 	if st, _ := out.Item["status"].(*types.AttributeValueMemberS); st == nil || st.Value != "COMPLETED" {
 		t.Errorf("no completed Powertools record at %s: %v", id, out.Item)
+	}
+}
+
+// TestMissingKey: a message without the key is run unprotected by
+// Powertools (its default; throwOnNoIdempotencyKey changes it) and refused by
+// sqsonce, which never runs an operation without a claim.
+func TestMissingKey(t *testing.T) {
+	tb := newTable(t)
+	msg := message("", nil, `"unprotected"`)
+	rep := powertools(t, tb, nil, msg)
+	if !slices.Equal(rep.Ran, []string{msg.MessageId}) || rep.Events[0].Records[0].Status != "success" {
+		t.Errorf("Powertools: %+v, want the handler run without idempotency", rep)
+	}
+	s := newSqsonce(t, tb)
+	resp := s.run(t, msg)
+	var ke *idempotency.KeyError
+	if !slices.Equal(failed(resp.BatchItemFailures), []string{msg.MessageId}) || !errors.As(s.result(msg.MessageId).err, &ke) || s.didRun(msg.MessageId) {
+		t.Errorf("sqsonce: failures %v, error %v, ran %v; want a *KeyError and nothing run", resp.BatchItemFailures, s.result(msg.MessageId).err, s.ran)
 	}
 }
