@@ -23,14 +23,15 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 )
 
 var moto = motoserver.New()
 
 func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
 
-// The configuration both sides share, as a Powertools user writes it and as
-// sqsonce spells the same.
+// The configuration both sides share: the same key prefix and the same
+// JMESPath expressions, as a Powertools user writes them.
 const (
 	keyPrefix      = "pt-interop"
 	keyJMESPath    = "powertools_json(body).idempotency_key"
@@ -65,7 +66,7 @@ func newTable(t *testing.T) table {
 // guardOptions adjust the sqsonce side's configuration.
 type guardOption func(*idempotency.Config)
 
-func withValidation(c *idempotency.Config) { c.Validate = idempotency.BodyField("payload") }
+func withValidation(c *idempotency.Config) { c.Validate = jmespath.MustKey(validationPath) }
 
 func withClock(offset time.Duration) guardOption {
 	return func(c *idempotency.Config) {
@@ -106,7 +107,7 @@ func newSqsonce(t *testing.T, tb table, opts ...guardOption) *sqsonce {
 		t.Fatal(err)
 	}
 	s := &sqsonce{results: map[string]result{}}
-	op := idempotency.Wrap(g, idempotency.BodyField("idempotency_key"), func(ctx context.Context, m events.SQSMessage) (any, error) {
+	op := idempotency.Wrap(g, jmespath.MustKey(keyJMESPath), func(ctx context.Context, m events.SQSMessage) (any, error) {
 		s.mu.Lock()
 		s.ran = append(s.ran, m.MessageId)
 		block, started := s.block, s.started
@@ -476,7 +477,7 @@ func TestRecordIDs(t *testing.T) {
 	}
 	const key = "059f36b4-87a3-44ab-83d2-661975830a7d"
 	msg := message(key, nil, `1`)
-	k, err := idempotency.BodyField("idempotency_key")(msg)
+	k, err := jmespath.MustKey(keyJMESPath)(msg)
 	if err != nil {
 		t.Fatal(err)
 	}
