@@ -16,7 +16,7 @@ LAMBDA_GOOS   := linux
 LAMBDA_GOARCH := arm64
 EVENT         ?= events/duplicate-delivery.json
 
-.PHONY: all test test-go test-infra lint fmt vet staticcheck bench fuzz build demo invoke synth diff deploy tools clean
+.PHONY: all test test-go test-infra lint fmt vet staticcheck bench bench-peer fuzz build demo invoke synth diff deploy tools clean
 
 all: test
 
@@ -47,6 +47,14 @@ staticcheck: $(STATICCHECK)
 ## bench: the decorator's overhead per record (BenchmarkBare vs BenchmarkIdempotent).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./middleware/...
+
+## bench-peer: one SQS workload through Powertools for AWS Lambda
+## (TypeScript, the pinned packages) and through sqsonce, alternately, on one
+## moto_server behind a proxy adding 5 ms per DynamoDB call; prints ratios.
+## Not part of make test.
+BENCHPEER_FLAGS ?=
+bench-peer: $(PTNODE)
+	$(GO) run ./internal/cmd/benchpeer -driver $(PTDIR) $(BENCHPEER_FLAGS)
 
 ## fuzz: key extraction and canonicalisation, for FUZZTIME (default 30s).
 FUZZTIME ?= 30s

@@ -78,23 +78,30 @@ func Available(dir string) error {
 
 // Run runs the driver in dir (the testdata folder) with req.
 func Run(ctx context.Context, dir string, req Request) (Report, error) {
+	cmd := exec.CommandContext(ctx, "node", "driver.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_NAME=pt-interop", "POWERTOOLS_IDEMPOTENCY_DISABLED=false")
+	return RunProcess(cmd, req)
+}
+
+// RunProcess runs cmd, a program that speaks the driver's protocol: req as
+// JSON on its standard input, a [Report] as JSON on its standard output.
+// The report's Usage is the process's own.
+func RunProcess(cmd *exec.Cmd, req Request) (Report, error) {
 	in, err := json.Marshal(req)
 	if err != nil {
 		return Report{}, err
 	}
-	cmd := exec.CommandContext(ctx, "node", "driver.mjs")
-	cmd.Dir = dir
 	cmd.Stdin = bytes.NewReader(in)
-	cmd.Env = append(os.Environ(), "AWS_REGION=us-east-1", "POWERTOOLS_IDEMPOTENCY_DISABLED=false", "AWS_LAMBDA_FUNCTION_NAME=pt-interop")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		return Report{}, fmt.Errorf("ptinterop: node driver.mjs: %w\nstderr:\n%s", err, stderr.String())
+		return Report{}, fmt.Errorf("ptinterop: %s: %w\nstderr:\n%s", cmd.Path, err, stderr.String())
 	}
 	var rep Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		return Report{}, fmt.Errorf("ptinterop: driver report %q: %w\nstderr:\n%s", stdout.String(), err, stderr.String())
+		return Report{}, fmt.Errorf("ptinterop: report of %s %q: %w\nstderr:\n%s", cmd.Path, stdout.String(), err, stderr.String())
 	}
 	rep.Usage.Elapsed = time.Since(start)
 	rep.Usage.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
