@@ -517,3 +517,86 @@ func TestMissingKey(t *testing.T) {
 		t.Errorf("sqsonce: failures %v, error %v, ran %v; want a *KeyError and nothing run", resp.BatchItemFailures, s.result(msg.MessageId).err, s.ran)
 	}
 }
+
+// TestPowertoolsLateCompletion: the lease-owner fence is sqsonce's alone.
+// Powertools completes with an unconditional UpdateItem, so a Powertools
+// worker whose lease passed while its handler ran overwrites the result of
+// the sqsonce worker that took the key over.
+func TestPowertoolsLateCompletion(t *testing.T) {
+	tb := newTable(t)
+	key := "k-" + rand.Text()
+	slow := message(key, nil, `"powertools"`)
+	type outcome struct {
+		rep ptinterop.Report
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		rep, err := ptinterop.Run(ctx, driverDir, ptinterop.Request{
+			Endpoint: tb.endpoint, Table: tb.name, KeyPrefix: keyPrefix, EventKeyJMESPath: keyJMESPath,
+			RemainingMs: 1, ModelMs: 5000, Events: []events.SQSEvent{{Records: []events.SQSMessage{slow}}},
+		})
+		done <- outcome{rep, err}
+	}()
+
+	g, err := idempotency.New(idempotency.Config{Store: tb.store, Namespace: keyPrefix, Format: idempotency.FormatPowertoolsTypeScript})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := jmespath.MustKey(keyJMESPath)(slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := g.KeyID(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func() string {
+		out, err := tb.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+			TableName: aws.String(tb.name), Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}}, ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := out.Item["status"].(*types.AttributeValueMemberS)
+		if st == nil {
+			return ""
+		}
+		return st.Value
+	}
+	for deadline := time.Now().Add(time.Minute); status() != "INPROGRESS"; {
+		select {
+		case o := <-done:
+			t.Fatalf("the Powertools driver ended before its claim was seen: %+v %v", o.rep, o.err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no Powertools claim within a minute")
+		}
+	}
+
+	// Its lease (1 ms) has passed: sqsonce takes over and completes.
+	again := message(key, nil, `"sqsonce"`)
+	s := newSqsonce(t, tb, withClock(time.Second))
+	if resp := s.run(t, again); len(resp.BatchItemFailures) != 0 || !sameJSON(t, s.result(again.MessageId).val, `"sqsonce"`) {
+		t.Fatalf("sqsonce did not take over: %v, %v", resp.BatchItemFailures, s.result(again.MessageId))
+	}
+	select {
+	case <-done:
+		t.Fatal("the Powertools handler finished before sqsonce completed: the machine is too slow for this test's 5 s model call")
+	default:
+	}
+	o := <-done
+	if o.err != nil || o.rep.Events[0].Records[0].Status != "success" {
+		t.Fatalf("Powertools: %+v %v", o.rep, o.err)
+	}
+	// Powertools' late completion replaced sqsonce's result.
+	check := message(key, nil, `"third"`)
+	s = newSqsonce(t, tb)
+	s.run(t, check)
+	if r := s.result(check.MessageId); s.didRun(check.MessageId) || !sameJSON(t, r.val, `"powertools"`) {
+		t.Errorf("replay after both completed: %#v (%v), want Powertools' late result", r.val, r.err)
+	}
+}
