@@ -166,22 +166,22 @@ func workload(round, batches int) []phase {
 
 // tally adds up one side's measurements.
 type tally struct {
-	records  int
-	cpu      time.Duration
-	maxRSS   int64
-	newBatch []float64 // ms of each batch of new keys
-	calls    map[string]int
-	records_ map[string]int // records per phase
-	failures map[string]int
-	unique   map[string]int
-	dups     map[string]int
-	startCPU time.Duration // CPU of processes that ran no event: start-up and exit
-	starts   int           // processes that ran events
-	idles    int           // processes that ran no event
+	records      int
+	cpu          time.Duration
+	maxRSS       int64
+	newBatch     []float64 // ms of each batch of new keys
+	calls        map[string]int
+	phaseRecords map[string]int // records per phase
+	failures     map[string]int
+	unique       map[string]int
+	dups         map[string]int
+	startCPU     time.Duration // CPU of processes that ran no event: start-up and exit
+	starts       int           // processes that ran events
+	idles        int           // processes that ran no event
 }
 
 func newTally() *tally {
-	return &tally{calls: map[string]int{}, records_: map[string]int{}, failures: map[string]int{}, unique: map[string]int{}, dups: map[string]int{}}
+	return &tally{calls: map[string]int{}, phaseRecords: map[string]int{}, failures: map[string]int{}, unique: map[string]int{}, dups: map[string]int{}}
 }
 
 func bench(driver string, rounds, batches int, model, latency time.Duration) error {
@@ -251,7 +251,7 @@ func bench(driver string, rounds, batches int, model, latency time.Duration) err
 				t.cpu += rep.Usage.CPU
 				t.maxRSS = max(t.maxRSS, rep.Usage.MaxRSS)
 				t.calls[ph.name] += total(ops)
-				t.records_[ph.name] += n
+				t.phaseRecords[ph.name] += n
 				t.unique[ph.name] += ph.unique
 				t.dups[ph.name] += ph.dups
 				for _, ev := range rep.Events {
@@ -304,7 +304,7 @@ func report(w io.Writer, rounds, batches int, model, latency time.Duration, pt, 
 		return (float64(t.cpu.Milliseconds()) - start(t)*float64(t.starts)) * 1000 / float64(t.records)
 	}
 	rss := func(t *tally) float64 { return float64(t.maxRSS) / (1 << 20) }
-	rate := func(t *tally, ph string) float64 { return float64(t.calls[ph]) / float64(t.records_[ph]) }
+	rate := func(t *tally, ph string) float64 { return float64(t.calls[ph]) / float64(t.phaseRecords[ph]) }
 	// A duplicate's own round trips: the phase's calls less those of its
 	// new keys, at the rate of the new phase.
 	dup := func(t *tally) float64 {
