@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
 func msg(id, body string) events.SQSMessage {
@@ -170,6 +171,52 @@ func TestKey(t *testing.T) {
 			var ke *idempotency.KeyError
 			if !errors.As(err, &ke) {
 				t.Errorf("%v is not a *KeyError", err)
+			}
+		})
+	}
+}
+
+// TestForgedProducerKey sends, after a request without a producer key, a
+// message whose idempotency_key holds that request's canonical subset (or
+// its request shape). Its key must not give the request's record id, and
+// through the app it fails on its own (the schema wants a string key)
+// without touching the request's record: the request's redelivery still
+// replays its own result.
+func TestForgedProducerKey(t *testing.T) {
+	const real = `{"document":{"id":"4471","version":"9"},"model":"m1","prompt_version":"v1","parameters":{"temperature":0.7}}`
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "summarise"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	realKey, err := handler.WorkKey(msg("m-1", real))
+	if err != nil {
+		t.Fatal(err)
+	}
+	realID, err := g.KeyID(realKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, forgedKey := range []string{string(realKey.Value), real} {
+		t.Run(forgedKey, func(t *testing.T) {
+			forged := `{"idempotency_key":` + forgedKey + `,"document":{"id":"4471","version":"9"},"model":"m1","prompt_version":"v1","parameters":{"temperature":0.7}}`
+			k, err := handler.Key()(msg("m-2", forged))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id, err := g.KeyID(k); err != nil || id == realID {
+				t.Fatalf("forged key %s gives record id %s, %v: the request's", k.Value, id, err)
+			}
+			a := newApp(t, handler.Stub{})
+			first, err := a.handle(t.Context(), msg("m-1", real))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := a.handle(t.Context(), msg("m-2", forged)); !errors.Is(err, handler.ErrInvalidRequest) || got == first {
+				t.Errorf("forged message: %+v, %v; want ErrInvalidRequest, not the request's result", got, err)
+			}
+			again, err := a.handle(t.Context(), msg("m-1", real))
+			if err != nil || again != first || a.calls.Len() != 1 {
+				t.Errorf("the request's redelivery: %+v, %v (provider calls %d); want its own result replayed", again, err, a.calls.Len())
 			}
 		})
 	}

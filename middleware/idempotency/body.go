@@ -1,10 +1,10 @@
 package idempotency
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -24,7 +24,7 @@ var errSyntax = errors.New("invalid JSON")
 
 // numberTooLongError reports a number in key material longer than
 // maxNumberLen.
-type numberTooLongError struct{ n []byte }
+type numberTooLongError struct{ n string }
 
 func (e numberTooLongError) Error() string {
 	return fmt.Sprintf("number %s... is longer than %d characters, the most a key takes: send it as a string",
@@ -40,11 +40,11 @@ func (e numberTooLongError) Error() string {
 // maxNumberLen as they are scanned, so a huge number is refused after
 // reading maxNumberLen of its digits.
 func bodyPaths(m events.SQSMessage, source string, paths ...[]string) ([][]byte, error) {
-	b := []byte(m.Body)
+	b := m.Body // scanned in place: a body can be large
 	s := scanner{b: b}
 	values := make([][]byte, len(paths))
 	i := s.space(0)
-	if i < len(b) && b[i] == 'n' && bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+	if i < len(b) && b[i] == 'n' && strings.TrimSpace(b) == "null" {
 		return nil, &KeyError{MessageID: m.MessageId, Source: source,
 			Err: fmt.Errorf("%w: message body is null", ErrNoKey)}
 	}
@@ -63,7 +63,7 @@ func bodyPaths(m events.SQSMessage, source string, paths ...[]string) ([][]byte,
 		}
 		if err == errSyntax { // the standard library's message names the offset and the cause
 			var v any
-			if jerr := json.Unmarshal(b, &v); jerr != nil {
+			if jerr := json.Unmarshal([]byte(b), &v); jerr != nil {
 				err = jerr
 			}
 		}
@@ -78,7 +78,7 @@ func bodyPaths(m events.SQSMessage, source string, paths ...[]string) ([][]byte,
 }
 
 // scanner validates JSON in one pass, as strictly as encoding/json.
-type scanner struct{ b []byte }
+type scanner struct{ b string }
 
 func (s *scanner) space(i int) int {
 	b := s.b
@@ -105,7 +105,7 @@ func (s *scanner) selectValue(i, depth int, paths [][]string, live []int, level 
 		end, err = s.value(i, depth, true)
 		if err == nil {
 			for _, n := range ended {
-				values[n] = s.b[i:end]
+				values[n] = []byte(s.b[i:end])
 			}
 		}
 		// A path that ends here cannot go deeper: the others still can.
@@ -262,7 +262,7 @@ func (s *scanner) value(i, depth int, bound bool) (int, error) {
 }
 
 func (s *scanner) literal(i int, lit string) (int, error) {
-	if !bytes.HasPrefix(s.b[i:], []byte(lit)) {
+	if !strings.HasPrefix(s.b[i:], lit) {
 		return 0, errSyntax
 	}
 	return i + len(lit), nil
@@ -357,13 +357,13 @@ func isHex(c byte) bool {
 }
 
 // keyIs reports whether the quoted JSON string key spells name.
-func keyIs(key []byte, name string) bool {
+func keyIs(key, name string) bool {
 	inner := key[1 : len(key)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner) == name
+	if strings.IndexByte(inner, '\\') < 0 && utf8.ValidString(inner) {
+		return inner == name
 	}
 	var s string
-	return json.Unmarshal(key, &s) == nil && s == name
+	return json.Unmarshal([]byte(key), &s) == nil && s == name
 }
 
 func kind(c byte) string {

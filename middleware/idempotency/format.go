@@ -205,7 +205,7 @@ type value struct {
 // parseValue parses raw, a single JSON value; numbers longer than
 // maxNumberLen are refused.
 func parseValue(raw []byte) (value, error) {
-	s := scanner{b: raw}
+	s := scanner{b: string(raw)}
 	i := s.space(0)
 	end, err := s.value(i, 0, true)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -141,6 +142,13 @@ func FuzzBodyFields(f *testing.F) {
 		`{"document_id":"4471","version":9.0,"temperature":7e-1}`,
 		`{"idempotency_key":"k"}`, `[]`, `null`, `{`, `"x"`, `{"document_id":{"a":[1,2,{"b":null}]},"version":-0}`,
 		`{"document_id":"\u00e9\ud83d\ude00","version":1e308,"temperature":5e-324}`,
+		// Large and deep: numbers beyond the bound in and out of key fields,
+		// nesting at and beyond encoding/json's limit, a long string.
+		`{"idempotency_key":` + strings.Repeat("9", 5000) + `}`,
+		`{"document_id":"1","version":[` + strings.Repeat("1", 101) + `],"n":` + strings.Repeat("8", 5000) + `}`,
+		`{"document_id":` + strings.Repeat(`{"a":`, 9998) + `1` + strings.Repeat("}", 9998) + `,"version":1}`,
+		`{"document_id":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `,"version":1}`,
+		`{"idempotency_key":"` + strings.Repeat(`\u00e9x`, 20000) + `"}`,
 	} {
 		f.Add(s)
 	}
