@@ -54,6 +54,12 @@ type work struct {
 // [idempotency.ErrNoKey]. Any other invalid request fails with an error that
 // wraps [ErrInvalidRequest], before anything is claimed.
 //
+// WorkKey is written by hand rather than composed of the library's
+// selectors ([idempotency.BodyPath], [idempotency.BodyFields]) because it
+// checks the whole request before anything is claimed, treats version 9 and
+// "9" as one, and leaves omitted optional fields out; its keys carry their
+// own selector, [WorkSelector].
+//
 // WorkKey is also the payload the app validates on a reused producer key
 // ([idempotency.Config.Validate]): a key sent again for different work fails
 // with [idempotency.ErrPayloadMismatch].

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
 // selectors are the key functions the domain tests mix: fields, paths and
@@ -230,5 +231,38 @@ func BenchmarkHugeNumber(b *testing.B) {
 				fn(m) //nolint:errcheck // refused or not, the time is measured
 			}
 		})
+	}
+}
+
+// BenchmarkKeyID is a key and its record id, per format: what the guard
+// does for every record before it claims.
+func BenchmarkKeyID(b *testing.B) {
+	m := msg(`{"idempotency_key":"sum-4471-9-7f3c","document":{"id":"4471","version":"9"},"model":"m",` +
+		`"prompt_version":"v1","parameters":{"temperature":0.7,"max_tokens":300},"request_id":"r-81","sent_at":"2026-11-29T10:00:00Z"}`)
+	for _, format := range []idempotency.Format{idempotency.FormatNative, idempotency.FormatPowertoolsPython, idempotency.FormatPowertoolsTypeScript} {
+		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns", Format: format})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			fn   idempotency.KeyFunc
+		}{
+			{"field", idempotency.BodyField("idempotency_key")},
+			{"subset", idempotency.BodyFields("document", "model", "prompt_version", "parameters")},
+		} {
+			b.Run(format.String()+"/"+tc.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					k, err := tc.fn(m)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := g.KeyID(k); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

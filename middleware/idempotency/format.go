@@ -158,34 +158,57 @@ func (f Format) Spell(k Key) ([]byte, error) {
 // nativeMaterial is the canonical JSON (RFC 8785) of
 // {"selector": k.Selector, "value": k.Value}.
 func nativeMaterial(k Key) ([]byte, error) {
-	v, err := parseValue(k.Value)
+	if err := exactNumbers(k.Value); err != nil {
+		return nil, err
+	}
+	value, err := jcs.Transform(k.Value)
 	if err != nil {
 		return nil, err
 	}
-	if err := v.exactNumbers(); err != nil {
-		return nil, err
-	}
-	sel, err := json.Marshal(k.Selector)
-	if err != nil {
-		return nil, err
-	}
-	doc := make([]byte, 0, len(sel)+len(k.Value)+24)
-	doc = append(append(append(doc, `{"selector":`...), sel...), `,"value":`...)
-	doc = append(append(doc, k.Value...), '}')
-	return jcs.Transform(doc)
+	// RFC 8785 orders the two members by name and writes strings as
+	// JavaScript does, so the document is built as is.
+	doc := make([]byte, 0, len(k.Selector)+len(value)+24)
+	doc = appendJSString(append(doc, `{"selector":`...), []rune(k.Selector))
+	doc = append(append(append(doc, `,"value":`...), value...), '}')
+	return doc, nil
 }
 
 // canonicalJSON is RFC 8785's canonical form of raw, refusing numbers that a
 // double cannot hold exactly (see exactNumber).
 func canonicalJSON(raw []byte) ([]byte, error) {
-	v, err := parseValue(raw)
-	if err != nil {
-		return nil, err
-	}
-	if err := v.exactNumbers(); err != nil {
+	if err := exactNumbers(raw); err != nil {
 		return nil, err
 	}
 	return jcs.Transform(raw)
+}
+
+// exactNumbers validates raw, a single JSON value with no number longer
+// than maxNumberLen, and returns an error for the first number the native
+// format could confuse with another (see exactNumber).
+func exactNumbers(raw []byte) error {
+	s := scanner{b: string(raw)}
+	end, err := s.value(s.space(0), 0, true)
+	if err != nil {
+		return err
+	}
+	if s.space(end) != len(s.b) {
+		return errSyntax
+	}
+	for i := 0; i < len(s.b); {
+		switch c := s.b[i]; {
+		case c == '"':
+			i, _ = s.str(i)
+		case c == '-' || (c >= '0' && c <= '9'):
+			end, _ := s.number(i, true)
+			if err := exactNumber(s.b[i:end]); err != nil {
+				return err
+			}
+			i = end
+		default:
+			i++
+		}
+	}
+	return nil
 }
 
 // value is a parsed JSON value, keeping what the formats need: numbers as
@@ -347,28 +370,6 @@ func skipSpace(b []byte, i int) int {
 
 // maxExactInt is 2^53: every integer up to it in magnitude is a double.
 const maxExactInt = 1 << 53
-
-// exactNumbers returns an error for the first number in v that the native
-// format could confuse with another (see exactNumber).
-func (v value) exactNumbers() error {
-	switch v.kind {
-	case '0':
-		return exactNumber(string(v.num))
-	case '[':
-		for _, e := range v.arr {
-			if err := e.exactNumbers(); err != nil {
-				return err
-			}
-		}
-	case '{':
-		for _, e := range v.vals {
-			if err := e.exactNumbers(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
 
 // exactNumber refuses a number by a rule that depends on how it is written,
 // not on its value's luck: an integer (no fraction, no exponent) beyond

@@ -1,9 +1,15 @@
 package idempotency_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/gowebpki/jcs"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -89,6 +95,50 @@ func TestFormatSpelling(t *testing.T) {
 		}
 		if got, err := idempotency.FormatPowertoolsTypeScript.Spell(k); err != nil || string(got) != tc.typescript {
 			t.Errorf("TypeScript spelling of %s = %s, %v; want %s", tc.value, got, err, tc.typescript)
+		}
+	}
+}
+
+// TestFormatDoMaterial: Do's material is hashed as given by the native
+// format; a Powertools format needs it to be JSON, and fails the call with a
+// *KeyError (never running the operation) when it is not.
+func TestFormatDoMaterial(t *testing.T) {
+	for _, tc := range []struct {
+		format idempotency.Format
+		ok     bool
+	}{{idempotency.FormatNative, true}, {idempotency.FormatPowertoolsPython, false}, {idempotency.FormatPowertoolsTypeScript, false}} {
+		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns", Format: tc.format, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := false
+		_, err = idempotency.Do(t.Context(), g, []byte("order-1"), func(context.Context) (int, error) { ran = true; return 1, nil })
+		var ke *idempotency.KeyError
+		if tc.ok != (err == nil) || tc.ok != ran || (!tc.ok && !errors.As(err, &ke)) || (g.ID([]byte("order-1")) != "") == !tc.ok {
+			t.Errorf("%v: Do of non-JSON material: ran %v, %v; ID %q", tc.format, ran, err, g.ID([]byte("order-1")))
+		}
+	}
+}
+
+// TestNativeMaterialIsRFC8785: the native material, built member by member,
+// is what RFC 8785 makes of {"selector": …, "value": …}, for selectors that
+// need escapes.
+func TestNativeMaterialIsRFC8785(t *testing.T) {
+	for _, sel := range []string{`body ["idempotency_key"]`, "body fields", `a"b\c`, "<&>", "tab\tnl\n\x01", "é😀", "\u2028"} {
+		for _, value := range []string{`"k"`, `{"b":[1,2.50,{"z":null,"a":true}],"a":"\u00e9"}`, `1e2`} {
+			k := idempotency.Key{Selector: sel, Value: []byte(value)}
+			got, err := idempotency.FormatNative.Spell(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc, _ := json.Marshal(map[string]any{"selector": sel, "value": json.RawMessage(value)})
+			want, err := jcs.Transform(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("selector %q, value %s:\n got %s\nwant %s", sel, value, got, want)
+			}
 		}
 	}
 }

@@ -86,7 +86,8 @@ func (g *Guard) KeyID(k Key) (string, error) {
 // key, a [*StoreError] when the store fails (fn is then not run), a
 // [*PanicError] when fn panics, and fn's own error when it fails; after a
 // failure or a panic the claim is released so that a retry can run fn.
-// An empty key is an error wrapping [ErrNoKey].
+// An empty key is an error wrapping [ErrNoKey]. With a Powertools
+// [Format] the key must be a JSON value (see [Guard.ID]).
 func Do[T any](ctx context.Context, g *Guard, key []byte, fn func(context.Context) (T, error)) (T, error) {
 	return do(ctx, g, call{key: Key{Value: key}, source: "Do"}, fn)
 }
@@ -94,8 +95,9 @@ func Do[T any](ctx context.Context, g *Guard, key []byte, fn func(context.Contex
 // DoPayload is [Do] with payload validation: the digest of payload is stored
 // with the record, and a later call with the same key and a different payload
 // fails with [ErrPayloadMismatch] instead of returning the other payload's
-// result. The payload is hashed as given: pass the canonical subset that
-// defines the work ([JSONKey], [BodyFields]), not a raw message body, whose
+// result. The payload is hashed as [Guard.ID] hashes key material: pass the
+// canonical subset that
+// defines the work ([JSONKey]), not a raw message body, whose
 // timestamps and request ids would make every re-send a mismatch.
 func DoPayload[T any](ctx context.Context, g *Guard, key, payload []byte, fn func(context.Context) (T, error)) (T, error) {
 	return do(ctx, g, call{key: Key{Value: key}, payload: Key{Value: payload}, validate: true, source: "Do"}, fn)

@@ -17,10 +17,12 @@ import (
 // be the broker's message id. A KeyFunc returns an error wrapping [ErrNoKey]
 // when the message carries no key.
 //
-// A KeyFunc hands the format the value as the message spells it; the format
-// spells it for hashing. (Before v0.x of this package a KeyFunc returned
-// canonical bytes; write your own as
-// func(m events.SQSMessage) (idempotency.Key, error) returning [KeyOf].)
+// A KeyFunc hands the format the value as the message spells it, and the
+// format spells it for hashing: the Powertools formats need the original
+// spelling. (A KeyFunc used to return canonical bytes; the project is
+// pre-1.0. Write your own as a func(events.SQSMessage) (Key, error) that
+// returns [KeyOf] with a selector of its own.) Package jmespath makes
+// KeyFuncs from JMESPath expressions.
 type KeyFunc func(events.SQSMessage) (Key, error)
 
 // BodyField returns a KeyFunc that takes the key from one top-level field of

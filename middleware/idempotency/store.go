@@ -34,7 +34,7 @@ const (
 // Record is one idempotency record: the claim on a key and, once the operation
 // completed, its result.
 type Record struct {
-	// Key is the record's id: "{namespace}#{hex digest of the key material}".
+	// Key is the record's id: "{namespace}#{digest}" (see [Format]).
 	Key string
 	// Status is INPROGRESS while a worker holds the lease, COMPLETED after.
 	Status Status

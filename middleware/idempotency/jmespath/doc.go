@@ -19,8 +19,8 @@
 // A selection that is null, "", an empty array or object, or an array or
 // object whose values are all null is no key: the key function returns a
 // [*idempotency.KeyError] wrapping [idempotency.ErrNoKey] and the message
-// fails. Powertools' default (throwOnNoIdempotencyKey / raise_on_no_idempotency_key
-// off) runs such a message without idempotency instead.
+// fails. Powertools TypeScript's default (throwOnNoIdempotencyKey false)
+// runs a message whose selection is null without idempotency instead.
 //
 // # Numbers and object keys
 //

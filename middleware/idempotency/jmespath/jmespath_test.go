@@ -3,14 +3,17 @@ package jmespath_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
 func gz(t *testing.T, s string) string {
@@ -141,5 +144,30 @@ func TestKeyErrors(t *testing.T) {
 	_, err := jmespath.MustKey(`powertools_base64_gzip(body)`)(events.SQSMessage{Body: bomb})
 	if err == nil || !strings.Contains(err.Error(), "inflated") {
 		t.Errorf("a gzip body inflating beyond the bound: %v", err)
+	}
+}
+
+// TestValidateSpelling: as a validation selector, an amount re-sent as 10.0
+// instead of 10 is the same payload in the native format and a different
+// one in Powertools Python's (json.dumps writes 10 and 10.0), as in Python.
+func TestValidateSpelling(t *testing.T) {
+	for _, tc := range []struct {
+		format   idempotency.Format
+		mismatch bool
+	}{{idempotency.FormatNative, false}, {idempotency.FormatPowertoolsPython, true}, {idempotency.FormatPowertoolsTypeScript, false}} {
+		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns", Format: tc.format,
+			Validate: jmespath.MustKey(`powertools_json(body).amount`), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := idempotency.Wrap(g, jmespath.MustKey(`powertools_json(body).id`),
+			func(context.Context, events.SQSMessage) (int, error) { return 1, nil })
+		if _, err := h(t.Context(), events.SQSMessage{MessageId: "m-1", Body: `{"id":"k","amount":10}`}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = h(t.Context(), events.SQSMessage{MessageId: "m-2", Body: `{"id":"k","amount":10.0}`})
+		if errors.Is(err, idempotency.ErrPayloadMismatch) != tc.mismatch {
+			t.Errorf("%v: amount 10 then 10.0: %v; want mismatch %v", tc.format, err, tc.mismatch)
+		}
 	}
 }
