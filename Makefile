@@ -9,6 +9,8 @@ STATICCHECK_VERSION := v0.8.2
 RIE_VERSION         := v0.0.0-20261030222936-bef5c4ba774d
 STATICCHECK         := $(TOOLS)/staticcheck
 RIE                 := $(TOOLS)/aws-lambda-rie
+PTDIR               := internal/ptinterop/testdata
+PTNODE              := $(PTDIR)/node_modules/.package-lock.json
 GOFILES              = $(shell find . \( -path ./infra/node_modules -o -path ./.tools -o -path ./build \) -prune -o -name '*.go' -print)
 
 # The function is built for Lambda's provided.al2023 runtime on Graviton.
@@ -16,7 +18,7 @@ LAMBDA_GOOS   := linux
 LAMBDA_GOARCH := arm64
 EVENT         ?= events/duplicate-delivery.json
 
-.PHONY: all help help-check test test-go test-infra lint fmt vet staticcheck bench fuzz build demo invoke synth diff deploy tools clean
+.PHONY: all help help-check test test-go test-infra lint fmt vet staticcheck bench bench-peer fuzz build demo invoke synth diff deploy tools clean
 
 ## all: the default target: the same as test.
 all: test
@@ -39,7 +41,7 @@ help-check:
 test: lint test-go test-infra
 
 ## test-go: every Go test of the root module with the race detector.
-test-go: $(RIE)
+test-go: $(RIE) $(PTNODE)
 	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -timeout 20m ./...
 
 ## test-infra: infra's tests: CDK synth assertions and cfn-lint on the templates.
@@ -66,6 +68,11 @@ staticcheck: $(STATICCHECK)
 ## bench: measure the decorator's overhead per record (BenchmarkBare vs BenchmarkIdempotent).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./middleware/...
+
+## bench-peer: one SQS workload through Powertools TS (pinned) and sqsonce, alternately, on moto behind a 5 ms proxy; prints ratios (not in test).
+BENCHPEER_FLAGS ?=
+bench-peer: $(PTNODE)
+	$(GO) run ./internal/cmd/benchpeer -driver $(PTDIR) $(BENCHPEER_FLAGS)
 
 # FUZZTIME is how long the fuzzer runs.
 FUZZTIME ?= 30s
@@ -101,6 +108,13 @@ synth diff deploy: build
 
 ## tools: install the pinned staticcheck and Lambda RIE into .tools/.
 tools: $(STATICCHECK) $(RIE)
+
+# Powertools for AWS Lambda (TypeScript), exactly as package-lock.json pins
+# it, for the interop tests and bench-peer.
+$(PTNODE): $(PTDIR)/package.json $(PTDIR)/package-lock.json
+	@if command -v npm >/dev/null 2>&1 || [ "$$CI" = true ]; then \
+	  cd $(PTDIR) && npm ci --no-audit --no-fund; \
+	else echo "warning: npm not found: the Powertools interop tests will be skipped (they fail under CI=true)" >&2; fi
 
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

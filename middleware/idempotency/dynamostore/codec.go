@@ -10,7 +10,9 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -114,10 +116,10 @@ func numberAttr(v types.AttributeValue) (int64, error) {
 	return int64(f), nil
 }
 
-// decodeData returns the stored result as JSON: a JSON string (this store,
-// and Powertools for Python, Java and .NET), gzip-compressed binary or base64
-// (this store, flagged), or a native DynamoDB value (Powertools for
-// TypeScript), converted to JSON.
+// decodeData returns the stored result as JSON, read in the store's data
+// format (see [DataFormat]). A value the format cannot have written is an
+// error naming both formats: a record written in the other format is never
+// decoded as if it were in this one.
 func (s *Store) decodeData(item map[string]types.AttributeValue) ([]byte, error) {
 	a := s.attrs
 	if b, ok := item[a.DataOmitted].(*types.AttributeValueMemberBOOL); ok && b.Value {
@@ -127,7 +129,14 @@ func (s *Store) decodeData(item map[string]types.AttributeValue) ([]byte, error)
 	if !ok {
 		return nil, nil
 	}
-	switch enc := stringAttr(item[a.DataEncoding]); enc {
+	enc := stringAttr(item[a.DataEncoding])
+	if s.format == DataPowertoolsTypeScript {
+		if enc != "" {
+			return nil, &FormatError{Have: DataJSON, Want: s.format, Detail: fmt.Sprintf("%s is %q", a.DataEncoding, enc)}
+		}
+		return nativeJSON(v)
+	}
+	switch enc {
 	case "":
 	case encodingGzip:
 		var z []byte
@@ -146,18 +155,22 @@ func (s *Store) decodeData(item map[string]types.AttributeValue) ([]byte, error)
 	default:
 		return nil, fmt.Errorf("unknown encoding %q", enc)
 	}
-	if v, ok := v.(*types.AttributeValueMemberB); ok {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberB:
 		// A result that is not valid UTF-8, stored as written.
 		return v.Value, nil
-	}
-	if v, ok := v.(*types.AttributeValueMemberS); ok {
-		if json.Valid([]byte(v.Value)) {
-			return []byte(v.Value), nil
+	case *types.AttributeValueMemberS:
+		if !json.Valid([]byte(v.Value)) {
+			return nil, &FormatError{Have: DataPowertoolsTypeScript, Want: s.format, Detail: "a string that is not JSON text"}
 		}
-		// Not JSON text: a string result stored natively (Powertools for
-		// TypeScript).
-		return json.Marshal(v.Value)
+		return []byte(v.Value), nil
+	default:
+		return nil, &FormatError{Have: DataPowertoolsTypeScript, Want: s.format, Detail: "a value of type " + attrType(v)}
 	}
+}
+
+// nativeJSON converts a value in DynamoDB's native types to JSON.
+func nativeJSON(v types.AttributeValue) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := writeJSON(&buf, v); err != nil {
 		return nil, err
@@ -166,6 +179,131 @@ func (s *Store) decodeData(item map[string]types.AttributeValue) ([]byte, error)
 		return nil, errors.New("stored value does not convert to valid JSON")
 	}
 	return buf.Bytes(), nil
+}
+
+// attrType names the DynamoDB type of v as DynamoDB spells it.
+func attrType(v types.AttributeValue) string {
+	switch v.(type) {
+	case *types.AttributeValueMemberS:
+		return "S"
+	case *types.AttributeValueMemberN:
+		return "N"
+	case *types.AttributeValueMemberB:
+		return "B"
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL"
+	case *types.AttributeValueMemberNULL:
+		return "NULL"
+	case *types.AttributeValueMemberM:
+		return "M"
+	case *types.AttributeValueMemberL:
+		return "L"
+	case *types.AttributeValueMemberSS:
+		return "SS"
+	case *types.AttributeValueMemberNS:
+		return "NS"
+	case *types.AttributeValueMemberBS:
+		return "BS"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// encodeData is the stored form of a result that is stored plain (not
+// compressed): S holding its JSON text, or, in [DataPowertoolsTypeScript],
+// its value in DynamoDB's native types.
+func (s *Store) encodeData(data []byte) (types.AttributeValue, error) {
+	if s.format == DataPowertoolsTypeScript {
+		return nativeValue(data)
+	}
+	if !utf8.Valid(data) {
+		if s.format == DataPowertoolsPython {
+			return nil, errors.New("the result is not valid UTF-8, which Powertools for Python cannot read")
+		}
+		return &types.AttributeValueMemberB{Value: data}, nil
+	}
+	return attrS(string(data)), nil
+}
+
+// nativeValue converts a JSON document to DynamoDB's native types, as the
+// AWS SDK for JavaScript's marshall does: objects to M, arrays to L,
+// strings to S, numbers to N (as written), true and false to BOOL, null to
+// NULL.
+func nativeValue(data []byte) (types.AttributeValue, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return nil, fmt.Errorf("the result is not JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("the result is not one JSON value")
+	}
+	return toNative(x)
+}
+
+func toNative(x any) (types.AttributeValue, error) {
+	switch x := x.(type) {
+	case nil:
+		return &types.AttributeValueMemberNULL{Value: true}, nil
+	case bool:
+		return &types.AttributeValueMemberBOOL{Value: x}, nil
+	case string:
+		return attrS(x), nil
+	case json.Number:
+		if err := dynamoNumber(string(x)); err != nil {
+			return nil, err
+		}
+		return &types.AttributeValueMemberN{Value: string(x)}, nil
+	case []any:
+		l := make([]types.AttributeValue, len(x))
+		for i, e := range x {
+			v, err := toNative(e)
+			if err != nil {
+				return nil, err
+			}
+			l[i] = v
+		}
+		return &types.AttributeValueMemberL{Value: l}, nil
+	case map[string]any:
+		m := make(map[string]types.AttributeValue, len(x))
+		for k, e := range x {
+			v, err := toNative(e)
+			if err != nil {
+				return nil, err
+			}
+			m[k] = v
+		}
+		return &types.AttributeValueMemberM{Value: m}, nil
+	}
+	return nil, fmt.Errorf("unexpected JSON value %T", x) // not reached: Decode makes only the types above
+}
+
+// dynamoNumber checks that a JSON number fits DynamoDB's number type: at
+// most 38 significant digits, magnitude from 1E-130 to below 1E+126.
+func dynamoNumber(n string) error {
+	mant, exp, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(n, "-")), "e")
+	e := 0
+	if exp != "" {
+		var err error
+		if e, err = strconv.Atoi(exp); err != nil {
+			return fmt.Errorf("number %s: exponent out of range", n)
+		}
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	if digits == "" {
+		return nil // zero
+	}
+	// The value is 0.digits × 10^mag.
+	mag := e + len(whole) - (len(whole+frac) - len(digits))
+	digits = strings.TrimRight(digits, "0")
+	if len(digits) > 38 {
+		return fmt.Errorf("number %s has more than 38 significant digits, the most DynamoDB stores", n)
+	}
+	if mag > 126 || mag < -129 {
+		return fmt.Errorf("number %s is outside the range DynamoDB stores (1E-130 to 9.9…9E+125)", n)
+	}
+	return nil
 }
 
 // writeJSON writes a native DynamoDB value as JSON: numbers as written,

@@ -21,7 +21,8 @@
 //	status                  S     INPROGRESS or COMPLETED
 //	expiration              N     epoch seconds (TTL)
 //	in_progress_expiration  N     epoch milliseconds: the lease's end
-//	data                    S     the result, JSON (B when compressed)
+//	data                    S     the result, JSON text (B when compressed);
+//	                              native types with DataPowertoolsTypeScript
 //	validation              S     payload digest, when validation is on
 //	lease_owner             S     the lease owner token (sqsonce only)
 //	data_encoding           S     "gzip" when data is compressed (sqsonce only)
@@ -87,15 +88,28 @@
 //
 // # Powertools compatibility
 //
-// Records written by Powertools for AWS Lambda are read as they are: data
-// as a JSON string (Python, Java, .NET) or as a native map, list or value
-// (TypeScript), converted to JSON; in_progress_expiration left on completed
-// records is ignored. Such records have no lease owner, and this store never
-// writes one without: so a Powertools record can be taken over by Acquire
-// once its lease or expiry has passed, like any other, but never completed
-// or released by a worker that did not claim it. Powertools cannot read a
-// result this store compressed; keep WithCompressAbove above your results if
-// both read the same keys.
+// [WithDataFormat] sets how the data attribute holds a result, for the
+// table's other writer: [DataJSON] (the default: S holding JSON text,
+// compressed above [WithCompressAbove]), [DataPowertoolsPython] (S holding
+// JSON text, as Powertools for Python writes it, never compressed) or
+// [DataPowertoolsTypeScript] (native DynamoDB types, as Powertools for
+// TypeScript's marshall writes them, never compressed). The format is
+// configured, never guessed from a value: the items carry no mark of their
+// format, so data the configured format cannot have written (a map read as
+// JSON text, an S that is not JSON text, a compressed result read as
+// native) fails with a [*FormatError] naming both formats, while data that
+// both formats could have written (an S holding JSON text) is read as the
+// configured format says. Configure every writer of a key alike.
+//
+// in_progress_expiration left on completed records is ignored. Records
+// Powertools wrote have no lease owner, and this store never writes one
+// without: so a Powertools record can be taken over by Acquire once its
+// lease or expiry has passed, like any other, but never completed or
+// released by a worker that did not claim it. Powertools neither checks nor
+// keeps the lease owner: its claim of a record whose lease has passed
+// replaces the item, after which this store's completion of the old claim
+// fails with [idempotency.ErrLeaseLost]. Powertools cannot read a
+// compressed result, which is why the Powertools formats never compress.
 //
 // # Errors
 //

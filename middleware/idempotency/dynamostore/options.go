@@ -75,7 +75,9 @@ type options struct {
 	attrs         Attributes
 	logger        *slog.Logger
 	compressAbove int
+	compressSet   bool // WithCompressAbove was given
 	itemLimit     int
+	format        DataFormat
 }
 
 // WithAttributes sets the attribute names of the records. Empty fields keep
@@ -93,9 +95,11 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithCompressAbove stores results longer than n bytes gzip-compressed.
 // Default [DefaultCompressAbove]; 0 compresses every result. A result is also
-// compressed, whatever n, when it would not fit in the item plain.
+// compressed, whatever n, when it would not fit in the item plain. Only
+// [DataJSON] compresses: New refuses WithCompressAbove with another format,
+// because Powertools cannot read a compressed result.
 func WithCompressAbove(n int) Option {
-	return func(o *options) { o.compressAbove = n }
+	return func(o *options) { o.compressAbove, o.compressSet = n, true }
 }
 
 // WithItemLimit sets the largest item, in bytes, the store writes. Default
@@ -117,8 +121,80 @@ func (o *options) validate() error {
 	if o.compressAbove < 0 {
 		errs = append(errs, fmt.Errorf("dynamostore: WithCompressAbove(%d) is negative", o.compressAbove))
 	}
+	switch o.format {
+	case DataJSON:
+	case DataPowertoolsPython, DataPowertoolsTypeScript:
+		if o.compressSet {
+			errs = append(errs, fmt.Errorf("dynamostore: WithCompressAbove with WithDataFormat(%v): Powertools cannot read a compressed result, so results in its formats are never compressed", o.format))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("dynamostore: unknown data format %d", int(o.format)))
+	}
 	if o.itemLimit <= sizeMargin || o.itemLimit > DefaultItemLimit {
 		errs = append(errs, fmt.Errorf("dynamostore: WithItemLimit(%d) is outside (%d, %d]", o.itemLimit, sizeMargin, DefaultItemLimit))
 	}
 	return errors.Join(errs...)
+}
+
+// DataFormat is how the data attribute holds a result. The item carries no
+// mark of its format, so the store reads every record in the one format it
+// is configured with; set the format of the table's other writer.
+type DataFormat int
+
+const (
+	// DataJSON stores a result as S holding its JSON text, and results
+	// above [WithCompressAbove] gzip-compressed as B, flagged by the
+	// data_encoding attribute. The default.
+	DataJSON DataFormat = iota
+
+	// DataPowertoolsPython stores a result as Powertools for AWS Lambda
+	// (Python) does: S holding its JSON text, never compressed. Use it with
+	// the guard's Powertools Python key format to share a table with it.
+	DataPowertoolsPython
+
+	// DataPowertoolsTypeScript stores a result as Powertools for AWS Lambda
+	// (TypeScript) does, in DynamoDB's native types (the AWS SDK for
+	// JavaScript's marshall): an object as M, an array as L, a string as S,
+	// a number as N, true and false as BOOL, null as NULL; never compressed.
+	// A string result "123" is S "123" and reads back as the string "123".
+	// Use it with the guard's Powertools TypeScript key format to share a
+	// table with it.
+	DataPowertoolsTypeScript
+)
+
+// String names the format as errors report it.
+func (f DataFormat) String() string {
+	switch f {
+	case DataJSON:
+		return "JSON text"
+	case DataPowertoolsPython:
+		return "JSON text (Powertools Python)"
+	case DataPowertoolsTypeScript:
+		return "native DynamoDB types (Powertools TypeScript)"
+	}
+	return fmt.Sprintf("DataFormat(%d)", int(f))
+}
+
+// WithDataFormat sets how results are written and read. Default [DataJSON].
+// A record whose data the format cannot have written is not decoded: its
+// read fails with a [*FormatError], so the delivery fails and is retried
+// instead of replaying a wrong value.
+func WithDataFormat(f DataFormat) Option {
+	return func(o *options) { o.format = f }
+}
+
+// FormatError reports a record whose data is not in the store's data
+// format. Have names the format the data appears to be in.
+type FormatError struct {
+	Have, Want DataFormat
+	Detail     string // what was found, such as "a value of type M"
+}
+
+func (e *FormatError) Error() string {
+	have := e.Have.String()
+	if e.Have == DataJSON {
+		have = "JSON text (sqsonce or Powertools Python)"
+	}
+	return fmt.Sprintf("dynamostore: data is %s: the record was written in %s, the store reads %v (see WithDataFormat)",
+		e.Detail, have, e.Want)
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -198,16 +197,18 @@ func (s *Store) place(ctx context.Context, rec idempotency.Record) placement {
 	}
 	budget := s.itemLimit - sizeMargin - s.completedSize(rec)
 	plainFits := len(rec.Data) <= budget
-	if len(rec.Data) > s.compressAbove || !plainFits {
+	if s.format == DataJSON && (len(rec.Data) > s.compressAbove || !plainFits) {
 		if z := gzipBytes(rec.Data); len(z) < len(rec.Data) && len(z) <= budget {
 			return placement{value: &types.AttributeValueMemberB{Value: z}, encoding: encodingGzip}
 		}
 	}
 	if plainFits {
-		if !utf8.Valid(rec.Data) {
-			return placement{value: &types.AttributeValueMemberB{Value: rec.Data}}
+		v, err := s.encodeData(rec.Data)
+		if err != nil {
+			s.omitted(ctx, rec, budget, fmt.Sprintf("the result cannot be stored in %v: %v", s.format, err))
+			return placement{omitted: true}
 		}
-		return placement{value: attrS(string(rec.Data))}
+		return placement{value: v}
 	}
 	s.omitted(ctx, rec, budget, "the result does not fit in the item, even compressed")
 	return placement{omitted: true}
