@@ -9,6 +9,6 @@
 // When redis-server is not installed or does not start, a test that asks
 // for it fails if the environment variable CI is "true" and is skipped
 // otherwise, with a message saying how to install it (apt-get install
-// redis-server). With SQSONCE_REDIS_ADDR set (host:port), no process is
+// redis-server). With SQSONCE_TEST_REDIS_ADDR set (host:port), no process is
 // started and the tests use that server.
 package redisserver

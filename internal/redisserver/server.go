@@ -20,7 +20,7 @@ const Command = "redis-server"
 
 // EnvAddr names the environment variable that points the tests at an
 // already running Redis server (host:port) instead of starting one.
-const EnvAddr = "SQSONCE_REDIS_ADDR"
+const EnvAddr = "SQSONCE_TEST_REDIS_ADDR"
 
 const (
 	startTimeout = 30 * time.Second

@@ -15,17 +15,24 @@ import (
 // Process is a started server process.
 type Process struct {
 	Name string // for messages, e.g. "redis-server"
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	out  *tail
+	// StopSignal is the signal Stop sends first; default SIGTERM.
+	StopSignal syscall.Signal
+	cmd        *exec.Cmd
+	done       chan struct{} // closed when the process has exited
+	out        *tail
 }
 
 // Start starts cmd in its own process group (killed with the test binary on
-// Linux), collecting the last 8 KiB of its output.
+// Linux), collecting the last 8 KiB of its output. A Credential set in
+// cmd.SysProcAttr is kept.
 func Start(name string, cmd *exec.Cmd) (*Process, error) {
-	p := &Process{Name: name, cmd: cmd, out: &tail{max: 8 << 10}, done: make(chan struct{})}
+	p := &Process{Name: name, cmd: cmd, out: &tail{max: 8 << 10}, done: make(chan struct{}), StopSignal: syscall.SIGTERM}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
-	cmd.SysProcAttr = procAttr()
+	attr := procAttr()
+	if cmd.SysProcAttr != nil {
+		attr.Credential = cmd.SysProcAttr.Credential
+	}
+	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -62,10 +69,10 @@ func (p *Process) WaitReady(timeout time.Duration, ready func() error) error {
 	}
 }
 
-// Stop terminates the process group: SIGTERM, then SIGKILL after 5 s.
+// Stop terminates the process group: StopSignal, then SIGKILL after 5 s.
 func (p *Process) Stop() error {
 	pgid := p.cmd.Process.Pid // Setpgid: the server leads its own group
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	_ = syscall.Kill(-pgid, p.StopSignal)
 	select {
 	case <-p.done:
 		return nil
