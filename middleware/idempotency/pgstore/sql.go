@@ -74,13 +74,23 @@ SELECT EXISTS (SELECT FROM gone),
        (SELECT lease_owner FROM idempotency WHERE id = $1)`
 
 // deleteExpiredSQL deletes up to $1 records past their expiration, oldest
-// first, skipping rows a claim holds locked.
+// first from $2 (NULL: the oldest), skipping rows a claim holds locked, and
+// returns how many it deleted and the latest expiration among them. The
+// next batch starts there, so that it does not walk again the index entries
+// of the rows just deleted (dead until VACUUM). The rows are deleted by
+// their physical address (a TID scan), locked by the same statement: a join
+// on id would make the planner scan the whole table for each batch.
 const deleteExpiredSQL = `
-DELETE FROM idempotency WHERE id IN (
-    SELECT id FROM idempotency WHERE expiration < now()
-    ORDER BY expiration LIMIT $1
-    FOR UPDATE SKIP LOCKED
-)`
+WITH gone AS (
+    DELETE FROM idempotency WHERE ctid = ANY (ARRAY (
+        SELECT ctid FROM idempotency
+        WHERE expiration < now() AND expiration >= COALESCE($2, '-infinity'::timestamptz)
+        ORDER BY expiration LIMIT $1
+        FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING expiration
+)
+SELECT count(*), max(expiration) FROM gone`
 
 // schemaLock serialises concurrent CreateSchema calls (CREATE … IF NOT
 // EXISTS races with itself): a transaction-level advisory lock, held until

@@ -246,25 +246,33 @@ func deref(p *string) string {
 // DeleteExpired deletes the records of the table "idempotency" past their
 // expiration (by the server's clock), batchSize rows per statement, each
 // statement its own transaction, until none is left; it returns how many it
-// deleted. PostgreSQL has no TTL: run it periodically (a scheduled function,
+// deleted. Batches walk the expiration index forward, oldest first, so
+// each costs about the same however many came before. PostgreSQL has no TTL: run it periodically (a scheduled function,
 // pg_cron). Rows locked by a running claim are skipped. It stops at ctx's
 // end, returning what it deleted so far and ctx's error.
 func DeleteExpired(ctx context.Context, db DB, batchSize int) (int64, error) {
 	if batchSize <= 0 {
 		return 0, fmt.Errorf("pgstore: DeleteExpired batch size %d, want > 0", batchSize)
 	}
-	var total int64
+	var (
+		total int64
+		from  *time.Time // where the next batch starts
+	)
 	for {
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
-		tag, err := db.Exec(ctx, deleteExpiredSQL, batchSize)
-		if err != nil {
+		var (
+			n    int64
+			last *time.Time
+		)
+		if err := db.QueryRow(ctx, deleteExpiredSQL, batchSize, from).Scan(&n, &last); err != nil {
 			return total, fmt.Errorf("pgstore: delete expired records: %w", err)
 		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batchSize) {
+		total += n
+		if n < int64(batchSize) {
 			return total, nil
 		}
+		from = last
 	}
 }
