@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -52,7 +51,8 @@ func deps(t *testing.T, main string) []string {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-mod=mod", "-deps", ".")
+	// go test puts its own GOROOT/bin first in PATH.
+	cmd := exec.Command("go", "list", "-mod=mod", "-deps", ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
 	out, err := cmd.CombinedOutput()
