@@ -8,7 +8,8 @@
 //	func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
 //	func TestX(t *testing.T) { url := pg.NewDatabase(t) }
 //
-// The binaries are found with pg_config --bindir, then in PATH. PostgreSQL
+// The binaries are found with pg_config --bindir, then in PATH, then in
+// Debian's /usr/lib/postgresql/{version}/bin. PostgreSQL
 // refuses to run as root: when the tests run as root, initdb and the server
 // run as the user "postgres" (the Debian package creates it), and the
 // temporary directory is given to that user.

@@ -2,6 +2,7 @@ package pgserver
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"fmt"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,7 +105,8 @@ func (s *Server) NewDatabase(t testing.TB) string {
 }
 
 // BinDir returns the directory of the PostgreSQL programs: pg_config
-// --bindir, or the directory of initdb in PATH.
+// --bindir, else the directory of initdb in PATH, else Debian's
+// /usr/lib/postgresql/{version}/bin.
 func BinDir() (string, error) {
 	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
 		dir := strings.TrimSpace(string(out))
@@ -111,11 +114,15 @@ func BinDir() (string, error) {
 			return dir, nil
 		}
 	}
-	p, err := exec.LookPath("initdb")
-	if err != nil {
-		return "", fmt.Errorf("neither pg_config --bindir nor PATH has initdb: %w", err)
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
 	}
-	return filepath.Dir(p), nil
+	// Debian and Ubuntu keep the server's programs out of PATH.
+	if found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(found) > 0 {
+		slices.Sort(found) // the latest major version last (while they have two digits)
+		return filepath.Dir(found[len(found)-1]), nil
+	}
+	return "", errors.New("no initdb in pg_config --bindir, PATH or /usr/lib/postgresql/*/bin")
 }
 
 func (s *Server) start() {

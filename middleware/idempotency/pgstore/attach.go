@@ -104,6 +104,10 @@ func (s *Store) completeWith(ctx context.Context, rec idempotency.Record, stmts 
 			return storeError("complete", rec.Key, fmt.Errorf("pgstore: read the record after its completion was refused: %w", err))
 		}
 		return fenced("complete", rec.Key, rec.Owner, false, status, owner)
+	case fenceErr != nil && errors.As(fenceErr, &pgErr):
+		// pgx prepares the batch's new statements before running any: a
+		// statement the server refuses to prepare fails the first result.
+		return storeError("complete", rec.Key, &StatementError{Index: -1, Err: fenceErr})
 	case fenceErr != nil:
 		return storeError("complete", rec.Key, fenceErr)
 	case stmtErr != nil:
@@ -118,11 +122,17 @@ func (s *Store) completeWith(ctx context.Context, rec idempotency.Record, stmts 
 // completion's transaction was committed and the record is still in
 // progress. It never wraps [idempotency.ErrLeaseLost].
 type StatementError struct {
-	Index int   // in Record.Attached
+	// Index is the statement's in Record.Attached, or -1 when the server
+	// refused to prepare one of the batch's statements (a syntax error, a
+	// missing table): pgx prepares them all before running any.
+	Index int
 	Err   error // the driver's error, often a *pgconn.PgError
 }
 
 func (e *StatementError) Error() string {
+	if e.Index < 0 {
+		return fmt.Sprintf("pgstore: preparing the completion's statements: %v", e.Err)
+	}
 	return fmt.Sprintf("pgstore: attached statement %d: %v", e.Index, e.Err)
 }
 

@@ -259,6 +259,23 @@ func TestAttachedStatements(t *testing.T) {
 		}
 	})
 
+	t.Run("statement refused by the server: nothing", func(t *testing.T) {
+		rec := claim("tx#"+rand.Text(), now, time.Minute)
+		if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+			t.Fatal(err)
+		}
+		done := completed(rec, `1`)
+		done.Attached = []any{summary(rec.Key, "good"), pgstore.Statement{SQL: `INSRT INTO summaries VALUES ($1)`, Args: []any{"x"}}}
+		err := s.Complete(ctx, done)
+		var se *pgstore.StatementError
+		if !errors.As(err, &se) || !se.Permanent() {
+			t.Fatalf("Complete with a statement that does not parse: %v, want a permanent StatementError", err)
+		}
+		if n := summaries(rec.Key); n != 0 || status(rec.Key) != "INPROGRESS" {
+			t.Errorf("after a refused batch: %d summary rows, record %s; want none, INPROGRESS", n, status(rec.Key))
+		}
+	})
+
 	t.Run("refused when attached", func(t *testing.T) {
 		if err := s.ValidateAttached("x", []any{"INSERT ..."}); !errors.Is(err, idempotency.ErrAttachUnsupported) {
 			t.Errorf("a string attached: %v, want ErrAttachUnsupported", err)
