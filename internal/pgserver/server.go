@@ -2,8 +2,8 @@ package pgserver
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
