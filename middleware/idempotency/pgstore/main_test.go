@@ -25,11 +25,17 @@ func TestMain(m *testing.M) { os.Exit(server.Run(m)) }
 // trips into it.
 func newPool(t testing.TB, trips *roundTrips) *pgxpool.Pool {
 	t.Helper()
+	return newPoolOf(t, trips, 16)
+}
+
+// newPoolOf is newPool with at most maxConns connections.
+func newPoolOf(t testing.TB, trips *roundTrips, maxConns int32) *pgxpool.Pool {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(server.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 16
+	cfg.MaxConns = maxConns
 	if trips != nil {
 		dial := cfg.ConnConfig.DialFunc
 		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -151,6 +151,25 @@ func TestRoundTrips(t *testing.T) {
 	}
 }
 
+// TestFirstUsePrepares: the first run of a statement on a connection costs
+// one round trip more, pgx preparing it; later runs reuse it.
+func TestFirstUsePrepares(t *testing.T) {
+	trips := &roundTrips{}
+	pool := newPoolOf(t, trips, 1) // one connection: CreateSchema's, nothing prepared on it
+	s := newStore(t, pool)
+	ctx := context.Background()
+	now := time.Now()
+	for i, want := range []int{2, 1} {
+		trips.take()
+		if _, _, err := s.Acquire(ctx, claim("prep#"+rand.Text(), now, time.Minute), now); err != nil {
+			t.Fatal(err)
+		}
+		if got := trips.take(); got != want {
+			t.Errorf("claim %d on the connection: %d round trips, want %d", i+1, got, want)
+		}
+	}
+}
+
 func want(err error, cond bool, what string) error {
 	if err != nil {
 		return err
