@@ -6,6 +6,9 @@
 //	func TestMain(m *testing.M) { os.Exit(redis.Run(m)) }
 //	func TestX(t *testing.T) { addr := redis.Addr(t) }
 //
+// [NewCluster] starts a one-node Redis Cluster instead (cluster mode, every
+// slot on the node), for tests through a redis.ClusterClient.
+//
 // When redis-server is not installed or does not start, a test that asks
 // for it fails if the environment variable CI is "true" and is skipped
 // otherwise, with a message saying how to install it (apt-get install

@@ -9,7 +9,8 @@
 //
 // New takes a redis.UniversalClient: a single node, Sentinel (failover
 // client), Cluster or Ring. Every script touches one key, the record's, so a
-// step never spans Cluster slots.
+// step never spans Cluster slots. The tests run the conformance suite on a
+// single node and through a ClusterClient on a one-node Redis Cluster.
 //
 // # Records
 //
