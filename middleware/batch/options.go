@@ -37,9 +37,13 @@ type Options struct {
 	// deadline itself, set a tiny positive value such as [time.Nanosecond].
 	MinRemaining time.Duration
 
-	// Logger receives one line per failed record, with its messageId and
-	// error (and, after a panic, the stack), never its body. Nil means
-	// [slog.Default] as it is at each invocation.
+	// Logger receives at most one line per failed record, with its
+	// messageId and error (and, after a panic, the stack), never its body:
+	// ERROR for a record that failed or panicked, WARN for one not started.
+	// A record that succeeded is not logged, nor is a failure whose error
+	// says it was logged already (see "Failures" in the package doc). Nil
+	// means [slog.Default] as it is at each invocation; the logger's handler
+	// level filters the lines, and [slog.DiscardHandler] turns them off.
 	Logger *slog.Logger
 
 	// OnRecord, if set, is called exactly once for every record of every
@@ -50,6 +54,13 @@ type Options struct {
 	// concurrent use. A panic inside OnRecord is recovered and logged; it
 	// does not change the record's outcome.
 	OnRecord func(ctx context.Context, msg events.SQSMessage, err error)
+
+	// Pacing, when its Changer is set, changes the visibility of the failed
+	// records' messages so that they come back when a new attempt can
+	// succeed: just after the lease of a key in progress elsewhere ends, or
+	// after an exponential backoff. The zero value turns pacing off. See
+	// [Pacing].
+	Pacing Pacing
 }
 
 // Validate reports whether o is a valid configuration. [SQS] calls it and
@@ -62,7 +73,7 @@ func (o Options) Validate() error {
 	if o.MinRemaining < 0 {
 		return fmt.Errorf("batch: Options.MinRemaining must not be negative, got %v", o.MinRemaining)
 	}
-	return nil
+	return o.Pacing.validate()
 }
 
 // withDefaults returns o with every zero field set to its default.
@@ -73,5 +84,6 @@ func (o Options) withDefaults() Options {
 	if o.MinRemaining == 0 {
 		o.MinRemaining = DefaultMinRemaining
 	}
+	o.Pacing = o.Pacing.withDefaults()
 	return o
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -26,6 +27,16 @@ var (
 	// or was not started in this batch, so this one must not run before it.
 	ErrGroupFailed = errors.New("batch: record not started: an earlier record of its message group failed")
 )
+
+// errNotStarted begins the error of a record not started because the
+// context was canceled.
+var errNotStarted = errors.New("batch: record not started")
+
+// loggedError is an error that its record function logged already.
+type loggedError interface {
+	error
+	Logged() bool
+}
 
 // errIncomplete marks a record whose run never returned: the goroutine
 // running it exited (runtime.Goexit) before the record function returned.
@@ -78,14 +89,19 @@ func SQS[T any](fn func(context.Context, events.SQSMessage) (T, error), opts Opt
 
 // newSQS is SQS with the clock as a seam for tests.
 func newSQS[T any](fn func(context.Context, events.SQSMessage) (T, error), opts Options, now func() time.Time) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return newProcessor(fn, opts, now, rand.Float64).handle
+}
+
+// newProcessor is SQS with the clock and the random source of pacing's
+// jitter as seams for tests.
+func newProcessor[T any](fn func(context.Context, events.SQSMessage) (T, error), opts Options, now func() time.Time, rnd func() float64) *processor[T] {
 	if fn == nil {
 		panic("batch: SQS: nil record function")
 	}
 	if err := opts.Validate(); err != nil {
 		panic(err)
 	}
-	p := &processor[T]{fn: fn, opts: opts.withDefaults(), now: now}
-	return p.handle
+	return &processor[T]{fn: fn, opts: opts.withDefaults(), now: now, rand: rnd}
 }
 
 // processor holds what SQS was built with; it is never modified.
@@ -93,6 +109,7 @@ type processor[T any] struct {
 	fn   func(context.Context, events.SQSMessage) (T, error)
 	opts Options
 	now  func() time.Time
+	rand func() float64 // uniform in [0, 1), for pacing's jitter
 }
 
 // handle is the Lambda handler.
@@ -103,11 +120,12 @@ func (p *processor[T]) handle(ctx context.Context, ev events.SQSEvent) (events.S
 	}
 
 	r := &run[T]{
-		p:    p,
-		ctx:  ctx,
-		recs: recs,
-		errs: make([]error, len(recs)),
-		log:  p.opts.Logger,
+		p:       p,
+		ctx:     ctx,
+		recs:    recs,
+		errs:    make([]error, len(recs)),
+		started: make([]bool, len(recs)),
+		log:     p.opts.Logger,
 	}
 	if r.log == nil {
 		r.log = slog.Default()
@@ -155,16 +173,21 @@ func (p *processor[T]) handle(ctx context.Context, ev events.SQSEvent) (events.S
 			out = append(out, events.SQSBatchItemFailure{ItemIdentifier: recs[i].MessageId})
 		}
 	}
+	if failed > 0 {
+		r.pace()
+	}
 	return events.SQSEventResponse{BatchItemFailures: out}, nil
 }
 
-// run is the state of one invocation. errs[i] is written only by the
-// goroutine running record i's lane, and read after all lanes are done.
+// run is the state of one invocation. errs[i] and started[i] are written
+// only by the goroutine running record i's lane, and read after all lanes
+// are done.
 type run[T any] struct {
 	p           *processor[T]
 	ctx         context.Context
 	recs        []events.SQSMessage
 	errs        []error
+	started     []bool // whether the record function was called
 	log         *slog.Logger
 	lanes       lanes
 	deadline    time.Time
@@ -182,6 +205,7 @@ func (r *run[T]) lane(k int) {
 		if failed {
 			err = ErrGroupFailed
 		} else if err = r.mayStart(); err == nil {
+			r.started[i] = true
 			err = r.call(i)
 		}
 		r.finish(i, err)
@@ -195,7 +219,7 @@ func (r *run[T]) mayStart() error {
 		return ErrDeadline
 	}
 	if r.ctx.Err() != nil {
-		return fmt.Errorf("batch: record not started: %w", context.Cause(r.ctx))
+		return fmt.Errorf("%w: %w", errNotStarted, context.Cause(r.ctx))
 	}
 	return nil
 }
@@ -217,19 +241,34 @@ func (r *run[T]) finish(i int, err error) {
 	r.errs[i] = err
 	msg := &r.recs[i]
 	if err != nil {
-		if pe, ok := errors.AsType[*PanicError](err); ok {
-			r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record panicked",
-				slog.String("messageId", msg.MessageId),
-				slog.Any("error", err),
-				slog.String("stack", string(pe.Stack)))
-		} else {
-			r.log.LogAttrs(r.ctx, slog.LevelWarn, "batch: record failed",
-				slog.String("messageId", msg.MessageId),
-				slog.Any("error", err))
-		}
+		r.logFailure(msg, err)
 	}
 	if r.p.opts.OnRecord != nil {
 		r.onRecord(msg, err)
+	}
+}
+
+// logFailure logs the failure of msg in one line: at WARN for a record not
+// started, at ERROR (with the stack after a panic) for one that failed;
+// nothing for an error the record function logged itself (see [Options]).
+func (r *run[T]) logFailure(msg *events.SQSMessage, err error) {
+	if l, ok := errors.AsType[loggedError](err); ok && l.Logged() {
+		return
+	}
+	switch pe, panicked := errors.AsType[*PanicError](err); {
+	case panicked:
+		r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record panicked",
+			slog.String("messageId", msg.MessageId),
+			slog.Any("error", err),
+			slog.String("stack", string(pe.Stack)))
+	case errors.Is(err, ErrDeadline) || errors.Is(err, ErrGroupFailed) || errors.Is(err, errNotStarted):
+		r.log.LogAttrs(r.ctx, slog.LevelWarn, "batch: record not started",
+			slog.String("messageId", msg.MessageId),
+			slog.Any("error", err))
+	default:
+		r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record failed",
+			slog.String("messageId", msg.MessageId),
+			slog.Any("error", err))
 	}
 }
 

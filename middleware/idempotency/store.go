@@ -64,7 +64,8 @@ type Record struct {
 // Store persists idempotency records. Implementations must be safe for
 // concurrent use, and each method must be a single atomic operation evaluated
 // by the store itself: never a read followed by a write. Run the conformance
-// suite in package storetest against every implementation.
+// suite in package storetest against every implementation. The guard's
+// promise (see the package doc) rests on these methods doing what they say.
 type Store interface {
 	// Acquire claims rec.Key by writing rec (status INPROGRESS, with its
 	// lease and owner) in one atomic conditional create. The create succeeds
@@ -87,6 +88,14 @@ type Store interface {
 	// lease was taken over, or the record was deleted), Complete writes
 	// nothing and returns an error that wraps [ErrLeaseLost]. Writes in
 	// rec.Attached commit together with the completion or not at all.
+	//
+	// Complete is idempotent for its caller: finding the record already
+	// COMPLETED with rec's own Owner (a retried request whose first attempt
+	// was applied and its response lost) is a success; nothing is written,
+	// and the result is the one stored then. Owner tokens are random per
+	// claim, so only this completion can have left rec.Owner on a completed
+	// record. A store tells this from the failed condition's own answer (the
+	// record as it found it), without another round trip.
 	//
 	// The guard retries a failed Complete while its deadline allows, unless
 	// the error wraps [ErrLeaseLost] or [ErrAttachUnsupported], or has a
