@@ -1,8 +1,9 @@
 package main
 
-// The article's check once per store: the real bootstrap under the Lambda
-// Runtime Interface Emulator, with SQSONCE_STORE set to each store and its
-// server started by the test on loopback.
+// The duplicate-delivery check once per store (the same message twice, one
+// provider call): the real bootstrap under the Lambda Runtime Interface
+// Emulator, with SQSONCE_STORE set to each store and its server started by
+// the test on loopback.
 
 import (
 	"context"
