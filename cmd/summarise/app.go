@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/handler/bedrock"
@@ -26,6 +28,8 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 )
 
 // app is the wired summarise function: everything built once, at start-up.
@@ -37,6 +41,12 @@ type app struct {
 	calls *handler.Calls
 	// close releases what was opened (the request log file).
 	close func() error
+}
+
+// onClose adds f to what a.close releases.
+func (a *app) onClose(f func() error) {
+	prev := a.close
+	a.close = func() error { return errors.Join(prev(), f()) }
 }
 
 // outputs are where the app writes besides its handler's results.
@@ -130,6 +140,29 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 			if sink, err = dynamosink.New(c.SummariesTable); err != nil {
 				return nil, fmt.Errorf("summarise: %w", err)
 			}
+		}
+	case storeRedis:
+		opts, err := redis.ParseURL(c.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("summarise: %s: %w", envRedisURL, err)
+		}
+		rdb := redis.NewClient(opts)
+		a.onClose(rdb.Close)
+		if store, err = redisstore.New(rdb); err != nil {
+			return nil, fmt.Errorf("summarise: %w", err)
+		}
+	case storePostgres:
+		pool, err := pgxpool.New(ctx, c.PostgresURL)
+		if err != nil {
+			return nil, fmt.Errorf("summarise: %s: %w", envPostgresURL, err)
+		}
+		a.onClose(func() error { pool.Close(); return nil })
+		if err := pgstore.CreateSchema(ctx, pool); err != nil {
+			_ = a.close()
+			return nil, fmt.Errorf("summarise: %s: %w", envPostgresURL, err)
+		}
+		if store, err = pgstore.New(pool); err != nil {
+			return nil, fmt.Errorf("summarise: %w", err)
 		}
 	}
 

@@ -30,7 +30,9 @@ const (
 	envStubDelay        = "SQSONCE_STUB_DELAY"        // Go duration: how long each stub call takes
 	envOpenAIBaseURL    = "OPENAI_BASE_URL"           // e.g. https://api.openai.com/v1
 	envOpenAIAPIKey     = "OPENAI_API_KEY"            // sent as a bearer token
-	envStore            = "SQSONCE_STORE"             // memory | dynamodb; default dynamodb inside Lambda, memory outside
+	envStore            = "SQSONCE_STORE"             // memory | dynamodb | redis | postgres; default dynamodb inside Lambda, memory outside
+	envRedisURL         = "SQSONCE_REDIS_URL"         // redis:// or rediss:// URL (Redis store)
+	envPostgresURL      = "SQSONCE_POSTGRES_URL"      // postgres:// URL or DSN (PostgreSQL store)
 	envPacing           = "SQSONCE_PACING"            // on | off: paced redelivery of failed records; default on inside Lambda, off outside
 	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override for pacing, e.g. moto's
 	envRuntimeAPI       = "AWS_LAMBDA_RUNTIME_API"    // set by Lambda and by the runtime emulator
@@ -40,6 +42,8 @@ const (
 const (
 	storeMemory     = "memory"
 	storeDynamoDB   = "dynamodb"
+	storeRedis      = "redis"
+	storePostgres   = "postgres"
 	providerStub    = "stub"
 	providerBedrock = "bedrock"
 	providerOpenAI  = "openai"
@@ -78,6 +82,8 @@ type config struct {
 	MinRemaining     time.Duration // zero: start records until the deadline itself
 	RequestLog       string
 	DynamoDBEndpoint string
+	RedisURL         string
+	PostgresURL      string
 	StubDelay        time.Duration
 	OpenAIBaseURL    string
 	OpenAIAPIKey     string
@@ -109,6 +115,8 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 		DocumentsDir:     getenv(envDocumentsDir),
 		RequestLog:       getenv(envRequestLog),
 		DynamoDBEndpoint: getenv(envDynamoDBEndpoint),
+		RedisURL:         getenv(envRedisURL),
+		PostgresURL:      getenv(envPostgresURL),
 		OpenAIBaseURL:    getenv(envOpenAIBaseURL),
 		OpenAIAPIKey:     getenv(envOpenAIAPIKey),
 		MinRemaining:     defaultMinRemaining,
@@ -177,8 +185,17 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 		if c.Table == "" {
 			errs = append(errs, fmt.Errorf("%s is required with the DynamoDB store", envTable))
 		}
+	case storeRedis:
+		if c.RedisURL == "" {
+			errs = append(errs, fmt.Errorf("%s is required with the Redis store", envRedisURL))
+		}
+	case storePostgres:
+		if c.PostgresURL == "" {
+			errs = append(errs, fmt.Errorf("%s is required with the PostgreSQL store", envPostgresURL))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("store %q (%s or -store) is not %s or %s", c.Store, envStore, storeMemory, storeDynamoDB))
+		errs = append(errs, fmt.Errorf("store %q (%s or -store) is not one of %s, %s, %s, %s",
+			c.Store, envStore, storeMemory, storeDynamoDB, storeRedis, storePostgres))
 	}
 	switch c.Provider {
 	case providerStub:
@@ -206,7 +223,7 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 		errs = append(errs, fmt.Errorf("set %s or %s, not both", envDocumentsBucket, envDocumentsDir))
 	}
 	if c.SummariesTable != "" && c.Store != storeDynamoDB {
-		c.SummariesTable = "" // the memory store keeps summaries in memory
+		c.SummariesTable = "" // summaries go to DynamoDB only with its store; the memory store keeps them in memory
 	}
 	if err := errors.Join(errs...); err != nil {
 		return config{}, fmt.Errorf("summarise: bad configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))

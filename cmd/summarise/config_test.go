@@ -48,6 +48,16 @@ func TestLoadConfig(t *testing.T) {
 				t.Errorf("config = %+v", c)
 			}
 		}},
+		{"redis store with its URL", map[string]string{envStore: "redis", envRedisURL: "redis://h:6379/0", envSummariesTable: "s"}, "", "", func(t *testing.T, c config) {
+			if c.Store != storeRedis || c.RedisURL != "redis://h:6379/0" || c.SummariesTable != "" {
+				t.Errorf("store %q url %q summaries %q, want redis with its URL and no DynamoDB summaries", c.Store, c.RedisURL, c.SummariesTable)
+			}
+		}},
+		{"postgres store with its URL", map[string]string{envRuntimeAPI: "x", envStore: "postgres", envPostgresURL: "postgres://h/db", envDocumentsDir: "d"}, "", "", func(t *testing.T, c config) {
+			if c.Store != storePostgres || c.PostgresURL != "postgres://h/db" {
+				t.Errorf("store %q url %q, want postgres with its URL", c.Store, c.PostgresURL)
+			}
+		}},
 		{"store from the env outside Lambda", map[string]string{envStore: "dynamodb", envTable: "t"}, "", "", func(t *testing.T, c config) {
 			if c.Store != storeDynamoDB {
 				t.Errorf("config = %+v", c)
@@ -105,7 +115,9 @@ func TestLoadConfigErrors(t *testing.T) {
 	}{
 		{"lambda without table or documents", map[string]string{envRuntimeAPI: "x"}, "", "", []string{envTable, envDocumentsBucket}},
 		{"dynamodb store without table", nil, "dynamodb", "", []string{envTable}},
-		{"unknown store", nil, "redis", "", []string{`store "redis"`}},
+		{"unknown store", nil, "valkey", "", []string{`store "valkey"`}},
+		{"redis store without URL", nil, "redis", "", []string{envRedisURL}},
+		{"postgres store without URL", map[string]string{envStore: "postgres"}, "", "", []string{envPostgresURL}},
 		{"unknown store in the env", map[string]string{envStore: "s3"}, "", "", []string{envStore, `"s3"`}},
 		{"unknown provider", map[string]string{envProvider: "gemini"}, "", "", []string{envProvider, "gemini"}},
 		{"openai without base URL", nil, "", "openai", []string{envOpenAIBaseURL}},

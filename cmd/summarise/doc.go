@@ -39,8 +39,11 @@
 //
 // For local runs and tests:
 //
-//	SQSONCE_STORE              memory or dynamodb; default dynamodb inside Lambda (memory there catches
-//	                           duplicates within one execution environment only: for the emulator), memory outside
+//	SQSONCE_STORE              memory, dynamodb, redis or postgres; default dynamodb inside Lambda (memory there
+//	                           catches duplicates within one execution environment only: for the emulator), memory outside
+//	SQSONCE_REDIS_URL          the Redis store's server, redis://[user:password@]host:port/db (rediss:// for TLS)
+//	SQSONCE_POSTGRES_URL       the PostgreSQL store's database, postgres://user:password@host:port/db; the table
+//	                           "idempotency" is created there at start-up if missing
 //	SQSONCE_REQUEST_LOG        request log file (JSON lines, one per provider call); default: log lines
 //	SQSONCE_DYNAMODB_ENDPOINT  DynamoDB endpoint, e.g. moto's http://127.0.0.1:5000
 //	SQSONCE_SQS_ENDPOINT       SQS endpoint for pacing, e.g. moto's
@@ -86,7 +89,7 @@
 //
 // # Outside Lambda
 //
-//	summarise -event FILE [-repeat N] [-store memory|dynamodb] [-provider stub|bedrock|openai] [-v] [-metrics]
+//	summarise -event FILE [-repeat N] [-store memory|dynamodb|redis|postgres] [-provider stub|bedrock|openai] [-v] [-metrics]
 //
 // invokes the same batch handler with the SQS event in FILE, N times in one
 // process, prints each batch response as one JSON line and then

@@ -38,6 +38,7 @@ var moto = motoserver.New()
 
 func TestMain(m *testing.M) {
 	code := moto.Run(m)
+	closeStoreServers()
 	if bootstrapDir != "" {
 		os.RemoveAll(bootstrapDir)
 	}

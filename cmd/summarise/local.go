@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-const usage = `usage: summarise -event FILE [-repeat N] [-store memory|dynamodb] [-provider stub|bedrock|openai] [-v] [-metrics]
+const usage = `usage: summarise -event FILE [-repeat N] [-store memory|dynamodb|redis|postgres] [-provider stub|bedrock|openai] [-v] [-metrics]
 
 Outside Lambda, summarise invokes its Lambda handler with the SQS event in
 FILE, N times in one process (the same handler, store and guard), prints
@@ -41,7 +41,7 @@ func runLocal(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	eventFile := fs.String("event", "", "SQS event `file` (Lambda's SQS event JSON, as in events/)")
 	repeat := fs.Int("repeat", 1, "deliver the event `N` times")
-	store := fs.String("store", "", "idempotency store: memory or dynamodb (default memory; dynamodb needs SQSONCE_TABLE)")
+	store := fs.String("store", "", "idempotency store: memory, dynamodb, redis or postgres (default memory; dynamodb needs SQSONCE_TABLE, redis SQSONCE_REDIS_URL, postgres SQSONCE_POSTGRES_URL)")
 	provider := fs.String("provider", "", "model provider: stub, bedrock or openai (default $SQSONCE_PROVIDER, else stub)")
 	verbose := fs.Bool("v", false, "log every outcome and provider call to standard error")
 	emf := fs.Bool("metrics", false, "write the EMF metric line of each batch to standard error")

@@ -121,7 +121,7 @@ func TestRunnerErrors(t *testing.T) {
 		{"no records", nil, []string{"-event", empty}, "no Records"},
 		{"not an event", nil, []string{"-event", notJSON}, "not an SQS event"},
 		{"bad repeat", nil, []string{"-event", fixture("duplicate-delivery.json"), "-repeat", "0"}, "-repeat 0"},
-		{"bad store", nil, []string{"-event", fixture("duplicate-delivery.json"), "-store", "redis"}, `store "redis"`},
+		{"bad store", nil, []string{"-event", fixture("duplicate-delivery.json"), "-store", "valkey"}, `store "valkey"`},
 		{"dynamodb without table", nil, []string{"-event", fixture("duplicate-delivery.json"), "-store", "dynamodb"}, envTable},
 		{"bad provider", nil, []string{"-event", fixture("duplicate-delivery.json"), "-provider", "gpt"}, "gpt"},
 		{"expiry below the queue window", map[string]string{envExpiresAfter: "24h", envQueueWindow: "96h"},

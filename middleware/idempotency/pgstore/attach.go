@@ -1,0 +1,157 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// Statement is a SQL statement with its arguments, attached to the
+// completion of an operation with [Attach].
+type Statement struct {
+	SQL  string
+	Args []any
+}
+
+// Attach attaches SQL statements to the completion of the operation
+// running in ctx: Complete runs the record's fenced UPDATE and then these
+// statements, in order, in one transaction sent as one batch (one round
+// trip), so the record completes and the statements commit together, or
+// neither does. Call it inside the function run by [idempotency.Do] or
+// [idempotency.Wrap]; outside, it returns [idempotency.ErrNotClaimed].
+//
+// The statements must not control the transaction (BEGIN, COMMIT) and
+// should not touch the table "idempotency". They run only if the lease is
+// still the operation's: a lost lease writes nothing.
+func Attach(ctx context.Context, stmts ...Statement) error {
+	for _, st := range stmts {
+		if err := idempotency.Attach(ctx, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateAttached implements [idempotency.AttachValidator]: every write
+// must be a [Statement] (or *Statement) with SQL. [idempotency.Attach]
+// calls it, so an operation learns of a write its completion could not
+// commit when it attaches the write.
+func (s *Store) ValidateAttached(_ string, writes []any) error {
+	_, err := statements(writes)
+	return err
+}
+
+func statements(attached []any) ([]Statement, error) {
+	if len(attached) == 0 {
+		return nil, nil
+	}
+	out := make([]Statement, 0, len(attached))
+	for i, w := range attached {
+		var st Statement
+		switch w := w.(type) {
+		case Statement:
+			st = w
+		case *Statement:
+			if w == nil {
+				return nil, fmt.Errorf("pgstore: attached write %d is a nil *Statement: %w", i, idempotency.ErrAttachUnsupported)
+			}
+			st = *w
+		default:
+			return nil, fmt.Errorf("pgstore: attached write %d is a %T; want a pgstore.Statement (see pgstore.Attach): %w",
+				i, w, idempotency.ErrAttachUnsupported)
+		}
+		if st.SQL == "" {
+			return nil, fmt.Errorf("pgstore: attached statement %d has no SQL: %w", i, idempotency.ErrAttachUnsupported)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// completeWith completes rec and runs stmts in one batch: the batch's
+// implicit transaction commits all of it or nothing.
+func (s *Store) completeWith(ctx context.Context, rec idempotency.Record, stmts []Statement) error {
+	b := &pgx.Batch{}
+	b.Queue(completeOrAbortSQL, rec.Key, rec.Owner, rec.ExpiresAt, rec.Data)
+	for _, st := range stmts {
+		b.Queue(st.SQL, st.Args...)
+	}
+	br := s.db.SendBatch(ctx, b)
+	var fenceErr, stmtErr error
+	failed := -1
+	for i := 0; i <= len(stmts); i++ {
+		if _, err := br.Exec(); err != nil {
+			if i == 0 {
+				fenceErr = err
+			} else {
+				stmtErr, failed = err, i-1
+			}
+			break
+		}
+	}
+	closeErr := br.Close()
+	var pgErr *pgconn.PgError
+	switch {
+	case fenceErr != nil && errors.As(fenceErr, &pgErr) && pgErr.Code == "22012": // division_by_zero: the fence failed
+		var status, owner *string
+		err := s.db.QueryRow(ctx, stateSQL, rec.Key).Scan(&status, &owner)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return storeError("complete", rec.Key, fmt.Errorf("pgstore: read the record after its completion was refused: %w", err))
+		}
+		return fenced("complete", rec.Key, rec.Owner, false, status, owner)
+	case fenceErr != nil && errors.As(fenceErr, &pgErr):
+		// pgx prepares the batch's new statements before running any: a
+		// statement the server refuses to prepare fails the first result.
+		return storeError("complete", rec.Key, &StatementError{Index: -1, Err: fenceErr})
+	case fenceErr != nil:
+		return storeError("complete", rec.Key, fenceErr)
+	case stmtErr != nil:
+		return storeError("complete", rec.Key, &StatementError{Index: failed, Err: stmtErr})
+	case closeErr != nil:
+		return storeError("complete", rec.Key, closeErr)
+	}
+	return nil
+}
+
+// StatementError reports an attached statement that failed: nothing of the
+// completion's transaction was committed and the record is still in
+// progress. It never wraps [idempotency.ErrLeaseLost].
+type StatementError struct {
+	// Index is the statement's in Record.Attached, or -1 when the server
+	// refused to prepare one of the batch's statements (a syntax error, a
+	// missing table): pgx prepares them all before running any.
+	Index int
+	Err   error // the driver's error, often a *pgconn.PgError
+}
+
+func (e *StatementError) Error() string {
+	if e.Index < 0 {
+		return fmt.Sprintf("pgstore: preparing the completion's statements: %v", e.Err)
+	}
+	return fmt.Sprintf("pgstore: attached statement %d: %v", e.Index, e.Err)
+}
+
+// Unwrap returns the driver's error.
+func (e *StatementError) Unwrap() error { return e.Err }
+
+// Permanent reports whether running the same statements again cannot help:
+// PostgreSQL refused them for their data, a constraint, their syntax or
+// their access rights (SQLSTATE classes 22, 23, 42, 0A). A serialization
+// failure, a deadlock or a lost connection is not permanent. The guard does
+// not retry a completion that failed permanently (see [idempotency.Store]).
+func (e *StatementError) Permanent() bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(e.Err, &pgErr) || len(pgErr.Code) < 2 {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "22", "23", "42", "0A":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,85 @@
+// Package pgstore is an [idempotency.Store] on PostgreSQL, through
+// github.com/jackc/pgx/v5: one statement per step, completions fenced by a
+// lease owner token, and completion atomic with the operation's own SQL.
+//
+//	pool, err := pgxpool.New(ctx, databaseURL) // built once, by main
+//	err = pgstore.CreateSchema(ctx, pool)      // or run schema.sql in a migration
+//	store, err := pgstore.New(pool)
+//	guard, err := idempotency.New(idempotency.Config{Store: store, Namespace: "summarise"})
+//
+// The store calls only the methods of [DB], which *pgxpool.Pool satisfies;
+// it never reads configuration or opens connections.
+//
+// # Table
+//
+// [Schema] (the file schema.sql) creates the table "idempotency" in the
+// connection's current schema, with Powertools for AWS Lambda's attribute
+// names as columns:
+//
+//	id                      text PRIMARY KEY   "{namespace}#{digest}"
+//	status                  text               INPROGRESS or COMPLETED
+//	expiration              timestamptz        the record counts until then
+//	in_progress_expiration  timestamptz        the lease's end
+//	data                    bytea              the result, JSON
+//	validation              text               payload digest, when validation is on
+//	lease_owner             text               the lease owner token
+//
+// and an index on expiration. To keep the table elsewhere, set the
+// connection's search_path.
+//
+// # Round trips
+//
+// Counted on the connection (see the tests; a round trip is a request
+// written after a reply was read):
+//
+//	claim (free key)                 1  INSERT … ON CONFLICT DO UPDATE … WHERE … RETURNING
+//	in progress (held key)           1  the same statement returns the holder's record
+//	replay (completed key)           1  the same statement returns the record and result
+//	complete                         1  UPDATE fenced by status and owner
+//	release                          1  DELETE fenced by status and owner
+//	complete with attached writes    1  one batch: the fenced UPDATE, then the statements
+//
+// pgx prepares a statement the first time it runs on a connection (one round
+// trip more, once per statement and connection). A claim refused by a record
+// that a concurrent claim committed while the statement ran costs one SELECT
+// more: the statement's snapshot could not see that record. pgxpool may ping
+// a connection that was idle before handing it out (see its ShouldPing).
+// Through the guard, a first delivery is 2 round trips and a replay 1.
+//
+// # Rules
+//
+// Acquire claims the key when no record exists, the record expired, or it is
+// INPROGRESS with its lease passed; otherwise it returns the record that
+// holds the key. A claim sent again by its own owner succeeds. Complete and
+// Release act only on an INPROGRESS record owned by the caller and otherwise
+// fail with [idempotency.ErrLeaseLost]; a Complete that finds the record
+// already COMPLETED by its own owner (an earlier attempt whose reply was
+// lost) succeeds without writing again. Times are compared with the
+// caller's clock, as the guard passes it.
+//
+// # Attached statements
+//
+// Inside an operation, [Attach] adds SQL statements ([Statement]) to its
+// completion. Complete sends the record's fenced UPDATE and those statements
+// as one batch, which PostgreSQL runs in one implicit transaction: if the
+// lease was lost, the UPDATE aborts the transaction and nothing is written
+// (Complete fails with ErrLeaseLost); if a statement fails, nothing is
+// written, the record stays in progress, and Complete returns a
+// [*StatementError] naming it. The statements run only when the record is
+// the operation's to complete.
+//
+// # Expired records
+//
+// PostgreSQL has no TTL. Expired records are claimable like absent ones,
+// but stay in the table until [DeleteExpired] deletes them, in batches of a
+// size you choose, each its own short transaction that skips rows a claim
+// holds. Run it on a schedule (pg_cron, a scheduled function).
+//
+// # Errors
+//
+// Every error returned by Acquire, Complete and Release is an
+// [*idempotency.StoreError] with Op and Key set. A lost lease wraps
+// [idempotency.ErrLeaseLost]; an attached statement that failed wraps a
+// [*StatementError]; a failed statement of the store wraps pgx's error (a
+// *pgconn.PgError, a connection error, a context deadline).
+package pgstore

@@ -1,0 +1,14 @@
+-- The idempotency records of sqsonce's pgstore. Safe to run more than once.
+-- Column names are Powertools for AWS Lambda's attribute names.
+CREATE TABLE IF NOT EXISTS idempotency (
+    id                     text        PRIMARY KEY,  -- "{namespace}#{digest}"
+    status                 text        NOT NULL CHECK (status IN ('INPROGRESS', 'COMPLETED')),
+    expiration             timestamptz NOT NULL,     -- the record counts until then
+    in_progress_expiration timestamptz NOT NULL,     -- the lease's end
+    data                   bytea,                    -- the result, JSON
+    validation             text,                     -- payload digest, when validation is on
+    lease_owner            text        NOT NULL      -- the lease owner token (fencing)
+);
+
+-- For DeleteExpired: PostgreSQL has no TTL.
+CREATE INDEX IF NOT EXISTS idempotency_expiration_idx ON idempotency (expiration);

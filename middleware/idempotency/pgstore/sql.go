@@ -1,0 +1,99 @@
+package pgstore
+
+// The statements of the store. Each is one round trip; Table is the
+// record table's name.
+
+// claimSQL claims $1 with one INSERT … ON CONFLICT DO UPDATE whose WHERE
+// is the takeover rule: the record expired, or is INPROGRESS with its
+// lease passed. It also returns the record as of the statement's start
+// (the old CTE): the one a takeover replaced, or the one that refused the
+// claim.
+const claimSQL = `
+WITH old AS (
+    SELECT status, expiration, in_progress_expiration, data, validation, lease_owner
+    FROM idempotency WHERE id = $1
+), claim AS (
+    INSERT INTO idempotency AS r (id, status, expiration, in_progress_expiration, data, validation, lease_owner)
+    VALUES ($1, 'INPROGRESS', $2, $3, NULL, NULLIF($4, ''), $5)
+    ON CONFLICT (id) DO UPDATE SET
+        status = excluded.status, expiration = excluded.expiration,
+        in_progress_expiration = excluded.in_progress_expiration, data = NULL,
+        validation = excluded.validation, lease_owner = excluded.lease_owner
+    WHERE r.expiration < $6 OR (r.status = 'INPROGRESS' AND r.in_progress_expiration < $6)
+    RETURNING 1
+)
+SELECT EXISTS (SELECT FROM claim), o.status, o.expiration, o.in_progress_expiration, o.data, o.validation, o.lease_owner
+FROM (SELECT) AS one LEFT JOIN old AS o ON true`
+
+// readSQL reads the record $1 with a snapshot of its own: only after a
+// claim refused by a record its statement could not see (one committed by
+// a concurrent claim while the statement ran).
+const readSQL = `
+SELECT status, expiration, in_progress_expiration, data, validation, lease_owner
+FROM idempotency WHERE id = $1`
+
+// completeSQL completes $1 if it is INPROGRESS and owned by $2, and returns
+// whether it did with the record's status and owner as of the statement's
+// start, to tell a lost lease from the owner's own earlier completion.
+const completeSQL = `
+WITH done AS (
+    UPDATE idempotency SET status = 'COMPLETED', expiration = $3, data = $4
+    WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2
+    RETURNING 1
+)
+SELECT EXISTS (SELECT FROM done),
+       (SELECT status FROM idempotency WHERE id = $1),
+       (SELECT lease_owner FROM idempotency WHERE id = $1)`
+
+// completeOrAbortSQL is completeSQL for a batch with attached statements:
+// when the fence fails it divides by zero, which aborts the batch's
+// implicit transaction, so that no attached statement commits.
+const completeOrAbortSQL = `
+WITH done AS (
+    UPDATE idempotency SET status = 'COMPLETED', expiration = $3, data = $4
+    WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2
+    RETURNING 1
+)
+SELECT 1 / (SELECT count(*)::int FROM done)`
+
+// stateSQL reads the status and owner of $1, after completeOrAbortSQL
+// failed its fence.
+const stateSQL = `SELECT status, lease_owner FROM idempotency WHERE id = $1`
+
+// releaseSQL deletes $1 if it is INPROGRESS and owned by $2, and returns
+// whether it did with the record's status and owner as of the statement's
+// start.
+const releaseSQL = `
+WITH gone AS (
+    DELETE FROM idempotency
+    WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2
+    RETURNING 1
+)
+SELECT EXISTS (SELECT FROM gone),
+       (SELECT status FROM idempotency WHERE id = $1),
+       (SELECT lease_owner FROM idempotency WHERE id = $1)`
+
+// deleteExpiredSQL deletes up to $1 records past their expiration, oldest
+// first from $2 (NULL: the oldest), skipping rows a claim holds locked, and
+// returns how many it deleted and the latest expiration among them. The
+// next batch starts there, so that it does not walk again the index entries
+// of the rows just deleted (dead until VACUUM). The rows are deleted by
+// their physical address (a TID scan), locked by the same statement: a join
+// on id would make the planner scan the whole table for each batch.
+const deleteExpiredSQL = `
+WITH gone AS (
+    DELETE FROM idempotency WHERE ctid = ANY (ARRAY (
+        SELECT ctid FROM idempotency
+        WHERE expiration < now() AND expiration >= COALESCE($2, '-infinity'::timestamptz)
+        ORDER BY expiration LIMIT $1
+        FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING expiration
+)
+SELECT count(*), max(expiration) FROM gone`
+
+// schemaLock serialises concurrent CreateSchema calls (CREATE … IF NOT
+// EXISTS races with itself): a transaction-level advisory lock, held until
+// the schema's implicit transaction ends.
+const schemaLock = `SELECT pg_advisory_xact_lock(hashtext('sqsonce.pgstore.schema'));
+`

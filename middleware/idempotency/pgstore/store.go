@@ -1,0 +1,278 @@
+package pgstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// Schema is the SQL that creates the record table and its index, if they
+// do not exist. [CreateSchema] runs it; it is also the file schema.sql of
+// this package, for migration tools.
+//
+//go:embed schema.sql
+var Schema string
+
+// DB is the part of *pgxpool.Pool the store calls. A *pgx.Conn satisfies it
+// too, but is not safe for concurrent use: give the store a pool.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+var (
+	_ DB = (*pgxpool.Pool)(nil)
+	_ DB = (*pgx.Conn)(nil)
+)
+
+// CreateSchema creates the table "idempotency" and its index on expiration
+// in db's current schema (the first of its search_path), if they do not
+// exist: running it again, or from several processes at once, is safe.
+func CreateSchema(ctx context.Context, db DB) error {
+	if _, err := db.Exec(ctx, schemaLock+Schema); err != nil {
+		return fmt.Errorf("pgstore: create schema: %w", err)
+	}
+	return nil
+}
+
+// Store is an [idempotency.Store] on a PostgreSQL table created by
+// [CreateSchema]. It is safe for concurrent use; create one with [New] at
+// start-up and share it.
+type Store struct {
+	db DB
+}
+
+var (
+	_ idempotency.Store           = (*Store)(nil)
+	_ idempotency.AttachValidator = (*Store)(nil)
+)
+
+// New returns a Store on the table "idempotency" of db (normally a
+// *pgxpool.Pool built once by the caller).
+func New(db DB) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("pgstore: DB is nil")
+	}
+	return &Store{db: db}, nil
+}
+
+func storeError(op, key string, err error) error {
+	return &idempotency.StoreError{Op: op, Key: key, Err: err}
+}
+
+// row is a record as read from the table; Status is nil when absent.
+type row struct {
+	status, validation, owner *string
+	expiration, lease         *time.Time
+	data                      []byte
+}
+
+func (r row) record(key string) idempotency.Record {
+	if r.status == nil {
+		return idempotency.Record{}
+	}
+	rec := idempotency.Record{Key: key, Status: idempotency.Status(*r.status), Data: r.data}
+	if r.expiration != nil {
+		rec.ExpiresAt = *r.expiration
+	}
+	if r.lease != nil {
+		rec.LeaseUntil = *r.lease
+	}
+	if r.validation != nil {
+		rec.Validation = *r.validation
+	}
+	if r.owner != nil {
+		rec.Owner = *r.owner
+	}
+	return rec
+}
+
+// claimable reports whether a claim made at now may take r over.
+func claimable(r idempotency.Record, now time.Time) bool {
+	return r.ExpiresAt.Before(now) || (r.Status == idempotency.StatusInProgress && r.LeaseUntil.Before(now))
+}
+
+// ownClaim reports whether r is the claim rec itself, sent again.
+func ownClaim(r, rec idempotency.Record) bool {
+	return r.Status == idempotency.StatusInProgress && r.Owner != "" && r.Owner == rec.Owner
+}
+
+// Acquire implements [idempotency.Store.Acquire] with one statement: an
+// INSERT … ON CONFLICT (id) DO UPDATE … WHERE the existing record expired or
+// its lease passed, which also returns the record that refused the claim.
+// Only when that record was committed by a concurrent claim after the
+// statement began (so the statement could not see it) does Acquire read
+// it, with one SELECT more.
+func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+	if rec.Key == "" {
+		return idempotency.Record{}, false, storeError("acquire", "", errors.New("pgstore: empty key"))
+	}
+	if rec.Owner == "" {
+		return idempotency.Record{}, false, storeError("acquire", rec.Key,
+			errors.New("pgstore: record has no owner: its Complete and Release could not be fenced"))
+	}
+	for range 2 {
+		var (
+			claimed bool
+			old     row
+		)
+		err := s.db.QueryRow(ctx, claimSQL, rec.Key, rec.ExpiresAt, rec.LeaseUntil, rec.Validation, rec.Owner, now).
+			Scan(&claimed, &old.status, &old.expiration, &old.lease, &old.data, &old.validation, &old.owner)
+		if err != nil {
+			return idempotency.Record{}, false, storeError("acquire", rec.Key, err)
+		}
+		prev := old.record(rec.Key)
+		if claimed {
+			return prev, false, nil
+		}
+		if prev.Key != "" && ownClaim(prev, rec) {
+			return idempotency.Record{}, false, nil
+		}
+		if prev.Key != "" && !claimable(prev, now) {
+			return prev, true, nil
+		}
+		// Refused by a record the statement did not see as it is now.
+		var cur row
+		err = s.db.QueryRow(ctx, readSQL, rec.Key).
+			Scan(&cur.status, &cur.expiration, &cur.lease, &cur.data, &cur.validation, &cur.owner)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // gone again: claim again
+		}
+		if err != nil {
+			return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("pgstore: read existing record: %w", err))
+		}
+		got := cur.record(rec.Key)
+		if ownClaim(got, rec) {
+			return idempotency.Record{}, false, nil
+		}
+		if !claimable(got, now) {
+			return got, true, nil
+		}
+	}
+	return idempotency.Record{}, false, storeError("acquire", rec.Key,
+		errors.New("pgstore: the record changed between the claim and its read, twice; not claimed"))
+}
+
+// Complete implements [idempotency.Store.Complete]: one UPDATE fenced by
+// status and owner; with attached statements, one batch that runs the
+// fenced UPDATE and then the statements in one transaction (see
+// [Attach]). A record already completed by the same owner (an earlier
+// attempt whose reply was lost, its attached statements committed with it)
+// is a success, and nothing is written again.
+func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
+	if rec.Key == "" {
+		return storeError("complete", "", errors.New("pgstore: empty key"))
+	}
+	stmts, err := statements(rec.Attached)
+	if err != nil {
+		return storeError("complete", rec.Key, err)
+	}
+	if rec.Owner == "" {
+		return storeError("complete", rec.Key, fmt.Errorf("pgstore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
+	}
+	if len(stmts) > 0 {
+		return s.completeWith(ctx, rec, stmts)
+	}
+	var (
+		done          bool
+		status, owner *string
+	)
+	err = s.db.QueryRow(ctx, completeSQL, rec.Key, rec.Owner, rec.ExpiresAt, rec.Data).Scan(&done, &status, &owner)
+	if err != nil {
+		return storeError("complete", rec.Key, err)
+	}
+	return fenced("complete", rec.Key, rec.Owner, done, status, owner)
+}
+
+// Release implements [idempotency.Store.Release] with one DELETE fenced by
+// status and owner: a completed record is never deleted.
+func (s *Store) Release(ctx context.Context, key, owner string) error {
+	if key == "" {
+		return storeError("release", "", errors.New("pgstore: empty key"))
+	}
+	if owner == "" {
+		return storeError("release", key, fmt.Errorf("pgstore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
+	}
+	var (
+		done      bool
+		status, o *string
+	)
+	if err := s.db.QueryRow(ctx, releaseSQL, key, owner).Scan(&done, &status, &o); err != nil {
+		return storeError("release", key, err)
+	}
+	return fenced("release", key, owner, done, status, o)
+}
+
+// fenced is the outcome of a fenced write: done, or the owner's own earlier
+// completion, or a lost lease, judged from the record's status and owner
+// before the write.
+func fenced(op, key, owner string, done bool, status, own *string) error {
+	if done {
+		return nil
+	}
+	st, o := deref(status), deref(own)
+	if op == "complete" && st == string(idempotency.StatusCompleted) && o == owner {
+		return nil
+	}
+	why := "the record is gone"
+	switch {
+	case status == nil:
+	case st != string(idempotency.StatusInProgress):
+		why = "the record is " + st
+	case o != owner:
+		why = "the lease was taken over by another owner"
+	default:
+		why = "the record changed while the write ran"
+	}
+	return storeError(op, key, fmt.Errorf("pgstore: %s: %w", why, idempotency.ErrLeaseLost))
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// DeleteExpired deletes the records of the table "idempotency" past their
+// expiration (by the server's clock), batchSize rows per statement, each
+// statement its own transaction, until none is left; it returns how many it
+// deleted. Batches walk the expiration index forward, oldest first, so
+// each costs about the same however many came before. PostgreSQL has no TTL: run it periodically (a scheduled function,
+// pg_cron). Rows locked by a running claim are skipped. It stops at ctx's
+// end, returning what it deleted so far and ctx's error.
+func DeleteExpired(ctx context.Context, db DB, batchSize int) (int64, error) {
+	if batchSize <= 0 {
+		return 0, fmt.Errorf("pgstore: DeleteExpired batch size %d, want > 0", batchSize)
+	}
+	var (
+		total int64
+		from  *time.Time // where the next batch starts
+	)
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var (
+			n    int64
+			last *time.Time
+		)
+		if err := db.QueryRow(ctx, deleteExpiredSQL, batchSize, from).Scan(&n, &last); err != nil {
+			return total, fmt.Errorf("pgstore: delete expired records: %w", err)
+		}
+		total += n
+		if n < int64(batchSize) {
+			return total, nil
+		}
+		from = last
+	}
+}
