@@ -14,6 +14,15 @@
 // server, killing its whole process group; on Linux the server is also killed
 // if the test binary dies without running Close (a panic, a -timeout).
 //
+// # Atomic conditional writes
+//
+// moto's threaded server checks a DynamoDB condition and then writes without
+// a lock, so two racing conditional PutItems can both succeed, which real
+// DynamoDB never allows. When the python3 on PATH has moto, the server runs
+// moto's own application with DynamoDB requests served one at a time (other
+// services, such as SQS long polls, stay concurrent); otherwise moto_server
+// runs as it is.
+//
 // # Missing server
 //
 // When moto_server is not installed or does not start, a test that asks for

@@ -113,7 +113,7 @@ func launch(path string) (*process, string, error) {
 	}
 	endpoint := "http://127.0.0.1:" + strconv.Itoa(port)
 	p := &process{out: &tail{max: 8 << 10}, done: make(chan struct{})}
-	p.cmd = exec.Command(path, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	p.cmd = command(path, port)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.SysProcAttr = procAttr()
 	if err := p.cmd.Start(); err != nil {
@@ -128,6 +128,41 @@ func launch(path string) (*process, string, error) {
 		return nil, "", fmt.Errorf("%s on %s: %w\n%s output:\n%s", Command, endpoint, err, Command, p.out.String())
 	}
 	return p, endpoint, nil
+}
+
+// atomicServer is moto_server's own main with one change: DynamoDB
+// requests are served one at a time. Real DynamoDB evaluates a conditional
+// write atomically; moto's threaded server evaluates the condition and then
+// writes without a lock, so two racing PutItems can both pass
+// attribute_not_exists (seen here: 2 of 200 racing claims won). Serialising
+// DynamoDB requests gives the tests DynamoDB's atomicity; other services
+// (SQS long polls) stay concurrent.
+const atomicServer = `
+import sys, threading
+from werkzeug.serving import run_simple
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+app = DomainDispatcherApplication(create_backend_app)
+lock = threading.Lock()
+
+def serve(environ, start_response):
+    if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
+        with lock:
+            return list(app(environ, start_response))
+    return app(environ, start_response)
+
+run_simple(sys.argv[1], int(sys.argv[2]), serve, threaded=True)
+`
+
+// command is the server to start on port: moto's application with
+// DynamoDB requests serialised (atomicServer), run by the python3 that has
+// moto installed, else moto_server itself.
+func command(motoServer string, port int) *exec.Cmd {
+	if py, err := exec.LookPath("python3"); err == nil &&
+		exec.Command(py, "-c", "import moto.moto_server.werkzeug_app, werkzeug.serving").Run() == nil {
+		return exec.Command(py, "-c", atomicServer, "127.0.0.1", strconv.Itoa(port))
+	}
+	return exec.Command(motoServer, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 }
 
 // waitReady polls endpoint until it answers HTTP, the process exits or
