@@ -14,7 +14,7 @@ LAMBDA_GOOS   := linux
 LAMBDA_GOARCH := arm64
 EVENT         ?= events/duplicate-delivery.json
 
-.PHONY: all test test-go test-infra lint fmt vet staticcheck bench fuzz build demo invoke synth diff deploy tools clean
+.PHONY: all test test-go test-infra lint fmt vet staticcheck bench fuzz chaos build demo invoke synth diff deploy tools clean
 
 all: test
 
@@ -50,6 +50,14 @@ bench:
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzBodyFields -fuzztime $(FUZZTIME) ./middleware/idempotency/
+
+## chaos: the chaos test's long profiles (process, store, all; 300 keys,
+## 4 worker processes each) on moto_server; prints the table, fails on any
+## broken promise. CHAOS_FLAGS adds flags, e.g. CHAOS_FLAGS='-seed 7'.
+## Its short profile runs in `make test` (internal/chaos).
+CHAOS_FLAGS ?=
+chaos:
+	$(GO) run ./internal/chaos/cmd/chaos -profiles process,store,all -keys 300 -workers 4 $(CHAOS_FLAGS)
 
 ## build: build/bootstrap.zip, the function for provided.al2023 on arm64.
 build:
