@@ -37,7 +37,9 @@ func TestAccount(t *testing.T) {
 	claimed := func(msg, id string, at int64) entry {
 		return entry{T: at, Ev: evOutcome, Msg: msg, Key: k, Run: id, Ran: true, Outcome: "claimed"}
 	}
-	record := func(msg, class string, at int64) entry { return entry{T: at, Ev: evRecord, Msg: msg, Key: k, Class: class} }
+	record := func(msg, class string, at int64) entry {
+		return entry{T: at, Ev: evRecord, Msg: msg, Key: k, Class: class}
+	}
 	ack := func(msg, id string, at int64) entry { return entry{T: at, Ev: evAck, Msg: msg, Key: k, Run: id} }
 
 	tests := []struct {
