@@ -49,7 +49,10 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	limit := p.FaultsFor + p.Drain + time.Minute
+	// The bound of the whole run: set-up, a producer slowed by a busy
+	// server, the faults, the drain and the stop.
+	limit := 2*p.FaultsFor + p.Drain + p.Timeout + time.Minute
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	started := time.Now()
@@ -142,6 +145,10 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 	}
 	env.say("chaos %s: drained after %v (%d messages left); accounting", p.Name, time.Since(started).Round(time.Millisecond), left)
 
+	// The account reads the end state under its own bound, so that a run
+	// that used its time still gets one.
+	ctx, cancel = context.WithTimeout(parent, time.Minute)
+	defer cancel()
 	logs, err := readLogs(env.Dir, incs)
 	if err != nil {
 		return nil, err

@@ -197,7 +197,7 @@ func (w *worker) kill(why string) {
 // deletes the records that did not fail, as Lambda's event source mapping
 // does with ReportBatchItemFailures on.
 func (w *worker) poll(ctx context.Context) {
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	out, err := w.sqs.ReceiveMessage(rctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(w.cfg.QueueURL),
 		MaxNumberOfMessages:         w.cfg.BatchSize,
