@@ -53,6 +53,20 @@
 // Each failure is logged once to [Options.Logger] with the messageId and the
 // error, never the body, and every outcome reaches [Options.OnRecord].
 //
+// # Pacing
+//
+// Without more, a failed record comes back when the queue's visibility
+// timeout ends, which is sized for the longest run of a record: a
+// duplicate whose key is in progress elsewhere then waits that long, and a
+// failure retried at that rhythm is not backed off. With [Options.Pacing]
+// set, the handler changes the visibility of each failed record's message
+// before it returns, in one call of a [VisibilityChanger] (package
+// sqsvisibility makes it on the SQS API): a record in progress elsewhere
+// comes back just after the holder's lease ends, any other failure backs
+// off exponentially by its receive count, and a record not started comes
+// back at once. A failed visibility change is logged and never changes an
+// outcome. See [Pacing] for the rules and defaults.
+//
 // A record with an empty messageId is still listed when it fails. Lambda
 // treats an empty itemIdentifier as the failure of the whole batch, so every
 // record of that batch is delivered again; nothing is lost.

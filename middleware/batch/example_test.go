@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -122,4 +123,56 @@ func ExampleSQS_lambda() {
 		Concurrency: 4,
 		Logger:      slog.New(slog.NewJSONHandler(os.Stderr, nil)),
 	}))
+}
+
+// printChanges is a VisibilityChanger that prints the changes it is asked
+// for; in production, sqsvisibility.New(sqsClient) makes the calls.
+type printChanges struct{}
+
+func (printChanges) ChangeVisibility(_ context.Context, changes []batch.VisibilityChange) []error {
+	for _, c := range changes {
+		// The timeouts are jittered: print them coarsely.
+		fmt.Printf("%s: visible again in about %v\n", c.MessageID, c.Timeout.Round(10*time.Second))
+	}
+	return nil
+}
+
+// heldError is the error of a record whose key another worker holds until
+// a known time, as idempotency.InProgressError is.
+type heldError struct{ until time.Time }
+
+func (e heldError) Error() string      { return "in progress elsewhere" }
+func (e heldError) RetryAt() time.Time { return e.until }
+
+// With Pacing, a record whose key is held elsewhere comes back just after
+// the holder's lease ends, and any other failure backs off by its receive
+// count, instead of both waiting for the queue's visibility timeout.
+func ExampleSQS_pacing() {
+	handle := func(ctx context.Context, msg events.SQSMessage) (struct{}, error) {
+		switch msg.Body {
+		case "held":
+			return struct{}{}, heldError{until: time.Now().Add(3 * time.Minute)}
+		case "bad":
+			return struct{}{}, errors.New("model unavailable")
+		}
+		return struct{}{}, nil
+	}
+	h := batch.SQS(handle, batch.Options{
+		Concurrency: 1,
+		Logger:      slog.New(slog.DiscardHandler),
+		Pacing:      batch.Pacing{Changer: printChanges{}},
+	})
+	record := func(id, body, receives string) events.SQSMessage {
+		return events.SQSMessage{MessageId: id, Body: body, ReceiptHandle: "rh-" + id,
+			EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:jobs",
+			Attributes:     map[string]string{"ApproximateReceiveCount": receives}}
+	}
+	resp, _ := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		record("m1", "ok", "1"), record("m2", "held", "1"), record("m3", "bad", "1"),
+	}})
+	fmt.Println("failed:", len(resp.BatchItemFailures))
+	// Output:
+	// m2: visible again in about 3m0s
+	// m3: visible again in about 10s
+	// failed: 2
 }

@@ -50,6 +50,13 @@ type Options struct {
 	// concurrent use. A panic inside OnRecord is recovered and logged; it
 	// does not change the record's outcome.
 	OnRecord func(ctx context.Context, msg events.SQSMessage, err error)
+
+	// Pacing, when its Changer is set, changes the visibility of the failed
+	// records' messages so that they come back when a new attempt can
+	// succeed: just after the lease of a key in progress elsewhere ends, or
+	// after an exponential backoff. The zero value turns pacing off. See
+	// [Pacing].
+	Pacing Pacing
 }
 
 // Validate reports whether o is a valid configuration. [SQS] calls it and
@@ -62,7 +69,7 @@ func (o Options) Validate() error {
 	if o.MinRemaining < 0 {
 		return fmt.Errorf("batch: Options.MinRemaining must not be negative, got %v", o.MinRemaining)
 	}
-	return nil
+	return o.Pacing.validate()
 }
 
 // withDefaults returns o with every zero field set to its default.
@@ -73,5 +80,6 @@ func (o Options) withDefaults() Options {
 	if o.MinRemaining == 0 {
 		o.MinRemaining = DefaultMinRemaining
 	}
+	o.Pacing = o.Pacing.withDefaults()
 	return o
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -78,14 +79,19 @@ func SQS[T any](fn func(context.Context, events.SQSMessage) (T, error), opts Opt
 
 // newSQS is SQS with the clock as a seam for tests.
 func newSQS[T any](fn func(context.Context, events.SQSMessage) (T, error), opts Options, now func() time.Time) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return newProcessor(fn, opts, now, rand.Float64).handle
+}
+
+// newProcessor is SQS with the clock and the random source of pacing's
+// jitter as seams for tests.
+func newProcessor[T any](fn func(context.Context, events.SQSMessage) (T, error), opts Options, now func() time.Time, rnd func() float64) *processor[T] {
 	if fn == nil {
 		panic("batch: SQS: nil record function")
 	}
 	if err := opts.Validate(); err != nil {
 		panic(err)
 	}
-	p := &processor[T]{fn: fn, opts: opts.withDefaults(), now: now}
-	return p.handle
+	return &processor[T]{fn: fn, opts: opts.withDefaults(), now: now, rand: rnd}
 }
 
 // processor holds what SQS was built with; it is never modified.
@@ -93,6 +99,7 @@ type processor[T any] struct {
 	fn   func(context.Context, events.SQSMessage) (T, error)
 	opts Options
 	now  func() time.Time
+	rand func() float64 // uniform in [0, 1), for pacing's jitter
 }
 
 // handle is the Lambda handler.
@@ -103,11 +110,12 @@ func (p *processor[T]) handle(ctx context.Context, ev events.SQSEvent) (events.S
 	}
 
 	r := &run[T]{
-		p:    p,
-		ctx:  ctx,
-		recs: recs,
-		errs: make([]error, len(recs)),
-		log:  p.opts.Logger,
+		p:       p,
+		ctx:     ctx,
+		recs:    recs,
+		errs:    make([]error, len(recs)),
+		started: make([]bool, len(recs)),
+		log:     p.opts.Logger,
 	}
 	if r.log == nil {
 		r.log = slog.Default()
@@ -155,16 +163,21 @@ func (p *processor[T]) handle(ctx context.Context, ev events.SQSEvent) (events.S
 			out = append(out, events.SQSBatchItemFailure{ItemIdentifier: recs[i].MessageId})
 		}
 	}
+	if failed > 0 {
+		r.pace()
+	}
 	return events.SQSEventResponse{BatchItemFailures: out}, nil
 }
 
-// run is the state of one invocation. errs[i] is written only by the
-// goroutine running record i's lane, and read after all lanes are done.
+// run is the state of one invocation. errs[i] and started[i] are written
+// only by the goroutine running record i's lane, and read after all lanes
+// are done.
 type run[T any] struct {
 	p           *processor[T]
 	ctx         context.Context
 	recs        []events.SQSMessage
 	errs        []error
+	started     []bool // whether the record function was called
 	log         *slog.Logger
 	lanes       lanes
 	deadline    time.Time
@@ -182,6 +195,7 @@ func (r *run[T]) lane(k int) {
 		if failed {
 			err = ErrGroupFailed
 		} else if err = r.mayStart(); err == nil {
+			r.started[i] = true
 			err = r.call(i)
 		}
 		r.finish(i, err)

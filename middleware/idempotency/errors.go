@@ -3,13 +3,15 @@ package idempotency
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Callers branch on them with [errors.Is].
 var (
 	// ErrInProgress reports that another worker holds a live lease on the
 	// key. The delivery must not be acknowledged: the batch decorator reports
-	// it as a batch item failure, and SQS delivers it again later.
+	// it as a batch item failure, and SQS delivers it again later. The guard
+	// returns it as an [*InProgressError], which tells when the lease ends.
 	ErrInProgress = errors.New("idempotency: operation already in progress for this key")
 
 	// ErrPayloadMismatch reports that the key was reused with a different
@@ -33,6 +35,38 @@ var (
 	// guard.
 	ErrNotClaimed = errors.New("idempotency: not inside a claimed operation")
 )
+
+// InProgressError is the error of a call whose key another worker holds
+// under a live lease: nothing ran. [errors.Is](err, [ErrInProgress]) is true
+// for it. Calls of the same key in this process that waited for the call
+// that found the lease get the same error.
+//
+// LeaseUntil is the holder's lease end as stored (its deadline plus
+// [Config.SkewMargin]): the earliest moment a new delivery can take the key
+// over if the holder died, and the latest at which it can find the result if
+// the holder finishes. A caller that schedules its own retry (as package
+// batch does with a message's visibility) retries then, not sooner. It is
+// the zero time when the record carries no lease end (one written by
+// another library without it).
+type InProgressError struct {
+	Key        string    // the record's id
+	LeaseUntil time.Time // the holder's lease end; zero when unknown
+}
+
+func (e *InProgressError) Error() string {
+	if e.LeaseUntil.IsZero() {
+		return fmt.Sprintf("%v: %s", ErrInProgress, e.Key)
+	}
+	return fmt.Sprintf("%v: %s, lease until %s", ErrInProgress, e.Key, e.LeaseUntil.UTC().Format(time.RFC3339Nano))
+}
+
+// Is reports whether target is [ErrInProgress].
+func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
+
+// RetryAt returns LeaseUntil. It is the method package batch looks for with
+// [errors.As] to pace the message's next delivery, so that packages which
+// cannot import this one can read the lease end through an interface.
+func (e *InProgressError) RetryAt() time.Time { return e.LeaseUntil }
 
 // StoreError reports a failed store operation. The record's operation was not
 // run (for Acquire), or its outcome could not be recorded (for Complete).

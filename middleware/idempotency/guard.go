@@ -67,10 +67,11 @@ func (g *Guard) ID(material []byte) string {
 // later calls with the same key return the stored result without calling fn.
 // The result is stored as JSON, so T must survive a JSON round trip.
 //
-// Do returns an error wrapping [ErrInProgress] when another worker holds the
-// key, a [*StoreError] when the store fails (fn is then not run), a
-// [*PanicError] when fn panics, and fn's own error when it fails; after a
-// failure or a panic the claim is released so that a retry can run fn.
+// Do returns an [*InProgressError] (which wraps [ErrInProgress] and tells
+// when the holder's lease ends) when another worker holds the key, a
+// [*StoreError] when the store fails (fn is then not run), a [*PanicError]
+// when fn panics, and fn's own error when it fails; after a failure or a
+// panic the claim is released so that a retry can run fn.
 // An empty key is an error wrapping [ErrNoKey].
 func Do[T any](ctx context.Context, g *Guard, key []byte, fn func(context.Context) (T, error)) (T, error) {
 	return do(ctx, g, call{key: key}, fn)
@@ -446,7 +447,8 @@ func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
 		g.remember(prev)
 		return outcome{data: prev.Data, ev: Event{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
 	case StatusInProgress:
-		return outcome{ev: Event{Outcome: OutcomeInProgress, Ran: ran, Err: ErrInProgress}}
+		err := &InProgressError{Key: prev.Key, LeaseUntil: prev.LeaseUntil}
+		return outcome{ev: Event{Outcome: OutcomeInProgress, Ran: ran, Err: err}}
 	default:
 		err := storeError("acquire", prev.Key, fmt.Errorf("record has unknown status %q", prev.Status))
 		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: ran, Err: err}}

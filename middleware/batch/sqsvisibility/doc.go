@@ -1,0 +1,33 @@
+// Package sqsvisibility changes the visibility of SQS messages for the
+// pacing of package batch ([batch.Pacing]): it implements
+// [batch.VisibilityChanger] on the SQS API, so that the batch package itself
+// needs no AWS SDK.
+//
+//	client := sqs.NewFromConfig(cfg) // built once, in main
+//	changer, err := sqsvisibility.New(client)
+//	if err != nil { ... }
+//	h := batch.SQS(fn, batch.Options{Pacing: batch.Pacing{Changer: changer}})
+//
+// The function's role needs sqs:ChangeMessageVisibility on the queue (the
+// permission ChangeMessageVisibilityBatch checks).
+//
+// # Calls
+//
+// The changes of one invocation are grouped by queue and sent with
+// ChangeMessageVisibilityBatch, ten entries per call (the API's limit; a
+// Lambda batch can hold up to 10,000 records), at most [DefaultConcurrency]
+// calls at a time unless [WithConcurrency] says otherwise. Timeouts are
+// rounded up to whole seconds (SQS's unit), so that a message never comes
+// back before the moment it was paced for, and clamped to SQS's 0 to 12
+// hours. Each entry's outcome is reported on its own: an entry SQS refused
+// (listed in the call's Failed entries, such as an expired receipt handle),
+// the entries of a call that failed as a whole, and a change whose queue
+// URL cannot be made each get an error; the others are applied.
+//
+// # Queue URL
+//
+// A record carries its queue's ARN, and the API takes the queue's URL:
+// [QueueURL] derives https://sqs.{region}.amazonaws.com/{account}/{name}
+// (amazonaws.com.cn in the aws-cn partition). Emulators use URLs of their
+// own; [WithQueueURL] replaces the derivation.
+package sqsvisibility
