@@ -32,6 +32,8 @@ type Report struct {
 	ExtraKill  int            // ...explained: its worker was killed between the operation and its completion
 	ExtraStore int            // ...explained: its completion failed with a store error (the documented window)
 	Acks       int            // deliveries acknowledged (deleted)
+	Paced      int            // visibility changes of failed records (pacing on)
+	PaceFailed int            // ...that SQS refused or that failed
 	Completed  int            // keys COMPLETED at the end
 
 	OwnCompletionReplayed int // calls that ran the operation, stored its result and were reported as something other than claimed
@@ -118,6 +120,7 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 		inc    string
 		class  string // the record's failure class; "" while unknown
 		closed bool   // a record entry followed the receive
+		acked  bool   // an ack entry followed the receive
 	}
 	last := map[string]*lastSeen{} // by message: its latest receive
 	for _, inc := range incs {
@@ -159,6 +162,9 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 				}
 			case evAck:
 				r.Acks++
+				if l := last[e.Msg]; l != nil && l.inc == inc.Name {
+					l.acked = true
+				}
 				if _, ok := firstAck[e.Msg]; !ok {
 					firstAck[e.Msg] = e.T
 				}
@@ -171,6 +177,11 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 				}
 			case evKill:
 				r.Kills[e.Class]++
+			case evPace:
+				r.Paced++
+				if e.Err != "" {
+					r.PaceFailed++
+				}
 			}
 		}
 	}
@@ -237,8 +248,10 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 				reason = l.class
 			case !l.closed && killed[l.inc]:
 				reason = "worker killed"
-			case l.closed:
-				reason = "succeeded but not deleted"
+			case !l.acked && killed[l.inc]:
+				reason = "worker killed before the batch returned"
+			case l.acked:
+				reason = "acknowledged after the last receive's visibility expired"
 			default:
 				reason = ""
 			}
@@ -327,6 +340,7 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 	})
 	row("own completion reported as not claimed", func(r *Report) string { return fmt.Sprint(r.OwnCompletionReplayed) })
 	row("acknowledged deliveries", func(r *Report) string { return fmt.Sprint(r.Acks) })
+	row("visibility changes (failed)", func(r *Report) string { return fmt.Sprintf("%d (%d)", r.Paced, r.PaceFailed) })
 	row("keys COMPLETED", func(r *Report) string { return fmt.Sprint(r.Completed) })
 	row("keys not completed, in DLQ", func(r *Report) string { return fmt.Sprint(r.DLQKeys) })
 	row("DLQ messages (key completed)", func(r *Report) string { return fmt.Sprintf("%d (%d)", r.DLQ, r.DLQCompleted) })

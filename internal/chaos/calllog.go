@@ -22,6 +22,7 @@ const (
 	evOutcome = "outcome"  // the guard reported an outcome (Outcome, Ran, Run)
 	evRecord  = "record"   // the batch handler finished a record (Class: "" on success)
 	evAck     = "ack"      // the message is acknowledged: logged before its delete (Run: the result it saw)
+	evPace    = "pace"     // a failed record's visibility was changed (N: the timeout in ms; Err if refused)
 	evKill    = "kill"     // the worker is about to SIGKILL itself (Class: why)
 	evExit    = "exit"     // the worker stopped on SIGTERM
 )

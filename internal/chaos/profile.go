@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -67,6 +68,8 @@ func base(name string, keys, workers int, seed uint64) Profile {
 //     ThrottlingException, resets connections before forwarding and after
 //     the write was applied; rare kills.
 //   - all: both at once.
+//   - lambda: all, with the shipped stack's proportions: a 2 s invocation
+//     deadline and a visibility timeout six times that, 12 s.
 func Profiles(keys, workers int, seed uint64) []Profile {
 	// The producer sends for about a second per 12 keys (moto_server on a
 	// shared machine serves a few dozen requests a second), and re-sends up
@@ -90,30 +93,47 @@ func Profiles(keys, workers int, seed uint64) []Profile {
 	all.KillEvery, all.KillAfterOpProb = process.KillEvery, process.KillAfterOpProb
 	all.ShortProb, all.ShortMin, all.ShortMax = process.ShortProb, process.ShortMin, process.ShortMax
 	all.Store = store.Store
-	return []Profile{process, store, all}
+
+	// lambda has the proportions of the shipped stack: a visibility timeout
+	// six times the invocation's, so that a redelivery SQS times itself
+	// comes late. Operations never outlive the visibility; every other fault
+	// is as in all.
+	lambda := all
+	lambda.Name = "lambda"
+	lambda.Timeout, lambda.Visibility = 2*time.Second, 12*time.Second
+	lambda.SlowProb, lambda.SlowMin, lambda.SlowMax = 0.05, time.Second, 1800*time.Millisecond
+	lambda.ShortMin, lambda.ShortMax = 200*time.Millisecond, 700*time.Millisecond
+	lambda.Drain = 4 * time.Minute
+	return []Profile{process, store, all, lambda}
 }
 
 // Short is the profile `go test` runs: every fault at once on 100 keys and
-// three workers, about 30 s on an idle machine.
+// three workers, with pacing on, about 30 s on an idle machine.
 func Short(seed uint64) Profile {
-	p := Profiles(100, 3, seed)[2]
+	p := Profiles(100, 3, seed)[2] // all
 	p.Name = "short"
+	p.Pacing = true
 	p.Drain = 60 * time.Second
 	return p
 }
 
-// ProfileByName returns the profile called name ("process", "store", "all"
-// or "short").
+// ProfileByName returns the profile called name ("process", "store",
+// "all", "lambda" or "short"). A suffix ":on" or ":off" sets its pacing.
 func ProfileByName(name string, keys, workers int, seed uint64) (Profile, error) {
-	if name == "short" {
-		return Short(seed), nil
+	name, pacing, paced := strings.Cut(name, ":")
+	if paced && pacing != "on" && pacing != "off" {
+		return Profile{}, fmt.Errorf("chaos: profile %s: pacing %q: want on or off", name, pacing)
 	}
-	for _, p := range Profiles(keys, workers, seed) {
+	ps := append(Profiles(keys, workers, seed), Short(seed))
+	for _, p := range ps {
 		if p.Name == name {
+			if paced {
+				p.Pacing = pacing == "on"
+			}
 			return p, nil
 		}
 	}
-	return Profile{}, fmt.Errorf("chaos: unknown profile %q (want process, store, all or short)", name)
+	return Profile{}, fmt.Errorf("chaos: unknown profile %q (want process, store, all, lambda or short)", name)
 }
 
 func (p Profile) validate() error {

@@ -4,7 +4,7 @@
 // DynamoDB and exact per-key accounting (see package chaos). It exits 1 if
 // any run broke a promise. `make chaos` runs it.
 //
-//	go run ./internal/chaos/cmd/chaos -profiles process,store,all -keys 300
+//	go run ./internal/chaos/cmd/chaos -profiles process,store,all,lambda:off,lambda:on -keys 300
 package main
 
 import (
@@ -26,11 +26,11 @@ func main() {
 }
 
 func run() int {
-	profiles := flag.String("profiles", "process,store,all", "comma-separated fault profiles: process, store, all, short")
+	profiles := flag.String("profiles", "process,store,all", "comma-separated fault profiles: process, store, all, lambda, short; name:on or name:off sets one's pacing")
 	keys := flag.Int("keys", 300, "idempotency keys per run")
 	workers := flag.Int("workers", 4, "poller processes")
 	seed := flag.Uint64("seed", 1, "seed of the producer, the faults and the workers")
-	pacing := flag.String("pacing", "off", "pace redelivery with visibility changes: off, on, or both (each profile twice, same seed)")
+	pacing := flag.String("pacing", "on", "pace redelivery with visibility changes, for profiles without :on or :off: off, on, or both (each profile twice, same seed)")
 	dir := flag.String("dir", "", "keep the call logs here (default: a temporary directory, removed after a passing run)")
 	flag.Parse()
 
@@ -48,10 +48,15 @@ func run() int {
 	}
 	var runs []chaos.Profile
 	for _, name := range strings.Split(*profiles, ",") {
-		p, err := chaos.ProfileByName(strings.TrimSpace(name), *keys, *workers, *seed)
+		name = strings.TrimSpace(name)
+		p, err := chaos.ProfileByName(name, *keys, *workers, *seed)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
+		}
+		if strings.Contains(name, ":") { // its own pacing
+			runs = append(runs, p)
+			continue
 		}
 		for _, m := range modes {
 			p.Pacing = m
