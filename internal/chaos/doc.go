@@ -4,7 +4,7 @@
 // per key of what ran and what was acknowledged.
 //
 //	go test ./internal/chaos          # the short profile (part of make test)
-//	make chaos                        # the long profiles, 300 keys each
+//	make chaos                        # the long runs, 300 keys each
 //
 // # What runs
 //
@@ -18,6 +18,14 @@
 // run id, which becomes the stored result. The producer sends every key
 // once, some twice byte for byte (a broker duplicate), and some again with a
 // new message id (a producer's re-send).
+//
+// With [Profile.Pacing] the handler paces redelivery (batch.Options.Pacing):
+// the visibility of each failed record's message is changed on the queue
+// through package sqsvisibility, so that it comes back just after the
+// holder's lease can end, or after a backoff. The profiles differ in timing
+// and faults (see [Profiles]); the lambda profile has the shipped stack's
+// proportions, a visibility timeout six times the invocation deadline, and
+// is the one to compare pacing off and on.
 //
 // # Faults
 //
