@@ -18,6 +18,12 @@ const (
 	// DefaultLease is the lease taken when the context has no deadline. Inside
 	// Lambda the lease ends at the invocation's deadline instead.
 	DefaultLease = 15 * time.Minute
+
+	// DefaultSkewMargin is added to every lease (see [Config.SkewMargin]).
+	// Hosts synchronised by NTP, as Lambda's are, agree within milliseconds;
+	// five seconds covers a clock that has drifted far worse, for little:
+	// the key of a holder that crashed waits five seconds longer.
+	DefaultSkewMargin = 5 * time.Second
 )
 
 // Digest names the hash applied to key material and validated payloads.
@@ -60,6 +66,19 @@ type Config struct {
 	// With a deadline (as inside Lambda) the lease ends at the deadline.
 	// Default [DefaultLease].
 	Lease time.Duration
+
+	// SkewMargin is added to the end of every lease: a claim stays live
+	// until its holder's deadline plus SkewMargin, as the claimant's clock
+	// reads it. The lease end is written by the holder's clock and compared
+	// with another worker's, so without a margin a worker whose clock runs
+	// ahead can take over a live claim before its holder's deadline and run
+	// the operation twice; with it, clocks may disagree by up to SkewMargin.
+	// The cost: when a holder dies, its key can be taken over SkewMargin
+	// after its deadline rather than at it, and deliveries paced on the
+	// lease end (see package batch) come back that much later. Default
+	// [DefaultSkewMargin]; negative is invalid; for practically none, set a
+	// tiny positive value such as [time.Nanosecond].
+	SkewMargin time.Duration
 
 	// Validate, if set, selects the part of a message that must be the same
 	// whenever its key is reused (see [Wrap]). A key reused with a different
@@ -153,6 +172,12 @@ func (c *Config) validate() error {
 	}
 	if c.Lease > c.ExpiresAfter {
 		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is longer than Config.ExpiresAfter %v", c.Lease, c.ExpiresAfter))
+	}
+	if c.SkewMargin < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.SkewMargin %v is negative", c.SkewMargin))
+	}
+	if c.SkewMargin == 0 {
+		c.SkewMargin = DefaultSkewMargin
 	}
 	if c.CacheSize < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.CacheSize %d is negative", c.CacheSize))

@@ -19,11 +19,15 @@
 //   - The operation runs to completion at most once while the key's record
 //     lives. The one exception: a worker that dies after the operation
 //     succeeded and before the record was completed; its lease then passes
-//     and the work runs again.
+//     and the work runs again. Leases are written by one worker's clock and
+//     read by another's: this holds while the workers' clocks disagree by
+//     less than [Config.SkewMargin] (default 5 s).
 //   - Every call that succeeds returns the same stored result.
 //   - A call that finds the key in progress elsewhere fails with
-//     [ErrInProgress]: the message is not acknowledged, and SQS delivers it
-//     again later (see package batch).
+//     [ErrInProgress] (an [*InProgressError] telling when the holder's lease
+//     ends): the message is not acknowledged, and SQS delivers it again
+//     later, just after that lease end when the batch handler paces
+//     redeliveries (see package batch).
 //   - A store error never leads to running the operation: the call fails
 //     with a [*StoreError] (fail closed).
 //   - A key reused with another payload fails with [ErrPayloadMismatch] when
@@ -54,7 +58,7 @@
 //  1. [Store.Acquire] writes an INPROGRESS record in one atomic conditional
 //     create, which succeeds if the key is free, its record expired, or its
 //     lease passed. The lease ends at the context's deadline (the Lambda
-//     invocation's), else after [Config.Lease].
+//     invocation's), else after [Config.Lease], plus [Config.SkewMargin].
 //  2. If a COMPLETED record is there, its result is returned (replayed); if
 //     an INPROGRESS record with a live lease is there, [ErrInProgress].
 //  3. Otherwise the operation runs. If it fails or panics, the claim is
@@ -69,7 +73,9 @@
 //
 // A completion that fails with a store error is retried while the deadline
 // and [Config.CompleteAttempts] allow (not when it cannot succeed: see
-// [Store]). If it still fails, the call fails with a [*StoreError] and the
+// [Store]); a retry that finds the record completed under its own owner
+// token (the first attempt was applied and its response lost) is a success,
+// reported as claimed. If it still fails, the call fails with a [*StoreError] and the
 // record stays INPROGRESS until its lease ends; the next delivery after that
 // runs the operation again. That, and a worker that dies between the
 // operation and its completion, is the documented window of the promise.

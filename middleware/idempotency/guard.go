@@ -457,7 +457,7 @@ func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
 
 // claim is a new INPROGRESS record with a fresh owner token. The lease ends
 // at the context's deadline (the Lambda invocation's), else after
-// Config.Lease.
+// Config.Lease, plus Config.SkewMargin for clocks that disagree.
 func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time) Record {
 	lease := now.Add(g.cfg.Lease)
 	if d, ok := ctx.Deadline(); ok && d.After(now) {
@@ -467,7 +467,7 @@ func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time)
 		Key:        id,
 		Status:     StatusInProgress,
 		ExpiresAt:  now.Add(g.cfg.ExpiresAfter),
-		LeaseUntil: lease,
+		LeaseUntil: lease.Add(g.cfg.SkewMargin),
 		Validation: validation,
 		Owner:      rand.Text(),
 	}

@@ -327,8 +327,8 @@ func TestLeaseEndsAtDeadline(t *testing.T) {
 		ctx  func(t *testing.T) context.Context
 		want time.Time
 	}{
-		{"context deadline", ctxWithDeadline, deadline},
-		{"no deadline: Config.Lease", func(*testing.T) context.Context { return context.Background() }, t0.Add(idempotency.DefaultLease)},
+		{"context deadline", ctxWithDeadline, deadline.Add(idempotency.DefaultSkewMargin)},
+		{"no deadline: Config.Lease", func(*testing.T) context.Context { return context.Background() }, t0.Add(idempotency.DefaultLease + idempotency.DefaultSkewMargin)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)

@@ -88,6 +88,14 @@ type Store interface {
 	// nothing and returns an error that wraps [ErrLeaseLost]. Writes in
 	// rec.Attached commit together with the completion or not at all.
 	//
+	// Complete is idempotent for its caller: finding the record already
+	// COMPLETED with rec's own Owner (a retried request whose first attempt
+	// was applied and its response lost) is a success; nothing is written,
+	// and the result is the one stored then. Owner tokens are random per
+	// claim, so only this completion can have left rec.Owner on a completed
+	// record. A store tells this from the failed condition's own answer (the
+	// record as it found it), without another round trip.
+	//
 	// The guard retries a failed Complete while its deadline allows, unless
 	// the error wraps [ErrLeaseLost] or [ErrAttachUnsupported], or has a
 	// method Permanent() bool that reports true (an attached write's own

@@ -39,6 +39,11 @@
 //     the record out of the failure costs one consistent GetItem more.
 //   - Complete: one UpdateItem conditional on status = INPROGRESS AND
 //     lease_owner = :me; with attached writes, one TransactWriteItems instead.
+//     Both are built by one function and their failures read by one
+//     classifier. With ReturnValuesOnConditionCheckFailure ALL_OLD, a
+//     failed condition returns the record: found COMPLETED under :me, it is
+//     this completion applied by an attempt whose response was lost (the
+//     SDK retried it), and Complete succeeds with no further call.
 //   - Release: one DeleteItem with the same condition.
 //
 // Through the guard: a first delivery is 2 calls (put, update), a replay 1,

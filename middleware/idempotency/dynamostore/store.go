@@ -220,46 +220,46 @@ func (s *Store) omitted(ctx context.Context, rec idempotency.Record, budget int,
 		slog.String("table", s.table))
 }
 
-// completion is the conditional update that completes a record.
-type completion struct {
-	update, condition string
-	names             map[string]string
-	values            map[string]types.AttributeValue
-}
-
-func (s *Store) completion(rec idempotency.Record, p placement, retry bool) completion {
+// completion is the conditional update that completes rec, stored as p:
+// the one builder of both the UpdateItem and the transaction's first item.
+// retry selects retryCondition (see there) instead of fenceCondition.
+func (s *Store) completion(rec idempotency.Record, p placement, retry bool) *types.Update {
 	a := s.attrs
-	c := completion{
-		condition: fenceCondition,
-		names: map[string]string{
+	u := &types.Update{
+		TableName:           aws.String(s.table),
+		Key:                 s.key(rec.Key),
+		ConditionExpression: aws.String(fenceCondition),
+		ExpressionAttributeNames: map[string]string{
 			"#st": a.Status, "#exp": a.Expiration, "#own": a.Owner,
 			"#data": a.Data, "#enc": a.DataEncoding, "#omit": a.DataOmitted,
 		},
-		values: map[string]types.AttributeValue{
+		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":completed":  attrS(string(idempotency.StatusCompleted)),
 			":exp":        attrN(rec.ExpiresAt.Unix()),
 			":inprogress": attrS(string(idempotency.StatusInProgress)),
 			":me":         attrS(rec.Owner),
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if retry {
-		c.condition = retryCondition
+		u.ConditionExpression = aws.String(retryCondition)
 	}
+	values := u.ExpressionAttributeValues
 	set := "SET #st = :completed, #exp = :exp"
 	switch {
 	case p.omitted:
-		c.update = set + ", #omit = :omit REMOVE #data, #enc"
-		c.values[":omit"] = &types.AttributeValueMemberBOOL{Value: true}
+		u.UpdateExpression = aws.String(set + ", #omit = :omit REMOVE #data, #enc")
+		values[":omit"] = &types.AttributeValueMemberBOOL{Value: true}
 	case p.value == nil:
-		c.update = set + " REMOVE #data, #enc, #omit"
+		u.UpdateExpression = aws.String(set + " REMOVE #data, #enc, #omit")
 	case p.encoding != "":
-		c.update = set + ", #data = :data, #enc = :enc REMOVE #omit"
-		c.values[":data"], c.values[":enc"] = p.value, attrS(p.encoding)
+		u.UpdateExpression = aws.String(set + ", #data = :data, #enc = :enc REMOVE #omit")
+		values[":data"], values[":enc"] = p.value, attrS(p.encoding)
 	default:
-		c.update = set + ", #data = :data REMOVE #enc, #omit"
-		c.values[":data"] = p.value
+		u.UpdateExpression = aws.String(set + ", #data = :data REMOVE #enc, #omit")
+		values[":data"] = p.value
 	}
-	return c
+	return u
 }
 
 // errTooLarge reports that DynamoDB refused a completion for its size.
@@ -281,6 +281,12 @@ var (
 // CompleteData implements [idempotency.DataCompleter]: it is Complete, and
 // returns the result as stored, which is nil when the result did not fit in
 // the item (see Large results in the package doc).
+//
+// A completion whose condition fails on the record already COMPLETED under
+// rec's own owner is this completion, applied by an earlier attempt whose
+// response was lost (the SDK retries such a request): it succeeds, and
+// returns the result as that attempt stored it, read from the record the
+// failed condition returns (ALL_OLD), without another round trip.
 func (s *Store) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
 	if rec.Key == "" {
 		return nil, storeError("complete", "", errors.New("dynamostore: empty key"))
@@ -293,23 +299,18 @@ func (s *Store) CompleteData(ctx context.Context, rec idempotency.Record) ([]byt
 		return nil, storeError("complete", rec.Key, fmt.Errorf("dynamostore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
 	}
 	p := s.place(ctx, rec)
-	err = s.commit(ctx, rec, s.completion(rec, p, false), writes)
+	stored, err := s.commit(ctx, rec, p, false, writes)
 	if errors.Is(err, errTooLarge) && p.value != nil {
 		// Our size estimate fell short (attributes we did not write?): never
 		// leave a completed operation unrecorded for lack of space.
 		s.omitted(ctx, rec, s.itemLimit-sizeMargin-s.completedSize(rec), "DynamoDB refused the item's size")
 		p = placement{omitted: true}
-		err = s.commit(ctx, rec, s.completion(rec, p, true), writes)
+		stored, err = s.commit(ctx, rec, p, true, writes)
 	}
-	switch {
-	case errors.Is(err, errTooLarge):
+	if errors.Is(err, errTooLarge) {
 		return nil, storeError("complete", rec.Key, permanent{err})
-	case err != nil:
-		return nil, err
-	case p.omitted:
-		return nil, nil
 	}
-	return rec.Data, nil
+	return stored, err
 }
 
 // permanent marks an error that retrying the same request cannot cure: the
@@ -328,32 +329,81 @@ func invalid(err error) bool {
 	return errors.As(err, &ip) || (errors.As(err, &ae) && ae.ErrorCode() == "ValidationException")
 }
 
-func (s *Store) commit(ctx context.Context, rec idempotency.Record, c completion, writes []types.TransactWriteItem) error {
-	if len(writes) > 0 {
-		return s.commitTransaction(ctx, rec, c, writes)
+// commit sends the completion of rec stored as p: one UpdateItem, or one
+// TransactWriteItems with the update first when writes are attached. It
+// returns the result as stored.
+func (s *Store) commit(ctx context.Context, rec idempotency.Record, p placement, retry bool, writes []types.TransactWriteItem) ([]byte, error) {
+	u := s.completion(rec, p, retry)
+	var err error
+	if len(writes) == 0 {
+		_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                           u.TableName,
+			Key:                                 u.Key,
+			UpdateExpression:                    u.UpdateExpression,
+			ConditionExpression:                 u.ConditionExpression,
+			ExpressionAttributeNames:            u.ExpressionAttributeNames,
+			ExpressionAttributeValues:           u.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: u.ReturnValuesOnConditionCheckFailure,
+		})
+	} else {
+		items := make([]types.TransactWriteItem, 0, 1+len(writes))
+		items = append(append(items, types.TransactWriteItem{Update: u}), writes...)
+		_, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	}
-	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.table),
-		Key:                                 s.key(rec.Key),
-		UpdateExpression:                    aws.String(c.update),
-		ConditionExpression:                 aws.String(c.condition),
-		ExpressionAttributeNames:            c.names,
-		ExpressionAttributeValues:           c.values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var ccf *types.ConditionalCheckFailedException
 	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ccf):
-		return s.leaseLost("complete", rec.Key, rec.Owner, ccf.Item)
-	case tooLarge(err):
-		return fmt.Errorf("%w: %w", errTooLarge, err)
-	case invalid(err):
-		return storeError("complete", rec.Key, permanent{err})
-	default:
-		return storeError("complete", rec.Key, err)
+	case err != nil:
+		return s.completionFailed(ctx, rec, err)
+	case p.omitted:
+		return nil, nil
 	}
+	return rec.Data, nil
+}
+
+// completionFailed classifies the error of a completion, whether sent as
+// UpdateItem or as a transaction: the one classifier of both.
+func (s *Store) completionFailed(ctx context.Context, rec idempotency.Record, err error) ([]byte, error) {
+	var ccf *types.ConditionalCheckFailedException
+	var tce *types.TransactionCanceledException
+	switch {
+	case errors.As(err, &ccf):
+		return s.conditionFailed(ctx, rec, ccf.Item)
+	case errors.As(err, &tce):
+		reasons := tce.CancellationReasons
+		if len(reasons) > 0 {
+			switch code := aws.ToString(reasons[0].Code); {
+			case code == "ConditionalCheckFailed":
+				return s.conditionFailed(ctx, rec, reasons[0].Item)
+			case code == "ValidationError" && strings.Contains(strings.ToLower(aws.ToString(reasons[0].Message)), "size"):
+				return nil, fmt.Errorf("%w: %w", errTooLarge, err)
+			}
+		}
+		return nil, storeError("complete", rec.Key, &TransactionError{Key: rec.Key, Reasons: reasons, Err: tce})
+	case tooLarge(err):
+		return nil, fmt.Errorf("%w: %w", errTooLarge, err)
+	case invalid(err):
+		return nil, storeError("complete", rec.Key, permanent{err})
+	}
+	return nil, storeError("complete", rec.Key, err)
+}
+
+// conditionFailed is the outcome of a completion whose condition failed;
+// item is the record as the condition saw it. Found COMPLETED under rec's
+// own owner, it is this completion, applied by an earlier attempt: only
+// this completion writes rec.Owner on a completed record (owner tokens are
+// random per claim), and with its attached writes, since they commit
+// together or not at all. Otherwise, or when the server left the record
+// out, the lease was lost.
+func (s *Store) conditionFailed(ctx context.Context, rec idempotency.Record, item map[string]types.AttributeValue) ([]byte, error) {
+	if len(item) > 0 {
+		st, err := s.decode(item)
+		if st.rec.Status == idempotency.StatusCompleted && st.rec.Owner != "" && st.rec.Owner == rec.Owner {
+			if err != nil {
+				return nil, storeError("complete", rec.Key, fmt.Errorf("dynamostore: completed by this owner, but the stored result cannot be read: %w", permanent{err}))
+			}
+			return st.rec.Data, nil
+		}
+	}
+	return nil, s.leaseLost("complete", rec.Key, rec.Owner, item)
 }
 
 // tooLarge reports whether err is DynamoDB refusing an item for its size.

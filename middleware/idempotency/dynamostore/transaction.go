@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
@@ -132,46 +131,6 @@ func wellFormed(w types.TransactWriteItem) error {
 		return errors.New("is a ConditionCheck without a ConditionExpression")
 	}
 	return nil
-}
-
-// commitTransaction completes the record and applies writes in one
-// TransactWriteItems: the record's update is item 0.
-func (s *Store) commitTransaction(ctx context.Context, rec idempotency.Record, c completion, writes []types.TransactWriteItem) error {
-	items := make([]types.TransactWriteItem, 0, 1+len(writes))
-	items = append(items, types.TransactWriteItem{Update: &types.Update{
-		TableName:                           aws.String(s.table),
-		Key:                                 s.key(rec.Key),
-		UpdateExpression:                    aws.String(c.update),
-		ConditionExpression:                 aws.String(c.condition),
-		ExpressionAttributeNames:            c.names,
-		ExpressionAttributeValues:           c.values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}})
-	items = append(items, writes...)
-	_, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if err == nil {
-		return nil
-	}
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		switch {
-		case tooLarge(err):
-			return fmt.Errorf("%w: %w", errTooLarge, err)
-		case invalid(err):
-			return storeError("complete", rec.Key, permanent{err})
-		}
-		return storeError("complete", rec.Key, err)
-	}
-	reasons := tce.CancellationReasons
-	if len(reasons) > 0 {
-		switch code := aws.ToString(reasons[0].Code); {
-		case code == "ConditionalCheckFailed":
-			return s.leaseLost("complete", rec.Key, rec.Owner, reasons[0].Item)
-		case code == "ValidationError" && strings.Contains(strings.ToLower(aws.ToString(reasons[0].Message)), "size"):
-			return fmt.Errorf("%w: %w", errTooLarge, err)
-		}
-	}
-	return storeError("complete", rec.Key, &TransactionError{Key: rec.Key, Reasons: reasons, Err: tce})
 }
 
 // TransactionError reports a completion transaction that DynamoDB cancelled

@@ -86,6 +86,9 @@ func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[rec.Key]
+	if ok && old.Status == idempotency.StatusCompleted && old.Owner != "" && old.Owner == rec.Owner {
+		return nil // this completion, made again
+	}
 	if !ok || old.Status != idempotency.StatusInProgress || old.Owner == "" || old.Owner != rec.Owner {
 		return fmt.Errorf("memstore: complete %s: %w", rec.Key, idempotency.ErrLeaseLost)
 	}

@@ -8,9 +8,12 @@
 // The suite checks the atomic conditional claim (a free key, a held key, a
 // lapsed lease, an expired record, a claim retried by its owner), the fenced
 // completion and release (a stale owner can neither complete nor delete; a
-// completed record is never released), the stored result and payload
+// completed record is never released; a completion retried by its owner
+// succeeds), the stored result and payload
 // digest, that attached writes are never dropped silently, and that of 200
-// goroutines racing to claim one key exactly one wins.
+// goroutines racing to claim one key exactly one wins. Through two guards on
+// the store, it checks that a claimant whose clock runs ahead cannot take
+// over a live claim before its holder's deadline ([idempotency.Config.SkewMargin]).
 package storetest
 
 import (
@@ -20,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		{"StaleOwnerCannotComplete", testStaleComplete},
 		{"StaleOwnerCannotRelease", testStaleRelease},
 		{"CompleteOnlyOnce", testCompleteOnce},
+		{"CompleteRetriedByOwner", testCompleteRetriedByOwner},
 		{"ReleaseFreesKey", testReleaseFrees},
 		{"CompleteAfterRelease", testCompleteAfterRelease},
 		{"CompletedNotReleased", testCompletedNotReleased},
@@ -56,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		{"AcquireWithoutOwnerRefused", testAcquireWithoutOwner},
 		{"UnknownAttachmentNotDropped", testUnknownAttachment},
 		{"RaceOneWinner", testRace},
+		{"ClockSkewMargin", testSkewedClocks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -256,15 +262,39 @@ func testStaleRelease(t *testing.T, s idempotency.Store) {
 }
 
 func testCompleteOnce(t *testing.T, s idempotency.Store) {
+	// A second completion by another owner (whose claim the key never had)
+	// is refused and changes nothing.
 	k, rec, now := claimed(t, s, time.Minute)
 	done := mustComplete(t, s, rec, `1`)
-	again := done
-	again.Data = []byte(`2`)
-	if err := s.Complete(context.Background(), again); !errors.Is(err, idempotency.ErrLeaseLost) {
-		t.Fatalf("second Complete: err = %v, want ErrLeaseLost", err)
+	other := claim(k, now, time.Minute)
+	other.Status, other.Data = idempotency.StatusCompleted, []byte(`2`)
+	if err := s.Complete(context.Background(), other); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Complete by another owner: err = %v, want ErrLeaseLost", err)
 	}
 	got, _ := mustAcquire(t, s, claim(k, now, time.Minute), now)
-	sameRecord(t, "record after a second Complete", got, done)
+	sameRecord(t, "record after another owner's Complete", got, done)
+}
+
+func testCompleteRetriedByOwner(t *testing.T, s idempotency.Store) {
+	// A completion sent again by its owner (a retried request whose first
+	// attempt was applied and its response lost) is a success, and keeps
+	// what the first attempt stored.
+	k, rec, now := claimed(t, s, time.Minute)
+	done := mustComplete(t, s, rec, `{"n":1}`)
+	if err := s.Complete(context.Background(), done); err != nil {
+		t.Fatalf("Complete retried by its owner: %v, want success", err)
+	}
+	if dc, ok := s.(idempotency.DataCompleter); ok {
+		stored, err := dc.CompleteData(context.Background(), done)
+		if err != nil || !jsonEqual(stored, done.Data) {
+			t.Fatalf("CompleteData retried by its owner = %s, %v; want the stored result %s", stored, err, done.Data)
+		}
+	}
+	got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now)
+	if !loaded {
+		t.Fatal("a retried Complete freed the key")
+	}
+	sameRecord(t, "record after a retried Complete", got, done)
 }
 
 func testReleaseFrees(t *testing.T, s idempotency.Store) {
@@ -388,5 +418,82 @@ func testRace(t *testing.T, s idempotency.Store) {
 	}
 	if wins.Load() != 1 {
 		t.Fatalf("%d of %d racing Acquires won the key, want exactly 1 (loaded: %d)", wins.Load(), Racers, loads.Load())
+	}
+}
+
+// testSkewedClocks: a holder claims a key with a deadline a minute away; a
+// second worker, whose clock runs 2 s ahead, asks for the key 1 s before
+// that deadline (its clock reads 1 s past it). With the default margin it
+// finds the key in progress, until the lease end the holder stored; with
+// none (the control case), it takes the live claim over and runs the
+// operation a second time.
+func testSkewedClocks(t *testing.T, s idempotency.Store) {
+	for _, tc := range []struct {
+		name      string
+		margin    time.Duration
+		wantTwice bool
+	}{
+		{"default margin", 0, false},
+		{"no margin (control)", time.Nanosecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := time.Now().Truncate(time.Millisecond)
+			deadline := base.Add(time.Minute)
+			ns := fmt.Sprintf("storetest-skew-%s", rand.Text())
+			guard := func(now time.Time) *idempotency.Guard {
+				g, err := idempotency.New(idempotency.Config{
+					Store: s, Namespace: ns, SkewMargin: tc.margin,
+					Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return g
+			}
+			holder := guard(base)
+			ahead := guard(deadline.Add(-time.Second).Add(2 * time.Second))
+			k := []byte(`"skewed"`)
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			defer cancel()
+
+			var runs atomic.Int32
+			claimed, finish, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				_, _ = idempotency.Do(ctx, holder, k, func(context.Context) (string, error) {
+					runs.Add(1)
+					close(claimed)
+					<-finish
+					return "holder", nil
+				})
+			}()
+			select {
+			case <-claimed:
+			case <-done:
+				t.Fatal("the holder returned without claiming the key")
+			case <-time.After(30 * time.Second):
+				t.Fatal("the holder did not claim the key within 30s")
+			}
+			_, err := idempotency.Do(ctx, ahead, k, func(context.Context) (string, error) {
+				runs.Add(1)
+				return "claimant", nil
+			})
+			close(finish)
+			<-done
+
+			if tc.wantTwice {
+				if err != nil || runs.Load() != 2 {
+					t.Fatalf("without a margin: err = %v, runs = %d; want the claim taken over and a second run (else this scenario proves nothing)", err, runs.Load())
+				}
+				return
+			}
+			var ip *idempotency.InProgressError
+			if !errors.As(err, &ip) || runs.Load() != 1 {
+				t.Fatalf("claimant 2 s ahead, 1 s before the holder's deadline: err = %v, runs = %d; want ErrInProgress and one run", err, runs.Load())
+			}
+			if want := deadline.Add(idempotency.DefaultSkewMargin); !ip.LeaseUntil.Equal(want) {
+				t.Errorf("lease end %v, want the holder's deadline plus the margin, %v", ip.LeaseUntil, want)
+			}
+		})
 	}
 }

@@ -1,0 +1,46 @@
+package idempotency_test
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+)
+
+func TestSkewMarginValidated(t *testing.T) {
+	_, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "n", SkewMargin: -time.Second})
+	if err == nil {
+		t.Fatal("New accepted a negative SkewMargin")
+	}
+}
+
+// The lease end is the deadline plus the margin; the two-clock scenario is
+// storetest's ClockSkewMargin, run on every store.
+func TestSkewMarginCustom(t *testing.T) {
+	store := memstore.New()
+	now := time.Now()
+	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "n", SkewMargin: 30 * time.Second,
+		Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := now.Add(time.Minute)
+	ctx, cancel := context.WithDeadline(t.Context(), deadline)
+	defer cancel()
+	var lease atomic.Value
+	_, err = idempotency.Do(ctx, g, []byte(`"k"`), func(context.Context) (int, error) {
+		rec, _ := store.Get(g.ID([]byte(`"k"`)))
+		lease.Store(rec.LeaseUntil)
+		return 1, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lease.Load().(time.Time); !got.Equal(deadline.Add(30 * time.Second)) {
+		t.Errorf("lease end %v, want the deadline plus 30s (%v)", got, deadline.Add(30*time.Second))
+	}
+}
