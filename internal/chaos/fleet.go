@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ type fleet struct {
 	bin  string
 	dir  string
 	base WorkerConfig
+	skew time.Duration // each incarnation's clock is off by up to this
 
 	mu       sync.Mutex
 	procs    []*proc // the live incarnation of each slot
@@ -42,8 +44,8 @@ type proc struct {
 	random bool // set under fleet.mu before a random kill
 }
 
-func newFleet(bin, dir string, base WorkerConfig, n int) *fleet {
-	return &fleet{bin: bin, dir: dir, base: base, procs: make([]*proc, n)}
+func newFleet(bin, dir string, base WorkerConfig, skew time.Duration, n int) *fleet {
+	return &fleet{bin: bin, dir: dir, base: base, skew: skew, procs: make([]*proc, n)}
 }
 
 func (f *fleet) start(ctx context.Context) {
@@ -92,6 +94,10 @@ func (f *fleet) spawn(i, gen int) (*proc, error) {
 	cfg := f.base
 	cfg.Name = name
 	cfg.Seed = f.base.Seed*1_000_003 + uint64(i)*10_007 + uint64(gen)
+	if f.skew > 0 {
+		rng := rand.New(rand.NewPCG(cfg.Seed, 0xc10c))
+		cfg.ClockOffset = time.Duration(rng.Int64N(int64(2*f.skew)+1)) - f.skew
+	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err

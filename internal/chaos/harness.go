@@ -107,9 +107,10 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 		FaultsUntil: faultsUntil,
 		ShortProb:   p.ShortProb, ShortMin: p.ShortMin, ShortMax: p.ShortMax,
 		KillAfterOpProb: p.KillAfterOpProb,
+		SkewMargin:      p.SkewMargin,
 		Pacing:          p.Pacing,
 		MaxLife:         limit,
-	}, p.Workers)
+	}, p.ClockSkew, p.Workers)
 	fl.start(ctx)
 	stopped := false
 	defer func() {

@@ -39,6 +39,12 @@ type Profile struct {
 	ShortMax        time.Duration
 	Store           StoreFaults // injected by the proxy in front of DynamoDB
 
+	// ClockSkew sets each worker process's clock (the guard's) off by a
+	// seeded draw in [-ClockSkew, +ClockSkew]; SkewMargin is the guard's
+	// Config.SkewMargin, which must cover twice ClockSkew.
+	ClockSkew  time.Duration
+	SkewMargin time.Duration
+
 	Drain time.Duration // the longest the queue may take to empty after the faults end
 }
 
@@ -56,14 +62,16 @@ func base(name string, keys, workers int, seed uint64) Profile {
 		OpMin:        50 * time.Millisecond, OpMax: 400 * time.Millisecond,
 		SlowProb: 0.05, SlowMin: 2200 * time.Millisecond, SlowMax: 3200 * time.Millisecond,
 		ResendProb: 0.3, ResendAfterMax: 6 * time.Second, DuplicateProb: 0.2,
-		Drain: 2 * time.Minute,
+		SkewMargin: time.Second,
+		Drain:      2 * time.Minute,
 	}
 }
 
 // Profiles returns the named fault profiles for keys keys:
 //
 //   - process: workers SIGKILLed at random moments and between an operation
-//     and its completion, short deadlines, slow operations; no store faults.
+//     and its completion, short deadlines, slow operations, clocks up to
+//     400 ms apart (the guard's skew margin is 1 s); no store faults.
 //   - store: the proxy in front of DynamoDB answers 5xx and
 //     ThrottlingException, resets connections before forwarding and after
 //     the write was applied; rare kills.
@@ -81,6 +89,7 @@ func Profiles(keys, workers int, seed uint64) []Profile {
 	process.KillEvery = 1500 * time.Millisecond
 	process.KillAfterOpProb = 0.04
 	process.ShortProb, process.ShortMin, process.ShortMax = 0.1, 200*time.Millisecond, 900*time.Millisecond
+	process.ClockSkew = 400 * time.Millisecond
 
 	store := base("store", keys, workers, seed)
 	store.SendOver, store.FaultsFor = send, faults
@@ -93,6 +102,7 @@ func Profiles(keys, workers int, seed uint64) []Profile {
 	all.KillEvery, all.KillAfterOpProb = process.KillEvery, process.KillAfterOpProb
 	all.ShortProb, all.ShortMin, all.ShortMax = process.ShortProb, process.ShortMin, process.ShortMax
 	all.Store = store.Store
+	all.ClockSkew = process.ClockSkew
 
 	// lambda has the proportions of the shipped stack: a visibility timeout
 	// six times the invocation's, so that a redelivery SQS times itself
@@ -146,6 +156,8 @@ func (p Profile) validate() error {
 		return fmt.Errorf("chaos: profile %s: batch size %d is not in 1..10", p.Name, p.BatchSize)
 	case p.MaxReceives < 1:
 		return fmt.Errorf("chaos: profile %s: max receives %d", p.Name, p.MaxReceives)
+	case p.SkewMargin <= 0:
+		return fmt.Errorf("chaos: profile %s: skew margin %v is not positive", p.Name, p.SkewMargin)
 	}
 	return nil
 }

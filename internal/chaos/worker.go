@@ -74,6 +74,9 @@ type WorkerConfig struct {
 	ShortMin, ShortMax time.Duration
 	KillAfterOpProb    float64
 
+	SkewMargin  time.Duration // the guard's Config.SkewMargin
+	ClockOffset time.Duration // added to the guard's clock
+
 	Pacing  bool          // pace redelivery with visibility changes
 	MaxLife time.Duration // the process exits after this long whatever happens
 }
@@ -136,10 +139,12 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, logPath string) error {
 		return err
 	}
 	g, err := idempotency.New(idempotency.Config{
-		Store:     store,
-		Namespace: cfg.Namespace,
-		Logger:    w.slog,
-		OnOutcome: w.onOutcome,
+		Store:      store,
+		Namespace:  cfg.Namespace,
+		SkewMargin: cfg.SkewMargin,
+		Now:        func() time.Time { return time.Now().Add(cfg.ClockOffset) },
+		Logger:     w.slog,
+		OnOutcome:  w.onOutcome,
 	})
 	if err != nil {
 		return err
