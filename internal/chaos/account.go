@@ -23,6 +23,7 @@ type Report struct {
 	Keys       int
 	Sent       map[string]int // by kind: first, duplicate, resend
 	Receives   int            // receives logged by workers
+	RecvErrors int            // ReceiveMessage calls that failed (timed out) in workers
 	MaxPerKey  int            // the most receives of one key
 	Kills      map[string]int // by cause: random, after_op, deadline
 	Processes  int            // worker incarnations
@@ -40,7 +41,7 @@ type Report struct {
 
 	DLQ          int            // messages in the DLQ
 	DLQCompleted int            // ...of keys that completed anyway
-	DLQReasons   map[string]int // the last failure of each DLQ message
+	DLQReasons   map[string]int // the last failure of each DLQ message (see WriteTable)
 	DLQKeys      int            // keys not completed, with a message in the DLQ
 
 	DupLatency []time.Duration // from a duplicate's or re-send's first receive to its acknowledgement, sorted
@@ -177,6 +178,8 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 				}
 			case evKill:
 				r.Kills[e.Class]++
+			case evRecvErr:
+				r.RecvErrors++
 			case evPace:
 				r.Paced++
 				if e.Err != "" {
@@ -241,17 +244,17 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 	for _, m := range dlq {
 		r.DLQ++
 		inDLQ[m.Key] = append(inDLQ[m.Key], m.Msg)
-		reason := "never received"
+		reason := "receive_lost" // SQS counted receives no worker got (a ReceiveMessage that timed out)
 		if l := last[m.Msg]; l != nil {
 			switch {
 			case l.closed && l.class != "":
 				reason = l.class
 			case !l.closed && killed[l.inc]:
-				reason = "worker killed"
+				reason = "killed"
 			case !l.acked && killed[l.inc]:
-				reason = "worker killed before the batch returned"
+				reason = "killed_before_return"
 			case l.acked:
-				reason = "acknowledged after the last receive's visibility expired"
+				reason = "acked_after_visibility"
 			default:
 				reason = ""
 			}
@@ -300,7 +303,14 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	return ds[min(max(i, 0), len(ds)-1)]
 }
 
-// WriteTable prints reports side by side, one column each.
+// WriteTable prints reports side by side, one column each. The DLQ reasons
+// are the last failure of each DLQ message: a record's failure class
+// (in_progress, not_started, store_acquire, store_complete, deadline, ...),
+// or killed (its worker died while it ran), killed_before_return (it
+// succeeded, and its worker died before the batch returned),
+// acked_after_visibility (acknowledged after its last receive's visibility
+// expired and SQS moved it), receive_lost (no worker logged its last
+// receive: a ReceiveMessage that failed on the client after SQS counted it).
 func WriteTable(w io.Writer, reports ...*Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(label string, f func(r *Report) string) {
@@ -325,6 +335,7 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 	row("receives (per key, max)", func(r *Report) string {
 		return fmt.Sprintf("%d (%.2f, %d)", r.Receives, float64(r.Receives)/float64(max(r.Keys, 1)), r.MaxPerKey)
 	})
+	row("failed ReceiveMessage calls", func(r *Report) string { return fmt.Sprint(r.RecvErrors) })
 	row("worker processes", func(r *Report) string { return fmt.Sprint(r.Processes) })
 	row("SIGKILLs random/after-op/deadline", func(r *Report) string {
 		return fmt.Sprintf("%d/%d/%d", r.Kills["random"], r.Kills["after_op"], r.Kills["deadline"])

@@ -16,6 +16,7 @@ import (
 const (
 	evStart   = "start"    // the worker process started
 	evRecv    = "recv"     // a message was received (N: its receive count)
+	evRecvErr = "recv_err" // a ReceiveMessage call failed
 	evOpStart = "op_start" // the operation began a run (Run)
 	evOpDone  = "op_done"  // the operation finished a run, before its completion was stored
 	evOpFail  = "op_fail"  // the operation gave up (its context ended)

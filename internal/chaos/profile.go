@@ -76,8 +76,8 @@ func base(name string, keys, workers int, seed uint64) Profile {
 //     ThrottlingException, resets connections before forwarding and after
 //     the write was applied; rare kills.
 //   - all: both at once.
-//   - lambda: all, with the shipped stack's proportions: a 2 s invocation
-//     deadline and a visibility timeout six times that, 12 s.
+//   - lambda: all, with the shipped stack's proportions: a 3 s invocation
+//     deadline and a visibility timeout six times that, 18 s.
 func Profiles(keys, workers int, seed uint64) []Profile {
 	// The producer sends for about a second per 12 keys (moto_server on a
 	// shared machine serves a few dozen requests a second), and re-sends up
@@ -110,10 +110,10 @@ func Profiles(keys, workers int, seed uint64) []Profile {
 	// is as in all.
 	lambda := all
 	lambda.Name = "lambda"
-	lambda.Timeout, lambda.Visibility = 2*time.Second, 12*time.Second
+	lambda.Timeout, lambda.Visibility = 3*time.Second, 18*time.Second
+	lambda.MinRemaining = time.Second // room for the completion and the visibility changes
 	lambda.SlowProb, lambda.SlowMin, lambda.SlowMax = 0.05, time.Second, 1800*time.Millisecond
-	lambda.ShortMin, lambda.ShortMax = 200*time.Millisecond, 700*time.Millisecond
-	lambda.Drain = 4 * time.Minute
+	lambda.Drain = 5 * time.Minute
 	return []Profile{process, store, all, lambda}
 }
 

@@ -213,6 +213,7 @@ func (w *worker) poll(ctx context.Context) {
 	if err != nil {
 		if ctx.Err() == nil {
 			w.slog.Error("receive", "error", err)
+			_ = w.log.write(entry{Ev: evRecvErr, Err: err.Error()})
 			sleepCtx(ctx, 200*time.Millisecond)
 		}
 		return
