@@ -232,11 +232,8 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 			violate("key %s: run %s finished in %s and is not the stored result, and its worker was not killed before completing it", key, id, runs[id].inc)
 		}
 	}
-	if p.Keys > 0 {
-		r.MaxPerKey = 0
-		for _, n := range perKey {
-			r.MaxPerKey = max(r.MaxPerKey, n)
-		}
+	for _, n := range perKey {
+		r.MaxPerKey = max(r.MaxPerKey, n)
 	}
 
 	// Keys: completed, or in the DLQ with a reason.

@@ -65,12 +65,18 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 	if err := createTable(ctx, db, name); err != nil {
 		return nil, err
 	}
-	defer db.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) //nolint:errcheck // best effort
+	defer cleanup(func(ctx context.Context) error {
+		_, err := db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		return err
+	})
 	dlqURL, dlqARN, err := createQueue(ctx, q, name+"-dlq", map[string]string{"MessageRetentionPeriod": "3600"})
 	if err != nil {
 		return nil, err
 	}
-	defer q.DeleteQueue(context.WithoutCancel(ctx), &sqs.DeleteQueueInput{QueueUrl: aws.String(dlqURL)}) //nolint:errcheck // best effort
+	defer cleanup(func(ctx context.Context) error {
+		_, err := q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dlqURL)})
+		return err
+	})
 	redrive, _ := json.Marshal(map[string]string{"deadLetterTargetArn": dlqARN, "maxReceiveCount": strconv.Itoa(p.MaxReceives)})
 	qURL, qARN, err := createQueue(ctx, q, name, map[string]string{
 		"VisibilityTimeout": strconv.Itoa(int(p.Visibility / time.Second)),
@@ -79,7 +85,10 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer q.DeleteQueue(context.WithoutCancel(ctx), &sqs.DeleteQueueInput{QueueUrl: aws.String(qURL)}) //nolint:errcheck // best effort
+	defer cleanup(func(ctx context.Context) error {
+		_, err := q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(qURL)})
+		return err
+	})
 
 	px := newProxy(env.Endpoint, p.Store, p.Seed)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -87,7 +96,7 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 		return nil, fmt.Errorf("chaos: proxy: %w", err)
 	}
 	srv := &http.Server{Handler: px, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln) //nolint:errcheck // ends with Close
+	go func() { _ = srv.Serve(ln) }() // returns when srv is closed
 	defer srv.Close()
 
 	faultsUntil := time.Now().Add(p.FaultsFor)
@@ -170,6 +179,14 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 	r.StoreFaults, r.StoreRequests = faults, requests
 	r.Wall = time.Since(started)
 	return r, nil
+}
+
+// cleanup runs a best-effort delete under its own bound: a failure leaves a
+// table or queue behind on the test's own server.
+func cleanup(del func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = del(ctx)
 }
 
 // killer SIGKILLs a random worker every KillEvery on average until the
