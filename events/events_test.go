@@ -95,7 +95,8 @@ func keys(ev events.SQSEvent) ([]string, []error) {
 		if err == nil {
 			_, err = handler.WorkKey(m) // the payload the guard validates
 		}
-		ks, errs = append(ks, string(k)), append(errs, err)
+		material, _ := idempotency.FormatNative.Spell(k)
+		ks, errs = append(ks, string(material)), append(errs, err)
 	}
 	return ks, errs
 }
@@ -114,7 +115,7 @@ func TestFixturesShowTheirCause(t *testing.T) {
 			errs[0] != nil || errs[1] != nil || ev.Records[0].Body == ev.Records[1].Body {
 			t.Errorf("keys %q, errors %v", ks, errs)
 		}
-		if !strings.HasPrefix(ks[0], `"`) {
+		if !strings.HasPrefix(ks[0], `{"selector":"body [\"idempotency_key\"]"`) {
 			t.Errorf("key %s is not the producer's", ks[0])
 		}
 	})

@@ -99,4 +99,9 @@
 //
 // Without Validate, a body with a producer key is not parsed until
 // Handle: an invalid one is claimed, fails in Handle, and is released.
+//
+// Errors never quote a message body, since the guard logs them: a value
+// refused by [ParseRequest] is shown by a short prefix, its length and a
+// digest. A model id must be an identifier (it is logged with every
+// provider call), and document locations are bounded to 1024 bytes.
 package handler

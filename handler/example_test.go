@@ -10,7 +10,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
-// The article's test in miniature: the same request delivered twice, and
+// The acceptance test in miniature: the same request delivered twice, and
 // re-sent by the producer with a new request id, makes one provider call.
 func Example() {
 	calls := &handler.Calls{}
@@ -57,9 +57,13 @@ func ExampleWorkKey() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(string(k))
+		material, err := idempotency.FormatNative.Spell(k) // what the record id hashes
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(string(material))
 	}
 	// Output:
-	// {"document_id":"4471","document_version":"9","parameters":{"temperature":0.7},"prompt_version":"v1"}
-	// {"document_id":"4471","document_version":"9","parameters":{"temperature":0.7},"prompt_version":"v1"}
+	// {"selector":"summarise work","value":{"document_id":"4471","document_version":"9","parameters":{"temperature":0.7},"prompt_version":"v1"}}
+	// {"selector":"summarise work","value":{"document_id":"4471","document_version":"9","parameters":{"temperature":0.7},"prompt_version":"v1"}}
 }

@@ -144,7 +144,7 @@ func TestHandleConcurrentSameKey(t *testing.T) {
 	var entered atomic.Int32
 	open := make(chan struct{})
 	a := newApp(t, gated{open}, func(c *idempotency.Config) {
-		c.Validate = func(m events.SQSMessage) ([]byte, error) {
+		c.Validate = func(m events.SQSMessage) (idempotency.Key, error) {
 			if entered.Add(1) == n {
 				close(open)
 			}

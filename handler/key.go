@@ -11,6 +11,11 @@ import (
 // KeyField is the body field that carries the producer's idempotency key.
 const KeyField = "idempotency_key"
 
+// WorkSelector is the selector of [WorkKey]'s keys (see [idempotency.Key]):
+// in the native format, a producer's [KeyField] that holds a request's
+// canonical subset never gives that request's record id.
+const WorkSelector = "summarise work"
+
 // workSource names the canonical subset in key errors.
 const workSource = "canonical subset (document.id, document.version, model, prompt_version, parameters)"
 
@@ -49,23 +54,29 @@ type work struct {
 // [idempotency.ErrNoKey]. Any other invalid request fails with an error that
 // wraps [ErrInvalidRequest], before anything is claimed.
 //
+// WorkKey is written by hand rather than composed of the library's
+// selectors ([idempotency.BodyPath], [idempotency.BodyFields]) because it
+// checks the whole request before anything is claimed, treats version 9 and
+// "9" as one, and leaves omitted optional fields out; its keys carry their
+// own selector, [WorkSelector].
+//
 // WorkKey is also the payload the app validates on a reused producer key
 // ([idempotency.Config.Validate]): a key sent again for different work fails
 // with [idempotency.ErrPayloadMismatch].
-func WorkKey(m events.SQSMessage) ([]byte, error) {
+func WorkKey(m events.SQSMessage) (idempotency.Key, error) {
 	r, err := ParseRequest([]byte(m.Body))
 	if err != nil {
 		var perr error = err
 		if noWorkKey(m.Body) {
 			perr = fmt.Errorf("%w: document.id or document.version is missing", idempotency.ErrNoKey)
 		}
-		return nil, &idempotency.KeyError{MessageID: m.MessageId, Source: workSource, Err: perr}
+		return idempotency.Key{}, &idempotency.KeyError{MessageID: m.MessageId, Source: workSource, Err: perr}
 	}
-	b, err := idempotency.JSONKey(r.work())
+	k, err := idempotency.KeyOf(WorkSelector, r.work())
 	if err != nil {
-		return nil, &idempotency.KeyError{MessageID: m.MessageId, Source: workSource, Err: err}
+		return idempotency.Key{}, &idempotency.KeyError{MessageID: m.MessageId, Source: workSource, Err: err}
 	}
-	return b, nil
+	return k, nil
 }
 
 func (r Request) work() work {

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
 func msg(id, body string) events.SQSMessage {
@@ -15,8 +16,17 @@ func msg(id, body string) events.SQSMessage {
 
 const base = `{"document":{"id":"4471","version":"9"},"model":"m1","prompt_version":"v1","parameters":{"temperature":0.7,"max_tokens":200}}`
 
+// spelled is the native format's material for a key: the canonical JSON of
+// its selector and value, which its record id hashes.
+func spelled(k idempotency.Key, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return idempotency.FormatNative.Spell(k)
+}
+
 func TestWorkKeySameWork(t *testing.T) {
-	want, err := handler.WorkKey(msg("a", base))
+	want, err := spelled(handler.WorkKey(msg("a", base)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +43,7 @@ func TestWorkKeySameWork(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := handler.WorkKey(msg("b", tt.body))
+			got, err := spelled(handler.WorkKey(msg("b", tt.body)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +55,7 @@ func TestWorkKeySameWork(t *testing.T) {
 }
 
 func TestWorkKeyOtherWork(t *testing.T) {
-	want, err := handler.WorkKey(msg("a", base))
+	want, err := spelled(handler.WorkKey(msg("a", base)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +72,7 @@ func TestWorkKeyOtherWork(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := handler.WorkKey(msg("b", tt.body))
+			got, err := spelled(handler.WorkKey(msg("b", tt.body)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +84,7 @@ func TestWorkKeyOtherWork(t *testing.T) {
 }
 
 func TestWorkKeyEmptyParameters(t *testing.T) {
-	a, err := handler.WorkKey(msg("a", `{"document":{"id":"1","version":"1"},"prompt_version":"v1"}`))
+	a, err := spelled(handler.WorkKey(msg("a", `{"document":{"id":"1","version":"1"},"prompt_version":"v1"}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +92,7 @@ func TestWorkKeyEmptyParameters(t *testing.T) {
 		`{"document":{"id":"1","version":"1"},"prompt_version":"v1","parameters":{}}`,
 		`{"document":{"id":"1","version":"1"},"prompt_version":"v1","parameters":{"stop_sequences":[]}}`,
 	} {
-		b, err := handler.WorkKey(msg("b", body))
+		b, err := spelled(handler.WorkKey(msg("b", body)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,11 +103,11 @@ func TestWorkKeyEmptyParameters(t *testing.T) {
 }
 
 func TestWorkKeyMaterial(t *testing.T) {
-	got, err := handler.WorkKey(msg("a", base))
+	got, err := spelled(handler.WorkKey(msg("a", base)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"document_id":"4471","document_version":"9","model":"m1","parameters":{"max_tokens":200,"temperature":0.7},"prompt_version":"v1"}`
+	want := `{"selector":"summarise work","value":{"document_id":"4471","document_version":"9","model":"m1","parameters":{"max_tokens":200,"temperature":0.7},"prompt_version":"v1"}}`
 	if string(got) != want {
 		t.Errorf("material\n got %s\nwant %s", got, want)
 	}
@@ -106,24 +116,24 @@ func TestWorkKeyMaterial(t *testing.T) {
 func TestKey(t *testing.T) {
 	key := handler.Key()
 	t.Run("producer key wins", func(t *testing.T) {
-		a, err := key(msg("1", `{"idempotency_key":"k-1","document":{"id":"1","version":"1"},"prompt_version":"v1"}`))
+		a, err := spelled(key(msg("1", `{"idempotency_key":"k-1","document":{"id":"1","version":"1"},"prompt_version":"v1"}`)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := key(msg("2", `{"idempotency_key":"k-1","document":{"id":"2","version":"1"},"prompt_version":"v1"}`))
+		b, err := spelled(key(msg("2", `{"idempotency_key":"k-1","document":{"id":"2","version":"1"},"prompt_version":"v1"}`)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(a) != string(b) || string(a) != `"k-1"` {
-			t.Errorf("producer keys: %s, %s; want both \"k-1\"", a, b)
+		if want := `{"selector":"body [\"idempotency_key\"]","value":"k-1"}`; string(a) != string(b) || string(a) != want {
+			t.Errorf("producer keys: %s, %s; want both %s", a, b, want)
 		}
 	})
 	t.Run("canonical subset without producer key", func(t *testing.T) {
-		got, err := key(msg("1", base))
+		got, err := spelled(key(msg("1", base)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := handler.WorkKey(msg("1", base))
+		want, _ := spelled(handler.WorkKey(msg("1", base)))
 		if string(got) != string(want) {
 			t.Errorf("got %s, want %s", got, want)
 		}
@@ -161,6 +171,52 @@ func TestKey(t *testing.T) {
 			var ke *idempotency.KeyError
 			if !errors.As(err, &ke) {
 				t.Errorf("%v is not a *KeyError", err)
+			}
+		})
+	}
+}
+
+// TestForgedProducerKey sends, after a request without a producer key, a
+// message whose idempotency_key holds that request's canonical subset (or
+// its request shape). Its key must not give the request's record id, and
+// through the app it fails on its own (the schema wants a string key)
+// without touching the request's record: the request's redelivery still
+// replays its own result.
+func TestForgedProducerKey(t *testing.T) {
+	const real = `{"document":{"id":"4471","version":"9"},"model":"m1","prompt_version":"v1","parameters":{"temperature":0.7}}`
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "summarise"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	realKey, err := handler.WorkKey(msg("m-1", real))
+	if err != nil {
+		t.Fatal(err)
+	}
+	realID, err := g.KeyID(realKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, forgedKey := range []string{string(realKey.Value), real} {
+		t.Run(forgedKey, func(t *testing.T) {
+			forged := `{"idempotency_key":` + forgedKey + `,"document":{"id":"4471","version":"9"},"model":"m1","prompt_version":"v1","parameters":{"temperature":0.7}}`
+			k, err := handler.Key()(msg("m-2", forged))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id, err := g.KeyID(k); err != nil || id == realID {
+				t.Fatalf("forged key %s gives record id %s, %v: the request's", k.Value, id, err)
+			}
+			a := newApp(t, handler.Stub{})
+			first, err := a.handle(t.Context(), msg("m-1", real))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := a.handle(t.Context(), msg("m-2", forged)); !errors.Is(err, handler.ErrInvalidRequest) || got == first {
+				t.Errorf("forged message: %+v, %v; want ErrInvalidRequest, not the request's result", got, err)
+			}
+			again, err := a.handle(t.Context(), msg("m-1", real))
+			if err != nil || again != first || a.calls.Len() != 1 {
+				t.Errorf("the request's redelivery: %+v, %v (provider calls %d); want its own result replayed", again, err, a.calls.Len())
 			}
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sqsonce/sqsonce/internal/redact"
 )
 
 // ErrInvalidRequest reports a message body that is not a valid [Request].
@@ -100,10 +102,25 @@ func (p Parameters) IsZero() bool {
 func (p *Parameters) UnmarshalJSON(b []byte) error {
 	type plain Parameters
 	var v plain
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("parameters: %w", err)
+	switch t := bytes.TrimSpace(b); {
+	case bytes.Equal(t, []byte("null")):
+		return nil
+	case len(t) == 0 || t[0] != '{':
+		return bodyError("parameters is not a JSON object")
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return bodyError("parameters: " + describeDecode(err))
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return bodyError("parameters: " + describeDecode(err))
+	}
+	for name := range fields {
+		switch name {
+		case "temperature", "max_tokens", "top_p", "stop_sequences":
+		default:
+			return bodyError("parameters: unknown field " + redact.String(name))
+		}
 	}
 	*p = Parameters(v)
 	return nil
@@ -131,7 +148,7 @@ func (id *Ident) UnmarshalJSON(b []byte) error {
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil {
-		return fmt.Errorf("identifier %s is neither a string nor an integer", b)
+		return bodyError("an identifier is " + redact.Bytes(b) + ", neither a string nor an integer of 64 bits")
 	}
 	*id = Ident(strconv.FormatInt(n, 10))
 	return nil
@@ -141,12 +158,53 @@ func (id *Ident) UnmarshalJSON(b []byte) error {
 // files and S3 keys, so no separators, no "..", nothing unprintable.
 var identPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
 
+// modelPattern is a model id or ARN, as Bedrock and OpenAI-compatible
+// servers name models. A model id is logged with every provider call, so it
+// must be an identifier, not text.
+var modelPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,255}$`)
+
+// maxLocation bounds document.bucket, document.key and document.version_id:
+// S3 takes no longer object key.
+const maxLocation = 1024
+
+// bodyError is an error about a message body that quotes none of it.
+type bodyError string
+
+func (e bodyError) Error() string { return string(e) }
+
+// describeDecode describes an error of json.Unmarshal on a message body
+// without quoting the body: the offset of a syntax error, the field and
+// the kinds of a type error.
+func describeDecode(err error) string {
+	var be bodyError
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	var pe *time.ParseError
+	switch {
+	case errors.As(err, &be):
+		return be.Error()
+	case errors.As(err, &se):
+		return fmt.Sprintf("body is not valid JSON (at byte %d)", se.Offset)
+	case errors.As(err, &te):
+		kind, _, _ := strings.Cut(te.Value, " ") // "number 1e999": the kind, not the value
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return fmt.Sprintf("%s is a JSON %s, want %s", field, kind, te.Type)
+	case errors.As(err, &pe):
+		return "sent_at is not an RFC 3339 time"
+	}
+	return fmt.Sprintf("body does not decode as a request (%T)", err)
+}
+
 // ParseRequest decodes and validates a message body. Errors wrap
-// [ErrInvalidRequest].
+// [ErrInvalidRequest]. They never quote the body: a value they refuse is
+// shown by a short prefix, its length and a digest.
 func ParseRequest(body []byte) (Request, error) {
 	var r Request
 	if err := json.Unmarshal(body, &r); err != nil {
-		return Request{}, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+		return Request{}, fmt.Errorf("%w: %s", ErrInvalidRequest, describeDecode(err))
 	}
 	if err := r.Validate(); err != nil {
 		return Request{}, err
@@ -163,17 +221,23 @@ func (r Request) Validate() error {
 	if r.Document.ID == "" {
 		bad("document.id is required")
 	} else if !identPattern.MatchString(string(r.Document.ID)) || r.Document.ID == ".." {
-		bad("document.id %q is not a plain identifier", r.Document.ID)
+		bad("document.id %s is not a plain identifier", redact.String(string(r.Document.ID)))
 	}
 	if r.Document.Version == "" {
 		bad("document.version is required")
 	} else if !identPattern.MatchString(string(r.Document.Version)) || r.Document.Version == ".." {
-		bad("document.version %q is not a plain identifier", r.Document.Version)
+		bad("document.version %s is not a plain identifier", redact.String(string(r.Document.Version)))
+	}
+	if d := r.Document; len(d.Bucket) > maxLocation || len(d.Key) > maxLocation || len(d.VersionID) > maxLocation {
+		bad("document.bucket, document.key or document.version_id is longer than %d bytes", maxLocation)
+	}
+	if r.Model != "" && !modelPattern.MatchString(r.Model) {
+		bad("model %s is not a model id", redact.String(r.Model))
 	}
 	if r.PromptVersion == "" {
 		bad("prompt_version is required")
 	} else if _, ok := Prompt(r.PromptVersion); !ok {
-		bad("prompt_version %q is unknown", r.PromptVersion)
+		bad("prompt_version %s is unknown", redact.String(r.PromptVersion))
 	}
 	p := r.Parameters
 	if p.Temperature != nil && (*p.Temperature < 0 || *p.Temperature > 2) {

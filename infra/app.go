@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -81,8 +80,9 @@ func newSummariseStack(scope constructs.Construct, cfg config) (awscdk.Stack, er
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
-		Encryption:    awsdynamodb.TableEncryption_AWS_MANAGED,
-		RemovalPolicy: cfg.Consumer.TableRemovalPolicy,
+		Encryption:         awsdynamodb.TableEncryption_AWS_MANAGED,
+		RemovalPolicy:      cfg.Consumer.TableRemovalPolicy,
+		DeletionProtection: jsii.Bool(!cfg.Consumer.DisableDeletionProtection),
 	})
 
 	var documents awss3.IBucket
@@ -110,8 +110,7 @@ func newSummariseStack(scope constructs.Construct, cfg config) (awscdk.Stack, er
 		envMinRemaining:    goDuration(minRemaining),
 	}
 	if cfg.AlarmTopicArn != "" {
-		topic := awssns.Topic_FromTopicArn(stack, jsii.String("AlarmTopic"), jsii.String(cfg.AlarmTopicArn))
-		props.AlarmAction = awscloudwatchactions.NewSnsAction(topic)
+		props.AlarmTopic = awssns.Topic_FromTopicArn(stack, jsii.String("AlarmTopic"), jsii.String(cfg.AlarmTopicArn))
 	}
 	consumer, err := idempotentconsumer.New(stack, "Consumer", props)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
+	"github.com/sqsonce/sqsonce/handler/metrics"
 	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
@@ -62,6 +63,9 @@ func TestTables(t *testing.T) {
 			}
 			if r.DeletionPolicy != "Retain" || r.UpdatePolicy != "Retain" {
 				t.Errorf("DeletionPolicy %q UpdateReplacePolicy %q, want Retain by default", r.DeletionPolicy, r.UpdatePolicy)
+			}
+			if got := p["DeletionProtectionEnabled"]; got != true {
+				t.Errorf("DeletionProtectionEnabled %v, want true by default", got)
 			}
 			ttl, hasTTL := p["TimeToLiveSpecification"]
 			if hasTTL != tc.ttl {
@@ -135,6 +139,18 @@ func TestQueues(t *testing.T) {
 			if _, ok := dlq.Properties["RedrivePolicy"]; ok {
 				t.Errorf("the dead-letter queue has a redrive policy of its own")
 			}
+			// Only the queue may use the dead-letter queue: its ARN, spelled
+			// from the queue's fixed name (a reference would be a cycle).
+			_, q := tpl.only(t, "AWS::SQS::Queue", "/Consumer/Queue/")
+			name, _ := q.Properties["QueueName"].(string)
+			if name == "" || !strings.HasPrefix(name, tc.stack+"-Consumer-") {
+				t.Errorf("QueueName %s, want a literal name starting %q", js(q.Properties["QueueName"]), tc.stack+"-Consumer-")
+			}
+			queueArn := join("arn:", pseudo("Partition"), ":sqs:", pseudo("Region"), ":", pseudo("AccountId"), ":"+name)
+			want := js(map[string]any{"redrivePermission": "byQueue", "sourceQueueArns": []any{jsonValue(queueArn)}})
+			if got := js(dlq.Properties["RedriveAllowPolicy"]); got != want {
+				t.Errorf("DLQ RedriveAllowPolicy %s, want %s", got, want)
+			}
 			timeout := secs(t, get(t, functionOf(t, tpl).Properties, "Timeout"))
 			if visibility < idempotentconsumer.VisibilityFactor*timeout {
 				t.Errorf("visibility timeout %v < %d × function timeout %v", visibility, idempotentconsumer.VisibilityFactor, timeout)
@@ -199,6 +215,11 @@ func TestFunction(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no tracing by default", func(t *testing.T) {
+		if v, ok := p["TracingConfig"]; ok {
+			t.Errorf("TracingConfig %s, want none (tracing disabled by default)", js(v))
+		}
+	})
 	t.Run("logging", func(t *testing.T) {
 		if got := get(t, p, "LoggingConfig", "LogFormat"); got != "JSON" {
 			t.Errorf("LogFormat %v, want JSON", got)
@@ -325,12 +346,17 @@ func TestEnvironment(t *testing.T) {
 			if got := parse("SQSONCE_QUEUE_WINDOW"); got != window {
 				t.Errorf("SQSONCE_QUEUE_WINDOW %v, want the queue's %v = %v + %d × %v", got, window, retention, maxReceive, visibility)
 			}
+			// A message redriven from the (standard) dead-letter queue waits
+			// there until its retention, counted from its first enqueue,
+			// ends, then is a new message with a window of its own.
+			_, dlq := tpl.only(t, "AWS::SQS::Queue", "/Consumer/DeadLetterQueue/")
+			deadLetterWindow := secs(t, get(t, dlq.Properties, "MessageRetentionPeriod")) + window
 			expires := parse("SQSONCE_EXPIRES_AFTER")
-			if expires < window {
-				t.Errorf("SQSONCE_EXPIRES_AFTER %v is below the queue's window %v", expires, window)
+			if expires < deadLetterWindow {
+				t.Errorf("SQSONCE_EXPIRES_AFTER %v is below the dead-letter window %v", expires, deadLetterWindow)
 			}
-			if expires != window+tc.margin {
-				t.Errorf("SQSONCE_EXPIRES_AFTER %v, want window %v + margin %v", expires, window, tc.margin)
+			if expires != deadLetterWindow+tc.margin {
+				t.Errorf("SQSONCE_EXPIRES_AFTER %v, want dead-letter window %v + margin %v", expires, deadLetterWindow, tc.margin)
 			}
 			// A record starts only with SQSONCE_MIN_REMAINING left, and an
 			// invocation starts with the function's timeout left: the
@@ -383,10 +409,14 @@ func policyOf(t *testing.T, tpl template) []any {
 
 // grants maps each resource (canonical JSON) to the sorted actions of the
 // statement that names it, checking the rules every statement must keep.
-func grants(t *testing.T, statements []any) map[string][]string {
+// The statements with a Sid are returned apart, by Sid: they repeat a
+// resource on purpose.
+func grants(t *testing.T, statements []any) (map[string][]string, map[string]map[string]any) {
 	t.Helper()
 	forbidden := map[string]bool{"dynamodb:Scan": true, "dynamodb:Query": true, "dynamodb:BatchWriteItem": true, "dynamodb:BatchGetItem": true}
+	xray := sorted("xray:PutTraceSegments", "xray:PutTelemetryRecords")
 	out := map[string][]string{}
+	bySid := map[string]map[string]any{}
 	for _, s := range statements {
 		st := s.(map[string]any)
 		if st["Effect"] != "Allow" {
@@ -403,8 +433,14 @@ func grants(t *testing.T, statements []any) map[string][]string {
 				t.Errorf("statement allows %s", a)
 			}
 		}
+		if sid, ok := st["Sid"].(string); ok {
+			bySid[sid] = st
+			continue
+		}
 		for _, r := range list(st["Resource"]) {
-			if r == "*" {
+			// X-Ray has no resource-level permissions: its two actions are
+			// the only ones allowed on "*".
+			if r == "*" && !reflect.DeepEqual(actions, xray) {
 				t.Errorf("statement %s is on resource \"*\"", js(st))
 			}
 			key := js(r)
@@ -414,6 +450,16 @@ func grants(t *testing.T, statements []any) map[string][]string {
 			out[key] = actions
 		}
 	}
+	return out, bySid
+}
+
+// sortedKeys returns the keys of m, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }
 
@@ -432,6 +478,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	partition, region, account := pseudo("Partition"), pseudo("Region"), pseudo("AccountId")
 	items := sorted(idempotentconsumer.ItemActions()...)
 	consume := sorted("sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
+	xray := sorted("xray:PutTraceSegments", "xray:PutTelemetryRecords")
 	logs := sorted("logs:CreateLogStream", "logs:PutLogEvents")
 	read := sorted("s3:GetObject", "s3:GetObjectVersion")
 	invoke := []string{"bedrock:InvokeModel"}
@@ -458,6 +505,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			}
 			model := "us.anthropic.claude-3-5-haiku-20241022-v1:0"
 			return map[string][]string{
+				js("*"): xray, // tracing=active
 				join("arn:", partition, ":s3:::my-documents/in/*"):                                               read,
 				join("arn:", partition, ":bedrock:", region, ":", account, ":inference-profile/"+model):          invoke,
 				join("arn:", partition, ":bedrock:*::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0"): invoke,
@@ -472,7 +520,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	} {
 		t.Run(tc.stack, func(t *testing.T) {
 			tpl := synth(t).templates[tc.stack]
-			got := grants(t, policyOf(t, tpl))
+			got, bySid := grants(t, policyOf(t, tpl))
 			idemID, _ := tableWithTTL(t, tpl)
 			sumID, _ := tpl.only(t, "AWS::DynamoDB::Table", "/Summaries/")
 			queueID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/Queue/")
@@ -494,6 +542,20 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			for r, actions := range got {
 				if _, ok := want[r]; !ok {
 					t.Errorf("unexpected grant of %v on %s", actions, r)
+				}
+			}
+			// The runtime paces redelivery with ChangeMessageVisibilityBatch,
+			// which needs exactly this action on its queue, in a statement
+			// of the function's own (the event source's grant has it too).
+			wantSids := map[string]string{"PaceRedelivery": js(map[string]any{
+				"Action": idempotentconsumer.VisibilityAction, "Effect": "Allow", "Resource": jsonValue(getAtt(queueID, "Arn")), "Sid": "PaceRedelivery",
+			})}
+			if len(bySid) != len(wantSids) {
+				t.Errorf("statements with a Sid %v, want %v", sortedKeys(bySid), sortedKeys(wantSids))
+			}
+			for sid, want := range wantSids {
+				if got := js(bySid[sid]); got != want {
+					t.Errorf("statement %s: %s, want %s", sid, got, want)
 				}
 			}
 		})
@@ -532,8 +594,8 @@ func TestAlarms(t *testing.T) {
 	} {
 		t.Run(tc.stack, func(t *testing.T) {
 			tpl := synth(t).templates[tc.stack]
-			if ids := tpl.ofType("AWS::CloudWatch::Alarm"); len(ids) != 3 {
-				t.Errorf("alarms %v, want 3", ids)
+			if ids := tpl.ofType("AWS::CloudWatch::Alarm"); len(ids) != 8 {
+				t.Errorf("alarms %v, want 8", ids)
 			}
 			queueID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/Queue/")
 			dlqID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/DeadLetterQueue/")
@@ -555,6 +617,83 @@ func TestAlarms(t *testing.T) {
 				}
 				if p["ComparisonOperator"] != "GreaterThanThreshold" || p["Threshold"] != a.threshold {
 					t.Errorf("%s: %v %v, want GreaterThanThreshold %v", a.path, p["ComparisonOperator"], p["Threshold"], a.threshold)
+				}
+				if got := js(p["AlarmActions"]); got != tc.actions {
+					t.Errorf("%s: AlarmActions %s, want %s", a.path, got, tc.actions)
+				}
+			}
+
+			// The idempotency outcomes, from the EMF lines of handler/metrics.
+			service := envOf(t, tpl)["SQSONCE_NAMESPACE"]
+			for _, a := range []struct {
+				path, metric string
+				periods      float64
+			}{
+				{"/Consumer/FailedAlarm/", metrics.Failed, 1},
+				{"/Consumer/InProgressAlarm/", metrics.InProgressRetried, 3},
+				{"/Consumer/TakenOverAlarm/", metrics.TakenOver, 1},
+			} {
+				_, r := tpl.only(t, "AWS::CloudWatch::Alarm", a.path)
+				p := r.Properties
+				if p["Namespace"] != idempotentconsumer.DefaultMetricsNamespace || p["MetricName"] != a.metric || p["Statistic"] != "Sum" || p["Period"] != float64(300) {
+					t.Errorf("%s: metric %v/%v %v over %v, want %s/%s Sum over 300", a.path, p["Namespace"], p["MetricName"], p["Statistic"], p["Period"],
+						idempotentconsumer.DefaultMetricsNamespace, a.metric)
+				}
+				if got, want := js(p["Dimensions"]), js([]any{map[string]any{"Name": "Service", "Value": service}}); got != want {
+					t.Errorf("%s: dimensions %s, want %s (the app's metrics Service is its namespace)", a.path, got, want)
+				}
+				if p["ComparisonOperator"] != "GreaterThanThreshold" || p["Threshold"] != float64(0) || p["EvaluationPeriods"] != a.periods ||
+					p["TreatMissingData"] != "notBreaching" {
+					t.Errorf("%s: %v %v for %v periods, missing data %v; want GreaterThanThreshold 0 for %v, notBreaching",
+						a.path, p["ComparisonOperator"], p["Threshold"], p["EvaluationPeriods"], p["TreatMissingData"], a.periods)
+				}
+				if got := js(p["AlarmActions"]); got != tc.actions {
+					t.Errorf("%s: AlarmActions %s, want %s", a.path, got, tc.actions)
+				}
+			}
+
+			// DynamoDB throttling and system errors on the idempotency table,
+			// summed over the operations the function makes.
+			idemID, _ := tableWithTTL(t, tpl)
+			for _, a := range []struct{ path, metric string }{
+				{"/Consumer/TableThrottleAlarm/", "ThrottledRequests"},
+				{"/Consumer/TableErrorsAlarm/", "SystemErrors"},
+			} {
+				_, r := tpl.only(t, "AWS::CloudWatch::Alarm", a.path)
+				p := r.Properties
+				ops := map[string]bool{}
+				var expr string
+				for _, m := range list(p["Metrics"]) {
+					if e, ok := m.(map[string]any)["Expression"].(string); ok {
+						expr = e
+						continue
+					}
+					stat := get(t, m, "MetricStat")
+					if get(t, stat, "Metric", "Namespace") != "AWS/DynamoDB" || get(t, stat, "Metric", "MetricName") != a.metric ||
+						get(t, stat, "Stat") != "Sum" || get(t, stat, "Period") != float64(300) {
+						t.Errorf("%s: metric %s, want AWS/DynamoDB %s Sum over 300", a.path, js(stat), a.metric)
+					}
+					dims := map[string]string{}
+					for _, d := range list(get(t, stat, "Metric", "Dimensions")) {
+						dims[get(t, d, "Name").(string)] = js(get(t, d, "Value"))
+					}
+					if dims["TableName"] != ref(idemID) {
+						t.Errorf("%s: TableName %s, want the idempotency table %s", a.path, dims["TableName"], ref(idemID))
+					}
+					id := get(t, m, "Id").(string)
+					ops[strings.Trim(dims["Operation"], `"`)] = true
+					if !strings.Contains(js(p["Metrics"]), "FILL("+id+", 0)") {
+						t.Errorf("%s: the expression does not sum FILL(%s, 0)", a.path, id)
+					}
+				}
+				if got, want := sortedKeys(ops), sorted(idempotentconsumer.TableOperations()...); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: operations %v, want %v", a.path, got, want)
+				}
+				if strings.Count(expr, "FILL(") != len(idempotentconsumer.TableOperations()) {
+					t.Errorf("%s: expression %q, want one FILL term per operation", a.path, expr)
+				}
+				if p["ComparisonOperator"] != "GreaterThanThreshold" || p["Threshold"] != float64(0) || p["TreatMissingData"] != "notBreaching" {
+					t.Errorf("%s: %v %v, missing data %v; want GreaterThanThreshold 0, notBreaching", a.path, p["ComparisonOperator"], p["Threshold"], p["TreatMissingData"])
 				}
 				if got := js(p["AlarmActions"]); got != tc.actions {
 					t.Errorf("%s: AlarmActions %s, want %s", a.path, got, tc.actions)
@@ -591,6 +730,9 @@ func TestCustomSettings(t *testing.T) {
 		if r := tpl.Resources[id]; r.DeletionPolicy != "Delete" {
 			t.Errorf("%s: DeletionPolicy %q, want Delete with tableRemovalPolicy=destroy", id, r.DeletionPolicy)
 		}
+		if got := tpl.Resources[id].Properties["DeletionProtectionEnabled"]; got != false {
+			t.Errorf("%s: DeletionProtectionEnabled %v, want false with deletionProtection=false", id, got)
+		}
 	}
 	_, visibility, _ := queueFigures(t, tpl)
 	if want := idempotentconsumer.VisibilityFactor * time.Minute; visibility != want {
@@ -598,6 +740,9 @@ func TestCustomSettings(t *testing.T) {
 	}
 	if got := functionOf(t, tpl).Properties["MemorySize"]; got != float64(512) {
 		t.Errorf("MemorySize %v, want 512", got)
+	}
+	if got := js(functionOf(t, tpl).Properties["TracingConfig"]); got != `{"Mode":"Active"}` {
+		t.Errorf("TracingConfig %s, want Active with tracing=active", got)
 	}
 	if got := envOf(t, tpl)["SQSONCE_DOCUMENTS_BUCKET"]; got != "my-documents" {
 		t.Errorf("SQSONCE_DOCUMENTS_BUCKET %v, want my-documents", got)
@@ -629,6 +774,9 @@ func TestInvalidSettings(t *testing.T) {
 	}{
 		{"visibility below 6x timeout", map[string]any{"timeout": "3m", "visibilityTimeout": "10m"}, "VisibilityTimeout 10m0s is below 6 × Timeout 3m0s"},
 		{"expiry below window", map[string]any{"expiresAfter": "96h"}, "ExpiresAfter 96h0m0s is below the queue's window 97h30m0s"},
+		{"expiry below the dead-letter window", map[string]any{"expiresAfter": "200h"},
+			"ExpiresAfter 200h0m0s is below the dead-letter window 433h30m0s (DeadLetterRetention 336h0m0s + the queue's window 97h30m0s)"},
+		{"destroy with deletion protection", map[string]any{"tableRemovalPolicy": "destroy"}, "set DisableDeletionProtection as well"},
 		{"DLQ keeps less than the queue", map[string]any{"retention": "72h", "deadLetterRetention": "24h"}, "DeadLetterRetention 24h0m0s is below Retention 72h0m0s"},
 		{"retention above SQS maximum", map[string]any{"retention": "400h"}, "Retention 400h0m0s is outside SQS's"},
 		{"big batch without window", map[string]any{"batchSize": "100", "maxBatchingWindow": "0s"}, "needs a MaxBatchingWindow"},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 
 	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
 )
@@ -131,6 +132,22 @@ func readConfig(get func(key string) any) (config, error) {
 		c.Consumer.MaxBatchingWindow = -1
 	default:
 		c.Consumer.MaxBatchingWindow = dur("maxBatchingWindow")
+	}
+	switch v := strings.ToLower(str("deletionProtection", "true")); v {
+	case "true":
+	case "false":
+		c.Consumer.DisableDeletionProtection = true
+	default:
+		errs = append(errs, fmt.Errorf("infra: context deletionProtection=%q is not true or false", v))
+	}
+	switch v := strings.ToLower(str("tracing", "disabled")); v {
+	case "disabled":
+	case "active":
+		c.Consumer.Tracing = awslambda.Tracing_ACTIVE
+	case "passthrough":
+		c.Consumer.Tracing = awslambda.Tracing_PASS_THROUGH
+	default:
+		errs = append(errs, fmt.Errorf("infra: context tracing=%q is not disabled, active or passthrough", v))
 	}
 	switch p := strings.ToLower(str("tableRemovalPolicy", "retain")); p {
 	case "retain":

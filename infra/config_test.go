@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 
 	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
 )
@@ -34,7 +35,7 @@ func TestReadConfig(t *testing.T) {
 				"memorySize": "1024", "timeout": "90s", "visibilityTimeout": "15m", "retention": "48h",
 				"deadLetterRetention": "72h", "maxReceiveCount": float64(7), "expiryMargin": "1h", "expiresAfter": "100h",
 				"batchSize": "50", "maxBatchingWindow": "20s", "maxConcurrency": "3", "oldestMessageAlarm": "30m",
-				"tableRemovalPolicy": "DESTROY", "minRemaining": "45s",
+				"tableRemovalPolicy": "DESTROY", "minRemaining": "45s", "deletionProtection": "False", "tracing": "PassThrough",
 			},
 			want: config{
 				StackName: "S", BootstrapZip: "x.zip", Provider: "openai", Model: "gpt", DocumentsBucket: "b",
@@ -44,6 +45,7 @@ func TestReadConfig(t *testing.T) {
 					Retention: 48 * time.Hour, DeadLetterRetention: 72 * time.Hour, MaxReceiveCount: 7,
 					ExpiryMargin: time.Hour, ExpiresAfter: 100 * time.Hour, BatchSize: 50, MaxBatchingWindow: 20 * time.Second,
 					MaxConcurrency: 3, OldestMessageAlarm: 30 * time.Minute, TableRemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+					DisableDeletionProtection: true, Tracing: awslambda.Tracing_PASS_THROUGH,
 				},
 			},
 		},
@@ -78,6 +80,8 @@ func TestReadConfigRejects(t *testing.T) {
 		"concurrency":        float64(-1),
 		"tableRemovalPolicy": "snapshot",
 		"minRemaining":       "-10s",
+		"deletionProtection": "maybe",
+		"tracing":            "on",
 	}
 	_, err := readConfig(func(k string) any { return ctx[k] })
 	if err == nil {
@@ -91,6 +95,8 @@ func TestReadConfigRejects(t *testing.T) {
 		`concurrency="-1" is not a positive integer`,
 		`tableRemovalPolicy="snapshot" is not retain or destroy`,
 		`minRemaining="-10s" is not a positive Go duration`,
+		`deletionProtection="maybe" is not true or false`,
+		`tracing="on" is not disabled, active or passthrough`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q\nlacks %q", err, want)

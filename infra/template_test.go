@@ -46,6 +46,8 @@ func customContext() map[string]any {
 		"maxConcurrency":      "2",
 		"oldestMessageAlarm":  "15m",
 		"tableRemovalPolicy":  "destroy",
+		"deletionProtection":  "false",
+		"tracing":             "active",
 	}
 }
 

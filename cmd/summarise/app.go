@@ -13,6 +13,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/handler/bedrock"
@@ -21,6 +22,7 @@ import (
 	"github.com/sqsonce/sqsonce/handler/openai"
 	"github.com/sqsonce/sqsonce/handler/s3docs"
 	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -91,6 +93,10 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		provider = p
 	}
 
+	if c.testProvider != nil {
+		provider = c.testProvider
+	}
+
 	var docs handler.Documents = handler.Dir(c.DocumentsDir)
 	if c.DocumentsBucket != "" {
 		cfg, err := loadAWS()
@@ -127,6 +133,10 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		}
 	}
 
+	if c.testStore != nil {
+		store = c.testStore
+	}
+
 	rec, err := metrics.New(metrics.Config{Writer: out.Metrics, Service: c.Namespace})
 	if err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
@@ -158,6 +168,25 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		// batch reads zero as its default; SQSONCE_MIN_REMAINING=0 means
 		// no margin at all.
 		opts.MinRemaining = time.Nanosecond
+	}
+	if c.Pacing {
+		// Failed records come back when they can succeed: just after the
+		// lease of a key in progress elsewhere, or after a backoff; not
+		// after the queue's visibility timeout (6 × the function's).
+		cfg, err := loadAWS()
+		if err != nil {
+			return nil, err
+		}
+		client := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+			if c.SQSEndpoint != "" {
+				o.BaseEndpoint = aws.String(c.SQSEndpoint)
+			}
+		})
+		changer, err := sqsvisibility.New(client)
+		if err != nil {
+			return nil, fmt.Errorf("summarise: %w", err)
+		}
+		opts.Pacing = batch.Pacing{Changer: changer}
 	}
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sqsonce/sqsonce/handler"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
 // The environment contract, shared with infra (which sets the first group).
@@ -28,6 +31,8 @@ const (
 	envOpenAIBaseURL    = "OPENAI_BASE_URL"           // e.g. https://api.openai.com/v1
 	envOpenAIAPIKey     = "OPENAI_API_KEY"            // sent as a bearer token
 	envStore            = "SQSONCE_STORE"             // memory | dynamodb; default dynamodb inside Lambda, memory outside
+	envPacing           = "SQSONCE_PACING"            // on | off: paced redelivery of failed records; default on inside Lambda, off outside
+	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override for pacing, e.g. moto's
 	envRuntimeAPI       = "AWS_LAMBDA_RUNTIME_API"    // set by Lambda and by the runtime emulator
 )
 
@@ -76,6 +81,13 @@ type config struct {
 	StubDelay        time.Duration
 	OpenAIBaseURL    string
 	OpenAIAPIKey     string
+	Pacing           bool // change failed records' visibility (batch.Options.Pacing) through SQS
+	SQSEndpoint      string
+
+	// testProvider and testStore, set by tests only, replace the provider
+	// and the idempotency store named above: the seam for injected faults.
+	testProvider handler.Provider
+	testStore    idempotency.Store
 }
 
 // loadConfig reads the environment through getenv. The store is DynamoDB
@@ -100,6 +112,7 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 		OpenAIBaseURL:    getenv(envOpenAIBaseURL),
 		OpenAIAPIKey:     getenv(envOpenAIAPIKey),
 		MinRemaining:     defaultMinRemaining,
+		SQSEndpoint:      getenv(envSQSEndpoint),
 	}
 	duration := func(name string, dst *time.Duration) {
 		v := getenv(name)
@@ -143,6 +156,19 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 	}
 	if c.Provider == "" {
 		c.Provider = providerStub
+	}
+
+	// Pacing calls SQS with the records' receipt handles: on by default
+	// where they are real (inside Lambda), off for the local runner's
+	// event files.
+	switch v := getenv(envPacing); v {
+	case "":
+		c.Pacing = c.Lambda
+	case "on":
+		c.Pacing = true
+	case "off":
+	default:
+		errs = append(errs, fmt.Errorf("%s=%q is not on or off", envPacing, v))
 	}
 
 	switch c.Store {

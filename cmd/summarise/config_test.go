@@ -33,7 +33,7 @@ func TestLoadConfig(t *testing.T) {
 			want := config{Lambda: true, Store: storeDynamoDB, Table: "records", SummariesTable: "summaries", Namespace: "prod-summarise",
 				ExpiresAfter: 360 * time.Hour, QueueWindow: 98 * time.Hour, Provider: providerBedrock,
 				Model: "anthropic.claude-3-haiku-20240307-v1:0", DocumentsBucket: "docs", DocumentsPrefix: "in/", Concurrency: 4,
-				MinRemaining: 2 * time.Minute}
+				MinRemaining: 2 * time.Minute, Pacing: true}
 			if c != want {
 				t.Errorf("config\n got %+v\nwant %+v", c, want)
 			}
@@ -61,6 +61,21 @@ func TestLoadConfig(t *testing.T) {
 		{"no deadline margin", map[string]string{envMinRemaining: "0s"}, "", "", func(t *testing.T, c config) {
 			if c.MinRemaining != 0 {
 				t.Errorf("MinRemaining = %v, want 0", c.MinRemaining)
+			}
+		}},
+		{"pacing off inside Lambda", map[string]string{envRuntimeAPI: "x", envTable: "t", envDocumentsDir: "d", envPacing: "off"}, "", "", func(t *testing.T, c config) {
+			if c.Pacing {
+				t.Errorf("Pacing = true with %s=off", envPacing)
+			}
+		}},
+		{"pacing on outside Lambda", map[string]string{envPacing: "on", envSQSEndpoint: "http://127.0.0.1:1"}, "", "", func(t *testing.T, c config) {
+			if !c.Pacing || c.SQSEndpoint != "http://127.0.0.1:1" {
+				t.Errorf("config = %+v", c)
+			}
+		}},
+		{"pacing off by default outside Lambda", nil, "", "", func(t *testing.T, c config) {
+			if c.Pacing {
+				t.Error("Pacing = true outside Lambda by default: the local runner's receipt handles are not real")
 			}
 		}},
 		{"openai", map[string]string{envOpenAIBaseURL: "http://127.0.0.1:1/v1", envOpenAIAPIKey: "k"}, "", "openai", func(t *testing.T, c config) {
@@ -100,6 +115,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"negative deadline margin", map[string]string{envMinRemaining: "-5s"}, "", "", []string{envMinRemaining, `"-5s"`}},
 		{"deadline margin without a unit", map[string]string{envMinRemaining: "90"}, "", "", []string{envMinRemaining, `"90"`}},
 		{"stub delay with bedrock", map[string]string{envStubDelay: "1s"}, "", "bedrock", []string{envStubDelay}},
+		{"bad pacing", map[string]string{envPacing: "yes"}, "", "", []string{envPacing, `"yes"`}},
 		{"bucket and dir", map[string]string{envDocumentsBucket: "b", envDocumentsDir: "d"}, "", "", []string{"not both"}},
 	}
 	for _, tt := range tests {

@@ -33,6 +33,8 @@
 //	SQSONCE_CONCURRENCY        records in flight per batch; default 10
 //	SQSONCE_MIN_REMAINING      time that must be left before the invocation's deadline for a record to start,
 //	                           a Go duration; default 90s; 0 starts records until the deadline itself
+//	SQSONCE_PACING             on or off: paced redelivery of failed records (see Pacing); default on inside
+//	                           Lambda, off outside (the local runner's receipt handles are not real)
 //
 // For local runs and tests:
 //
@@ -40,6 +42,7 @@
 //	                           duplicates within one execution environment only: for the emulator), memory outside
 //	SQSONCE_REQUEST_LOG        request log file (JSON lines, one per provider call); default: log lines
 //	SQSONCE_DYNAMODB_ENDPOINT  DynamoDB endpoint, e.g. moto's http://127.0.0.1:5000
+//	SQSONCE_SQS_ENDPOINT       SQS endpoint for pacing, e.g. moto's
 //	SQSONCE_DOCUMENTS_DIR      local documents folder, {dir}/{id}/{version}.txt; default samples/documents outside Lambda
 //	SQSONCE_STUB_DELAY         how long each stub call takes, a Go duration
 //	OPENAI_BASE_URL            OpenAI-compatible base URL, e.g. https://api.openai.com/v1 (provider openai)
@@ -64,6 +67,21 @@
 // interface emulator's timeout is AWS_LAMBDA_FUNCTION_TIMEOUT (default
 // 300 s); scripts/invoke.sh sets 300. The local runner gives its
 // invocations no deadline, so the margin does not apply there.
+//
+// # Pacing
+//
+// Inside Lambda the handler paces the redelivery of its failed records
+// (batch.Options.Pacing, through sqsvisibility on an *sqs.Client built at
+// init): before it returns, it changes the visibility of each failed
+// record's message with ChangeMessageVisibilityBatch, so that a duplicate
+// whose key is in progress elsewhere comes back just after the holder's
+// lease ends (its deadline plus 5 s), any other failure after a backoff of
+// 10 s doubling per receive up to 15 minutes (jittered), and a record not
+// started (too little time left) at once, instead of all of them after the
+// queue's visibility timeout (infra sets 6 × the function's timeout: 18
+// minutes). The function's role needs sqs:ChangeMessageVisibility on the
+// queue (infra grants it). A failed change is logged as a warning and
+// changes no outcome. SQSONCE_PACING=off turns pacing off.
 //
 // # Outside Lambda
 //

@@ -78,7 +78,7 @@ func runLocal(ctx context.Context, args []string, getenv func(string) string, st
 
 	level := slog.LevelWarn
 	if *verbose {
-		level = slog.LevelInfo
+		level = slog.LevelDebug
 	}
 	out := outputs{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), Metrics: io.Discard}
 	if *emf {

@@ -60,7 +60,8 @@ func newSetup(t *testing.T, summaries string) *setup {
 		Sink:      sink,
 		KeyID: func(m events.SQSMessage) string {
 			k, _ := key(m)
-			return g.ID(k)
+			id, _ := g.KeyID(k)
+			return id
 		},
 	})
 	if err != nil {
@@ -127,7 +128,8 @@ func TestFailedTransactionWritesNeither(t *testing.T) {
 		t.Errorf("error %v, want a *StoreError", err)
 	}
 	key, _ := handler.Key()(events.SQSMessage{Body: body})
-	if rec := s.get(t, s.records, s.g.ID(key)); str(rec, idempotency.AttrStatus) == string(idempotency.StatusCompleted) {
+	id, _ := s.g.KeyID(key)
+	if rec := s.get(t, s.records, id); str(rec, idempotency.AttrStatus) == string(idempotency.StatusCompleted) {
 		t.Errorf("record completed without its summary: %v", rec)
 	}
 }

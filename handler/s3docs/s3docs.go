@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/sqsonce/sqsonce/handler"
+	"github.com/sqsonce/sqsonce/internal/redact"
 )
 
 // API is the part of *s3.Client the documents call.
@@ -47,8 +48,9 @@ func (d *Documents) Get(ctx context.Context, doc handler.Document) (string, erro
 		in.VersionId = aws.String(doc.VersionID)
 	}
 	what := fmt.Sprintf("s3://%s/%s", bucket, key)
-	if doc.VersionID != "" {
-		what += "?versionId=" + doc.VersionID
+	if doc.Bucket != "" || doc.Key != "" || doc.VersionID != "" {
+		// A location the message chose: errors and logs never quote it.
+		what = fmt.Sprintf("document %s version %s at %s", doc.ID, doc.Version, redact.String(what+"?versionId="+doc.VersionID))
 	}
 	out, err := d.api.GetObject(ctx, in)
 	if err != nil {

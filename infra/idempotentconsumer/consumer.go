@@ -1,11 +1,17 @@
 package idempotentconsumer
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -15,6 +21,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/sqsonce/sqsonce/handler/metrics"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
@@ -31,6 +38,30 @@ func ItemActions() []string {
 	}
 }
 
+// VisibilityAction is the one action the function gets on its queue for
+// itself, beyond the event source's: the runtime paces redelivery by
+// changing the visibility of the messages it hands back
+// (ChangeMessageVisibilityBatch is authorised by this action).
+const VisibilityAction = "sqs:ChangeMessageVisibility"
+
+// TableOperations are the DynamoDB operations the function makes, as
+// CloudWatch names them in the Operation dimension: the table alarms sum
+// ThrottledRequests and SystemErrors over them.
+func TableOperations() []string {
+	return []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"}
+}
+
+// Alarm shapes. Every alarm fires above its threshold and treats missing
+// data (an idle queue, function or table) as not breaching.
+const (
+	alarmPeriod = 5 * time.Minute
+	// inProgressPeriods is how many periods in a row InProgressRetried
+	// must move before its alarm fires: 15 minutes, the longest a Lambda
+	// invocation (and so a lease) can last. A duplicate that waits for a
+	// live holder is normal; keys refused for longer are stuck.
+	inProgressPeriods = 3
+)
+
 // Consumer is an SQS queue with a dead-letter queue, consumed by a Lambda
 // function with partial batch responses, and the DynamoDB table that keeps
 // the function's idempotency records. Build it with [New].
@@ -39,12 +70,13 @@ type Consumer struct {
 
 	// Plan is the figures the consumer was built from.
 	Plan Plan
-	// Table is the idempotency table: partition key idempotency.AttrID,
-	// TTL on idempotency.AttrExpiration.
-	Table awsdynamodb.Table
+	// Table is the idempotency table, [Props.Table] or the new table:
+	// partition key idempotency.AttrID, TTL on idempotency.AttrExpiration.
+	Table awsdynamodb.ITable
 	// Queue is the queue the function consumes.
 	Queue awssqs.Queue
-	// DeadLetterQueue receives the messages that failed MaxReceiveCount times.
+	// DeadLetterQueue receives the messages that failed MaxReceiveCount
+	// times. Its redrive-allow policy names Queue only.
 	DeadLetterQueue awssqs.Queue
 	// Function is the consumer.
 	Function awslambda.Function
@@ -54,6 +86,7 @@ type Consumer struct {
 	LogGroup awslogs.LogGroup
 	// EventSource is the queue's event source mapping.
 	EventSource awslambdaeventsources.SqsEventSource
+
 	// DeadLetterAlarm fires when the dead-letter queue holds any message.
 	DeadLetterAlarm awscloudwatch.Alarm
 	// OldestMessageAlarm fires when the oldest queued message is older
@@ -61,6 +94,33 @@ type Consumer struct {
 	OldestMessageAlarm awscloudwatch.Alarm
 	// ErrorsAlarm fires when the function reports an invocation error.
 	ErrorsAlarm awscloudwatch.Alarm
+	// TableThrottleAlarm fires when DynamoDB throttled any of the
+	// function's [TableOperations] on the table (ThrottledRequests).
+	TableThrottleAlarm awscloudwatch.Alarm
+	// TableErrorsAlarm fires when DynamoDB reported a system error (HTTP
+	// 500) for any of the function's [TableOperations] on the table.
+	TableErrorsAlarm awscloudwatch.Alarm
+	// FailedAlarm fires when the function's Failed metric moves: a
+	// delivery failed on a key or store error, a payload mismatch, or a
+	// failed operation.
+	FailedAlarm awscloudwatch.Alarm
+	// InProgressAlarm fires when InProgressRetried moves in each of 3
+	// five-minute periods in a row: keys have been refused as in progress
+	// for longer than any lease can last.
+	InProgressAlarm awscloudwatch.Alarm
+	// TakenOverAlarm fires when TakenOver moves: a run took over a lapsed
+	// lease, so a holder died or timed out after its claim, and the
+	// operation may have run twice.
+	TakenOverAlarm awscloudwatch.Alarm
+}
+
+// Alarms returns every alarm of c, for example to add another action.
+func (c *Consumer) Alarms() []awscloudwatch.Alarm {
+	return []awscloudwatch.Alarm{
+		c.DeadLetterAlarm, c.OldestMessageAlarm, c.ErrorsAlarm,
+		c.TableThrottleAlarm, c.TableErrorsAlarm,
+		c.FailedAlarm, c.InProgressAlarm, c.TakenOverAlarm,
+	}
 }
 
 // New adds a [Consumer] under scope. Invalid props return an error before
@@ -79,32 +139,65 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	}
 
 	this := constructs.NewConstruct(scope, jsii.String(id))
+	if plan.QueueName == "" {
+		plan.QueueName = defaultQueueName(this, id, plan.FIFO)
+	}
 	c := &Consumer{Construct: this, Plan: plan}
 
-	c.Table = awsdynamodb.NewTable(this, jsii.String("Table"), &awsdynamodb.TableProps{
-		PartitionKey: &awsdynamodb.Attribute{
-			Name: jsii.String(idempotency.AttrID),
-			Type: awsdynamodb.AttributeType_STRING,
-		},
-		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
-		TimeToLiveAttribute: jsii.String(idempotency.AttrExpiration),
-		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
-			PointInTimeRecoveryEnabled: jsii.Bool(true),
-		},
-		Encryption:    awsdynamodb.TableEncryption_AWS_MANAGED,
-		RemovalPolicy: plan.TableRemovalPolicy,
-	})
+	if plan.NewTable {
+		c.Table = awsdynamodb.NewTable(this, jsii.String("Table"), &awsdynamodb.TableProps{
+			PartitionKey: &awsdynamodb.Attribute{
+				Name: jsii.String(idempotency.AttrID),
+				Type: awsdynamodb.AttributeType_STRING,
+			},
+			BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+			TimeToLiveAttribute: jsii.String(idempotency.AttrExpiration),
+			PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+				PointInTimeRecoveryEnabled: jsii.Bool(true),
+			},
+			Encryption:         awsdynamodb.TableEncryption_AWS_MANAGED,
+			RemovalPolicy:      plan.TableRemovalPolicy,
+			DeletionProtection: jsii.Bool(plan.DeletionProtection),
+		})
+	} else {
+		c.Table = props.Table
+	}
 
+	// The dead-letter queue's redrive-allow policy names the queue, and the
+	// queue's redrive policy names the dead-letter queue. Referring to each
+	// other's resources would be a cycle, so the policy spells the queue's
+	// ARN from its name: the dead-letter queue is created first, then the
+	// queue.
+	var fifo *bool
+	if plan.FIFO {
+		fifo = jsii.Bool(true)
+	}
+	var contentDedup *bool
+	if props.ContentBasedDeduplication {
+		contentDedup = jsii.Bool(true)
+	}
+	queueArn := awscdk.Stack_Of(this).FormatArn(&awscdk.ArnComponents{
+		Service:  jsii.String("sqs"),
+		Resource: jsii.String(plan.QueueName),
+	})
 	c.DeadLetterQueue = awssqs.NewQueue(this, jsii.String("DeadLetterQueue"), &awssqs.QueueProps{
+		Fifo:            fifo,
 		RetentionPeriod: seconds(plan.DeadLetterRetention),
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
+		RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{
+			RedrivePermission: awssqs.RedrivePermission_BY_QUEUE,
+			SourceQueues:      &[]awssqs.IQueue{awssqs.Queue_FromQueueArn(this, jsii.String("QueueByName"), queueArn)},
+		},
 	})
 	c.Queue = awssqs.NewQueue(this, jsii.String("Queue"), &awssqs.QueueProps{
-		RetentionPeriod:   seconds(plan.Retention),
-		VisibilityTimeout: seconds(plan.VisibilityTimeout),
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
+		QueueName:                 jsii.String(plan.QueueName),
+		Fifo:                      fifo,
+		ContentBasedDeduplication: contentDedup,
+		RetentionPeriod:           seconds(plan.Retention),
+		VisibilityTimeout:         seconds(plan.VisibilityTimeout),
+		Encryption:                awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:                jsii.Bool(true),
 		DeadLetterQueue: &awssqs.DeadLetterQueue{
 			Queue:           c.DeadLetterQueue,
 			MaxReceiveCount: jsii.Number(plan.MaxReceiveCount),
@@ -133,13 +226,22 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	env[EnvExpiresAfter] = jsii.String(GoSeconds(plan.ExpiresAfter))
 	env[EnvQueueWindow] = jsii.String(GoSeconds(plan.QueueWindow))
 
+	runtime := props.Runtime
+	if runtime == nil {
+		runtime = awslambda.Runtime_PROVIDED_AL2023()
+	}
+	arch := props.Architecture
+	if arch == nil {
+		arch = awslambda.Architecture_ARM_64()
+	}
 	c.Function = awslambda.NewFunction(this, jsii.String("Function"), &awslambda.FunctionProps{
-		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  awslambda.Architecture_ARM_64(),
+		Runtime:       runtime,
+		Architecture:  arch,
 		Handler:       jsii.String(plan.Handler),
 		Code:          props.Code,
 		MemorySize:    jsii.Number(plan.MemorySize),
 		Timeout:       seconds(plan.Timeout),
+		Tracing:       plan.Tracing,
 		Role:          c.Role,
 		LoggingFormat: awslambda.LoggingFormat_JSON,
 		LogGroup:      c.LogGroup,
@@ -157,25 +259,106 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	}
 	c.EventSource = awslambdaeventsources.NewSqsEventSource(c.Queue, sourceProps)
 	c.Function.AddEventSource(c.EventSource)
+	// The event source's grant holds this action too, for Lambda's poller.
+	// The function's own statement keeps it when the event source changes,
+	// and says why it is there.
+	c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("PaceRedelivery"),
+		Actions:   jsii.Strings(VisibilityAction),
+		Resources: jsii.Strings(*c.Queue.QueueArn()),
+	}))
 
-	c.DeadLetterAlarm = alarm(this, "DeadLetterAlarm",
-		c.DeadLetterQueue.MetricApproximateNumberOfMessagesVisible(maxOver(1)), 0,
-		"Messages in the dead-letter queue: they failed MaxReceiveCount times.")
-	c.OldestMessageAlarm = alarm(this, "OldestMessageAlarm",
-		c.Queue.MetricApproximateAgeOfOldestMessage(maxOver(5)), plan.OldestMessageAlarm.Seconds(),
-		"The oldest queued message is older than expected: the consumer is failing or falling behind.")
-	c.ErrorsAlarm = alarm(this, "ErrorsAlarm",
-		c.Function.MetricErrors(&awscloudwatch.MetricOptions{
-			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
-			Statistic: jsii.String("Sum"),
-		}), 0,
-		"The consumer function failed whole invocations (not single records).")
-	if props.AlarmAction != nil {
-		for _, a := range []awscloudwatch.Alarm{c.DeadLetterAlarm, c.OldestMessageAlarm, c.ErrorsAlarm} {
-			a.AddAlarmAction(props.AlarmAction)
+	c.addAlarms(plan)
+	if props.AlarmTopic != nil {
+		action := awscloudwatchactions.NewSnsAction(props.AlarmTopic)
+		for _, a := range c.Alarms() {
+			a.AddAlarmAction(action)
 		}
 	}
 	return c, nil
+}
+
+// addAlarms adds the queue, function, table and outcome alarms.
+func (c *Consumer) addAlarms(plan Plan) {
+	c.DeadLetterAlarm = alarm(c, "DeadLetterAlarm",
+		c.DeadLetterQueue.MetricApproximateNumberOfMessagesVisible(maxOver(1)), 0, 1,
+		"Messages in the dead-letter queue: they failed MaxReceiveCount times.")
+	c.OldestMessageAlarm = alarm(c, "OldestMessageAlarm",
+		c.Queue.MetricApproximateAgeOfOldestMessage(maxOver(5)), plan.OldestMessageAlarm.Seconds(), 1,
+		"The oldest queued message is older than expected: the consumer is failing or falling behind.")
+	c.ErrorsAlarm = alarm(c, "ErrorsAlarm",
+		c.Function.MetricErrors(sumOver()), 0, 1,
+		"The consumer function failed whole invocations (not single records).")
+
+	c.TableThrottleAlarm = alarm(c, "TableThrottleAlarm", c.tableSum("ThrottledRequests"), 0, 1,
+		"DynamoDB throttled requests of the consumer on its idempotency table: the records failed and will be retried.")
+	c.TableErrorsAlarm = alarm(c, "TableErrorsAlarm", c.tableSum("SystemErrors"), 0, 1,
+		"DynamoDB returned system errors (HTTP 500) to the consumer on its idempotency table: the records failed and will be retried.")
+
+	outcome := func(name string) awscloudwatch.Metric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace:     jsii.String(plan.MetricsNamespace),
+			MetricName:    jsii.String(name),
+			DimensionsMap: &map[string]*string{"Service": jsii.String(plan.MetricsService)},
+			Period:        awscdk.Duration_Seconds(jsii.Number(alarmPeriod.Seconds())),
+			Statistic:     jsii.String("Sum"),
+		})
+	}
+	c.FailedAlarm = alarm(c, "FailedAlarm", outcome(metrics.Failed), 0, 1,
+		"Deliveries failed: a key or store error, a key reused with another payload, or a failed operation. They will be retried, then go to the dead-letter queue.")
+	c.InProgressAlarm = alarm(c, "InProgressAlarm", outcome(metrics.InProgressRetried), 0, inProgressPeriods,
+		"Deliveries refused as in progress for 15 minutes, longer than any lease: a claim is stuck or keys are contended.")
+	c.TakenOverAlarm = alarm(c, "TakenOverAlarm", outcome(metrics.TakenOver), 0, 1,
+		"A run took over a lapsed lease: a holder died or timed out after its claim, and its operation may have run twice.")
+}
+
+// tableSum is the sum of a per-operation DynamoDB metric of the table over
+// [TableOperations]. A missing data point counts as zero, so that one
+// operation's data is not dropped for another's absence.
+func (c *Consumer) tableSum(metricName string) awscloudwatch.IMetric {
+	using := map[string]awscloudwatch.IMetric{}
+	var terms []string
+	for i, op := range TableOperations() {
+		id := "m" + strconv.Itoa(i)
+		using[id] = c.Table.Metric(jsii.String(metricName), &awscloudwatch.MetricOptions{
+			DimensionsMap: &map[string]*string{"TableName": c.Table.TableName(), "Operation": jsii.String(op)},
+			Period:        awscdk.Duration_Seconds(jsii.Number(alarmPeriod.Seconds())),
+			Statistic:     jsii.String("Sum"),
+		})
+		terms = append(terms, "FILL("+id+", 0)")
+	}
+	expr := strings.Join(terms, " + ")
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression:   jsii.String(expr),
+		UsingMetrics: &using,
+		Label:        jsii.String(metricName + " of " + expr),
+		Period:       awscdk.Duration_Seconds(jsii.Number(alarmPeriod.Seconds())),
+	})
+}
+
+// queueNameUnsafe matches what SQS does not allow in a queue name.
+var queueNameUnsafe = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+
+// defaultQueueName is the queue's name when Props.QueueName is empty: the
+// stack's name (unique in its account and region) and the construct's id,
+// then a hash of the construct's path (unique in the app), at most 80
+// characters with ".fifo" for a FIFO queue.
+func defaultQueueName(this constructs.Construct, id string, fifo bool) string {
+	sum := sha256.Sum256([]byte(*this.Node().Path()))
+	hash := hex.EncodeToString(sum[:4])
+	prefix := id
+	if name := awscdk.Stack_Of(this).StackName(); name != nil && !*awscdk.Token_IsUnresolved(name) {
+		prefix = *name + "-" + id
+	}
+	prefix = queueNameUnsafe.ReplaceAllString(prefix, "-")
+	if limit := maxQueueName - len(fifoSuffix) - 1 - len(hash); len(prefix) > limit {
+		prefix = prefix[:limit]
+	}
+	name := prefix + "-" + hash
+	if fifo {
+		name += fifoSuffix
+	}
+	return name
 }
 
 // GrantItems lets the function read and write single items of table, with
@@ -201,14 +384,23 @@ func maxOver(minutes float64) *awscloudwatch.MetricOptions {
 	}
 }
 
-// alarm raises when metric exceeds threshold for one period; missing data
-// (an idle queue or function) is not breaching.
-func alarm(scope constructs.Construct, id string, metric awscloudwatch.Metric, threshold float64, description string) awscloudwatch.Alarm {
-	return metric.CreateAlarm(scope, jsii.String(id), &awscloudwatch.CreateAlarmOptions{
+// sumOver is the Sum statistic over the alarm period.
+func sumOver() *awscloudwatch.MetricOptions {
+	return &awscloudwatch.MetricOptions{
+		Period:    awscdk.Duration_Seconds(jsii.Number(alarmPeriod.Seconds())),
+		Statistic: jsii.String("Sum"),
+	}
+}
+
+// alarm raises when metric exceeds threshold for periods periods in a row;
+// missing data (an idle queue, function or table) is not breaching.
+func alarm(c *Consumer, id string, metric awscloudwatch.IMetric, threshold float64, periods int, description string) awscloudwatch.Alarm {
+	return awscloudwatch.NewAlarm(c.Construct, jsii.String(id), &awscloudwatch.AlarmProps{
+		Metric:             metric,
 		AlarmDescription:   jsii.String(description),
 		Threshold:          jsii.Number(threshold),
 		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
+		EvaluationPeriods:  jsii.Number(periods),
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 	})
 }

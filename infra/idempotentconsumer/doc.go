@@ -12,30 +12,48 @@
 //   - A DynamoDB table (a plain AWS::DynamoDB::Table): partition key
 //     [idempotency.AttrID] (string), TTL on [idempotency.AttrExpiration],
 //     on-demand billing, point-in-time recovery, encryption with the AWS
-//     managed key, retained when it leaves the stack.
-//   - A queue and a dead-letter queue, SQS-managed encryption, a policy that
-//     denies requests without TLS, a redrive after [Props.MaxReceiveCount]
-//     receives, and a visibility timeout of at least [VisibilityFactor] ×
-//     the function's timeout.
-//   - A provided.al2023 arm64 function with JSON logs, its own log group and
-//     role, fed by an event source mapping with ReportBatchItemFailures on.
-//   - Alarms on the dead-letter queue's depth, the age of the oldest
-//     message, and the function's errors.
+//     managed key, deletion protection, retained when it leaves the stack.
+//     Or none: [Props.Table] takes an existing table.
+//   - A queue and a dead-letter queue (both standard, or both FIFO with
+//     [Props.FIFO]), SQS-managed encryption, a policy that denies requests
+//     without TLS, a redrive after [Props.MaxReceiveCount] receives, and a
+//     visibility timeout of at least [VisibilityFactor] × the function's
+//     timeout. The dead-letter queue's redrive-allow policy lets only the
+//     queue use it; so that the template can name the queue's ARN without a
+//     cycle, the queue has a fixed name ([Props.QueueName]).
+//   - A function (provided.al2023 on arm64 unless [Props.Runtime] and
+//     [Props.Architecture] say otherwise) with JSON logs, its own log group
+//     and role, and optional X-Ray tracing, fed by an event source mapping
+//     with ReportBatchItemFailures on. The function keys on the message
+//     body, so a FIFO queue's MessageDeduplicationId plays no part.
+//   - Alarms ([Consumer.Alarms]) on the dead-letter queue's depth, the age
+//     of the oldest message, the function's errors, DynamoDB throttling and
+//     system errors on the table, and the idempotency outcomes the function
+//     writes as Embedded Metric Format metrics (Failed, InProgressRetried,
+//     TakenOver in [Props.MetricsNamespace]), each notifying
+//     [Props.AlarmTopic] when set.
 //
 // # Expiry
 //
-// A record must outlive every delivery of its message. [Props.Plan] computes
-// the queue's window with [idempotency.QueueWindow] (retention +
-// MaxReceiveCount × visibility timeout) from the figures the queue is built
-// with, adds [Props.ExpiryMargin], and passes both to the function as
-// [EnvQueueWindow] and [EnvExpiresAfter]. The runtime refuses an expiry below
-// the window; so does [New], at synth time.
+// A record must outlive every delivery of its message, including a delivery
+// after a redrive from the dead-letter queue: a redriven message is a new
+// message, and its key may have been completed meanwhile by a producer's
+// re-send. [Props.Plan] computes the queue's window with
+// [idempotency.QueueWindow] (retention + MaxReceiveCount × visibility
+// timeout) and the dead-letter window ([Plan.DeadLetterWindow]: the time a
+// message can wait in the dead-letter queue, plus a window of its own),
+// adds [Props.ExpiryMargin], and passes the expiry and the queue's window to
+// the function as [EnvExpiresAfter] and [EnvQueueWindow]. The runtime
+// refuses an expiry below the queue's window; [New] refuses one below the
+// dead-letter window, at synth time, saying why.
 //
 // # Permissions
 //
 // The role starts empty: no managed policy. It gets logs:CreateLogStream and
 // logs:PutLogEvents on its log group, the SQS event source's actions on its
-// queue, and [ItemActions] on the table. [Consumer.GrantItems] gives the same
+// queue, [VisibilityAction] on its queue in a statement of its own (the
+// runtime paces redelivery with ChangeMessageVisibilityBatch), and
+// [ItemActions] on the table. [Consumer.GrantItems] gives the same
 // single-item actions on another table (for writes attached to a record's
 // completion); add anything else with Consumer.Role.AddToPolicy.
 //

@@ -28,7 +28,7 @@ func Example() {
 	app.Synth(nil)
 }
 
-// The figures behind the defaults: the expiry is derived from the queue.
+// The figures behind the defaults: the expiry is derived from the queues.
 func ExampleProps_Plan() {
 	pl, err := idempotentconsumer.Props{Namespace: "summarise"}.Plan()
 	if err != nil {
@@ -36,11 +36,13 @@ func ExampleProps_Plan() {
 	}
 	fmt.Println("visibility:", pl.VisibilityTimeout)
 	fmt.Println("window:", pl.QueueWindow, "=", idempotentconsumer.GoSeconds(pl.QueueWindow))
+	fmt.Println("dead-letter window:", pl.DeadLetterWindow, "=", idempotentconsumer.GoSeconds(pl.DeadLetterWindow))
 	fmt.Println("expires after:", pl.ExpiresAfter, "=", idempotentconsumer.GoSeconds(pl.ExpiresAfter))
 	// Output:
 	// visibility: 18m0s
 	// window: 97h30m0s = 351000s
-	// expires after: 121h30m0s = 437400s
+	// dead-letter window: 433h30m0s = 1560600s
+	// expires after: 457h30m0s = 1647000s
 }
 
 // A visibility timeout that leaves Lambda no room to retry is refused.

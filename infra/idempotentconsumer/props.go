@@ -3,12 +3,15 @@ package idempotentconsumer
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
@@ -50,6 +53,10 @@ const (
 	// DefaultOldestMessageAlarm is the age of the oldest queued message
 	// above which the age alarm fires.
 	DefaultOldestMessageAlarm = time.Hour
+	// DefaultMetricsNamespace is the CloudWatch namespace of the
+	// idempotency outcome metrics the function writes in Embedded Metric
+	// Format (the default of the summarise app's handler/metrics).
+	DefaultMetricsNamespace = "sqsonce"
 )
 
 // Environment variables the construct sets on the function. The runtime
@@ -60,7 +67,7 @@ const (
 	// EnvNamespace is the key namespace, a fixed string from [Props].
 	EnvNamespace = "SQSONCE_NAMESPACE"
 	// EnvExpiresAfter is the record expiry as a Go duration in whole
-	// seconds ("437400s"), at least [Plan.QueueWindow].
+	// seconds ("1647000s"), at least [Plan.DeadLetterWindow].
 	EnvExpiresAfter = "SQSONCE_EXPIRES_AFTER"
 	// EnvQueueWindow is the queue's window ([idempotency.QueueWindow]) as a
 	// Go duration in whole seconds. The runtime refuses an expiry below it.
@@ -76,7 +83,9 @@ const (
 	maxReceiveCountLimit = 1000
 	maxBatchingWindow    = 5 * time.Minute
 	maxBatchSize         = 10000
-	maxUnbatchedSize     = 10
+	maxUnbatchedSize     = 10 // also the largest batch of a FIFO queue
+	maxQueueName         = 80 // with the ".fifo" suffix
+	fifoSuffix           = ".fifo"
 	minMaxConcurrency    = 2
 	maxMaxConcurrency    = 1000
 	minMemorySize        = 128
@@ -98,6 +107,15 @@ type Props struct {
 	// Handler is the handler name. Default [DefaultHandler].
 	Handler string
 
+	// Runtime is the function's runtime. Default provided.al2023
+	// (awslambda.Runtime_PROVIDED_AL2023), what a Go binary named
+	// bootstrap runs on.
+	Runtime awslambda.Runtime
+
+	// Architecture is the function's instruction set. Default arm64
+	// (awslambda.Architecture_ARM_64); the zip must be built for it.
+	Architecture awslambda.Architecture
+
 	// Environment adds variables to the function's environment. It may not
 	// set the variables the construct owns ([EnvTable] and the others).
 	Environment map[string]string
@@ -109,6 +127,49 @@ type Props struct {
 	// 15 minutes.
 	Timeout time.Duration
 
+	// Tracing is the function's X-Ray tracing mode. Default
+	// awslambda.Tracing_DISABLED (no tracing configuration). Active and
+	// PassThrough add xray:PutTraceSegments and xray:PutTelemetryRecords
+	// on "*" to the role: X-Ray has no resource-level permissions.
+	Tracing awslambda.Tracing
+
+	// Table is an existing idempotency table to use instead of creating
+	// one: partition key idempotency.AttrID (string) and TTL on
+	// idempotency.AttrExpiration, which the construct cannot check. The
+	// construct only grants [ItemActions] on it, so TableRemovalPolicy and
+	// DisableDeletionProtection may not be set with it. Default: a new table.
+	Table awsdynamodb.ITable
+
+	// TableRemovalPolicy is what happens to a new idempotency table when
+	// it leaves the stack. Default retain: records outlive a redeploy.
+	// Destroy needs DisableDeletionProtection too.
+	TableRemovalPolicy awscdk.RemovalPolicy
+
+	// DisableDeletionProtection turns off the deletion protection of a new
+	// table. Default false: the table has deletion protection, and
+	// DeleteTable fails until it is turned off.
+	DisableDeletionProtection bool
+
+	// FIFO makes the queue and its dead-letter queue FIFO queues. The
+	// function still keys on the message body, never on the
+	// MessageDeduplicationId. A FIFO event source takes no batching window
+	// and at most 10 records a batch. Default false: standard queues.
+	FIFO bool
+
+	// ContentBasedDeduplication turns on the FIFO queue's content-based
+	// deduplication (a MessageDeduplicationId derived from the body when a
+	// sender gives none). Only with FIFO. Default false: every sender
+	// gives a MessageDeduplicationId.
+	ContentBasedDeduplication bool
+
+	// QueueName is the queue's name. The dead-letter queue's redrive-allow
+	// policy names the queue's ARN, which the template can only spell
+	// without a cycle when the name is known. Default: the stack's name,
+	// the construct's id and a hash of its path, at most 80 characters
+	// with ".fifo" appended for a FIFO queue. A FIFO queue's name may end
+	// in ".fifo"; the construct appends it otherwise.
+	QueueName string
+
 	// VisibilityTimeout is the queue's visibility timeout. Default
 	// [VisibilityFactor] × Timeout; it may not be shorter, and at most 12 hours.
 	VisibilityTimeout time.Duration
@@ -118,29 +179,33 @@ type Props struct {
 	Retention time.Duration
 
 	// DeadLetterRetention is how long the dead-letter queue keeps a
-	// message. Default [DefaultDeadLetterRetention]; not below Retention.
+	// message. Default [DefaultDeadLetterRetention]; not below Retention
+	// for a standard queue (a message keeps its first enqueue time there).
 	DeadLetterRetention time.Duration
 
 	// MaxReceiveCount is the receives a message gets before it moves to
 	// the dead-letter queue. Default [DefaultMaxReceiveCount].
 	MaxReceiveCount int
 
-	// ExpiryMargin is added to the queue's window to make the default
+	// ExpiryMargin is added to the dead-letter window to make the default
 	// ExpiresAfter. Default [DefaultExpiryMargin].
 	ExpiryMargin time.Duration
 
 	// ExpiresAfter is how long an idempotency record counts (the table's
-	// TTL). Default: the queue's window plus ExpiryMargin. It may not be
-	// shorter than the window (see [idempotency.QueueWindow]).
+	// TTL). Default: [Plan.DeadLetterWindow] plus ExpiryMargin. It may not
+	// be shorter than the dead-letter window, so that a message redriven
+	// from the dead-letter queue still finds its record.
 	ExpiresAfter time.Duration
 
 	// BatchSize is the largest batch the event source delivers. Default
-	// [DefaultBatchSize]; above 10 needs a batching window.
+	// [DefaultBatchSize]; above 10 needs a batching window (and a
+	// standard queue).
 	BatchSize int
 
 	// MaxBatchingWindow is how long the event source gathers messages
-	// before it invokes the function. Default [DefaultMaxBatchingWindow];
-	// a negative value turns the window off. At most 5 minutes.
+	// before it invokes the function. Default [DefaultMaxBatchingWindow]
+	// for a standard queue, none for a FIFO queue (which takes none); a
+	// negative value turns the window off. At most 5 minutes.
 	MaxBatchingWindow time.Duration
 
 	// MaxConcurrency caps the concurrent invocations of the event source.
@@ -151,45 +216,73 @@ type Props struct {
 	// Default one month.
 	LogRetention awslogs.RetentionDays
 
-	// TableRemovalPolicy is what happens to the idempotency table when it
-	// leaves the stack. Default retain: records outlive a redeploy.
-	TableRemovalPolicy awscdk.RemovalPolicy
-
 	// OldestMessageAlarm is the age of the oldest queued message above
 	// which the age alarm fires. Default [DefaultOldestMessageAlarm].
 	OldestMessageAlarm time.Duration
 
-	// AlarmAction, if set, is notified by every alarm.
-	AlarmAction awscloudwatch.IAlarmAction
+	// MetricsNamespace is the CloudWatch namespace of the idempotency
+	// outcome metrics the function writes (InProgressRetried, TakenOver,
+	// Failed), which the outcome alarms watch. Default
+	// [DefaultMetricsNamespace].
+	MetricsNamespace string
+
+	// MetricsService is the value of those metrics' Service dimension.
+	// Default Namespace (what the summarise app writes).
+	MetricsService string
+
+	// AlarmTopic, if set, is notified by every alarm when it fires.
+	AlarmTopic awssns.ITopic
 }
 
 // Plan is the figures a [Consumer] is built from: [Props] with its defaults
-// applied and the expiry derived from the queue.
+// applied and the expiry derived from the queues.
 type Plan struct {
 	Handler             string
 	MemorySize          int
 	Timeout             time.Duration
+	Tracing             awslambda.Tracing
+	FIFO                bool
 	VisibilityTimeout   time.Duration
 	Retention           time.Duration
 	DeadLetterRetention time.Duration
 	MaxReceiveCount     int
 
-	// QueueWindow is the longest a message can keep being delivered:
-	// idempotency.QueueWindow(Retention, MaxReceiveCount, VisibilityTimeout).
+	// QueueWindow is the longest a message can keep being delivered from
+	// the queue: idempotency.QueueWindow(Retention, MaxReceiveCount,
+	// VisibilityTimeout).
 	QueueWindow time.Duration
+	// DeadLetterWindow is the longest a message can keep being delivered
+	// when it is redriven once from the dead-letter queue, counted from
+	// its first enqueue: the time it can wait in the dead-letter queue,
+	// then a QueueWindow of its own (a redriven message is a new message).
+	// It waits in a standard dead-letter queue until DeadLetterRetention
+	// after its first enqueue; a FIFO dead-letter queue restarts the
+	// retention, after at most Retention in the queue. So
+	//
+	//	standard: DeadLetterRetention + QueueWindow
+	//	FIFO:     Retention + DeadLetterRetention + QueueWindow
+	DeadLetterWindow time.Duration
 	// ExpiresAfter is the record expiry passed to the runtime; at least
-	// QueueWindow.
+	// DeadLetterWindow.
 	ExpiresAfter time.Duration
 
 	BatchSize          int
 	MaxBatchingWindow  time.Duration // zero: no window
 	MaxConcurrency     int
 	LogRetention       awslogs.RetentionDays
+	NewTable           bool // false: Props.Table is used
 	TableRemovalPolicy awscdk.RemovalPolicy
+	DeletionProtection bool
+	QueueName          string // empty: derived from the stack by New
 	OldestMessageAlarm time.Duration
+	MetricsNamespace   string
+	MetricsService     string
 }
 
-// Plan applies the defaults to p, derives the expiry from the queue, and
+// queueNameChars are the characters SQS allows in a queue name.
+var queueNameChars = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// Plan applies the defaults to p, derives the expiry from the queues, and
 // checks every figure against the services' limits and the rules above. It
 // reports every problem at once. Code is checked by [New], not here.
 func (p Props) Plan() (Plan, error) {
@@ -224,33 +317,87 @@ func (p Props) Plan() (Plan, error) {
 		}
 	}
 
+	defaultWindow := DefaultMaxBatchingWindow
+	if p.FIFO {
+		defaultWindow = -1
+	}
 	pl := Plan{
 		Handler:             p.Handler,
 		MemorySize:          pickInt(p.MemorySize, DefaultMemorySize),
 		Timeout:             pick(p.Timeout, DefaultTimeout),
+		Tracing:             p.Tracing,
+		FIFO:                p.FIFO,
 		Retention:           pick(p.Retention, DefaultRetention),
 		DeadLetterRetention: pick(p.DeadLetterRetention, DefaultDeadLetterRetention),
 		MaxReceiveCount:     pickInt(p.MaxReceiveCount, DefaultMaxReceiveCount),
 		BatchSize:           pickInt(p.BatchSize, DefaultBatchSize),
-		MaxBatchingWindow:   pick(p.MaxBatchingWindow, DefaultMaxBatchingWindow),
+		MaxBatchingWindow:   pick(p.MaxBatchingWindow, defaultWindow),
 		MaxConcurrency:      pickInt(p.MaxConcurrency, DefaultMaxConcurrency),
 		LogRetention:        p.LogRetention,
+		NewTable:            p.Table == nil,
 		TableRemovalPolicy:  p.TableRemovalPolicy,
+		DeletionProtection:  p.Table == nil && !p.DisableDeletionProtection,
+		QueueName:           p.QueueName,
 		OldestMessageAlarm:  pick(p.OldestMessageAlarm, DefaultOldestMessageAlarm),
+		MetricsNamespace:    p.MetricsNamespace,
+		MetricsService:      p.MetricsService,
 	}
 	if pl.Handler == "" {
 		pl.Handler = DefaultHandler
 	}
+	if pl.Tracing == "" {
+		pl.Tracing = awslambda.Tracing_DISABLED
+	}
 	if pl.LogRetention == "" {
 		pl.LogRetention = awslogs.RetentionDays_ONE_MONTH
 	}
-	if pl.TableRemovalPolicy == "" {
+	if pl.NewTable && pl.TableRemovalPolicy == "" {
 		pl.TableRemovalPolicy = awscdk.RemovalPolicy_RETAIN
 	}
 	if pl.MaxBatchingWindow < 0 {
 		pl.MaxBatchingWindow = 0
 	}
+	if pl.MetricsNamespace == "" {
+		pl.MetricsNamespace = DefaultMetricsNamespace
+	}
+	if pl.MetricsService == "" {
+		pl.MetricsService = p.Namespace
+	}
 	pl.VisibilityTimeout = pick(p.VisibilityTimeout, VisibilityFactor*pl.Timeout)
+
+	switch pl.Tracing {
+	case awslambda.Tracing_DISABLED, awslambda.Tracing_ACTIVE, awslambda.Tracing_PASS_THROUGH:
+	default:
+		bad("Tracing %q is not Active, PassThrough or Disabled", pl.Tracing)
+	}
+	if !pl.NewTable {
+		if p.TableRemovalPolicy != "" {
+			bad("TableRemovalPolicy is set with Props.Table: it applies only to a table the construct creates")
+		}
+		if p.DisableDeletionProtection {
+			bad("DisableDeletionProtection is set with Props.Table: it applies only to a table the construct creates")
+		}
+	} else if pl.TableRemovalPolicy == awscdk.RemovalPolicy_DESTROY && pl.DeletionProtection {
+		bad("TableRemovalPolicy destroy with deletion protection on: CloudFormation could not delete the table; set DisableDeletionProtection as well")
+	}
+	if p.ContentBasedDeduplication && !p.FIFO {
+		bad("ContentBasedDeduplication is set without FIFO: only a FIFO queue deduplicates")
+	}
+	if pl.QueueName != "" {
+		name := pl.QueueName
+		if strings.HasSuffix(name, fifoSuffix) {
+			if !pl.FIFO {
+				bad("QueueName %q ends in %s but FIFO is not set", name, fifoSuffix)
+			}
+			name = strings.TrimSuffix(name, fifoSuffix)
+		}
+		if pl.FIFO {
+			pl.QueueName = name + fifoSuffix
+		}
+		if !queueNameChars.MatchString(name) || len(pl.QueueName) > maxQueueName {
+			bad("QueueName %q is not 1–%d letters, digits, hyphens and underscores (with %s for a FIFO queue)", pl.QueueName, maxQueueName, fifoSuffix)
+		}
+	}
 
 	if pl.MemorySize < minMemorySize || pl.MemorySize > maxMemorySize {
 		bad("MemorySize %d MB is outside %d–%d", pl.MemorySize, minMemorySize, maxMemorySize)
@@ -274,7 +421,7 @@ func (p Props) Plan() (Plan, error) {
 	if pl.DeadLetterRetention < minRetention || pl.DeadLetterRetention > maxRetention {
 		bad("DeadLetterRetention %v is outside SQS's %v–%v", pl.DeadLetterRetention, minRetention, maxRetention)
 	}
-	if pl.DeadLetterRetention < pl.Retention {
+	if !pl.FIFO && pl.DeadLetterRetention < pl.Retention {
 		bad("DeadLetterRetention %v is below Retention %v: a message keeps its first enqueue time in the dead-letter queue and would expire there early",
 			pl.DeadLetterRetention, pl.Retention)
 	}
@@ -285,7 +432,14 @@ func (p Props) Plan() (Plan, error) {
 	if pl.BatchSize < 1 || pl.BatchSize > maxBatchSize {
 		bad("BatchSize %d is outside 1–%d", pl.BatchSize, maxBatchSize)
 	}
-	if pl.BatchSize > maxUnbatchedSize && pl.MaxBatchingWindow < time.Second {
+	if pl.FIFO {
+		if pl.BatchSize > maxUnbatchedSize {
+			bad("BatchSize %d is above %d, the most a FIFO queue's event source delivers", pl.BatchSize, maxUnbatchedSize)
+		}
+		if pl.MaxBatchingWindow > 0 {
+			bad("MaxBatchingWindow %v is set with FIFO: a FIFO queue's event source takes no batching window", pl.MaxBatchingWindow)
+		}
+	} else if pl.BatchSize > maxUnbatchedSize && pl.MaxBatchingWindow < time.Second {
 		bad("BatchSize %d is above %d and needs a MaxBatchingWindow of at least 1s", pl.BatchSize, maxUnbatchedSize)
 	}
 	if pl.MaxBatchingWindow > maxBatchingWindow {
@@ -301,15 +455,28 @@ func (p Props) Plan() (Plan, error) {
 	seconds("OldestMessageAlarm", pl.OldestMessageAlarm)
 
 	pl.QueueWindow = idempotency.QueueWindow(pl.Retention, pl.MaxReceiveCount, pl.VisibilityTimeout)
+	pl.DeadLetterWindow = pl.DeadLetterRetention + pl.QueueWindow
+	deadLetterWait := "DeadLetterRetention " + pl.DeadLetterRetention.String()
+	if pl.FIFO {
+		pl.DeadLetterWindow += pl.Retention
+		deadLetterWait = fmt.Sprintf("Retention %v + DeadLetterRetention %v (a FIFO dead-letter queue restarts a message's retention)",
+			pl.Retention, pl.DeadLetterRetention)
+	}
 	margin := pick(p.ExpiryMargin, DefaultExpiryMargin)
 	if margin < 0 {
 		bad("ExpiryMargin %v is negative", margin)
 	}
-	pl.ExpiresAfter = pick(p.ExpiresAfter, pl.QueueWindow+margin)
-	if pl.ExpiresAfter < pl.QueueWindow {
+	pl.ExpiresAfter = pick(p.ExpiresAfter, pl.DeadLetterWindow+margin)
+	switch {
+	case pl.ExpiresAfter < pl.QueueWindow:
 		bad("ExpiresAfter %v is below the queue's window %v (Retention %v + MaxReceiveCount %d × VisibilityTimeout %v): "+
 			"a late redelivery would find no record and run again",
 			pl.ExpiresAfter, pl.QueueWindow, pl.Retention, pl.MaxReceiveCount, pl.VisibilityTimeout)
+	case pl.ExpiresAfter < pl.DeadLetterWindow:
+		bad("ExpiresAfter %v is below the dead-letter window %v (%s + the queue's window %v): "+
+			"a message redriven from the dead-letter queue is delivered as a new message and would find no record and run again; "+
+			"raise ExpiresAfter or shorten DeadLetterRetention",
+			pl.ExpiresAfter, pl.DeadLetterWindow, deadLetterWait, pl.QueueWindow)
 	}
 	seconds("ExpiresAfter", pl.ExpiresAfter)
 	seconds("ExpiryMargin", margin)

@@ -1,11 +1,14 @@
 package idempotentconsumer
 
 import (
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
@@ -20,6 +23,7 @@ func TestPlanDefaults(t *testing.T) {
 		Handler:             DefaultHandler,
 		MemorySize:          DefaultMemorySize,
 		Timeout:             DefaultTimeout,
+		Tracing:             awslambda.Tracing_DISABLED,
 		VisibilityTimeout:   VisibilityFactor * DefaultTimeout,
 		Retention:           DefaultRetention,
 		DeadLetterRetention: DefaultDeadLetterRetention,
@@ -29,45 +33,71 @@ func TestPlanDefaults(t *testing.T) {
 		MaxBatchingWindow:   DefaultMaxBatchingWindow,
 		MaxConcurrency:      DefaultMaxConcurrency,
 		LogRetention:        awslogs.RetentionDays_ONE_MONTH,
+		NewTable:            true,
 		TableRemovalPolicy:  awscdk.RemovalPolicy_RETAIN,
+		DeletionProtection:  true,
 		OldestMessageAlarm:  DefaultOldestMessageAlarm,
+		MetricsNamespace:    DefaultMetricsNamespace,
+		MetricsService:      "n",
 	}
-	want.ExpiresAfter = want.QueueWindow + DefaultExpiryMargin
+	want.DeadLetterWindow = DefaultDeadLetterRetention + want.QueueWindow
+	want.ExpiresAfter = want.DeadLetterWindow + DefaultExpiryMargin
 	if pl != want {
 		t.Errorf("Plan()\n got %+v\nwant %+v", pl, want)
 	}
-	if pl.ExpiresAfter < pl.QueueWindow {
-		t.Errorf("default expiry %v below the window %v", pl.ExpiresAfter, pl.QueueWindow)
+	if pl.ExpiresAfter < pl.DeadLetterRetention+pl.QueueWindow {
+		t.Errorf("default expiry %v below the dead-letter retention %v + the window %v", pl.ExpiresAfter, pl.DeadLetterRetention, pl.QueueWindow)
 	}
 }
 
 func TestPlanDerivesFromSettings(t *testing.T) {
 	for _, tc := range []struct {
-		name                string
-		props               Props
-		visibility, expires time.Duration
-		window              time.Duration
+		name                         string
+		props                        Props
+		visibility, window, dlWindow time.Duration
+		expires, batchingWindow      time.Duration
 	}{
 		{
-			name:       "timeout sets visibility",
-			props:      Props{Namespace: "n", Timeout: time.Minute, Retention: time.Hour, MaxReceiveCount: 2, ExpiryMargin: time.Hour},
-			visibility: 6 * time.Minute,
-			window:     time.Hour + 2*6*time.Minute,
-			expires:    2*time.Hour + 12*time.Minute,
+			name: "timeout sets visibility",
+			props: Props{Namespace: "n", Timeout: time.Minute, Retention: time.Hour, DeadLetterRetention: 2 * time.Hour,
+				MaxReceiveCount: 2, ExpiryMargin: time.Hour},
+			visibility:     6 * time.Minute,
+			window:         time.Hour + 2*6*time.Minute,
+			dlWindow:       2*time.Hour + time.Hour + 2*6*time.Minute,
+			expires:        4*time.Hour + 12*time.Minute,
+			batchingWindow: DefaultMaxBatchingWindow,
 		},
 		{
-			name:       "explicit visibility and expiry",
-			props:      Props{Namespace: "n", Timeout: time.Minute, VisibilityTimeout: 10 * time.Minute, Retention: time.Hour, MaxReceiveCount: 3, ExpiresAfter: 2 * time.Hour},
-			visibility: 10 * time.Minute,
-			window:     time.Hour + 30*time.Minute,
-			expires:    2 * time.Hour,
+			name: "explicit visibility and expiry",
+			props: Props{Namespace: "n", Timeout: time.Minute, VisibilityTimeout: 10 * time.Minute, Retention: time.Hour,
+				DeadLetterRetention: time.Hour, MaxReceiveCount: 3, ExpiresAfter: 3 * time.Hour},
+			visibility:     10 * time.Minute,
+			window:         time.Hour + 30*time.Minute,
+			dlWindow:       2*time.Hour + 30*time.Minute,
+			expires:        3 * time.Hour,
+			batchingWindow: DefaultMaxBatchingWindow,
 		},
 		{
-			name:       "expiry exactly the window",
-			props:      Props{Namespace: "n", Retention: time.Hour, MaxReceiveCount: 1, ExpiresAfter: time.Hour + 18*time.Minute},
+			name: "expiry exactly the dead-letter window",
+			props: Props{Namespace: "n", Retention: time.Hour, DeadLetterRetention: time.Hour, MaxReceiveCount: 1,
+				ExpiresAfter: 2*time.Hour + 18*time.Minute},
+			visibility:     18 * time.Minute,
+			window:         time.Hour + 18*time.Minute,
+			dlWindow:       2*time.Hour + 18*time.Minute,
+			expires:        2*time.Hour + 18*time.Minute,
+			batchingWindow: DefaultMaxBatchingWindow,
+		},
+		{
+			// A FIFO dead-letter queue restarts a message's retention, so it
+			// may keep messages for less than the queue does, and the
+			// message's time in the queue counts too.
+			name: "FIFO",
+			props: Props{Namespace: "n", FIFO: true, Retention: time.Hour, DeadLetterRetention: 30 * time.Minute,
+				MaxReceiveCount: 1, ExpiryMargin: time.Hour},
 			visibility: 18 * time.Minute,
 			window:     time.Hour + 18*time.Minute,
-			expires:    time.Hour + 18*time.Minute,
+			dlWindow:   time.Hour + 30*time.Minute + time.Hour + 18*time.Minute,
+			expires:    3*time.Hour + 48*time.Minute,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,12 +105,15 @@ func TestPlanDerivesFromSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if pl.VisibilityTimeout != tc.visibility || pl.QueueWindow != tc.window || pl.ExpiresAfter != tc.expires {
-				t.Errorf("visibility %v window %v expires %v, want %v %v %v",
-					pl.VisibilityTimeout, pl.QueueWindow, pl.ExpiresAfter, tc.visibility, tc.window, tc.expires)
+			if pl.VisibilityTimeout != tc.visibility || pl.QueueWindow != tc.window || pl.DeadLetterWindow != tc.dlWindow || pl.ExpiresAfter != tc.expires {
+				t.Errorf("visibility %v window %v dead-letter window %v expires %v, want %v %v %v %v",
+					pl.VisibilityTimeout, pl.QueueWindow, pl.DeadLetterWindow, pl.ExpiresAfter, tc.visibility, tc.window, tc.dlWindow, tc.expires)
 			}
 			if want := idempotency.QueueWindow(pl.Retention, pl.MaxReceiveCount, pl.VisibilityTimeout); pl.QueueWindow != want {
 				t.Errorf("window %v, idempotency.QueueWindow says %v", pl.QueueWindow, want)
+			}
+			if pl.MaxBatchingWindow != tc.batchingWindow {
+				t.Errorf("batching window %v, want %v", pl.MaxBatchingWindow, tc.batchingWindow)
 			}
 		})
 	}
@@ -98,7 +131,7 @@ func TestPlanRejects(t *testing.T) {
 		{"visibility below 6x timeout", func(p *Props) { p.Timeout = 3 * time.Minute; p.VisibilityTimeout = 17 * time.Minute }, []string{"VisibilityTimeout 17m0s is below 6 × Timeout 3m0s (18m0s)"}},
 		{"visibility above 12h", func(p *Props) { p.VisibilityTimeout = 13 * time.Hour }, []string{"above SQS's maximum"}},
 		{"expiry below window", func(p *Props) { p.ExpiresAfter = 96 * time.Hour }, []string{"ExpiresAfter 96h0m0s is below the queue's window 97h30m0s"}},
-		{"negative margin", func(p *Props) { p.ExpiryMargin = -time.Hour }, []string{"ExpiryMargin -1h0m0s is negative", "below the queue's window"}},
+		{"negative margin", func(p *Props) { p.ExpiryMargin = -time.Hour }, []string{"ExpiryMargin -1h0m0s is negative", "below the dead-letter window"}},
 		{"timeout too long", func(p *Props) { p.Timeout = 16 * time.Minute }, []string{"Timeout 16m0s is outside"}},
 		{"fractional seconds", func(p *Props) { p.Timeout = 1500 * time.Millisecond }, []string{"Timeout 1.5s is not a whole number of seconds"}},
 		{"retention too long", func(p *Props) { p.Retention = 15 * 24 * time.Hour }, []string{"Retention 360h0m0s is outside"}},
@@ -109,6 +142,21 @@ func TestPlanRejects(t *testing.T) {
 		{"concurrency 1", func(p *Props) { p.MaxConcurrency = 1 }, []string{"MaxConcurrency 1 is outside 2–1000"}},
 		{"memory", func(p *Props) { p.MemorySize = 64 }, []string{"MemorySize 64 MB"}},
 		{"several at once", func(p *Props) { p.Namespace = ""; p.BatchSize = -5 }, []string{"Namespace is required", "BatchSize -5"}},
+		{"expiry below the dead-letter window", func(p *Props) { p.ExpiresAfter = 200 * time.Hour },
+			[]string{"ExpiresAfter 200h0m0s is below the dead-letter window 433h30m0s (DeadLetterRetention 336h0m0s + the queue's window 97h30m0s)",
+				"raise ExpiresAfter or shorten DeadLetterRetention"}},
+		{"FIFO expiry below the dead-letter window", func(p *Props) { p.FIFO = true; p.ExpiresAfter = 500 * time.Hour },
+			[]string{"ExpiresAfter 500h0m0s is below the dead-letter window 529h30m0s (Retention 96h0m0s + DeadLetterRetention 336h0m0s (a FIFO dead-letter queue restarts"}},
+		{"destroy with deletion protection", func(p *Props) { p.TableRemovalPolicy = awscdk.RemovalPolicy_DESTROY },
+			[]string{"TableRemovalPolicy destroy with deletion protection on"}},
+		{"content-based deduplication without FIFO", func(p *Props) { p.ContentBasedDeduplication = true },
+			[]string{"ContentBasedDeduplication is set without FIFO"}},
+		{"FIFO batch above 10", func(p *Props) { p.FIFO = true; p.BatchSize = 11 }, []string{"BatchSize 11 is above 10, the most a FIFO queue's event source delivers"}},
+		{"FIFO batching window", func(p *Props) { p.FIFO = true; p.MaxBatchingWindow = time.Second }, []string{"MaxBatchingWindow 1s is set with FIFO"}},
+		{"fifo name on a standard queue", func(p *Props) { p.QueueName = "orders.fifo" }, []string{`QueueName "orders.fifo" ends in .fifo but FIFO is not set`}},
+		{"queue name characters", func(p *Props) { p.QueueName = "orders queue" }, []string{`QueueName "orders queue" is not 1–80 letters`}},
+		{"queue name length", func(p *Props) { p.FIFO = true; p.QueueName = strings.Repeat("q", 76) }, []string{"is not 1–80 letters"}},
+		{"tracing", func(p *Props) { p.Tracing = "On" }, []string{`Tracing "On" is not Active, PassThrough or Disabled`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := ok
@@ -180,5 +228,74 @@ func TestItemActionsExcludeScans(t *testing.T) {
 	a[0] = "mutated"
 	if ItemActions()[0] == "mutated" {
 		t.Error("ItemActions shares its slice between callers")
+	}
+}
+
+func TestPlanQueueName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fifo bool
+		want string
+	}{
+		{"orders", false, "orders"},
+		{"orders", true, "orders.fifo"},
+		{"orders.fifo", true, "orders.fifo"},
+		{"", false, ""}, // derived by New from the stack
+	} {
+		pl, err := Props{Namespace: "n", QueueName: tc.name, FIFO: tc.fifo}.Plan()
+		if err != nil {
+			t.Fatalf("QueueName %q FIFO %v: %v", tc.name, tc.fifo, err)
+		}
+		if pl.QueueName != tc.want {
+			t.Errorf("QueueName %q FIFO %v: plan %q, want %q", tc.name, tc.fifo, pl.QueueName, tc.want)
+		}
+	}
+}
+
+// TestREADMEProps keeps the props table of ../README.md equal to [Props]:
+// the same fields in the same order, each with its Go type.
+func TestREADMEProps(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const header = "| prop | type | default | meaning |"
+	var rows [][2]string
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == header:
+			if in || rows != nil {
+				t.Fatalf("README.md has two tables headed %q", header)
+			}
+			in = true
+		case in && strings.HasPrefix(line, "|---"):
+		case in && strings.HasPrefix(line, "|"):
+			cells := strings.Split(strings.Trim(line, "|"), "|")
+			if len(cells) != 4 {
+				t.Fatalf("README.md props row %q has %d cells, want 4", line, len(cells))
+			}
+			name := strings.Trim(strings.TrimSpace(cells[0]), "`")
+			typ := strings.Trim(strings.TrimSpace(cells[1]), "`")
+			if strings.TrimSpace(cells[2]) == "" || strings.TrimSpace(cells[3]) == "" {
+				t.Errorf("README.md props row %s has an empty default or meaning", name)
+			}
+			rows = append(rows, [2]string{name, typ})
+		default:
+			in = false
+		}
+	}
+	var fields [][2]string
+	pt := reflect.TypeFor[Props]()
+	for i := range pt.NumField() {
+		f := pt.Field(i)
+		fields = append(fields, [2]string{f.Name, f.Type.String()})
+	}
+	if len(rows) == 0 {
+		t.Fatalf("README.md has no table headed %q", header)
+	}
+	if !reflect.DeepEqual(rows, fields) {
+		t.Errorf("README.md props table (name, type):\n%v\nProps fields:\n%v", rows, fields)
 	}
 }

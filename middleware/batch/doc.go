@@ -50,8 +50,22 @@
 // exactly the failed records' messageIds, in the event's record order, and
 // is empty, never nil, when all succeed.
 //
-// Each failure is logged once to [Options.Logger] with the messageId and the
-// error, never the body, and every outcome reaches [Options.OnRecord].
+// Every outcome reaches [Options.OnRecord]. Each failure is logged at most
+// once, to [Options.Logger], with the messageId and the error, never the
+// body:
+//
+//	record                                         level  message
+//	succeeded                                      -      (none)
+//	failed: its function returned an error         ERROR  batch: record failed
+//	panicked                                       ERROR  batch: record panicked (with the stack)
+//	not started: deadline, FIFO group, canceled    WARN   batch: record not started
+//	failed with an error whose Logged() is true    -      (none: its function logged it)
+//
+// The last row is how a failure is logged once when the record function
+// logs its own outcomes: an error in whose chain a method Logged() bool
+// returns true was logged, or deliberately not, by the function that
+// returned it. The errors of package idempotency's guard do this, so a
+// record that fails through the guard gets the guard's line only.
 //
 // # Pacing
 //

@@ -37,9 +37,13 @@ type Options struct {
 	// deadline itself, set a tiny positive value such as [time.Nanosecond].
 	MinRemaining time.Duration
 
-	// Logger receives one line per failed record, with its messageId and
-	// error (and, after a panic, the stack), never its body. Nil means
-	// [slog.Default] as it is at each invocation.
+	// Logger receives at most one line per failed record, with its
+	// messageId and error (and, after a panic, the stack), never its body:
+	// ERROR for a record that failed or panicked, WARN for one not started.
+	// A record that succeeded is not logged, nor is a failure whose error
+	// says it was logged already (see "Failures" in the package doc). Nil
+	// means [slog.Default] as it is at each invocation; the logger's handler
+	// level filters the lines, and [slog.DiscardHandler] turns them off.
 	Logger *slog.Logger
 
 	// OnRecord, if set, is called exactly once for every record of every

@@ -79,7 +79,8 @@ type VisibilityChanger interface {
 //   - A record that was not started ([ErrDeadline], [ErrGroupFailed], or the
 //     context canceled) is made visible at once (Timeout 0): nothing is known
 //     against it, and another invocation can run it now. In a FIFO queue this
-//     cannot overtake the group's failed record, which SQS delivers first.
+//     cannot overtake its group's failed record: SQS delivers none of a
+//     group's later messages while an earlier one is in flight.
 //
 // Records that succeeded are left alone: Lambda deletes them. Timeouts are
 // clamped to [0, MaxVisibilityTimeout].

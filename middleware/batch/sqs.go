@@ -28,6 +28,16 @@ var (
 	ErrGroupFailed = errors.New("batch: record not started: an earlier record of its message group failed")
 )
 
+// errNotStarted begins the error of a record not started because the
+// context was canceled.
+var errNotStarted = errors.New("batch: record not started")
+
+// loggedError is an error that its record function logged already.
+type loggedError interface {
+	error
+	Logged() bool
+}
+
 // errIncomplete marks a record whose run never returned: the goroutine
 // running it exited (runtime.Goexit) before the record function returned.
 var errIncomplete = errors.New("batch: record did not complete")
@@ -209,7 +219,7 @@ func (r *run[T]) mayStart() error {
 		return ErrDeadline
 	}
 	if r.ctx.Err() != nil {
-		return fmt.Errorf("batch: record not started: %w", context.Cause(r.ctx))
+		return fmt.Errorf("%w: %w", errNotStarted, context.Cause(r.ctx))
 	}
 	return nil
 }
@@ -231,19 +241,34 @@ func (r *run[T]) finish(i int, err error) {
 	r.errs[i] = err
 	msg := &r.recs[i]
 	if err != nil {
-		if pe, ok := errors.AsType[*PanicError](err); ok {
-			r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record panicked",
-				slog.String("messageId", msg.MessageId),
-				slog.Any("error", err),
-				slog.String("stack", string(pe.Stack)))
-		} else {
-			r.log.LogAttrs(r.ctx, slog.LevelWarn, "batch: record failed",
-				slog.String("messageId", msg.MessageId),
-				slog.Any("error", err))
-		}
+		r.logFailure(msg, err)
 	}
 	if r.p.opts.OnRecord != nil {
 		r.onRecord(msg, err)
+	}
+}
+
+// logFailure logs the failure of msg in one line: at WARN for a record not
+// started, at ERROR (with the stack after a panic) for one that failed;
+// nothing for an error the record function logged itself (see [Options]).
+func (r *run[T]) logFailure(msg *events.SQSMessage, err error) {
+	if l, ok := errors.AsType[loggedError](err); ok && l.Logged() {
+		return
+	}
+	switch pe, panicked := errors.AsType[*PanicError](err); {
+	case panicked:
+		r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record panicked",
+			slog.String("messageId", msg.MessageId),
+			slog.Any("error", err),
+			slog.String("stack", string(pe.Stack)))
+	case errors.Is(err, ErrDeadline) || errors.Is(err, ErrGroupFailed) || errors.Is(err, errNotStarted):
+		r.log.LogAttrs(r.ctx, slog.LevelWarn, "batch: record not started",
+			slog.String("messageId", msg.MessageId),
+			slog.Any("error", err))
+	default:
+		r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record failed",
+			slog.String("messageId", msg.MessageId),
+			slog.Any("error", err))
 	}
 }
 

@@ -742,11 +742,16 @@ func TestSQSLogsOneLinePerFailure(t *testing.T) {
 	}
 	lines := logLines(t, &logs)
 	var logged []string
+	want := map[string][2]string{ // level, message
+		"m2": {"ERROR", "batch: record failed"},
+		"a1": {"ERROR", "batch: record failed"},
+		"a2": {"WARN", "batch: record not started"},
+	}
 	for _, l := range lines {
 		id, _ := l["messageId"].(string)
 		logged = append(logged, id)
-		if l["level"] != "WARN" || l["msg"] != "batch: record failed" || l["error"] == "" {
-			t.Errorf("log line %v: want a WARN 'batch: record failed' with an error", l)
+		if w := want[id]; l["level"] != w[0] || l["msg"] != w[1] || l["error"] == "" {
+			t.Errorf("log line %v: want %s %q with an error", l, w[0], w[1])
 		}
 	}
 	if got, want := slices.Sorted(slices.Values(logged)), slices.Sorted(slices.Values(wantFailed)); !slices.Equal(got, want) {
@@ -754,6 +759,40 @@ func TestSQSLogsOneLinePerFailure(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "secret-body") {
 		t.Errorf("a record body reached the log:\n%s", logs.String())
+	}
+}
+
+// loggedErr is an error its record function logged already, as the
+// idempotency guard's errors are.
+type loggedErr struct{ error }
+
+func (loggedErr) Logged() bool { return true }
+
+// TestSQSDoesNotLogWhatTheRecordFunctionLogged checks that a failure is
+// logged once: an error that says it was logged (Logged() true, anywhere in
+// its chain) gets no second line from the batch.
+func TestSQSDoesNotLogWhatTheRecordFunctionLogged(t *testing.T) {
+	var logs bytes.Buffer
+	fn := func(ctx context.Context, msg events.SQSMessage) (int, error) {
+		switch msg.Body {
+		case "logged":
+			return 0, fmt.Errorf("wrapped: %w", loggedErr{errRecord})
+		case "not logged":
+			return 0, errRecord
+		}
+		return 1, nil
+	}
+	records := []events.SQSMessage{std("m1", "logged"), std("m2", "not logged"), std("m3", "ok")}
+	resp, err := SQS(fn, Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})(t.Context(), events.SQSEvent{Records: records})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := failedIDs(t, resp); !slices.Equal(got, []string{"m1", "m2"}) {
+		t.Fatalf("failed = %q, want [m1 m2]: a logged error still fails its record", got)
+	}
+	lines := logLines(t, &logs)
+	if len(lines) != 1 || lines[0]["messageId"] != "m2" {
+		t.Errorf("log lines %v, want exactly one, for m2", lines)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -24,22 +25,6 @@ const (
 	// five seconds covers a clock that has drifted far worse, for little:
 	// the key of a holder that crashed waits five seconds longer.
 	DefaultSkewMargin = 5 * time.Second
-)
-
-// Digest names the hash applied to key material and validated payloads.
-type Digest int
-
-const (
-	// SHA256 is the default digest.
-	SHA256 Digest = iota
-	// MD5 is Powertools for AWS Lambda's digest. Use it only to share
-	// records with Powertools, and know its limits: Powertools hashes
-	// Python's json.dumps(sort_keys=True) spelling (with ", " and ": "
-	// separators and ASCII escapes) into ids "{function}.{handler}#{md5}",
-	// so ids agree only for scalar keys (an ASCII string or an integer) with
-	// Namespace set to "{function}.{handler}" (the guard adds the "#"). md5
-	// is not collision resistant.
-	MD5
 )
 
 // Config configures a [Guard]. The zero value of every optional field is a
@@ -85,12 +70,21 @@ type Config struct {
 	// payload fails with [ErrPayloadMismatch]. Nil turns validation off.
 	Validate KeyFunc
 
-	// CacheSize is the number of completed records kept in process, served
-	// without a store round trip until they expire. Zero turns the cache off.
-	CacheSize int
+	// CacheBytes bounds the completed records kept in process, served
+	// without a store round trip until they expire: a record counts for its
+	// stored result, its id and digests, and 256 bytes; when a new one does
+	// not fit, the least recently used go. A result larger than CacheBytes
+	// is not cached. Zero (the default) turns the cache off: a record
+	// deleted from the store to run its key again would otherwise still be
+	// served from memory by warm processes. 8 << 20 (8 MiB) keeps about
+	// 8,000 results of 1 KB.
+	CacheBytes int
 
-	// Digest hashes key material and payloads. Default [SHA256].
-	Digest Digest
+	// Format is the recipe that turns keys and validated payloads into
+	// digests: [FormatNative] (the default, RFC 8785 and SHA-256), or a
+	// Powertools format to share a table with Powertools for AWS Lambda
+	// (Python or TypeScript).
+	Format Format
 
 	// CompleteAttempts bounds the tries of a Complete that fails with a store
 	// error other than [ErrLeaseLost]; tries also stop at the context's
@@ -100,8 +94,14 @@ type Config struct {
 	// Now is the clock. Default [time.Now].
 	Now func() time.Time
 
-	// Logger receives one line per outcome. Default [slog.Default].
+	// Logger receives at most one line per call, its outcome's, at the
+	// level LogLevels gives it. Default [slog.Default].
 	Logger *slog.Logger
+
+	// LogLevels overrides the level at which an outcome is logged; an
+	// outcome left out keeps its default (see [DefaultLogLevel]), and
+	// [LevelOff] turns its line off. Nil keeps every default.
+	LogLevels map[Outcome]slog.Level
 
 	// OnOutcome, if set, is called once per outcome, after the log line
 	// (for metrics). It must be safe for concurrent use.
@@ -111,7 +111,8 @@ type Config struct {
 // Outcome names what the guard did with one call.
 type Outcome string
 
-// The outcomes of a call. Each is logged once, and passed to Config.OnOutcome.
+// The outcomes of a call. Each call has one, logged at most once (see
+// [DefaultLogLevel]) and passed to Config.OnOutcome.
 const (
 	// OutcomeClaimed: the key was free, the operation ran and its result was stored.
 	OutcomeClaimed Outcome = "claimed"
@@ -134,6 +135,30 @@ const (
 	// completed without it), or a shared run that failed.
 	OutcomeFailed Outcome = "failed"
 )
+
+// LevelOff, as the level of an outcome in [Config.LogLevels], turns its
+// log line off.
+const LevelOff slog.Level = math.MaxInt
+
+// outcomes lists every Outcome, for validating Config.LogLevels.
+var outcomes = []Outcome{OutcomeClaimed, OutcomeTakenOver, OutcomeReplayed, OutcomeInProgress,
+	OutcomeMismatch, OutcomeReleased, OutcomeFailed}
+
+// DefaultLogLevel is the level at which the guard logs an outcome unless
+// [Config.LogLevels] says otherwise: success below INFO, duplicates and keys
+// in progress visible, failures at ERROR (the table is in the package doc,
+// under Observability).
+func DefaultLogLevel(o Outcome) slog.Level {
+	switch o {
+	case OutcomeClaimed:
+		return slog.LevelDebug
+	case OutcomeTakenOver, OutcomeReplayed:
+		return slog.LevelInfo
+	case OutcomeInProgress:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
+}
 
 // Event describes one outcome.
 type Event struct {
@@ -179,11 +204,11 @@ func (c *Config) validate() error {
 	if c.SkewMargin == 0 {
 		c.SkewMargin = DefaultSkewMargin
 	}
-	if c.CacheSize < 0 {
-		errs = append(errs, fmt.Errorf("idempotency: Config.CacheSize %d is negative", c.CacheSize))
+	if c.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.CacheBytes %d is negative", c.CacheBytes))
 	}
-	if c.Digest != SHA256 && c.Digest != MD5 {
-		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Digest %d", c.Digest))
+	if !c.Format.valid() {
+		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Format %d", int(c.Format)))
 	}
 	if c.CompleteAttempts < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.CompleteAttempts %d is negative", c.CompleteAttempts))
@@ -197,6 +222,17 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	levels := make(map[Outcome]slog.Level, len(outcomes))
+	for _, o := range outcomes {
+		levels[o] = DefaultLogLevel(o)
+	}
+	for o, l := range c.LogLevels {
+		if _, ok := levels[o]; !ok {
+			errs = append(errs, fmt.Errorf("idempotency: Config.LogLevels names an unknown outcome %q", o))
+		}
+		levels[o] = l
+	}
+	c.LogLevels = levels // a copy: the caller's map may change later
 	return errors.Join(errs...)
 }
 

@@ -27,8 +27,8 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"default expiry below a 14-day window", idempotency.Config{Store: store, Namespace: "n",
 			MinExpiry: idempotency.QueueWindow(14*24*time.Hour, 1000, time.Hour)}, "shorter than the queue's window"},
 		{"lease longer than expiry", idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: time.Minute, Lease: time.Hour}, "longer than"},
-		{"negative cache", idempotency.Config{Store: store, Namespace: "n", CacheSize: -1}, "CacheSize"},
-		{"unknown digest", idempotency.Config{Store: store, Namespace: "n", Digest: 7}, "Digest"},
+		{"negative cache", idempotency.Config{Store: store, Namespace: "n", CacheBytes: -1}, "CacheBytes"},
+		{"unknown format", idempotency.Config{Store: store, Namespace: "n", Format: 7}, "Format"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +56,7 @@ func TestQueueWindow(t *testing.T) {
 func TestCacheServesCompletedWithoutStore(t *testing.T) {
 	now := t0
 	f := newFixture(t, func(c *idempotency.Config) {
-		c.CacheSize = 16
+		c.CacheBytes = 1 << 20
 		c.ExpiresAfter = time.Hour
 		c.Now = func() time.Time { return now }
 	})

@@ -14,15 +14,27 @@
 //
 // # The promise
 //
-// For every key, across all deliveries of all messages that carry it:
+// This is the one statement of what sqsonce guarantees; the README and the
+// store packages link here. For every key, across all deliveries of all
+// messages that carry it:
 //
 //   - The operation runs to completion at most once while the key's record
-//     lives. The one exception: a worker that dies after the operation
-//     succeeded and before the record was completed; its lease then passes
-//     and the work runs again. Leases are written by one worker's clock and
-//     read by another's: this holds while the workers' clocks disagree by
-//     less than [Config.SkewMargin] (default 5 s).
-//   - Every call that succeeds returns the same stored result.
+//     lives, with two exceptions, in both of which the record stays
+//     INPROGRESS until its lease ends and the next delivery after that runs
+//     the operation again:
+//     (1) a worker dies, or outlives its lease, after the operation started
+//     and before its record was completed (inside Lambda the lease ends at
+//     the invocation's deadline, when Lambda stops the worker); leases are
+//     written by one worker's clock and read by another's, so this holds
+//     while the workers' clocks disagree by less than [Config.SkewMargin]
+//     (default 5 s, added to every lease);
+//     (2) the store does not accept the completion: it refuses it for good
+//     (an attached write's condition fails, see [Attach]) or still fails
+//     when [Config.CompleteAttempts] and the deadline run out; the call
+//     fails with a [*StoreError].
+//   - A call succeeds only once the key's record is COMPLETED, and every
+//     call that succeeds returns the same stored result. Through package
+//     batch, a message is acknowledged only then.
 //   - A call that finds the key in progress elsewhere fails with
 //     [ErrInProgress] (an [*InProgressError] telling when the holder's lease
 //     ends): the message is not acknowledged, and SQS delivers it again
@@ -38,16 +50,29 @@
 // The key is chosen by the producer, travels in the message body and is the
 // same for every retry of one decision: never the broker's message id, which
 // is the same across redeliveries of one message and different for the
-// producer's re-send. [BodyField] takes a producer's key; [BodyFields] takes
-// a canonical subset of the fields that define the work; [FirstOf] tries one
-// then the other. Key material is hashed as canonical JSON (RFC 8785) with
-// SHA-256, so field order, whitespace and number spelling (0.7, 0.70, 7e-1)
-// do not change a key. RFC 8785 writes numbers as IEEE 754 doubles, so an
-// integer beyond ±2^53 (by size, whatever its value) and a decimal with more
-// digits than a double keeps are refused rather than rounded into another
-// request's key: send such ids as strings. The record id is "{Namespace}#{hex digest}". A
-// message without a key fails with a [*KeyError]; the operation never runs
-// unprotected.
+// producer's re-send. [BodyField] takes a producer's key; [BodyPath] a field
+// nested in the body; [BodyFields] a canonical subset of the fields that
+// define the work; [FirstOf] tries one then the other. A [KeyFunc] returns a
+// [Key]: the JSON value it selected, as the message spells it, and the name
+// of its selector. [Config.Format] turns it into the record id
+// "{Namespace}#{digest}":
+//
+//   - [FormatNative] (the default) hashes the canonical JSON (RFC 8785) of
+//     the selector and the value with SHA-256, so field order, whitespace and
+//     number spelling (0.7, 0.70, 7e-1) do not change a key, and keys from
+//     different selectors never collide: a producer key holding another
+//     request's subset of fields does not land on that request's record.
+//     RFC 8785 writes numbers as IEEE 754 doubles, so an integer beyond
+//     ±2^53 (by size, whatever its value) and a decimal with more digits
+//     than a double keeps are refused rather than rounded into another
+//     request's key: send such ids as strings.
+//   - [FormatPowertoolsPython] and [FormatPowertoolsTypeScript] are
+//     Powertools for AWS Lambda's recipes, byte for byte, for sharing a table
+//     with that runtime; they keep its collisions.
+//
+// In every format a number longer than 100 characters in a key is refused
+// before it is parsed. A message without a key fails with a [*KeyError];
+// the operation never runs unprotected.
 //
 // # Records and the state machine
 //
@@ -75,16 +100,15 @@
 // and [Config.CompleteAttempts] allow (not when it cannot succeed: see
 // [Store]); a retry that finds the record completed under its own owner
 // token (the first attempt was applied and its response lost) is a success,
-// reported as claimed. If it still fails, the call fails with a [*StoreError] and the
-// record stays INPROGRESS until its lease ends; the next delivery after that
-// runs the operation again. That, and a worker that dies between the
-// operation and its completion, is the documented window of the promise.
+// reported as claimed. If it still fails, that is the promise's second
+// exception.
 //
 // Calls of one key and payload made at the same time in one process (two
 // records of one batch) run once: the others wait and share the outcome
 // without a store round trip. A waiting call whose own context ends stops
-// waiting and fails; the run it waited for goes on. With [Config.CacheSize]
-// set, completed records are also served from memory until they expire.
+// waiting and fails; the run it waited for goes on. With [Config.CacheBytes]
+// set, completed records are also served from memory, least recently used
+// out first within that many bytes, until they expire.
 //
 // # Writes that commit with the result
 //
@@ -101,6 +125,28 @@
 //
 // # Observability
 //
-// Every call logs one line (key, message id, outcome, duration) and passes
-// an [Event] to [Config.OnOutcome], for metrics.
+// Every call passes an [Event] to [Config.OnOutcome], for metrics, and logs
+// at most one line to [Config.Logger] (outcome, record id, message id, ran,
+// duration, and the error if any), at its outcome's level:
+//
+//	outcome      level  meaning
+//	claimed      DEBUG  the operation ran and its result was stored
+//	taken_over   INFO   the same, after a lapsed lease or an expired record
+//	replayed     INFO   a duplicate, answered with the stored result
+//	in_progress  WARN   a duplicate while another worker runs: retried later
+//	mismatch     ERROR  the key was reused with another payload
+//	released     ERROR  the operation failed, or panicked (the line has the stack)
+//	failed       ERROR  a key, store or encoding error
+//
+// Success is below INFO, so a slog handler at INFO logs nothing for a
+// first delivery that succeeds, and one line for each duplicate.
+// [Config.LogLevels] moves an outcome to another level, or turns its line
+// off with [LevelOff]. The errors the guard returns say they were logged
+// (a Logged method), so package batch does not log the same failure again:
+// a failed record gets one line, the guard's.
+//
+// No line holds message content: the record id is a digest, and the key
+// errors of this package describe a value they refuse by a short prefix,
+// its length and a digest, never in full. A [KeyFunc] or an operation of
+// your own should do the same in its errors, which the guard logs.
 package idempotency

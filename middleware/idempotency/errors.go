@@ -3,8 +3,23 @@ package idempotency
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
+
+// prefix begins every error message of the package, once: an error of the
+// package that wraps another shows the wrapped one's message without it
+// (see detail).
+const prefix = "idempotency: "
+
+// detail is err's message without the package prefix, for a message that
+// already carries it.
+func detail(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return strings.TrimPrefix(err.Error(), prefix)
+}
 
 // Sentinel errors. Callers branch on them with [errors.Is].
 var (
@@ -77,7 +92,7 @@ type StoreError struct {
 }
 
 func (e *StoreError) Error() string {
-	return fmt.Sprintf("idempotency: store %s %s: %v", e.Op, e.Key, e.Err)
+	return fmt.Sprintf("idempotency: store %s %s: %s", e.Op, e.Key, detail(e.Err))
 }
 
 func (e *StoreError) Unwrap() error { return e.Err }
@@ -91,9 +106,9 @@ type KeyError struct {
 
 func (e *KeyError) Error() string {
 	if e.MessageID != "" {
-		return fmt.Sprintf("idempotency: key from %s of message %s: %v", e.Source, e.MessageID, e.Err)
+		return fmt.Sprintf("idempotency: key from %s of message %s: %s", e.Source, e.MessageID, detail(e.Err))
 	}
-	return fmt.Sprintf("idempotency: key from %s: %v", e.Source, e.Err)
+	return fmt.Sprintf("idempotency: key from %s: %s", e.Source, detail(e.Err))
 }
 
 func (e *KeyError) Unwrap() error { return e.Err }
@@ -106,6 +121,9 @@ type PanicError struct {
 }
 
 func (e *PanicError) Error() string {
+	if err, ok := e.Value.(error); ok {
+		return "idempotency: operation panicked: " + detail(err)
+	}
 	return fmt.Sprintf("idempotency: operation panicked: %v", e.Value)
 }
 

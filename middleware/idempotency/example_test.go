@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/sqsonce/sqsonce/middleware/batch"
@@ -64,6 +65,10 @@ func ExampleDo_inProgress() {
 		return "a second, billed, summary", nil
 	})
 	fmt.Println("second instance, in progress:", errors.Is(err, idempotency.ErrInProgress))
+	// The error tells when the first instance's lease ends: the batch
+	// handler's pacing has the message delivered again just after it.
+	var ip *idempotency.InProgressError
+	fmt.Println("lease end known:", errors.As(err, &ip) && ip.LeaseUntil.After(time.Now()))
 	close(finish)
 	<-done
 	// SQS delivers the message again later: now it is replayed.
@@ -73,6 +78,7 @@ func ExampleDo_inProgress() {
 	fmt.Println("second instance, later:", s, err)
 	// Output:
 	// second instance, in progress: true
+	// lease end known: true
 	// first instance: the summary
 	// second instance, later: the summary <nil>
 }
@@ -112,4 +118,66 @@ func ExampleWrap() {
 	// Output:
 	// {"batchItemFailures":[{"itemIdentifier":"m-3"}]} <nil>
 	// model calls: 1
+}
+
+// The record id Powertools for AWS Lambda (Python) gives a message whose
+// key it takes with eventKeyJmesPath "powertools_json(body).idempotency_key"
+// and key_prefix "orders" (the tests check it against python3).
+func ExampleFormatPowertoolsPython() {
+	g, err := idempotency.New(idempotency.Config{
+		Store:     memstore.New(),
+		Namespace: "orders", // Powertools Python's key_prefix, or "{function}.{module}.{qualname}"
+		Format:    idempotency.FormatPowertoolsPython,
+	})
+	if err != nil {
+		panic(err)
+	}
+	m := events.SQSMessage{MessageId: "m-1", Body: `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d"}`}
+	k, err := idempotency.BodyField("idempotency_key")(m)
+	if err != nil {
+		panic(err)
+	}
+	id, err := g.KeyID(k)
+	fmt.Println(id, err)
+	// Output: orders#068044a7927cd88524adc22442efbed9 <nil>
+}
+
+// The record id Powertools for AWS Lambda (TypeScript) gives the same
+// message with keyPrefix "orders" (the tests check it against the pinned
+// package).
+func ExampleFormatPowertoolsTypeScript() {
+	g, err := idempotency.New(idempotency.Config{
+		Store:     memstore.New(),
+		Namespace: "orders", // Powertools TypeScript's keyPrefix, or the function's name
+		Format:    idempotency.FormatPowertoolsTypeScript,
+	})
+	if err != nil {
+		panic(err)
+	}
+	m := events.SQSMessage{MessageId: "m-1", Body: `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d"}`}
+	k, err := idempotency.BodyField("idempotency_key")(m)
+	if err != nil {
+		panic(err)
+	}
+	id, err := g.KeyID(k)
+	fmt.Println(id, err)
+	// Output: orders#BoBEp5J82IUkrcIkQu++2Q== <nil>
+}
+
+// A key function's selector is part of a native record id: a producer key
+// that holds another request's fields does not give that request's id.
+func ExampleBodyPath() {
+	g, _ := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "summarise"})
+	field, _ := idempotency.BodyField("x")(events.SQSMessage{Body: `{"x":{"x":1}}`})
+	subset, _ := idempotency.BodyFields("x")(events.SQSMessage{Body: `{"x":1}`})
+	nested, _ := idempotency.BodyPath("x", "x")(events.SQSMessage{Body: `{"x":{"x":1}}`})
+	for _, k := range []idempotency.Key{field, subset, nested} {
+		material, _ := idempotency.FormatNative.Spell(k)
+		id, _ := g.KeyID(k)
+		fmt.Println(string(material), id[:len("summarise#")+8])
+	}
+	// Output:
+	// {"selector":"body [\"x\"]","value":{"x":1}} summarise#ee2de4d3
+	// {"selector":"body fields","value":{"x":1}} summarise#05749a17
+	// {"selector":"body [\"x\",\"x\"]","value":1} summarise#0e3ea660
 }

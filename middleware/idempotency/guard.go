@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // fencedWriteTimeout bounds the store writes made after the operation
@@ -25,7 +23,7 @@ const fencedWriteTimeout = 5 * time.Second
 // [New] at start-up and share it: it is safe for concurrent use.
 type Guard struct {
 	cfg   Config
-	cache *lru.Cache[string, Record] // nil when Config.CacheSize is 0
+	cache *cache // nil when Config.CacheBytes is 0
 
 	mu      sync.Mutex
 	flights map[string]*flight // calls running now, by id and payload digest
@@ -45,22 +43,34 @@ func New(cfg Config) (*Guard, error) {
 		return nil, err
 	}
 	g := &Guard{cfg: cfg, flights: make(map[string]*flight)}
-	if cfg.CacheSize > 0 {
-		c, err := lru.New[string, Record](cfg.CacheSize)
-		if err != nil {
-			return nil, fmt.Errorf("idempotency: cache: %w", err)
-		}
-		g.cache = c
+	if cfg.CacheBytes > 0 {
+		g.cache = newCache(cfg.CacheBytes)
 	}
 	return g, nil
 }
 
-// ID returns the record id for key material: "{namespace}#{hex digest}".
+// ID returns the record id of key material given to [Do]:
+// "{Namespace}#{digest}", the digest in the configured [Format]. The native
+// format hashes the material as given; the Powertools formats spell the
+// JSON value it holds, and material that is not JSON has no id: ID returns
+// "" (and Do fails with a [*KeyError]).
 func (g *Guard) ID(material []byte) string {
+	id, _ := g.KeyID(Key{Value: material})
+	return id
+}
+
+// KeyID returns the record id of a key taken by a [KeyFunc]:
+// "{Namespace}#{digest}", the digest in the configured [Format]. It fails
+// when the format cannot hash the key (see [Format.Hash]).
+func (g *Guard) KeyID(k Key) (string, error) {
 	ns := g.cfg.Namespace
-	b := make([]byte, 0, len(ns)+1+2*sha256.Size)
+	b := make([]byte, 0, len(ns)+1+64)
 	b = append(append(b, ns...), '#')
-	return string(g.cfg.Digest.appendHex(b, material))
+	b, err := g.cfg.Format.appendHash(b, k)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 // Do runs fn at most once for the key material key, and returns its result;
@@ -73,18 +83,20 @@ func (g *Guard) ID(material []byte) string {
 // when fn panics, and fn's own error when it fails; after a failure or a
 // panic the claim is released so that a retry can run fn.
 // An empty key is an error wrapping [ErrNoKey].
+// With a Powertools [Format] the key must be a JSON value (see [Guard.ID]).
 func Do[T any](ctx context.Context, g *Guard, key []byte, fn func(context.Context) (T, error)) (T, error) {
-	return do(ctx, g, call{key: key}, fn)
+	return do(ctx, g, call{key: Key{Value: key}, source: "Do"}, fn)
 }
 
 // DoPayload is [Do] with payload validation: the digest of payload is stored
 // with the record, and a later call with the same key and a different payload
 // fails with [ErrPayloadMismatch] instead of returning the other payload's
-// result. The payload is hashed as given: pass the canonical subset that
-// defines the work ([JSONKey], [BodyFields]), not a raw message body, whose
+// result. The payload is hashed as [Guard.ID] hashes key material: pass the
+// canonical subset that
+// defines the work ([JSONKey]), not a raw message body, whose
 // timestamps and request ids would make every re-send a mismatch.
 func DoPayload[T any](ctx context.Context, g *Guard, key, payload []byte, fn func(context.Context) (T, error)) (T, error) {
-	return do(ctx, g, call{key: key, payload: payload, validate: true}, fn)
+	return do(ctx, g, call{key: Key{Value: key}, payload: Key{Value: payload}, validate: true, source: "Do"}, fn)
 }
 
 // Wrap returns fn made idempotent per message: the key of each message is
@@ -105,25 +117,23 @@ func Wrap[T any](g *Guard, key KeyFunc, fn func(context.Context, events.SQSMessa
 		panic("idempotency: Wrap: nil operation")
 	}
 	return func(ctx context.Context, m events.SQSMessage) (T, error) {
-		c := call{messageID: m.MessageId}
+		c := call{messageID: m.MessageId, source: "key function"}
+		source := c.source
 		var err error
-		if c.key, err = key(m); err == nil && len(c.key) == 0 {
+		if c.key, err = key(m); err == nil && len(c.key.Value) == 0 {
 			err = ErrNoKey
 		}
 		if err == nil && g.cfg.Validate != nil {
-			c.validate = true
-			if c.payload, err = g.cfg.Validate(m); err != nil {
-				err = fmt.Errorf("payload for validation: %w", err)
-			}
+			c.validate, source = true, "Config.Validate"
+			c.payload, err = g.cfg.Validate(m)
 		}
 		if err != nil {
 			var zero T
-			var ke *KeyError
-			if !errors.As(err, &ke) {
-				err = &KeyError{MessageID: m.MessageId, Source: "key function", Err: err}
+			if _, ok := err.(*KeyError); !ok {
+				err = &KeyError{MessageID: m.MessageId, Source: source, Err: err}
 			}
 			g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: m.MessageId, Err: err})
-			return zero, err
+			return zero, &reported{err}
 		}
 		return do(ctx, g, c, func(ctx context.Context) (T, error) { return fn(ctx, m) })
 	}
@@ -195,8 +205,9 @@ func (a *attachments) close() []any {
 
 // call is one request to run an operation.
 type call struct {
-	key       []byte
-	payload   []byte
+	key       Key
+	payload   Key
+	source    string // where the key came from, for a KeyError
 	validate  bool
 	messageID string
 }
@@ -209,39 +220,65 @@ type outcome struct {
 	ev   Event
 }
 
+// keySource names a call's key in a KeyError: its selector, else where it
+// came from.
+func keySource(c call) string {
+	if c.key.Selector != "" {
+		return c.key.Selector
+	}
+	return c.source
+}
+
 func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	start := g.cfg.Now()
-	if len(c.key) == 0 {
-		err := &KeyError{MessageID: c.messageID, Source: "Do", Err: ErrNoKey}
+	if len(c.key.Value) == 0 {
+		err := &KeyError{MessageID: c.messageID, Source: c.source, Err: ErrNoKey}
 		g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: c.messageID, Err: err})
-		return zero, err
+		return zero, &reported{err}
 	}
-	id := g.ID(c.key)
+	id, err := g.KeyID(c.key)
 	var validation string
-	if c.validate {
-		validation = g.cfg.Digest.sum(c.payload)
+	if err == nil && c.validate {
+		if validation, err = g.cfg.Format.Hash(c.payload); err != nil {
+			err = fmt.Errorf("payload for validation: %w", err)
+		}
+	}
+	if err != nil {
+		err = &KeyError{MessageID: c.messageID, Source: keySource(c), Err: err}
+		g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: c.messageID, Err: err})
+		return zero, &reported{err}
 	}
 	op := func(ctx context.Context) (any, error) { return fn(ctx) }
 
 	out := g.run(ctx, id, validation, op)
 	out.ev.Key, out.ev.MessageID = id, c.messageID
+	var v T
+	if out.ev.Err == nil {
+		if err := decode(out, &v); err != nil {
+			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: decode stored result of %s into %T: %w", id, v, err)
+		}
+	}
 	out.ev.Duration = g.cfg.Now().Sub(start)
 	g.report(ctx, out.ev)
 	if out.ev.Err != nil {
-		return zero, out.ev.Err
-	}
-	if v, ok := out.val.(T); ok && out.ev.Ran {
-		return v, nil
-	}
-	var v T
-	if len(out.data) == 0 { // completed without a stored result
-		return v, nil
-	}
-	if err := json.Unmarshal(out.data, &v); err != nil {
-		return zero, fmt.Errorf("idempotency: decode stored result of %s into %T: %w", id, v, err)
+		return zero, &reported{out.ev.Err}
 	}
 	return v, nil
+}
+
+// decode sets *v to the call's result: the value the operation returned
+// when it ran in this call, else the stored result (the zero value when
+// none was stored).
+func decode[T any](out outcome, v *T) error {
+	if r, ok := out.val.(T); ok && out.ev.Ran {
+		*v = r
+		return nil
+	}
+	if len(out.data) == 0 { // completed without a stored result
+		return nil
+	}
+	return json.Unmarshal(out.data, v)
 }
 
 // run serves a call from the cache, or waits for a call of the same key and
@@ -312,12 +349,12 @@ func (g *Guard) fromCache(id, validation string) (outcome, bool) {
 	if g.cache == nil {
 		return outcome{}, false
 	}
-	rec, ok := g.cache.Get(id)
+	rec, ok := g.cache.get(id)
 	if !ok {
 		return outcome{}, false
 	}
 	if !rec.ExpiresAt.After(g.cfg.Now()) {
-		g.cache.Remove(id)
+		g.cache.remove(id)
 		return outcome{}, false
 	}
 	if mismatch(rec, validation) {
@@ -329,7 +366,7 @@ func (g *Guard) fromCache(id, validation string) (outcome, bool) {
 func (g *Guard) remember(rec Record) {
 	if g.cache != nil {
 		rec.Attached = nil
-		g.cache.Add(rec.Key, rec)
+		g.cache.add(rec)
 	}
 }
 
@@ -337,8 +374,9 @@ func mismatch(stored Record, validation string) bool {
 	return validation != "" && stored.Validation != "" && stored.Validation != validation
 }
 
-// claimAndRun is the state machine of DESIGN.md: claim with one conditional
-// write, run, complete fenced by the lease owner token.
+// claimAndRun is the state machine of the package doc ("Records and the
+// state machine"): claim with one conditional write, run, complete fenced
+// by the lease owner token.
 func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(context.Context) (any, error)) (out outcome) {
 	step, ran := "acquire", false // for a panicking Store
 	defer func() {
@@ -555,19 +593,10 @@ func storeError(op, id string, err error) error {
 	return &StoreError{Op: op, Key: id, Err: err}
 }
 
-// report logs ev and passes it to Config.OnOutcome.
+// report logs ev at its outcome's level (Config.LogLevels) and passes it
+// to Config.OnOutcome.
 func (g *Guard) report(ctx context.Context, ev Event) {
-	level := slog.LevelInfo
-	switch ev.Outcome {
-	case OutcomeInProgress, OutcomeMismatch, OutcomeReleased:
-		level = slog.LevelWarn
-	case OutcomeFailed:
-		level = slog.LevelError
-	}
-	if ev.Err != nil && level < slog.LevelWarn {
-		level = slog.LevelWarn
-	}
-	if l := g.cfg.Logger; l.Enabled(ctx, level) {
+	if level := g.cfg.LogLevels[ev.Outcome]; level != LevelOff && g.cfg.Logger.Enabled(ctx, level) {
 		attrs := []slog.Attr{
 			slog.String("outcome", string(ev.Outcome)),
 			slog.String("key", ev.Key),
@@ -580,10 +609,25 @@ func (g *Guard) report(ctx context.Context, ev Event) {
 		}
 		if ev.Err != nil {
 			attrs = append(attrs, slog.String("error", ev.Err.Error()))
+			if pe, ok := errors.AsType[*PanicError](ev.Err); ok {
+				attrs = append(attrs, slog.String("stack", string(pe.Stack)))
+			}
 		}
-		l.LogAttrs(ctx, level, "idempotency", attrs...)
+		g.cfg.Logger.LogAttrs(ctx, level, "idempotency", attrs...)
 	}
 	if g.cfg.OnOutcome != nil {
 		g.cfg.OnOutcome(ctx, ev)
 	}
 }
+
+// reported is an error the guard has reported: logged at its outcome's
+// level (or deliberately not, see [Config.LogLevels]) and passed to
+// [Config.OnOutcome]. Its Logged method tells package batch, which does not
+// import this package, not to log it a second time.
+type reported struct{ err error }
+
+func (e *reported) Error() string { return e.err.Error() }
+func (e *reported) Unwrap() error { return e.err }
+
+// Logged reports that the error was logged already.
+func (*reported) Logged() bool { return true }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/sqsonce/sqsonce/internal/poll"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -404,9 +404,7 @@ func TestSameKeyAtOnceRunsOnce(t *testing.T) {
 		}()
 	}
 	// Let the waiters join the running call before it returns.
-	for blockedInRun() < callers {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Goroutines(t, callers, guardRun)
 	close(release)
 	wg.Wait()
 	for i := range callers {
@@ -420,15 +418,6 @@ func TestSameKeyAtOnceRunsOnce(t *testing.T) {
 	if n := f.store.acquires.Load(); n != 1 {
 		t.Errorf("store Acquire called %d times, want 1 (waiters share the outcome)", n)
 	}
-}
-
-// blockedInRun counts the goroutines waiting inside the guard for a call
-// to finish (the caller running it and those sharing it), read from a dump
-// of all goroutines' stacks.
-func blockedInRun() int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	return strings.Count(string(buf), "idempotency.(*Guard).run(")
 }
 
 type permanentErr struct{}
@@ -468,9 +457,7 @@ func TestWaiterStopsAtItsOwnDeadline(t *testing.T) {
 		_, err := idempotency.Do(ctx, f.guard, key, func(context.Context) (string, error) { return "second run", nil })
 		waiterDone <- err
 	}()
-	for blockedInRun() < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Goroutines(t, 2, guardRun)
 	cancel()
 	if err := <-waiterDone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("waiter whose context ended: err = %v, want context.Canceled", err)
@@ -504,9 +491,7 @@ func TestWaiterOfFailedRunFails(t *testing.T) {
 		_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (string, error) { return "x", nil })
 		errs <- err
 	}()
-	for blockedInRun() < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Goroutines(t, 2, guardRun)
 	close(release)
 	for range 2 {
 		if err := <-errs; err == nil || err.Error() != "model unavailable" {
@@ -560,9 +545,7 @@ func TestWaiterRetriesWhenTheRunFailedForItsOwnContext(t *testing.T) {
 		got, err = idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (string, error) { return "waiter ran", nil })
 		waiterDone <- err
 	}()
-	for blockedInRun() < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Goroutines(t, 2, guardRun)
 	cancelLeader()
 	close(release)
 	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
@@ -649,7 +632,7 @@ func (s trimmingStore) CompleteData(ctx context.Context, rec idempotency.Record)
 
 func TestDeliveriesSeeWhatTheStoreKept(t *testing.T) {
 	g, err := idempotency.New(idempotency.Config{Store: trimmingStore{memstore.New()}, Namespace: "t",
-		CacheSize: 8, Logger: slog.New(slog.DiscardHandler)})
+		CacheBytes: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -661,3 +644,7 @@ func TestDeliveriesSeeWhatTheStoreKept(t *testing.T) {
 		}
 	}
 }
+
+// guardRun is the guard's run of a call as a stack dump names it: the
+// goroutines in it run a call or wait for one.
+const guardRun = "idempotency.(*Guard).run("

@@ -20,10 +20,28 @@ import (
 // key is claimed. release waits for the call to return.
 func holding(t *testing.T, ctx context.Context, g *idempotency.Guard, key []byte) (release func()) {
 	t.Helper()
+	return hold(t, func(op func(context.Context) (string, error)) error {
+		_, err := idempotency.Do(ctx, g, key, op)
+		return err
+	})
+}
+
+// holdingMessage is holding for the key that keyFn takes from m, claimed
+// through Wrap as a batch handler would.
+func holdingMessage(t *testing.T, ctx context.Context, g *idempotency.Guard, keyFn idempotency.KeyFunc, m events.SQSMessage) (release func()) {
+	t.Helper()
+	return hold(t, func(op func(context.Context) (string, error)) error {
+		_, err := idempotency.Wrap(g, keyFn, func(ctx context.Context, _ events.SQSMessage) (string, error) { return op(ctx) })(ctx, m)
+		return err
+	})
+}
+
+func hold(t *testing.T, call func(op func(context.Context) (string, error)) error) (release func()) {
+	t.Helper()
 	claimed, finish, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		_, err := idempotency.Do(ctx, g, key, func(context.Context) (string, error) {
+		err := call(func(context.Context) (string, error) {
 			close(claimed)
 			<-finish
 			return "holder's result", nil
@@ -117,7 +135,11 @@ func TestInProgressPacedByBatch(t *testing.T) {
 	msg := events.SQSMessage{MessageId: "dup", ReceiptHandle: "rh", Body: `{"k":"busy"}`,
 		EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:jobs", Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
 	material, _ := keyFn(msg)
-	holding(t, ctx, holder, material)
+	id, err := other.KeyID(material)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holdingMessage(t, ctx, holder, keyFn, msg)
 
 	ch := &changes{}
 	h := batch.SQS(idempotency.Wrap(other, keyFn, func(context.Context, events.SQSMessage) (string, error) {
@@ -129,7 +151,7 @@ func TestInProgressPacedByBatch(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 1 {
 		t.Fatalf("resp = %+v, %v; want the record failed", resp, err)
 	}
-	rec, _ := store.Get(other.ID(material))
+	rec, _ := store.Get(id)
 	if len(ch.got) != 1 {
 		t.Fatalf("changes = %+v, want one", ch.got)
 	}

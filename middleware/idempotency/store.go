@@ -64,7 +64,8 @@ type Record struct {
 // Store persists idempotency records. Implementations must be safe for
 // concurrent use, and each method must be a single atomic operation evaluated
 // by the store itself: never a read followed by a write. Run the conformance
-// suite in package storetest against every implementation.
+// suite in package storetest against every implementation. The guard's
+// promise (see the package doc) rests on these methods doing what they say.
 type Store interface {
 	// Acquire claims rec.Key by writing rec (status INPROGRESS, with its
 	// lease and owner) in one atomic conditional create. The create succeeds

@@ -7,7 +7,9 @@
 //	guard, err := idempotency.New(idempotency.Config{Store: store, Namespace: "summarise"})
 //
 // The store calls only the methods of [API]; it never loads AWS
-// configuration or builds a client.
+// configuration or builds a client. What the guard promises on top of a
+// store is stated once, in package idempotency ("The promise"); this page
+// says how this store keeps its part.
 //
 // # Table
 //

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqsonce/sqsonce/internal/motoserver"
+	"github.com/sqsonce/sqsonce/internal/poll"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
@@ -172,13 +172,13 @@ func TestGuardRoundTrips(t *testing.T) {
 	summaries := motoserver.NewTable(t, e.db)
 	ctx := context.Background()
 	newGuard := func(cache int) *idempotency.Guard {
-		g, err := idempotency.New(idempotency.Config{Store: e.store, Namespace: "rt", CacheSize: cache, Logger: discard()})
+		g, err := idempotency.New(idempotency.Config{Store: e.store, Namespace: "rt", CacheBytes: cache, Logger: discard()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return g
 	}
-	plain, cached := newGuard(0), newGuard(16)
+	plain, cached := newGuard(0), newGuard(1<<20)
 	e.calls.Reset()
 	var runs atomic.Int32
 	op := func(context.Context) (string, error) { runs.Add(1); return "summary", nil }
@@ -224,9 +224,7 @@ func TestGuardRoundTrips(t *testing.T) {
 	wg.Go(func() { results[0], errs[0] = idempotency.Do(ctx, plain, []byte("k2"), slow) })
 	<-started
 	wg.Go(func() { results[1], errs[1] = idempotency.Do(ctx, plain, []byte("k2"), slow) })
-	for waitingInGuard() < 2 { // both calls inside the guard: the run and its waiter
-		time.Sleep(time.Millisecond)
-	}
+	poll.Goroutines(t, 2, guardRun) // both calls inside the guard: the run and its waiter
 	close(release)
 	wg.Wait()
 	for i := range 2 {
@@ -685,10 +683,6 @@ func TestPlainResultAtTheLimit(t *testing.T) {
 	}
 }
 
-// waitingInGuard counts the goroutines inside the guard's run of a call,
-// running it or waiting for it, from a dump of all goroutines' stacks.
-func waitingInGuard() int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	return strings.Count(string(buf), "idempotency.(*Guard).run(")
-}
+// guardRun is the guard's run of a call as a stack dump names it: the
+// goroutines in it run a call or wait for one.
+const guardRun = "idempotency.(*Guard).run("

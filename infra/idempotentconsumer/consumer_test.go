@@ -1,0 +1,466 @@
+package idempotentconsumer_test
+
+import (
+	"archive/zip"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/sqsonce/sqsonce/handler/metrics"
+	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
+)
+
+// The tests below build each option in a stack of its own and assert on
+// the template with the CDK's assertions library. When
+// SQSONCE_TEMPLATE_DIR is set (make test), they also write the templates
+// there for cfn-lint.
+
+var zipPath string // a stand-in for build/bootstrap.zip, made by TestMain
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "idempotentconsumer-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	zipPath = filepath.Join(dir, "bootstrap.zip")
+	if err := writeZip(zipPath); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	jsii.Close()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func writeZip(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zw := zip.NewWriter(f)
+	h := &zip.FileHeader{Name: "bootstrap", Method: zip.Deflate}
+	h.SetMode(0o755)
+	w, err := zw.CreateHeader(h)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write([]byte("#!/bin/sh\n")); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// build adds a consumer with props (Code and Namespace filled in when
+// empty) to a stack of its own, and returns the consumer and the template.
+// extra may add resources to the stack first, and edit props.
+func build(t *testing.T, name string, props idempotentconsumer.Props, extra func(stack awscdk.Stack, p *idempotentconsumer.Props)) (*idempotentconsumer.Consumer, assertions.Template) {
+	t.Helper()
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	stack := awscdk.NewStack(app, jsii.String(name), nil)
+	if props.Code == nil {
+		props.Code = awslambda.Code_FromAsset(jsii.String(zipPath), nil)
+	}
+	if props.Namespace == "" {
+		props.Namespace = "orders"
+	}
+	if extra != nil {
+		extra(stack, &props)
+	}
+	c, err := idempotentconsumer.New(stack, "Consumer", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tpl assertions.Template
+	check(t, "synth", func() { tpl = assertions.Template_FromStack(stack, nil) })
+	if tpl == nil {
+		t.FailNow()
+	}
+	if dir := os.Getenv("SQSONCE_TEMPLATE_DIR"); dir != "" {
+		b, err := json.MarshalIndent(tpl.ToJSON(), "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "Construct"+name+".template.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, tpl
+}
+
+// check runs an assertion of the CDK's library, which panics on failure,
+// and reports the failure as the test's.
+func check(t *testing.T, what string, assertion func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	assertion()
+}
+
+// resourceOf returns the one resource of type typ whose logical id starts
+// with prefix.
+func resourceOf(t *testing.T, tpl assertions.Template, typ, prefix string) (string, map[string]any) {
+	t.Helper()
+	var ids []string
+	var found map[string]any
+	for id, r := range *tpl.FindResources(jsii.String(typ), nil) {
+		if strings.HasPrefix(id, prefix) {
+			ids = append(ids, id)
+			found = *r
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("want one %s with a logical id starting %q, found %v", typ, prefix, ids)
+	}
+	return ids[0], found
+}
+
+func props(t *testing.T, r map[string]any) map[string]any {
+	t.Helper()
+	p, _ := r["Properties"].(map[string]any)
+	return p
+}
+
+func js(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	return string(b)
+}
+
+func TestConstructDefaults(t *testing.T) {
+	c, tpl := build(t, "Defaults", idempotentconsumer.Props{}, nil)
+	check(t, "one table", func() { tpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1)) })
+	check(t, "deletion protection", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{"DeletionProtectionEnabled": true})
+	})
+	check(t, "standard queues", func() {
+		tpl.AllResourcesProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"FifoQueue": assertions.Match_Absent()})
+	})
+	check(t, "function", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+			"Runtime":       "provided.al2023",
+			"Architectures": []any{"arm64"},
+			"MemorySize":    idempotentconsumer.DefaultMemorySize,
+			"Timeout":       idempotentconsumer.DefaultTimeout.Seconds(),
+			"TracingConfig": assertions.Match_Absent(),
+		})
+	})
+	check(t, "a batching window", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+			"MaximumBatchingWindowInSeconds": idempotentconsumer.DefaultMaxBatchingWindow.Seconds(),
+		})
+	})
+	check(t, "no alarm actions", func() {
+		tpl.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{"AlarmActions": assertions.Match_Absent()})
+	})
+	check(t, "eight alarms", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(len(c.Alarms()))) })
+	if len(c.Alarms()) != 8 {
+		t.Errorf("Alarms() has %d alarms, want 8", len(c.Alarms()))
+	}
+
+	// The queue's name: the stack's name, the construct's id, a hash.
+	name := c.Plan.QueueName
+	if !strings.HasPrefix(name, "Defaults-Consumer-") || len(name) != len("Defaults-Consumer-")+8 {
+		t.Errorf("queue name %q, want Defaults-Consumer-<8 hex digits>", name)
+	}
+	queueID, _ := resourceOf(t, tpl, "AWS::SQS::Queue", "ConsumerQueue")
+	check(t, "queue name", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": name})
+	})
+
+	// Only the queue may send to the dead-letter queue.
+	_, dlq := resourceOf(t, tpl, "AWS::SQS::Queue", "ConsumerDeadLetterQueue")
+	queueArn := map[string]any{"Fn::Join": []any{"", []any{
+		"arn:", map[string]any{"Ref": "AWS::Partition"}, ":sqs:", map[string]any{"Ref": "AWS::Region"}, ":",
+		map[string]any{"Ref": "AWS::AccountId"}, ":" + name,
+	}}}
+	if got, want := js(props(t, dlq)["RedriveAllowPolicy"]), js(map[string]any{"redrivePermission": "byQueue", "sourceQueueArns": []any{queueArn}}); got != want {
+		t.Errorf("DLQ RedriveAllowPolicy %s, want %s", got, want)
+	}
+
+	// The function's own grant for pacing: exactly ChangeMessageVisibility
+	// on its queue.
+	check(t, "pacing grant", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
+			"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{map[string]any{
+				"Sid":      "PaceRedelivery",
+				"Effect":   "Allow",
+				"Action":   idempotentconsumer.VisibilityAction,
+				"Resource": map[string]any{"Fn::GetAtt": []any{queueID, "Arn"}},
+			}})},
+		})
+	})
+
+	// The expiry covers one redrive from the dead-letter queue.
+	pl := c.Plan
+	if want := idempotentconsumer.DefaultDeadLetterRetention + pl.QueueWindow; pl.DeadLetterWindow != want {
+		t.Errorf("DeadLetterWindow %v, want DeadLetterRetention + QueueWindow = %v", pl.DeadLetterWindow, want)
+	}
+	check(t, "expiry", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+			"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
+				idempotentconsumer.EnvExpiresAfter: idempotentconsumer.GoSeconds(pl.DeadLetterWindow + idempotentconsumer.DefaultExpiryMargin),
+				idempotentconsumer.EnvQueueWindow:  idempotentconsumer.GoSeconds(pl.QueueWindow),
+			})},
+		})
+	})
+
+	// Outcome alarms on the EMF metrics, Service = the namespace.
+	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver} {
+		check(t, m+" alarm", func() {
+			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+				"Namespace":  idempotentconsumer.DefaultMetricsNamespace,
+				"MetricName": m,
+				"Dimensions": []any{map[string]any{"Name": "Service", "Value": "orders"}},
+				"Statistic":  "Sum",
+			})
+		})
+	}
+}
+
+// The default metrics namespace is the one handler/metrics writes.
+func TestMetricsNamespaceMatchesRecorder(t *testing.T) {
+	var b strings.Builder
+	rec, err := metrics.New(metrics.Config{Writer: &b, Now: func() time.Time { return time.Unix(0, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Write(metrics.Counts{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		AWS struct {
+			CloudWatchMetrics []struct {
+				Namespace  string
+				Dimensions [][]string
+				Metrics    []struct{ Name string }
+			}
+		} `json:"_aws"`
+	}
+	if err := json.Unmarshal([]byte(b.String()), &line); err != nil {
+		t.Fatalf("EMF line %q: %v", b.String(), err)
+	}
+	if len(line.AWS.CloudWatchMetrics) != 1 {
+		t.Fatalf("EMF line %q: want one metric directive", b.String())
+	}
+	d := line.AWS.CloudWatchMetrics[0]
+	if d.Namespace != idempotentconsumer.DefaultMetricsNamespace {
+		t.Errorf("handler/metrics writes namespace %q, the alarms watch %q", d.Namespace, idempotentconsumer.DefaultMetricsNamespace)
+	}
+	if js(d.Dimensions) != `[["Service"]]` {
+		t.Errorf("handler/metrics dimensions %s, the alarms use Service only", js(d.Dimensions))
+	}
+	written := map[string]bool{}
+	for _, m := range d.Metrics {
+		written[m.Name] = true
+	}
+	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver} {
+		if !written[m] {
+			t.Errorf("handler/metrics does not write %s, which an alarm watches", m)
+		}
+	}
+}
+
+func TestConstructExistingTable(t *testing.T) {
+	c, tpl := build(t, "ExistingTable", idempotentconsumer.Props{}, func(stack awscdk.Stack, p *idempotentconsumer.Props) {
+		p.Table = awsdynamodb.Table_FromTableName(stack, jsii.String("Shared"), jsii.String("shared-idempotency"))
+	})
+	if c.Plan.NewTable {
+		t.Error("Plan.NewTable with Props.Table set")
+	}
+	check(t, "no table", func() { tpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(0)) })
+	check(t, "SQSONCE_TABLE", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+			"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
+				idempotentconsumer.EnvTable: "shared-idempotency",
+			})},
+		})
+	})
+	tableArn := map[string]any{"Fn::Join": []any{"", []any{
+		"arn:", map[string]any{"Ref": "AWS::Partition"}, ":dynamodb:", map[string]any{"Ref": "AWS::Region"}, ":",
+		map[string]any{"Ref": "AWS::AccountId"}, ":table/shared-idempotency",
+	}}}
+	actions := make([]any, 0, len(idempotentconsumer.ItemActions()))
+	for _, a := range idempotentconsumer.ItemActions() {
+		actions = append(actions, a)
+	}
+	check(t, "item grant", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
+			"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{map[string]any{
+				"Effect": "Allow", "Action": actions, "Resource": tableArn,
+			}})},
+		})
+	})
+	_, throttle := resourceOf(t, tpl, "AWS::CloudWatch::Alarm", "ConsumerTableThrottleAlarm")
+	if got := js(props(t, throttle)["Metrics"]); strings.Count(got, `{"Name":"TableName","Value":"shared-idempotency"}`) != len(idempotentconsumer.TableOperations()) {
+		t.Errorf("throttle alarm metrics %s, want TableName shared-idempotency for each operation", got)
+	}
+}
+
+func TestConstructDeletionProtectionOff(t *testing.T) {
+	_, tpl := build(t, "Unprotected", idempotentconsumer.Props{
+		DisableDeletionProtection: true, TableRemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	}, nil)
+	check(t, "deletion protection off", func() {
+		tpl.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+			"Properties":     assertions.Match_ObjectLike(&map[string]any{"DeletionProtectionEnabled": false}),
+			"DeletionPolicy": "Delete",
+		})
+	})
+}
+
+func TestConstructFIFO(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		dedup bool
+	}{
+		{"FIFO", false},
+		{"FIFODedup", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, tpl := build(t, tc.name, idempotentconsumer.Props{FIFO: true, ContentBasedDeduplication: tc.dedup, QueueName: "orders-" + tc.name}, nil)
+			var dedup any = assertions.Match_Absent()
+			if tc.dedup {
+				dedup = true
+			}
+			check(t, "FIFO queue", func() {
+				tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
+					"QueueName": "orders-" + tc.name + ".fifo", "FifoQueue": true, "ContentBasedDeduplication": dedup,
+				})
+			})
+			check(t, "FIFO dead-letter queue", func() {
+				tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
+					"QueueName": assertions.Match_Absent(), "FifoQueue": true, "ContentBasedDeduplication": assertions.Match_Absent(),
+				})
+			})
+			check(t, "no batching window", func() {
+				tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+					"MaximumBatchingWindowInSeconds": assertions.Match_Absent(),
+					"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
+				})
+			})
+			// A FIFO dead-letter queue restarts the retention.
+			pl := c.Plan
+			if want := pl.Retention + pl.DeadLetterRetention + pl.QueueWindow; pl.DeadLetterWindow != want {
+				t.Errorf("DeadLetterWindow %v, want Retention + DeadLetterRetention + QueueWindow = %v", pl.DeadLetterWindow, want)
+			}
+			check(t, "expiry", func() {
+				tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+					"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
+						idempotentconsumer.EnvExpiresAfter: idempotentconsumer.GoSeconds(pl.DeadLetterWindow + idempotentconsumer.DefaultExpiryMargin),
+					})},
+				})
+			})
+			// The function never learns a deduplication id: nothing in its
+			// environment names one.
+			_, fn := resourceOf(t, tpl, "AWS::Lambda::Function", "ConsumerFunction")
+			if env := js(props(t, fn)["Environment"]); strings.Contains(strings.ToLower(env), "dedup") {
+				t.Errorf("function environment %s mentions deduplication", env)
+			}
+		})
+	}
+}
+
+func TestConstructFunctionSettings(t *testing.T) {
+	_, tpl := build(t, "FunctionSettings", idempotentconsumer.Props{
+		Runtime:      awslambda.Runtime_NODEJS_22_X(),
+		Handler:      "index.handler",
+		Architecture: awslambda.Architecture_X86_64(),
+		MemorySize:   1024,
+		Tracing:      awslambda.Tracing_ACTIVE,
+	}, nil)
+	check(t, "function", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+			"Runtime":       "nodejs22.x",
+			"Handler":       "index.handler",
+			"Architectures": []any{"x86_64"},
+			"MemorySize":    1024,
+			"TracingConfig": map[string]any{"Mode": "Active"},
+		})
+	})
+	check(t, "X-Ray grant", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
+			"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{map[string]any{
+				"Effect": "Allow", "Action": []any{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, "Resource": "*",
+			}})},
+		})
+	})
+}
+
+func TestConstructAlarmTopic(t *testing.T) {
+	var topicID string
+	c, tpl := build(t, "AlarmTopic", idempotentconsumer.Props{MetricsNamespace: "shop", MetricsService: "checkout"},
+		func(stack awscdk.Stack, p *idempotentconsumer.Props) {
+			topic := awssns.NewTopic(stack, jsii.String("Alarms"), nil)
+			topicID = *stack.GetLogicalId(topic.Node().DefaultChild().(awscdk.CfnElement))
+			p.AlarmTopic = topic
+		})
+	check(t, "every alarm notifies the topic", func() {
+		tpl.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+			"AlarmActions": []any{map[string]any{"Ref": topicID}},
+		})
+	})
+	check(t, "count", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(len(c.Alarms()))) })
+	check(t, "metrics namespace and service", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+			"Namespace":  "shop",
+			"MetricName": metrics.Failed,
+			"Dimensions": []any{map[string]any{"Name": "Service", "Value": "checkout"}},
+		})
+	})
+}
+
+// The figures a construct refuses for the options above, before anything
+// is added to a scope.
+func TestConstructRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		props idempotentconsumer.Props
+		want  string
+	}{
+		{"removal policy with an existing table", idempotentconsumer.Props{TableRemovalPolicy: awscdk.RemovalPolicy_DESTROY},
+			"TableRemovalPolicy is set with Props.Table"},
+		{"deletion protection with an existing table", idempotentconsumer.Props{DisableDeletionProtection: true},
+			"DisableDeletionProtection is set with Props.Table"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := awscdk.NewApp(nil)
+			stack := awscdk.NewStack(app, jsii.String("Refused"), nil)
+			p := tc.props
+			p.Code = awslambda.Code_FromAsset(jsii.String(zipPath), nil)
+			p.Namespace = "orders"
+			p.Table = awsdynamodb.Table_FromTableName(stack, jsii.String("Shared"), jsii.String("shared"))
+			_, err := idempotentconsumer.New(stack, "Consumer", p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, want an error containing %q", err, tc.want)
+			}
+			if n := len(*stack.Node().Children()); n != 1 {
+				t.Errorf("the stack has %d children after a refusal, want only the imported table", n)
+			}
+		})
+	}
+}

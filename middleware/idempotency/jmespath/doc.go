@@ -1,0 +1,36 @@
+// Package jmespath takes idempotency keys and validated payloads from an SQS
+// record with JMESPath expressions, as Powertools for AWS Lambda users write
+// them:
+//
+//	key := jmespath.MustKey(`powertools_json(body).idempotency_key`)
+//	cfg.Validate = jmespath.MustKey(`powertools_json(body).[user_id, amount]`)
+//	h := idempotency.Wrap(g, key, fn)
+//
+// The expression is evaluated on the record as Lambda delivers it (body,
+// messageId, attributes, messageAttributes, …), with Powertools' functions
+// powertools_json, powertools_base64 and powertools_base64_gzip, so a
+// Powertools eventKeyJmesPath or payloadValidationJmesPath carries over
+// unchanged; with [idempotency.FormatPowertoolsPython] or
+// [idempotency.FormatPowertoolsTypeScript] it gives the same record ids and
+// validation hashes as that runtime.
+//
+// # Missing keys fail closed
+//
+// A selection that is null, "", an empty array or object, or an array or
+// object whose values are all null is no key: the key function returns a
+// [*idempotency.KeyError] wrapping [idempotency.ErrNoKey] and the message
+// fails. Powertools' default (throwOnNoIdempotencyKey / raise_on_no_idempotency_key
+// off) runs such a message without idempotency instead.
+//
+// # Numbers and object keys
+//
+// The record is decoded twice: once keeping each number's spelling, once as
+// doubles for the expression's comparisons and functions. When the two
+// selections agree, the key keeps the spelling the message used (Python
+// tells 10.0 from 10); when the expression computed numbers (length(…),
+// a filter on a number) the doubles are used. Objects are Go maps in this
+// package's JMESPath implementation, so two keys of one selected object that
+// differ only in case are ordered by code point, where Powertools TypeScript
+// keeps the order sent; strings holding a lone surrogate escape are read as
+// U+FFFD. Select such values with [idempotency.BodyPath] to keep them exact.
+package jmespath

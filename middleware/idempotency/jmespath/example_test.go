@@ -1,0 +1,47 @@
+package jmespath_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+)
+
+// A Powertools TypeScript configuration carried over: the same
+// eventKeyJmesPath and payloadValidationJmesPath, the same keyPrefix, and
+// the record id Powertools writes.
+func ExampleKey() {
+	key := jmespath.MustKey(`powertools_json(body).idempotency_key`)
+	g, err := idempotency.New(idempotency.Config{
+		Store:     memstore.New(),
+		Namespace: "orders", // keyPrefix
+		Format:    idempotency.FormatPowertoolsTypeScript,
+		Validate:  jmespath.MustKey(`powertools_json(body).[user_id, amount]`),
+		Logger:    slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	m := events.SQSMessage{MessageId: "m-1",
+		Body: `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d","user_id":"u1","amount":10.5}`}
+	k, err := key(m)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(g.KeyID(k))
+
+	charge := idempotency.Wrap(g, key, func(context.Context, events.SQSMessage) (string, error) { return "charged", nil })
+	fmt.Println(charge(context.Background(), m))
+	m.Body = `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d","user_id":"u1","amount":99}`
+	_, err = charge(context.Background(), m)
+	fmt.Println(errors.Is(err, idempotency.ErrPayloadMismatch))
+	// Output:
+	// orders#BoBEp5J82IUkrcIkQu++2Q== <nil>
+	// charged <nil>
+	// true
+}

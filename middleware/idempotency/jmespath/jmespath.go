@@ -1,0 +1,234 @@
+package jmespath
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/jmespath-community/go-jmespath/pkg/api"
+	"github.com/jmespath-community/go-jmespath/pkg/functions"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// maxDecoded bounds what powertools_base64_gzip inflates, so that a small
+// compressed body cannot make a key function allocate without limit.
+const maxDecoded = 8 << 20
+
+// Key returns a KeyFunc whose key is what expr selects from the SQS record.
+// Its selector is "jmespath " followed by expr. Key fails when expr is not a
+// valid JMESPath expression.
+//
+// The key function fails with a [*idempotency.KeyError]: wrapping
+// [idempotency.ErrNoKey] when the selection is missing (see the package
+// doc), or the evaluation's error (a body that powertools_json cannot
+// parse, say).
+func Key(expr string) (idempotency.KeyFunc, error) {
+	spelled, err := api.Compile(expr, powertools(true)...)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: JMESPath %q: %w", expr, err)
+	}
+	valued, err := api.Compile(expr, powertools(false)...)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: JMESPath %q: %w", expr, err)
+	}
+	selector := "jmespath " + expr
+	source := fmt.Sprintf("JMESPath %q", expr)
+	return func(m events.SQSMessage) (idempotency.Key, error) {
+		fail := func(err error) (idempotency.Key, error) {
+			return idempotency.Key{}, &idempotency.KeyError{MessageID: m.MessageId, Source: source, Err: err}
+		}
+		approx, err := valued.Search(record(m))
+		if err != nil {
+			return fail(err)
+		}
+		if missing(approx) {
+			return fail(fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(approx)))
+		}
+		sel := approx
+		if exact, err := spelled.Search(record(m)); err == nil && reflect.DeepEqual(toDoubles(exact), approx) {
+			sel = exact // the numbers as the message spelled them
+		}
+		b, err := json.Marshal(sel)
+		if err != nil {
+			return fail(err)
+		}
+		return idempotency.Key{Selector: selector, Value: b}, nil
+	}, nil
+}
+
+// MustKey is [Key] for an expression known to be valid: it panics when expr
+// is not.
+func MustKey(expr string) idempotency.KeyFunc {
+	k, err := Key(expr)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// record is the SQS record as Lambda delivers it to a function, as JSON
+// values: strings, maps and slices.
+func record(m events.SQSMessage) map[string]any {
+	attrs := make(map[string]any, len(m.Attributes))
+	for k, v := range m.Attributes {
+		attrs[k] = v
+	}
+	mattrs := make(map[string]any, len(m.MessageAttributes))
+	for k, a := range m.MessageAttributes {
+		v := map[string]any{"dataType": a.DataType}
+		if a.StringValue != nil {
+			v["stringValue"] = *a.StringValue
+		}
+		if a.BinaryValue != nil {
+			v["binaryValue"] = base64.StdEncoding.EncodeToString(a.BinaryValue)
+		}
+		strs := make([]any, len(a.StringListValues))
+		for i, s := range a.StringListValues {
+			strs[i] = s
+		}
+		bins := make([]any, len(a.BinaryListValues))
+		for i, b := range a.BinaryListValues {
+			bins[i] = base64.StdEncoding.EncodeToString(b)
+		}
+		v["stringListValues"], v["binaryListValues"] = strs, bins
+		mattrs[k] = v
+	}
+	return map[string]any{
+		"messageId":              m.MessageId,
+		"receiptHandle":          m.ReceiptHandle,
+		"body":                   m.Body,
+		"md5OfBody":              m.Md5OfBody,
+		"md5OfMessageAttributes": m.Md5OfMessageAttributes,
+		"attributes":             attrs,
+		"messageAttributes":      mattrs,
+		"eventSourceARN":         m.EventSourceARN,
+		"eventSource":            m.EventSource,
+		"awsRegion":              m.AWSRegion,
+	}
+}
+
+// powertools returns Powertools' JMESPath functions. With numbers set,
+// powertools_json keeps each number's spelling (as a json.Number);
+// otherwise it gives doubles, as the expression's own arithmetic needs.
+func powertools(numbers bool) []functions.FunctionEntry {
+	str := []functions.ArgSpec{{Types: []functions.JpType{functions.JpString}}}
+	decode := func(s string) (any, error) {
+		d := json.NewDecoder(bytes.NewReader([]byte(s)))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			return nil, fmt.Errorf("powertools_json: %w", err)
+		}
+		if _, err := d.Token(); err != io.EOF {
+			return nil, errors.New("powertools_json: text after the JSON value")
+		}
+		if !numbers {
+			v = toDoubles(v)
+		}
+		return v, nil
+	}
+	return []functions.FunctionEntry{
+		{Name: "powertools_json", Arguments: str, Handler: func(args []any) (any, error) {
+			return decode(args[0].(string))
+		}},
+		{Name: "powertools_base64", Arguments: str, Handler: func(args []any) (any, error) {
+			b, err := base64.StdEncoding.DecodeString(args[0].(string))
+			if err != nil {
+				return nil, fmt.Errorf("powertools_base64: %w", err)
+			}
+			return string(b), nil
+		}},
+		{Name: "powertools_base64_gzip", Arguments: str, Handler: func(args []any) (any, error) {
+			b, err := base64.StdEncoding.DecodeString(args[0].(string))
+			if err != nil {
+				return nil, fmt.Errorf("powertools_base64_gzip: %w", err)
+			}
+			r, err := gzip.NewReader(bytes.NewReader(b))
+			if err != nil {
+				return nil, fmt.Errorf("powertools_base64_gzip: %w", err)
+			}
+			out, err := io.ReadAll(io.LimitReader(r, maxDecoded+1))
+			if err != nil {
+				return nil, fmt.Errorf("powertools_base64_gzip: %w", err)
+			}
+			if len(out) > maxDecoded {
+				return nil, fmt.Errorf("powertools_base64_gzip: more than %d bytes once inflated", maxDecoded)
+			}
+			return string(out), nil
+		}},
+	}
+}
+
+// toDoubles returns v with every json.Number made a float64 (±Inf beyond a
+// double's range).
+func toDoubles(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		f, _ := strconv.ParseFloat(string(v), 64)
+		return f
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = toDoubles(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = toDoubles(e)
+		}
+		return out
+	}
+	return v
+}
+
+// missing reports whether a selection is no key: null, "", an empty array or
+// object, or one whose values are all null.
+func missing(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case []any:
+		for _, e := range v {
+			if e != nil {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if e != nil {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func describe(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return `""`
+	case []any:
+		if len(v) == 0 {
+			return "an empty array"
+		}
+		return "an array of nulls"
+	}
+	if len(v.(map[string]any)) == 0 {
+		return "an empty object"
+	}
+	return "an object of nulls"
+}

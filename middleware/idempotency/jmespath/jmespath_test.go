@@ -1,0 +1,173 @@
+package jmespath_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+)
+
+func gz(t *testing.T, s string) string {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b.Bytes())
+}
+
+// TestKeyWorkedExamples: a Powertools expression gives Powertools' ids
+// (python3's json.dumps + hashlib.md5; Powertools TypeScript's
+// generateHash) for the issue's worked examples.
+func TestKeyWorkedExamples(t *testing.T) {
+	body := `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d","user_id":"u1","product_id":"p1","name":"Zo\u00eb","amount":10.5}`
+	m := events.SQSMessage{MessageId: "m-1", Body: body,
+		MessageAttributes: map[string]events.SQSMessageAttribute{"payload": {DataType: "Binary", BinaryValue: []byte(body)}}}
+	for _, tc := range []struct {
+		expr   string
+		format idempotency.Format
+		want   string
+	}{
+		{`powertools_json(body).idempotency_key`, idempotency.FormatPowertoolsPython, "068044a7927cd88524adc22442efbed9"},
+		{`powertools_json(body).idempotency_key`, idempotency.FormatPowertoolsTypeScript, "BoBEp5J82IUkrcIkQu++2Q=="},
+		{`powertools_json(body).{user_id: user_id, product_id: product_id, name: name, amount: amount}`, idempotency.FormatPowertoolsPython, "69754659cfc2f585d1b60d2ddf8354d6"},
+		{`powertools_json(body).[idempotency_key][0]`, idempotency.FormatPowertoolsPython, "068044a7927cd88524adc22442efbed9"},
+		{`powertools_json(powertools_base64(messageAttributes.payload.binaryValue)).idempotency_key`, idempotency.FormatPowertoolsPython, "068044a7927cd88524adc22442efbed9"},
+	} {
+		key, err := jmespath.Key(tc.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := key(m)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.expr, err)
+		}
+		if got, err := tc.format.Hash(k); err != nil || got != tc.want {
+			t.Errorf("%s in %v = %s, %v; want %s", tc.expr, tc.format, got, err, tc.want)
+		}
+	}
+}
+
+func TestKeyKinds(t *testing.T) {
+	body := `{"a":{"b":[1,10.0,1e-5]},"s":"x","nul":null,"empty":"","arr":[],"obj":{},"nulls":[null,null],"onull":{"x":null},"zero":0,"f":false}`
+	m := events.SQSMessage{MessageId: "m-1", Body: body, Attributes: map[string]string{"MessageGroupId": "g-1"},
+		MessageAttributes: map[string]events.SQSMessageAttribute{"z": {DataType: "String", StringValue: ptr(gzipped)}}}
+	for _, tc := range []struct {
+		expr   string
+		python string // the Python spelling of the selection; "" for ErrNoKey
+	}{
+		{`powertools_json(body).a.b`, `[1, 10.0, 1e-05]`},
+		{`powertools_json(body).a`, `{"b": [1, 10.0, 1e-05]}`},
+		{`length(powertools_json(body).a.b)`, `3`},
+		{`powertools_json(body).zero`, `0`},
+		{`powertools_json(body).f`, `false`},
+		{`attributes.MessageGroupId`, `"g-1"`},
+		{`powertools_json(powertools_base64_gzip(messageAttributes.z.stringValue)).k`, `"v"`},
+		{`messageId`, `"m-1"`},
+		{`powertools_json(body).nul`, ""},
+		{`powertools_json(body).absent`, ""},
+		{`powertools_json(body).empty`, ""},
+		{`powertools_json(body).arr`, ""},
+		{`powertools_json(body).obj`, ""},
+		{`powertools_json(body).nulls`, ""},
+		{`powertools_json(body).onull`, ""},
+		{`powertools_json(body).[absent, nul]`, ""},
+	} {
+		t.Run(tc.expr, func(t *testing.T) {
+			k, err := jmespath.MustKey(tc.expr)(m)
+			if tc.python == "" {
+				var ke *idempotency.KeyError
+				if !errors.Is(err, idempotency.ErrNoKey) || !errors.As(err, &ke) || ke.MessageID != "m-1" {
+					t.Fatalf("key %s, %v; want a *KeyError wrapping ErrNoKey", k.Value, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k.Selector != "jmespath "+tc.expr {
+				t.Errorf("selector %q", k.Selector)
+			}
+			if got, err := idempotency.FormatPowertoolsPython.Spell(k); err != nil || string(got) != tc.python {
+				t.Errorf("selection %s, %v; want %s", got, err, tc.python)
+			}
+		})
+	}
+}
+
+var gzipped = func() string {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write([]byte(`{"k":"v"}`)) //nolint:errcheck // a bytes.Buffer does not fail
+	w.Close()                    //nolint:errcheck
+	return base64.StdEncoding.EncodeToString(b.Bytes())
+}()
+
+func ptr(s string) *string { return &s }
+
+// TestKeyComputed: numbers an expression computes or filters are doubles,
+// as JavaScript has them.
+func TestKeyComputed(t *testing.T) {
+	k, err := jmespath.MustKey("powertools_json(body).b[?@ > `5`]")(events.SQSMessage{Body: `{"b":[1,10.0,7.50]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := idempotency.FormatPowertoolsTypeScript.Spell(k); err != nil || string(got) != `[10,7.5]` {
+		t.Errorf("selection %s, %v; want [10,7.5]", got, err)
+	}
+}
+
+func TestKeyErrors(t *testing.T) {
+	if _, err := jmespath.Key(`powertools_json(body).[`); err == nil {
+		t.Error("Key of an invalid expression: no error")
+	}
+	for _, body := range []string{`not json`, `{"a":1} trailing`} {
+		_, err := jmespath.MustKey(`powertools_json(body).a`)(events.SQSMessage{MessageId: "m-1", Body: body})
+		var ke *idempotency.KeyError
+		if !errors.As(err, &ke) || errors.Is(err, idempotency.ErrNoKey) || !strings.Contains(err.Error(), "powertools_json") {
+			t.Errorf("body %q: %v; want a *KeyError from powertools_json, not ErrNoKey", body, err)
+		}
+	}
+	bomb := gz(t, strings.Repeat("0", 9<<20))
+	_, err := jmespath.MustKey(`powertools_base64_gzip(body)`)(events.SQSMessage{Body: bomb})
+	if err == nil || !strings.Contains(err.Error(), "inflated") {
+		t.Errorf("a gzip body inflating beyond the bound: %v", err)
+	}
+}
+
+// TestValidateSpelling: as a validation selector, an amount re-sent as 10.0
+// instead of 10 is the same payload in the native format and a different
+// one in Powertools Python's (json.dumps writes 10 and 10.0), as in Python.
+func TestValidateSpelling(t *testing.T) {
+	for _, tc := range []struct {
+		format   idempotency.Format
+		mismatch bool
+	}{{idempotency.FormatNative, false}, {idempotency.FormatPowertoolsPython, true}, {idempotency.FormatPowertoolsTypeScript, false}} {
+		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns", Format: tc.format,
+			Validate: jmespath.MustKey(`powertools_json(body).amount`), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := idempotency.Wrap(g, jmespath.MustKey(`powertools_json(body).id`),
+			func(context.Context, events.SQSMessage) (int, error) { return 1, nil })
+		if _, err := h(t.Context(), events.SQSMessage{MessageId: "m-1", Body: `{"id":"k","amount":10}`}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = h(t.Context(), events.SQSMessage{MessageId: "m-2", Body: `{"id":"k","amount":10.0}`})
+		if errors.Is(err, idempotency.ErrPayloadMismatch) != tc.mismatch {
+			t.Errorf("%v: amount 10 then 10.0: %v; want mismatch %v", tc.format, err, tc.mismatch)
+		}
+	}
+}
