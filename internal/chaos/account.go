@@ -91,11 +91,15 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 			continue
 		}
 		body := fmt.Sprintf(`{%q:%q}`, KeyField, s.Key)
-		material, err := keyFn(events.SQSMessage{Body: body})
+		key, err := keyFn(events.SQSMessage{Body: body})
 		if err != nil {
 			return nil, err
 		}
-		final[s.Key] = records[g.ID(material)]
+		id, err := g.KeyID(key)
+		if err != nil {
+			return nil, err
+		}
+		final[s.Key] = records[id]
 	}
 	stored := func(key string) (storedRecord, bool) {
 		rec := final[key]

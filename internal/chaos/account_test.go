@@ -17,11 +17,15 @@ func idOf(t *testing.T, key string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := idempotency.BodyField(KeyField)(events.SQSMessage{Body: `{"idempotency_key":"` + key + `"}`})
+	k, err := idempotency.BodyField(KeyField)(events.SQSMessage{Body: `{"idempotency_key":"` + key + `"}`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g.ID(m)
+	id, err := g.KeyID(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // TestAccount feeds the account hand-made logs and checks that it finds
