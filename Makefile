@@ -52,14 +52,14 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzBodyFields -fuzztime $(FUZZTIME) ./middleware/idempotency/
 
 ## chaos: the chaos test's long runs on moto_server, 300 keys and 4 worker
-## processes each: the process, store and all fault profiles with pacing on,
-## then the lambda profile (visibility 6x the deadline) with pacing off and
-## on, same seed. Prints the table; fails on any broken promise.
+## processes each: the process and store fault profiles with pacing on, then
+## the all and lambda (visibility 6x the deadline) profiles with pacing off
+## and on, same seed. Prints the table; fails on any broken promise.
 ## CHAOS_FLAGS adds flags, e.g. CHAOS_FLAGS='-seed 7'. The short profile runs
 ## in `make test` (internal/chaos).
 CHAOS_FLAGS ?=
 chaos:
-	$(GO) run ./internal/chaos/cmd/chaos -profiles process,store,all,lambda:off,lambda:on -keys 300 -workers 4 $(CHAOS_FLAGS)
+	$(GO) run ./internal/chaos/cmd/chaos -profiles process,store,all:off,all:on,lambda:off,lambda:on -keys 300 -workers 4 $(CHAOS_FLAGS)
 
 ## build: build/bootstrap.zip, the function for provided.al2023 on arm64.
 build:
