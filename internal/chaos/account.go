@@ -31,7 +31,7 @@ type Report struct {
 	RunsDone   int            // operation runs that finished (op_done)
 	ExtraRuns  int            // finished runs whose result is not the stored one
 	ExtraKill  int            // ...explained: its worker was killed between the operation and its completion
-	ExtraStore int            // ...explained: its completion failed with a store error (the documented window)
+	ExtraStore int            // ...explained: its completion failed with a store error (exception 2 of the promise in package idempotency)
 	Acks       int            // deliveries acknowledged (deleted)
 	Paced      int            // visibility changes of failed records (pacing on)
 	PaceFailed int            // ...that SQS refused or that failed

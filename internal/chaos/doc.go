@@ -51,7 +51,8 @@
 //
 //   - a finished run whose result is not the stored one, unless its worker
 //     was killed between the operation and its completion, or its completion
-//     failed with a store error (the promise's documented window);
+//     failed with a store error: the two exceptions of the promise (see
+//     package github.com/sqsonce/sqsonce/middleware/idempotency);
 //   - an acknowledged delivery that saw another result than the stored one;
 //   - an acknowledgement of a key that is not COMPLETED;
 //   - a key neither COMPLETED nor in the DLQ with a logged reason, or a queue
