@@ -18,7 +18,7 @@ LAMBDA_GOOS   := linux
 LAMBDA_GOARCH := arm64
 EVENT         ?= events/duplicate-delivery.json
 
-.PHONY: all help help-check test test-go test-infra lint fmt vet staticcheck bench bench-peer fuzz build demo invoke synth diff deploy tools clean
+.PHONY: all help help-check test test-go test-infra lint fmt vet staticcheck bench bench-peer fuzz chaos build demo invoke synth diff deploy tools clean
 
 ## all: the default target: the same as test.
 all: test
@@ -79,6 +79,15 @@ FUZZTIME ?= 30s
 ## fuzz: fuzz key extraction and canonicalisation for FUZZTIME (default 30s).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzBodyFields -fuzztime $(FUZZTIME) ./middleware/idempotency/
+
+# The chaos test's long runs: 300 keys, 4 worker processes each; the process
+# and store fault profiles with pacing on, then all and lambda (visibility 6x
+# the deadline) with pacing off and on, same seed. CHAOS_FLAGS adds flags,
+# e.g. CHAOS_FLAGS='-seed 7'. The short profile runs in `make test`.
+## chaos: the chaos test's long profiles on moto (pacing off vs on); prints the table, fails on any broken promise.
+CHAOS_FLAGS ?=
+chaos:
+	$(GO) run ./internal/chaos/cmd/chaos -profiles process,store,all:off,all:on,lambda:off,lambda:on -keys 300 -workers 4 $(CHAOS_FLAGS)
 
 ## build: build build/bootstrap.zip, the function for provided.al2023 on arm64.
 build:

@@ -71,6 +71,17 @@ func (s *Server) Endpoint(t testing.TB) string {
 	return s.endpoint
 }
 
+// Start starts moto_server if this Server has not yet, and returns its base
+// URL: [Server.Endpoint] for programs that are not tests (the chaos
+// command). Call [Server.Close] when done.
+func (s *Server) Start() (string, error) {
+	s.once.Do(s.start)
+	if s.err != nil {
+		return "", fmt.Errorf("motoserver: %w", s.err)
+	}
+	return s.endpoint, nil
+}
+
 // unavailable fails (CI=true) or skips t because no server could be had.
 func unavailable(t testing.TB, err error) {
 	t.Helper()
