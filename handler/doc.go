@@ -59,9 +59,10 @@
 // (a retry can be a second billed generation; the queue redelivers instead):
 // [Stub] here, Amazon Bedrock in package bedrock, OpenAI-compatible endpoints
 // in package openai. [LogRequests] wraps a provider so that every call first
-// appends one [CallRecord] to a [RequestLog]: a JSON-lines [FileLog] locally
-// (safe for several processes), a [SlogLog] inside Lambda. Counting its lines
-// counts the provider calls.
+// appends one [CallRecord] to a [RequestLog]: a JSON-lines [FileLog] (safe
+// for several processes), or a [SlogLog] of structured log lines (inside
+// Lambda, and locally unless a file is named). Counting its lines counts the
+// provider calls.
 //
 // # Documents and sinks
 //
@@ -100,7 +101,8 @@
 //   - After the handler returned, in the record's completion (with package
 //     dynamosink, the same transaction writes the summary), or in a
 //     release that fails: the record stays in progress until its lease
-//     ends at the invocation's deadline. A redelivery before then is
+//     ends at the invocation's deadline plus the guard's skew margin
+//     (idempotency.Config.SkewMargin). A redelivery before then is
 //     handed back (idempotency.ErrInProgress); one after it runs the work
 //     again.
 //

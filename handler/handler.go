@@ -14,17 +14,17 @@ import (
 // the idempotency record and replays to every later delivery of the key, and
 // what the [Sink] persists.
 type Summary struct {
-	ID              string    `json:"id"` // the idempotency record id, when known
-	DocumentID      string    `json:"document_id"`
-	DocumentVersion string    `json:"document_version"`
-	PromptVersion   string    `json:"prompt_version"`
-	Provider        string    `json:"provider"`
-	Model           string    `json:"model"` // the model that answered
-	Summary         string    `json:"summary"`
-	InputTokens     int       `json:"input_tokens"`
-	OutputTokens    int       `json:"output_tokens"`
-	MessageID       string    `json:"message_id"` // the message whose delivery made the call
-	CreatedAt       time.Time `json:"created_at"`
+	ID              string    `json:"id"`               // the idempotency record id, when known
+	DocumentID      string    `json:"document_id"`      // the request's document.id
+	DocumentVersion string    `json:"document_version"` // the request's document.version
+	PromptVersion   string    `json:"prompt_version"`   // the prompt template the model was given
+	Provider        string    `json:"provider"`         // the provider's name (Provider.Name)
+	Model           string    `json:"model"`            // the model that answered
+	Summary         string    `json:"summary"`          // the generated text
+	InputTokens     int       `json:"input_tokens"`     // tokens in, as the provider counts them
+	OutputTokens    int       `json:"output_tokens"`    // tokens out, as the provider counts them
+	MessageID       string    `json:"message_id"`       // the message whose delivery made the call
+	CreatedAt       time.Time `json:"created_at"`       // when the answer was received
 }
 
 // Config configures a [Handler].

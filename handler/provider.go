@@ -20,8 +20,8 @@ type Call struct {
 type Completion struct {
 	Text         string // the generated summary
 	Model        string // the model that answered, as the provider reports it
-	InputTokens  int
-	OutputTokens int
+	InputTokens  int    // tokens in, as the provider counts them
+	OutputTokens int    // tokens out, as the provider counts them
 	StopReason   string // why the generation ended, in the provider's words
 }
 

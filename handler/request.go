@@ -25,7 +25,7 @@ type Request struct {
 	// IdempotencyKey is the producer's own key, chosen where the work was
 	// decided and sent again unchanged with every re-send. Optional; when
 	// present it is the key, and the canonical subset is only validated
-	// against it (see [Payload]).
+	// against it (see [WorkKey]).
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 
 	// Document names the text to summarise. Key: id and version.

@@ -16,11 +16,11 @@ import (
 
 // CallRecord is one line of the request log: one provider call.
 type CallRecord struct {
-	Time        time.Time `json:"time"`
-	KeyID       string    `json:"key_id"`     // the idempotency record id, "{namespace}#{digest}"
-	MessageID   string    `json:"message_id"` // the SQS message whose delivery made the call
-	Provider    string    `json:"provider"`   // Provider.Name
-	Model       string    `json:"model"`
+	Time        time.Time `json:"time"`         // when the call was made
+	KeyID       string    `json:"key_id"`       // the idempotency record id, "{namespace}#{digest}"
+	MessageID   string    `json:"message_id"`   // the SQS message whose delivery made the call
+	Provider    string    `json:"provider"`     // Provider.Name
+	Model       string    `json:"model"`        // the model asked
 	RequestHash string    `json:"request_hash"` // SHA-256 of the call's canonical JSON
 }
 
@@ -119,7 +119,7 @@ func (l *FileLog) Close() error { return l.f.Close() }
 // "provider call": inside Lambda a JSON handler on standard output puts them
 // in CloudWatch Logs, where they can be counted.
 type SlogLog struct {
-	Logger *slog.Logger
+	Logger *slog.Logger // where the lines go; required
 }
 
 var _ RequestLog = SlogLog{}

@@ -13,24 +13,27 @@
 // lambda.StartHandlerFunc(rec.Batch(batch.SQS(idempotency.WrapJSON(g,
 // handler.Body(), h.HandleRequest), opts))): each body is decoded once
 // into a handler.Request, which gives the key, is checked and is passed to
-// the handler; records run concurrently, each idempotent on DynamoDB, and
-// the failed ones are returned as batchItemFailures. Logs (the guard's outcomes, the request log's
+// the handler; records run concurrently, each idempotent on the configured
+// store (DynamoDB by default), and the failed ones are returned as
+// batchItemFailures. Logs (the guard's outcomes, the request log's
 // "provider call" lines) are JSON on standard output, as are the EMF
 // metric lines, one per batch.
 //
 // # Environment
 //
-//	SQSONCE_TABLE              idempotency table, partition key id (S), TTL on expiration; required inside Lambda
-//	SQSONCE_SUMMARIES_TABLE    summaries table, partition key id (S); optional: the summary is written in
-//	                           the same transaction as the record's completion
+//	SQSONCE_TABLE              idempotency table, partition key id (S), TTL on expiration; required with the
+//	                           DynamoDB store (the default inside Lambda)
+//	SQSONCE_SUMMARIES_TABLE    summaries table, partition key id (S); optional, DynamoDB store only: the summary
+//	                           is written in the same transaction as the record's completion
 //	SQSONCE_NAMESPACE          record id prefix; default "summarise"; keep it fixed across deploys
 //	SQSONCE_EXPIRES_AFTER      record lifetime, a Go duration (e.g. 360h); default 15 days
 //	SQSONCE_QUEUE_WINDOW       the queue's retention + maxReceiveCount × visibility timeout, a Go duration;
 //	                           a shorter SQSONCE_EXPIRES_AFTER is refused at start-up
 //	SQSONCE_PROVIDER           stub (default), bedrock or openai
-//	SQSONCE_MODEL              model for requests that name none; default "stub-model" for the stub
-//	SQSONCE_DOCUMENTS_BUCKET   S3 bucket of the documents; key {prefix}{id}/{version}.txt unless the request names one
-//	SQSONCE_DOCUMENTS_PREFIX   S3 key prefix
+//	SQSONCE_MODEL              model for requests that name none; default "stub-model" for the stub, none otherwise
+//	SQSONCE_DOCUMENTS_BUCKET   S3 bucket of the documents; key {prefix}{id}/{version}.txt unless the request names one;
+//	                           inside Lambda this or SQSONCE_DOCUMENTS_DIR is required (not both)
+//	SQSONCE_DOCUMENTS_PREFIX   S3 key prefix; default none
 //	SQSONCE_CONCURRENCY        records in flight per batch; default 10
 //	SQSONCE_MIN_REMAINING      time that must be left before the invocation's deadline for a record to start,
 //	                           a Go duration; default 90s; 0 starts records until the deadline itself
@@ -41,16 +44,19 @@
 //
 //	SQSONCE_STORE              memory, dynamodb, redis or postgres; default dynamodb inside Lambda (memory there
 //	                           catches duplicates within one execution environment only: for the emulator), memory outside
-//	SQSONCE_REDIS_URL          the Redis store's server, redis://[user:password@]host:port/db (rediss:// for TLS)
-//	SQSONCE_POSTGRES_URL       the PostgreSQL store's database, postgres://user:password@host:port/db; the table
-//	                           "idempotency" is created there at start-up if missing
+//	SQSONCE_REDIS_URL          the Redis store's server, redis://[user:password@]host:port/db (rediss:// for TLS);
+//	                           required with the Redis store
+//	SQSONCE_POSTGRES_URL       the PostgreSQL store's database, postgres://user:password@host:port/db; required with
+//	                           the PostgreSQL store; the table "idempotency" is created there at start-up if missing
 //	SQSONCE_REQUEST_LOG        request log file (JSON lines, one per provider call); default: log lines
 //	SQSONCE_DYNAMODB_ENDPOINT  DynamoDB endpoint, e.g. moto's http://127.0.0.1:5000
 //	SQSONCE_SQS_ENDPOINT       SQS endpoint for pacing, e.g. moto's
 //	SQSONCE_DOCUMENTS_DIR      local documents folder, {dir}/{id}/{version}.txt; default samples/documents outside Lambda
-//	SQSONCE_STUB_DELAY         how long each stub call takes, a Go duration
-//	OPENAI_BASE_URL            OpenAI-compatible base URL, e.g. https://api.openai.com/v1 (provider openai)
-//	OPENAI_API_KEY             its API key
+//	SQSONCE_STUB_DELAY         how long each stub call takes, a Go duration; default 0; stub provider only
+//	OPENAI_BASE_URL            OpenAI-compatible base URL, e.g. https://api.openai.com/v1; required with provider openai
+//	OPENAI_API_KEY             its API key; default none
+//	SQSONCE_RIE                tests only: the aws-lambda-rie binary the end-to-end test runs; default
+//	                           aws-lambda-rie on PATH, else in $GOPATH/bin (make test sets the one in .tools/)
 //
 // A bad configuration is reported in full and the process exits with
 // status 2 (inside Lambda: the init fails).

@@ -95,8 +95,8 @@ func TestPromiseStatedOnce(t *testing.T) {
 	}
 	links := map[string]string{
 		"README.md": "idempotency#hdr-The_promise",
-		"middleware/idempotency/dynamostore/doc.go":   `package idempotency ("The promise")`,
-		"middleware/idempotency/memstore/memstore.go": `package idempotency ("The promise")`,
+		"middleware/idempotency/dynamostore/doc.go": `package idempotency ("The promise")`,
+		"middleware/idempotency/memstore/doc.go":    `package idempotency ("The promise")`,
 	}
 	for path, link := range links {
 		if !strings.Contains(strings.Join(strings.Fields(strings.ReplaceAll(all[path], "//", "")), " "), link) {

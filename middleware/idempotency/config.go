@@ -162,7 +162,7 @@ func DefaultLogLevel(o Outcome) slog.Level {
 
 // Event describes one outcome.
 type Event struct {
-	Outcome   Outcome
+	Outcome   Outcome       // what happened: one of the Outcome constants
 	Key       string        // the record id; empty when no key could be made
 	MessageID string        // the SQS message id, when called through Wrap
 	Source    string        // where the outcome came from when not from this call's own claim: "store", "cache" or "shared" (another call's run in this process)

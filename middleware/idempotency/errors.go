@@ -88,7 +88,7 @@ func (e *InProgressError) RetryAt() time.Time { return e.LeaseUntil }
 type StoreError struct {
 	Op  string // "acquire", "complete" or "release"
 	Key string // the record's id
-	Err error
+	Err error  // the store's error
 }
 
 func (e *StoreError) Error() string {

@@ -109,8 +109,8 @@ func QueueURL(arn string) (string, error) {
 type EntryError struct {
 	MessageID   string // the record's messageId
 	Code        string // SQS's error code, e.g. ReceiptHandleIsInvalid
-	Message     string
-	SenderFault bool // whether the request was at fault, rather than SQS
+	Message     string // SQS's message for the code
+	SenderFault bool   // whether the request was at fault, rather than SQS
 }
 
 func (e *EntryError) Error() string {

@@ -186,8 +186,8 @@ func WithDataFormat(f DataFormat) Option {
 // FormatError reports a record whose data is not in the store's data
 // format. Have names the format the data appears to be in.
 type FormatError struct {
-	Have, Want DataFormat
-	Detail     string // what was found, such as "a value of type M"
+	Have, Want DataFormat // the format the data appears to be in; the store's format
+	Detail     string     // what was found, such as "a value of type M"
 }
 
 func (e *FormatError) Error() string {

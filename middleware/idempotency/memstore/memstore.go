@@ -1,11 +1,3 @@
-// Package memstore is an in-memory [idempotency.Store]: the default for local
-// runs and the store of unit tests. It has the same semantics as the
-// DynamoDB store and passes the same conformance suite, but its records live
-// only as long as the process, so it protects against duplicates within one
-// process only: the promise of package idempotency ("The promise") holds
-// for the deliveries one process sees.
-//
-//	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "orders"})
 package memstore
 
 import (

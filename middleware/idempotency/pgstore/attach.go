@@ -14,8 +14,8 @@ import (
 // Statement is a SQL statement with its arguments, attached to the
 // completion of an operation with [Attach].
 type Statement struct {
-	SQL  string
-	Args []any
+	SQL  string // the statement, with $1, $2, … placeholders
+	Args []any  // the arguments of its placeholders
 }
 
 // Attach attaches SQL statements to the completion of the operation
