@@ -13,11 +13,9 @@ func Start() (endpoint string, stop func() error, err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("motoserver: %s not found in PATH: %w", Command, err)
 	}
-	for range 3 { // a free port can be taken before moto_server binds it
-		var p *process
-		if p, endpoint, err = launch(path); err == nil {
-			return endpoint, p.stop, nil
-		}
+	p, endpoint, err := launchRetrying(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("motoserver: %w", err)
 	}
-	return "", nil, fmt.Errorf("motoserver: %w", err)
+	return endpoint, func() error { return stopProcess(p) }, nil
 }

@@ -60,7 +60,7 @@ func (p *Process) WaitReady(timeout time.Duration, ready func() error) error {
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready: %w\n%s output:\n%s", p.Name, err, p.Name, p.Output())
+			return fmt.Errorf("%s exited before answering: %w\n%s output:\n%s", p.Name, err, p.Name, p.Output())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
