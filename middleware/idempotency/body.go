@@ -22,6 +22,9 @@ const maxDepth = 10000
 // errSyntax is the error of a body that is not valid JSON.
 var errSyntax = errors.New("invalid JSON")
 
+// errTooDeep is the error of a body nested deeper than maxDepth.
+var errTooDeep = errors.New("exceeded max depth")
+
 // numberTooLongError reports a number in key material longer than
 // maxNumberLen.
 type numberTooLongError struct{ n string }
@@ -145,7 +148,7 @@ func (s *scanner) object(i, depth int, paths [][]string, live []int, level int, 
 		if i, err = s.selectValue(i, depth, paths, next, level+1, values); err != nil {
 			return 0, err
 		}
-		i, more, err = s.next(i, '}')
+		i, more, err = s.next(s.space(i), '}')
 	}
 	return i, err
 }
@@ -170,7 +173,7 @@ func (s *scanner) value(i, depth int, bound bool) (int, error) {
 			if i, err = s.value(i, depth, bound); err != nil {
 				return 0, err
 			}
-			i, more, err = s.next(i, '}')
+			i, more, err = s.next(s.space(i), '}')
 		}
 		return i, err
 	case c == '[':
@@ -179,7 +182,7 @@ func (s *scanner) value(i, depth int, bound bool) (int, error) {
 			if i, err = s.value(i, depth, bound); err != nil {
 				return 0, err
 			}
-			i, more, err = s.next(i, ']')
+			i, more, err = s.next(s.space(i), ']')
 		}
 		return i, err
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -199,7 +202,7 @@ func (s *scanner) value(i, depth int, bound bool) (int, error) {
 // or, when it is empty, the index after its closing byte.
 func (s *scanner) open(i, depth int, closing byte) (next, inner int, more bool, err error) {
 	if depth++; depth > maxDepth {
-		return 0, 0, false, errors.New("exceeded max depth")
+		return 0, 0, false, errTooDeep
 	}
 	i = s.space(i + 1)
 	if i < len(s.b) && s.b[i] == closing {
@@ -227,18 +230,16 @@ func (s *scanner) member(i int) (key string, value int, err error) {
 	return key, s.space(i + 1), nil
 }
 
-// next scans what follows a member or element that ends before b[i]: a
+// next scans what follows a member or element at b[i], after any space: a
 // comma (more, and the index of the next one) or closing (the index after
 // it).
 func (s *scanner) next(i int, closing byte) (int, bool, error) {
-	i = s.space(i)
-	switch {
-	case i >= len(s.b):
-		return 0, false, errSyntax
-	case s.b[i] == ',':
-		return s.space(i + 1), true, nil
-	case s.b[i] == closing:
-		return i + 1, false, nil
+	if i < len(s.b) {
+		if c := s.b[i]; c == ',' {
+			return s.space(i + 1), true, nil
+		} else if c == closing {
+			return i + 1, false, nil
+		}
 	}
 	return 0, false, errSyntax
 }
