@@ -46,11 +46,7 @@ func New() *Server { return &Server{} }
 //
 //	func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
 func (s *Server) Run(m *testing.M) int {
-	code := m.Run()
-	if err := s.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	return code
+	return testproc.Run(m, s.Close)
 }
 
 // Endpoint returns the server's base URL, starting moto_server on first use.
@@ -86,7 +82,7 @@ func (s *Server) start() {
 		s.err = fmt.Errorf("%s not found in PATH: %w", Command, err)
 		return
 	}
-	p, endpoint, err := launchRetrying(path)
+	p, endpoint, err := testproc.Launch(func() (*testproc.Process, string, error) { return launch(path) })
 	if err != nil {
 		s.err = err
 		return
@@ -95,17 +91,6 @@ func (s *Server) start() {
 	s.mu.Lock()
 	s.proc = p
 	s.mu.Unlock()
-}
-
-// launchRetrying launches moto_server, trying a few ports: a free port can
-// be taken by someone else before moto_server binds it.
-func launchRetrying(path string) (p *testproc.Process, endpoint string, err error) {
-	for range 3 {
-		if p, endpoint, err = launch(path); err == nil {
-			return p, endpoint, nil
-		}
-	}
-	return nil, "", err
 }
 
 // launch starts one moto_server and waits until it answers.

@@ -3,6 +3,8 @@ package motoserver
 import (
 	"fmt"
 	"os/exec"
+
+	"github.com/sqsonce/sqsonce/internal/testproc"
 )
 
 // Start starts a moto_server on a free loopback port for a program that is
@@ -13,7 +15,7 @@ func Start() (endpoint string, stop func() error, err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("motoserver: %s not found in PATH: %w", Command, err)
 	}
-	p, endpoint, err := launchRetrying(path)
+	p, endpoint, err := testproc.Launch(func() (*testproc.Process, string, error) { return launch(path) })
 	if err != nil {
 		return "", nil, fmt.Errorf("motoserver: %w", err)
 	}
