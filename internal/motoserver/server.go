@@ -1,19 +1,17 @@
 package motoserver
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sqsonce/sqsonce/internal/testproc"
 )
 
 // Command is the program Server starts.
@@ -23,8 +21,11 @@ const Command = "moto_server"
 // already running DynamoDB-compatible server instead of starting one.
 const EnvEndpoint = "SQSONCE_DYNAMODB_ENDPOINT"
 
-// startTimeout bounds the wait for moto_server to answer after it started.
-const startTimeout = 60 * time.Second
+const (
+	// startTimeout bounds the wait for moto_server to answer after it started.
+	startTimeout = 60 * time.Second
+	hint         = "install " + Command + " with: pip install 'moto[server]' (or set " + EnvEndpoint + " to a running server)"
+)
 
 // Server is a DynamoDB-compatible endpoint shared by the tests of one test
 // binary. Create it with [New]; it is safe for concurrent use.
@@ -34,14 +35,7 @@ type Server struct {
 	err      error // why the server is not available
 
 	mu   sync.Mutex
-	proc *process // nil when nothing was started
-}
-
-// process is a started moto_server.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	out  *tail
+	proc *testproc.Process // nil when nothing was started
 }
 
 // New returns a Server that starts nothing until a test asks for its
@@ -52,11 +46,7 @@ func New() *Server { return &Server{} }
 //
 //	func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
 func (s *Server) Run(m *testing.M) int {
-	code := m.Run()
-	if err := s.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	return code
+	return testproc.Run(m, s.Close)
 }
 
 // Endpoint returns the server's base URL, starting moto_server on first use.
@@ -66,7 +56,7 @@ func (s *Server) Endpoint(t testing.TB) string {
 	t.Helper()
 	s.once.Do(s.start)
 	if s.err != nil {
-		unavailable(t, s.err)
+		testproc.Unavailable(t, "motoserver", s.err, hint)
 	}
 	return s.endpoint
 }
@@ -82,15 +72,6 @@ func (s *Server) Start() (string, error) {
 	return s.endpoint, nil
 }
 
-// unavailable fails (CI=true) or skips t because no server could be had.
-func unavailable(t testing.TB, err error) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("motoserver: %v\nCI=true: these tests need a DynamoDB-compatible server; install %s with: pip install 'moto[server]'", err, Command)
-	}
-	t.Skipf("motoserver: %v\nskipping: install %s with: pip install 'moto[server]' (or set %s to a running server)", err, Command, EnvEndpoint)
-}
-
 func (s *Server) start() {
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		s.endpoint = ep
@@ -101,42 +82,39 @@ func (s *Server) start() {
 		s.err = fmt.Errorf("%s not found in PATH: %w", Command, err)
 		return
 	}
-	// A free port can be taken by someone else before moto_server binds it:
-	// try a few.
-	for range 3 {
-		var p *process
-		p, s.endpoint, err = launch(path)
-		if err == nil {
-			s.mu.Lock()
-			s.proc = p
-			s.mu.Unlock()
-			return
-		}
+	p, endpoint, err := testproc.Launch(func() (*testproc.Process, string, error) { return launch(path) })
+	if err != nil {
+		s.err = err
+		return
 	}
-	s.err = err
+	s.endpoint = endpoint
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
 }
 
 // launch starts one moto_server and waits until it answers.
-func launch(path string) (*process, string, error) {
-	port, err := freePort()
+func launch(path string) (*testproc.Process, string, error) {
+	port, err := testproc.FreePort()
 	if err != nil {
 		return nil, "", err
 	}
 	endpoint := "http://127.0.0.1:" + strconv.Itoa(port)
-	p := &process{out: &tail{max: 8 << 10}, done: make(chan struct{})}
-	p.cmd = command(path, port)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.SysProcAttr = procAttr()
-	if err := p.cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("start %s: %w", Command, err)
+	p, err := testproc.Start(Command, command(path, port))
+	if err != nil {
+		return nil, "", err
 	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	if err := waitReady(endpoint, p.done); err != nil {
-		p.stop()
-		return nil, "", fmt.Errorf("%s on %s: %w\n%s output:\n%s", Command, endpoint, err, Command, p.out.String())
+	client := &http.Client{Timeout: time.Second}
+	ready := func() error {
+		resp, err := client.Get(endpoint + "/moto-api/data.json")
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	}
+	if err := p.WaitReady(startTimeout, ready); err != nil {
+		_ = p.Stop()
+		return nil, "", fmt.Errorf("%s on %s: %w", Command, endpoint, err)
 	}
 	return p, endpoint, nil
 }
@@ -176,37 +154,6 @@ func command(motoServer string, port int) *exec.Cmd {
 	return exec.Command(motoServer, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 }
 
-// waitReady polls endpoint until it answers HTTP, the process exits or
-// startTimeout passes.
-func waitReady(endpoint string, exited <-chan struct{}) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(startTimeout)
-	for {
-		resp, err := client.Get(endpoint + "/moto-api/data.json")
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-exited:
-			return errors.New("exited before answering")
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer within %v: %w", startTimeout, err)
-		}
-	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Close stops the server if this Server started one, killing its process
 // group. It is safe to call more than once.
 func (s *Server) Close() error {
@@ -217,25 +164,15 @@ func (s *Server) Close() error {
 	if p == nil {
 		return nil
 	}
-	return p.stop()
+	return stopProcess(p)
 }
 
-// stop terminates the process group, politely first.
-func (p *process) stop() error {
-	pgid := p.cmd.Process.Pid // Setpgid: the server leads its own group
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(5 * time.Second):
+// stopProcess stops p, naming this package in its error.
+func stopProcess(p *testproc.Process) error {
+	if err := p.Stop(); err != nil {
+		return fmt.Errorf("motoserver: %w", err)
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(5 * time.Second):
-		return fmt.Errorf("motoserver: %s (pid %d) did not exit after SIGKILL", Command, pgid)
-	}
+	return nil
 }
 
 // Reset clears all of moto's state (POST /moto-api/reset). It affects every
@@ -259,27 +196,4 @@ func (s *Server) Reset(t testing.TB) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("motoserver: reset %s: %s (is it moto?)", ep, resp.Status)
 	}
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (w *tail) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	if over := len(w.buf) - w.max; over > 0 {
-		w.buf = append(w.buf[:0], w.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (w *tail) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return string(bytes.TrimSpace(w.buf))
 }

@@ -3,6 +3,8 @@ package motoserver
 import (
 	"fmt"
 	"os/exec"
+
+	"github.com/sqsonce/sqsonce/internal/testproc"
 )
 
 // Start starts a moto_server on a free loopback port for a program that is
@@ -13,11 +15,9 @@ func Start() (endpoint string, stop func() error, err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("motoserver: %s not found in PATH: %w", Command, err)
 	}
-	for range 3 { // a free port can be taken before moto_server binds it
-		var p *process
-		if p, endpoint, err = launch(path); err == nil {
-			return endpoint, p.stop, nil
-		}
+	p, endpoint, err := testproc.Launch(func() (*testproc.Process, string, error) { return launch(path) })
+	if err != nil {
+		return "", nil, fmt.Errorf("motoserver: %w", err)
 	}
-	return "", nil, fmt.Errorf("motoserver: %w", err)
+	return endpoint, func() error { return stopProcess(p) }, nil
 }

@@ -52,11 +52,7 @@ func New() *Server { return &Server{} }
 
 // Run runs the tests and then closes the server. Use it in TestMain.
 func (s *Server) Run(m *testing.M) int {
-	code := m.Run()
-	if err := s.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	return code
+	return testproc.Run(m, s.Close)
 }
 
 // URL returns the URL of the server's "postgres" database as its
@@ -161,20 +157,16 @@ func (s *Server) start() {
 		s.err = fmt.Errorf("initdb: %w\n%s", err, out)
 		return
 	}
-	// A free port can be taken by someone else before the server binds it:
-	// try a few.
-	for range 3 {
-		var p *testproc.Process
-		p, s.url, err = launch(bin, data, dir, cred)
-		if err == nil {
-			s.mu.Lock()
-			s.proc, s.dir = p, dir
-			s.mu.Unlock()
-			return
-		}
+	p, u, err := testproc.Launch(func() (*testproc.Process, string, error) { return launch(bin, data, dir, cred) })
+	if err != nil {
+		os.RemoveAll(dir)
+		s.err = err
+		return
 	}
-	os.RemoveAll(dir)
-	s.err = err
+	s.url = u
+	s.mu.Lock()
+	s.proc, s.dir = p, dir
+	s.mu.Unlock()
 }
 
 // credential returns the user to run PostgreSQL as: nil (the current user)

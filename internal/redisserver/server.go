@@ -53,11 +53,7 @@ func NewCluster() *Server { return &Server{cluster: true} }
 
 // Run runs the tests and then closes the server. Use it in TestMain.
 func (s *Server) Run(m *testing.M) int {
-	code := m.Run()
-	if err := s.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	return code
+	return testproc.Run(m, s.Close)
 }
 
 // Addr returns the server's host:port, starting redis-server on first use.
@@ -88,19 +84,15 @@ func (s *Server) start() {
 		s.err = fmt.Errorf("%s not found in PATH: %w", Command, err)
 		return
 	}
-	// A free port can be taken by someone else before the server binds it:
-	// try a few.
-	for range 3 {
-		var p *testproc.Process
-		p, s.addr, err = launch(path, s.cluster)
-		if err == nil {
-			s.mu.Lock()
-			s.proc = p
-			s.mu.Unlock()
-			return
-		}
+	p, addr, err := testproc.Launch(func() (*testproc.Process, string, error) { return launch(path, s.cluster) })
+	if err != nil {
+		s.err = err
+		return
 	}
-	s.err = err
+	s.addr = addr
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
 }
 
 func launch(path string, cluster bool) (*testproc.Process, string, error) {

@@ -60,7 +60,7 @@ func (p *Process) WaitReady(timeout time.Duration, ready func() error) error {
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready: %w\n%s output:\n%s", p.Name, err, p.Name, p.Output())
+			return fmt.Errorf("%s exited before answering: %w\n%s output:\n%s", p.Name, err, p.Name, p.Output())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -85,6 +85,28 @@ func (p *Process) Stop() error {
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.Name, pgid)
 	}
+}
+
+// Launch calls launch, which starts a server on a port from [FreePort] and
+// waits until it answers, up to three times: a port found free can be taken
+// by someone else before the server binds it. It returns the last error.
+func Launch(launch func() (*Process, string, error)) (p *Process, addr string, err error) {
+	for range 3 {
+		if p, addr, err = launch(); err == nil {
+			return p, addr, nil
+		}
+	}
+	return nil, "", err
+}
+
+// Run runs the tests and then calls closeServer, printing its error to
+// standard error: the body of a server's Run method for TestMain.
+func Run(m *testing.M, closeServer func() error) int {
+	code := m.Run()
+	if err := closeServer(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return code
 }
 
 // FreePort returns a TCP port that was free on 127.0.0.1 a moment ago.

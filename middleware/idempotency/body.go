@@ -22,6 +22,9 @@ const maxDepth = 10000
 // errSyntax is the error of a body that is not valid JSON.
 var errSyntax = errors.New("invalid JSON")
 
+// errTooDeep is the error of a body nested deeper than maxDepth.
+var errTooDeep = errors.New("exceeded max depth")
+
 // numberTooLongError reports a number in key material longer than
 // maxNumberLen.
 type numberTooLongError struct{ n string }
@@ -129,29 +132,13 @@ func (s *scanner) selectValue(i, depth int, paths [][]string, live []int, level 
 // object scans the object at b[i], following the paths in live into its
 // members.
 func (s *scanner) object(i, depth int, paths [][]string, live []int, level int, values [][]byte) (int, error) {
-	b := s.b
-	if depth++; depth > maxDepth {
-		return 0, errors.New("exceeded max depth")
-	}
-	i = s.space(i + 1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
+	i, depth, more, err := s.open(i, depth, '}')
 	var next []int
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, errSyntax
-		}
-		keyEnd, err := s.str(i)
-		if err != nil {
+	for more {
+		var key string
+		if key, i, err = s.member(i); err != nil {
 			return 0, err
 		}
-		key := b[i:keyEnd]
-		i = s.space(keyEnd)
-		if i >= len(b) || b[i] != ':' {
-			return 0, errSyntax
-		}
-		i = s.space(i + 1)
 		next = next[:0]
 		for _, n := range live {
 			if keyIs(key, paths[n][level]) {
@@ -161,19 +148,9 @@ func (s *scanner) object(i, depth int, paths [][]string, live []int, level int, 
 		if i, err = s.selectValue(i, depth, paths, next, level+1, values); err != nil {
 			return 0, err
 		}
-		i = s.space(i)
-		if i >= len(b) {
-			return 0, errSyntax
-		}
-		switch b[i] {
-		case ',':
-			i = s.space(i + 1)
-		case '}':
-			return i + 1, nil
-		default:
-			return 0, errSyntax
-		}
+		i, more, err = s.next(s.space(i), '}')
 	}
+	return i, err
 }
 
 // value scans the value at b[i] and returns the index after it. With bound,
@@ -188,67 +165,26 @@ func (s *scanner) value(i, depth int, bound bool) (int, error) {
 	case c == '"':
 		return s.str(i)
 	case c == '{':
-		if depth++; depth > maxDepth {
-			return 0, errors.New("exceeded max depth")
-		}
-		i = s.space(i + 1)
-		if i < len(b) && b[i] == '}' {
-			return i + 1, nil
-		}
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return 0, errSyntax
-			}
-			end, err := s.str(i)
-			if err != nil {
+		i, depth, more, err := s.open(i, depth, '}')
+		for more {
+			if _, i, err = s.member(i); err != nil {
 				return 0, err
 			}
-			i = s.space(end)
-			if i >= len(b) || b[i] != ':' {
-				return 0, errSyntax
-			}
-			if i, err = s.value(s.space(i+1), depth, bound); err != nil {
-				return 0, err
-			}
-			i = s.space(i)
-			if i >= len(b) {
-				return 0, errSyntax
-			}
-			switch b[i] {
-			case ',':
-				i = s.space(i + 1)
-			case '}':
-				return i + 1, nil
-			default:
-				return 0, errSyntax
-			}
-		}
-	case c == '[':
-		if depth++; depth > maxDepth {
-			return 0, errors.New("exceeded max depth")
-		}
-		i = s.space(i + 1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1, nil
-		}
-		for {
-			var err error
 			if i, err = s.value(i, depth, bound); err != nil {
 				return 0, err
 			}
-			i = s.space(i)
-			if i >= len(b) {
-				return 0, errSyntax
-			}
-			switch b[i] {
-			case ',':
-				i = s.space(i + 1)
-			case ']':
-				return i + 1, nil
-			default:
-				return 0, errSyntax
-			}
+			i, more, err = s.next(s.space(i), '}')
 		}
+		return i, err
+	case c == '[':
+		i, depth, more, err := s.open(i, depth, ']')
+		for more {
+			if i, err = s.value(i, depth, bound); err != nil {
+				return 0, err
+			}
+			i, more, err = s.next(s.space(i), ']')
+		}
+		return i, err
 	case c == '-' || (c >= '0' && c <= '9'):
 		return s.number(i, bound)
 	case c == 't':
@@ -259,6 +195,53 @@ func (s *scanner) value(i, depth int, bound bool) (int, error) {
 		return s.literal(i, "null")
 	}
 	return 0, errSyntax
+}
+
+// open enters the object or array that opens at b[i], one level deeper
+// than depth, and returns the index of its first member or element (more)
+// or, when it is empty, the index after its closing byte.
+func (s *scanner) open(i, depth int, closing byte) (next, inner int, more bool, err error) {
+	if depth++; depth > maxDepth {
+		return 0, 0, false, errTooDeep
+	}
+	i = s.space(i + 1)
+	if i < len(s.b) && s.b[i] == closing {
+		return i + 1, depth, false, nil
+	}
+	return i, depth, true, nil
+}
+
+// member scans an object member's `"name":` at b[i] and returns the name
+// (quoted, as written) and the index of its value.
+func (s *scanner) member(i int) (key string, value int, err error) {
+	b := s.b
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, errSyntax
+	}
+	end, err := s.str(i)
+	if err != nil {
+		return "", 0, err
+	}
+	key = b[i:end]
+	i = s.space(end)
+	if i >= len(b) || b[i] != ':' {
+		return "", 0, errSyntax
+	}
+	return key, s.space(i + 1), nil
+}
+
+// next scans what follows a member or element at b[i], after any space: a
+// comma (more, and the index of the next one) or closing (the index after
+// it).
+func (s *scanner) next(i int, closing byte) (int, bool, error) {
+	if i < len(s.b) {
+		if c := s.b[i]; c == ',' {
+			return s.space(i + 1), true, nil
+		} else if c == closing {
+			return i + 1, false, nil
+		}
+	}
+	return 0, false, errSyntax
 }
 
 func (s *scanner) literal(i int, lit string) (int, error) {

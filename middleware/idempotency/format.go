@@ -539,24 +539,37 @@ func shortest(f float64) (digits string, decpt int, neg bool) {
 	return strings.Replace(mant, ".", "", 1), x + 1, neg
 }
 
+// shortEscape returns the two-character escape that both Python's
+// json.dumps and JavaScript's JSON.stringify write for r, or "" when r has
+// none.
+func shortEscape(r rune) string {
+	switch r {
+	case '"':
+		return `\"`
+	case '\\':
+		return `\\`
+	case '\n':
+		return `\n`
+	case '\r':
+		return `\r`
+	case '\t':
+		return `\t`
+	case '\b':
+		return `\b`
+	case '\f':
+		return `\f`
+	}
+	return ""
+}
+
 func appendPythonString(dst []byte, s []rune) []byte {
 	dst = append(dst, '"')
 	for _, r := range s {
+		if e := shortEscape(r); e != "" {
+			dst = append(dst, e...)
+			continue
+		}
 		switch {
-		case r == '"':
-			dst = append(dst, `\"`...)
-		case r == '\\':
-			dst = append(dst, `\\`...)
-		case r == '\n':
-			dst = append(dst, `\n`...)
-		case r == '\r':
-			dst = append(dst, `\r`...)
-		case r == '\t':
-			dst = append(dst, `\t`...)
-		case r == '\b':
-			dst = append(dst, `\b`...)
-		case r == '\f':
-			dst = append(dst, `\f`...)
 		case r >= ' ' && r <= '~':
 			dst = append(dst, byte(r))
 		case r > 0xffff:
@@ -730,21 +743,11 @@ func caseIgnorable(r rune) bool {
 func appendJSString(dst []byte, s []rune) []byte {
 	dst = append(dst, '"')
 	for _, r := range s {
+		if e := shortEscape(r); e != "" {
+			dst = append(dst, e...)
+			continue
+		}
 		switch {
-		case r == '"':
-			dst = append(dst, `\"`...)
-		case r == '\\':
-			dst = append(dst, `\\`...)
-		case r == '\n':
-			dst = append(dst, `\n`...)
-		case r == '\r':
-			dst = append(dst, `\r`...)
-		case r == '\t':
-			dst = append(dst, `\t`...)
-		case r == '\b':
-			dst = append(dst, `\b`...)
-		case r == '\f':
-			dst = append(dst, `\f`...)
 		case r < ' ' || utf16.IsSurrogate(r):
 			dst = appendU(dst, r)
 		default:
