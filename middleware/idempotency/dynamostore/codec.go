@@ -117,9 +117,10 @@ func numberAttr(v types.AttributeValue) (int64, error) {
 }
 
 // decodeData returns the stored result as JSON, read in the store's data
-// format (see [DataFormat]). A value the format cannot have written is an
-// error naming both formats: a record written in the other format is never
-// decoded as if it were in this one.
+// format (see [DataFormat]). A record marked with a format of the other
+// encoding, or a value the format cannot have written, is an error naming
+// both formats: a record written in the other format is never decoded as if
+// it were in this one.
 func (s *Store) decodeData(item map[string]types.AttributeValue) ([]byte, error) {
 	a := s.attrs
 	if b, ok := item[a.DataOmitted].(*types.AttributeValueMemberBOOL); ok && b.Value {
@@ -128,6 +129,19 @@ func (s *Store) decodeData(item map[string]types.AttributeValue) ([]byte, error)
 	v, ok := item[a.Data]
 	if !ok {
 		return nil, nil
+	}
+	if m, ok := item[a.DataFormat]; ok {
+		mark, isS := m.(*types.AttributeValueMemberS)
+		if !isS {
+			return nil, fmt.Errorf("attribute %s: want a string, have %s", a.DataFormat, attrType(m))
+		}
+		have, known := markedFormat(mark.Value)
+		if !known {
+			return nil, fmt.Errorf("attribute %s: unknown data format %q", a.DataFormat, mark.Value)
+		}
+		if have.native() != s.format.native() {
+			return nil, &FormatError{Have: have, Want: s.format, Detail: fmt.Sprintf("marked %s %q", a.DataFormat, mark.Value)}
+		}
 	}
 	enc := stringAttr(item[a.DataEncoding])
 	if s.format == DataPowertoolsTypeScript {
@@ -404,7 +418,7 @@ func (s *Store) completedSize(rec idempotency.Record) int {
 		len(a.Expiration) + numberSize +
 		len(a.LeaseExpiry) + numberSize +
 		len(a.Owner) + len(rec.Owner) +
-		len(a.Data) +
+		len(a.Data) + len(a.DataFormat) + maxMarkLen +
 		max(len(a.DataEncoding)+len(encodingGzip), len(a.DataOmitted)+1)
 	if rec.Validation != "" {
 		n += len(a.Validation) + len(rec.Validation)

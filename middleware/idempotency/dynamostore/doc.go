@@ -27,6 +27,7 @@
 //	lease_owner             S     the lease owner token (sqsonce only)
 //	data_encoding           S     "gzip" when data is compressed (sqsonce only)
 //	data_omitted            BOOL  the result was too large to store (sqsonce only)
+//	data_format             S     the data format of a stored result (sqsonce only)
 //
 // [WithAttributes] renames any of them.
 //
@@ -94,12 +95,21 @@
 // JSON text, as Powertools for Python writes it, never compressed) or
 // [DataPowertoolsTypeScript] (native DynamoDB types, as Powertools for
 // TypeScript's marshall writes them, never compressed). The format is
-// configured, never guessed from a value: the items carry no mark of their
-// format, so data the configured format cannot have written (a map read as
+// configured, never guessed from a value. Every result this store writes
+// is marked with its format in data_format ("json", "powertools-python" or
+// "powertools-typescript"; Powertools ignores the attribute), and a record
+// marked with a format of the other encoding is refused with a
+// [*FormatError] naming both formats, never decoded: native types against
+// the two JSON text formats, which read each other's records. So S "123"
+// written as the string "123" in native types is never read back as the
+// number 123, nor an object written as JSON text as a string. Records
+// without the mark (written by Powertools) are read as the configured
+// format says; there, data the format cannot have written (a map read as
 // JSON text, an S that is not JSON text, a compressed result read as
-// native) fails with a [*FormatError] naming both formats, while data that
-// both formats could have written (an S holding JSON text) is read as the
-// configured format says. Configure every writer of a key alike.
+// native) is also a [*FormatError], but data both could have written (an S
+// holding JSON text) cannot be told apart: a Powertools runtime writing in
+// the other runtime's format is not detected. Configure every writer of a
+// key alike.
 //
 // in_progress_expiration left on completed records is ignored. Records
 // Powertools wrote have no lease owner, and this store never writes one

@@ -388,7 +388,7 @@ func TestCompleteRequest(t *testing.T) {
 	if got := aws.ToString(in.ConditionExpression); got != "#st = :inprogress AND #own = :me" {
 		t.Errorf("condition = %q", got)
 	}
-	if got := aws.ToString(in.UpdateExpression); got != "SET #st = :completed, #exp = :exp, #data = :data REMOVE #enc, #omit" {
+	if got := aws.ToString(in.UpdateExpression); got != "SET #st = :completed, #exp = :exp, #data = :data, #fmt = :fmt REMOVE #enc, #omit" {
 		t.Errorf("update = %q", got)
 	}
 	if in.ExpressionAttributeNames["#own"] != "owner" || in.ExpressionAttributeNames["#data"] != "result" {
@@ -396,7 +396,7 @@ func TestCompleteRequest(t *testing.T) {
 	}
 	want := map[string]types.AttributeValue{
 		":completed": s("COMPLETED"), ":inprogress": s("INPROGRESS"), ":me": s("me"),
-		":exp": n(rec.ExpiresAt.Unix()), ":data": s(`{"a":1}`),
+		":exp": n(rec.ExpiresAt.Unix()), ":data": s(`{"a":1}`), ":fmt": s("json"),
 	}
 	if !reflect.DeepEqual(in.ExpressionAttributeValues, want) {
 		t.Errorf("values = %s, want %s", show(in.ExpressionAttributeValues), show(want))

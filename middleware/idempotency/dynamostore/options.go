@@ -28,8 +28,14 @@ const (
 	sizeMargin = 8 << 10
 )
 
+// AttrDataFormat is the default name of the attribute that marks the data
+// format of a stored result (S: "json", "powertools-python" or
+// "powertools-typescript"). Only this store writes it; Powertools ignores it.
+const AttrDataFormat = "data_format"
+
 // Attributes names the attributes of a stored record. An empty field takes
-// its default, the [idempotency] Attr constant of the same meaning.
+// its default, the [idempotency] Attr constant of the same meaning
+// ([AttrDataFormat] for DataFormat).
 type Attributes struct {
 	ID           string // default [idempotency.AttrID]; the table's partition key (S)
 	Status       string // default [idempotency.AttrStatus]
@@ -40,6 +46,7 @@ type Attributes struct {
 	Owner        string // default [idempotency.AttrOwner]
 	DataEncoding string // default [idempotency.AttrDataEncoding]
 	DataOmitted  string // default [idempotency.AttrDataOmitted]
+	DataFormat   string // default [AttrDataFormat]
 }
 
 func (a *Attributes) fill() error {
@@ -57,9 +64,10 @@ func (a *Attributes) fill() error {
 	def(&a.Owner, idempotency.AttrOwner)
 	def(&a.DataEncoding, idempotency.AttrDataEncoding)
 	def(&a.DataOmitted, idempotency.AttrDataOmitted)
+	def(&a.DataFormat, AttrDataFormat)
 	seen := map[string]bool{}
 	var errs []error
-	for _, n := range []string{a.ID, a.Status, a.Expiration, a.LeaseExpiry, a.Data, a.Validation, a.Owner, a.DataEncoding, a.DataOmitted} {
+	for _, n := range []string{a.ID, a.Status, a.Expiration, a.LeaseExpiry, a.Data, a.Validation, a.Owner, a.DataEncoding, a.DataOmitted, a.DataFormat} {
 		if seen[n] {
 			errs = append(errs, fmt.Errorf("dynamostore: attribute name %q is used twice", n))
 		}
@@ -136,9 +144,13 @@ func (o *options) validate() error {
 	return errors.Join(errs...)
 }
 
-// DataFormat is how the data attribute holds a result. The item carries no
-// mark of its format, so the store reads every record in the one format it
-// is configured with; set the format of the table's other writer.
+// DataFormat is how the data attribute holds a result. The store writes and
+// reads in the one format it is configured with; set the format of the
+// table's other writer. Every result the store writes is marked with its
+// format (the DataFormat attribute, default [AttrDataFormat]), and a marked
+// record in a format of another encoding is refused, never decoded. A
+// record without the mark (written by Powertools) is read in the configured
+// format.
 type DataFormat int
 
 const (
@@ -175,6 +187,37 @@ func (f DataFormat) String() string {
 	return fmt.Sprintf("DataFormat(%d)", int(f))
 }
 
+// mark is the value of the data format attribute of a result stored in f.
+func (f DataFormat) mark() string {
+	switch f {
+	case DataJSON:
+		return "json"
+	case DataPowertoolsPython:
+		return "powertools-python"
+	case DataPowertoolsTypeScript:
+		return "powertools-typescript"
+	}
+	return ""
+}
+
+// maxMarkLen is the length of the longest mark.
+const maxMarkLen = len("powertools-typescript")
+
+// markedFormat is the format a mark names.
+func markedFormat(mark string) (DataFormat, bool) {
+	for _, f := range []DataFormat{DataJSON, DataPowertoolsPython, DataPowertoolsTypeScript} {
+		if f.mark() == mark {
+			return f, true
+		}
+	}
+	return 0, false
+}
+
+// native reports whether f stores results in DynamoDB's native types. The
+// other formats share one encoding, S holding JSON text, and read each
+// other's results.
+func (f DataFormat) native() bool { return f == DataPowertoolsTypeScript }
+
 // WithDataFormat sets how results are written and read. Default [DataJSON].
 // A record whose data the format cannot have written is not decoded: its
 // read fails with a [*FormatError], so the delivery fails and is retried
@@ -184,9 +227,10 @@ func WithDataFormat(f DataFormat) Option {
 }
 
 // FormatError reports a record whose data is not in the store's data
-// format. Have names the format the data appears to be in.
+// format. Have names the format the record is marked with, or, for a record
+// without the mark, the format the data appears to be in.
 type FormatError struct {
-	Have, Want DataFormat // the format the data appears to be in; the store's format
+	Have, Want DataFormat // the record's format (as above); the store's format
 	Detail     string     // what was found, such as "a value of type M"
 }
 

@@ -232,7 +232,7 @@ func (s *Store) completion(rec idempotency.Record, p placement, retry bool) *typ
 		ConditionExpression: aws.String(fenceCondition),
 		ExpressionAttributeNames: map[string]string{
 			"#st": a.Status, "#exp": a.Expiration, "#own": a.Owner,
-			"#data": a.Data, "#enc": a.DataEncoding, "#omit": a.DataOmitted,
+			"#data": a.Data, "#enc": a.DataEncoding, "#omit": a.DataOmitted, "#fmt": a.DataFormat,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":completed":  attrS(string(idempotency.StatusCompleted)),
@@ -249,16 +249,16 @@ func (s *Store) completion(rec idempotency.Record, p placement, retry bool) *typ
 	set := "SET #st = :completed, #exp = :exp"
 	switch {
 	case p.omitted:
-		u.UpdateExpression = aws.String(set + ", #omit = :omit REMOVE #data, #enc")
+		u.UpdateExpression = aws.String(set + ", #omit = :omit REMOVE #data, #enc, #fmt")
 		values[":omit"] = &types.AttributeValueMemberBOOL{Value: true}
 	case p.value == nil:
-		u.UpdateExpression = aws.String(set + " REMOVE #data, #enc, #omit")
+		u.UpdateExpression = aws.String(set + " REMOVE #data, #enc, #omit, #fmt")
 	case p.encoding != "":
-		u.UpdateExpression = aws.String(set + ", #data = :data, #enc = :enc REMOVE #omit")
-		values[":data"], values[":enc"] = p.value, attrS(p.encoding)
+		u.UpdateExpression = aws.String(set + ", #data = :data, #enc = :enc, #fmt = :fmt REMOVE #omit")
+		values[":data"], values[":enc"], values[":fmt"] = p.value, attrS(p.encoding), attrS(s.format.mark())
 	default:
-		u.UpdateExpression = aws.String(set + ", #data = :data REMOVE #enc, #omit")
-		values[":data"] = p.value
+		u.UpdateExpression = aws.String(set + ", #data = :data, #fmt = :fmt REMOVE #enc, #omit")
+		values[":data"], values[":fmt"] = p.value, attrS(s.format.mark())
 	}
 	return u
 }

@@ -31,7 +31,7 @@ import (
 func TestConformanceCustomAttributes(t *testing.T) {
 	e := newEnv(t, dynamostore.WithAttributes(dynamostore.Attributes{
 		Status: "st", Expiration: "ttl", LeaseExpiry: "lease_ms", Data: "result",
-		Validation: "payload", Owner: "who", DataEncoding: "enc", DataOmitted: "omitted",
+		Validation: "payload", Owner: "who", DataEncoding: "enc", DataOmitted: "omitted", DataFormat: "format",
 	}))
 	storetest.Run(t, func(t *testing.T) idempotency.Store { return e.store })
 }
