@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -264,5 +266,38 @@ func BenchmarkKeyID(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestRawMaterialDomain: raw material given to Do that spells the canonical
+// form a selector's key is hashed as never gets that key's record: a
+// producer whose key reaches Do as raw bytes cannot forge another request's
+// selector key (nor the reverse), so the two requests each run once.
+func TestRawMaterialDomain(t *testing.T) {
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := map[string]string{"document_id": "D1", "version": "9"}
+	selected, err := idempotency.KeyOf("work", work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := []byte(`{"selector":"work","value":{"document_id":"D1","version":"9"}}`) // RFC 8785 of the selector's key
+	selectedID, err := g.KeyID(selected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rawID := g.ID(forged); rawID == selectedID {
+		t.Fatalf("raw material %s has the record id %s of KeyOf(\"work\", …)", forged, rawID)
+	}
+	runs := 0
+	op := func(context.Context) (int, error) { runs++; return runs, nil }
+	first, err1 := idempotency.Do(t.Context(), g, forged, op)
+	wrapped := idempotency.Wrap(g, func(events.SQSMessage) (idempotency.Key, error) { return selected, nil },
+		func(ctx context.Context, _ events.SQSMessage) (int, error) { return op(ctx) })
+	second, err2 := wrapped(t.Context(), events.SQSMessage{MessageId: "m"})
+	if err1 != nil || err2 != nil || runs != 2 || first == second {
+		t.Errorf("raw material then its selector key: results %d, %d (%v, %v), %d runs; want two runs with their own results", first, second, err1, err2, runs)
 	}
 }

@@ -31,8 +31,11 @@ const (
 	// canonical JSON (RFC 8785) of {"selector": …, "value": …}, hashed with
 	// SHA-256 and written in hex. Field order, whitespace and number
 	// spelling (0.7, 0.70, 7e-1) do not change it, and values taken by
-	// different selectors never share a digest (see [Key]). Numbers that a
-	// double cannot hold exactly are refused (see the package doc).
+	// different selectors never share a digest (see [Key]). Raw material
+	// given to [Do] (a Key without a selector) is hashed as given, behind
+	// a prefix of its own, so it never shares a digest with a selector's
+	// key either. Numbers that a double cannot hold exactly are refused
+	// (see the package doc).
 	FormatNative Format = iota
 
 	// FormatPowertoolsPython is Powertools for AWS Lambda (Python)'s recipe:
@@ -86,7 +89,8 @@ type Key struct {
 	// field, and a subset of fields) never give one record id to two
 	// different requests. Each selector of this package documents its
 	// spelling; a KeyFunc of your own should use a name of its own. Empty
-	// for the raw material given to [Do], which is hashed as given.
+	// for the raw material given to [Do], which the native format hashes
+	// as given, in a domain of its own.
 	Selector string
 
 	// Value is the JSON value selected, as the message spells it. The
@@ -103,18 +107,30 @@ func (f Format) Hash(k Key) (string, error) {
 	return string(b), err
 }
 
+// rawDomain prefixes raw key material (a Key without a selector) in the
+// native format. The material of a key with a selector is canonical JSON,
+// which begins with '{'.
+const rawDomain = "raw\x00"
+
 func (f Format) appendHash(dst []byte, k Key) ([]byte, error) {
 	switch f {
 	case FormatNative:
-		material := []byte(k.Value)
-		if k.Selector != "" {
-			var err error
-			if material, err = nativeMaterial(k); err != nil {
+		h := sha256.New()
+		if k.Selector == "" {
+			// Raw material (given to Do) is hashed in a domain of its own:
+			// behind rawDomain, which no canonical JSON of a selector's key
+			// begins with, so raw material spelling another request's
+			// {"selector":…,"value":…} never gets that request's id.
+			h.Write([]byte(rawDomain))
+			h.Write(k.Value)
+		} else {
+			material, err := nativeMaterial(k)
+			if err != nil {
 				return nil, err
 			}
+			h.Write(material)
 		}
-		s := sha256.Sum256(material)
-		return hex.AppendEncode(dst, s[:]), nil
+		return hex.AppendEncode(dst, h.Sum(nil)), nil
 	case FormatPowertoolsPython:
 		v, err := parseValue(k.Value)
 		if err != nil {

@@ -51,7 +51,8 @@ func New(cfg Config) (*Guard, error) {
 
 // ID returns the record id of key material given to [Do]:
 // "{Namespace}#{digest}", the digest in the configured [Format]. The native
-// format hashes the material as given; the Powertools formats spell the
+// format hashes the material as given, behind a prefix that keeps it apart
+// from every selector's key; the Powertools formats spell the
 // JSON value it holds, and material that is not JSON has no id: ID returns
 // "" (and Do fails with a [*KeyError]).
 func (g *Guard) ID(material []byte) string {
