@@ -47,9 +47,12 @@ type Config struct {
 	// ExpiresAfter below it. Zero disables the check.
 	MinExpiry time.Duration
 
-	// Lease is how long a claim is held when the context has no deadline.
-	// With a deadline (as inside Lambda) the lease ends at the deadline.
-	// Default [DefaultLease].
+	// Lease is how long a claim is held when the context has no deadline;
+	// the operation's context then gets a deadline Lease away, so that an
+	// operation that honours its context stops before its claim can be
+	// taken over (one that ignores it and runs longer can run twice). With
+	// a deadline (as inside Lambda) the lease ends at the deadline plus
+	// SkewMargin. Default [DefaultLease].
 	Lease time.Duration
 
 	// SkewMargin is added to the end of every lease: a claim stays live

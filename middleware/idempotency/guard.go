@@ -406,7 +406,9 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 	}
 
 	att := &attachments{id: id, store: g.cfg.Store}
-	val, err := callOp(context.WithValue(ctx, attachKey{}, att), op)
+	octx, cancel := opContext(ctx, g.cfg.Lease)
+	val, err := callOp(context.WithValue(octx, attachKey{}, att), op)
+	cancel()
 	attached := att.close()
 	ran = true
 	if err != nil {
@@ -574,6 +576,18 @@ func (g *Guard) release(ctx context.Context, id, owner string) error {
 		return storeError("release", id, err)
 	}
 	return nil
+}
+
+// opContext is the context an operation runs with: ctx, bounded by the
+// lease when ctx has no deadline of its own, so that an operation that
+// honours its context stops before its claim can be taken over (with a
+// deadline, as inside Lambda, the lease already ends after it). Call
+// cancel when the operation has returned.
+func opContext(ctx context.Context, lease time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, lease)
 }
 
 // callOp runs op, turning a panic into a *PanicError.

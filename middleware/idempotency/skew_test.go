@@ -44,3 +44,40 @@ func TestSkewMarginCustom(t *testing.T) {
 		t.Errorf("lease end %v, want the deadline plus 30s (%v)", got, deadline.Add(30*time.Second))
 	}
 }
+
+// TestOperationBoundedByLease: without a deadline of its own, the operation
+// runs under a context that ends when the lease does, so a live worker
+// stops before its claim can be taken over.
+func TestOperationBoundedByLease(t *testing.T) {
+	const lease = 2 * time.Second
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "lease", Lease: lease,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var deadline time.Time
+	var hasDeadline bool
+	_, err = idempotency.Do(context.Background(), g, []byte(`"k"`), func(ctx context.Context) (int, error) {
+		deadline, hasDeadline = ctx.Deadline()
+		return 1, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasDeadline || deadline.Before(start.Add(lease)) || deadline.After(time.Now().Add(lease)) {
+		t.Errorf("operation's deadline %v (set: %v), want about %v after its start", deadline, hasDeadline, lease)
+	}
+
+	// With a deadline of its own, the context is the caller's.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	want, _ := ctx.Deadline()
+	_, err = idempotency.Do(ctx, g, []byte(`"k2"`), func(ctx context.Context) (int, error) {
+		deadline, hasDeadline = ctx.Deadline()
+		return 1, nil
+	})
+	if err != nil || !hasDeadline || !deadline.Equal(want) {
+		t.Errorf("with the caller's deadline %v: operation's %v (%v), err %v", want, deadline, hasDeadline, err)
+	}
+}
