@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -89,6 +90,9 @@ func WrapJSON[Req, T any](g *Guard, body JSONBody[Req], fn func(context.Context,
 			return zero, &reported{err}
 		}
 		req, err := decodeBody[Req]([]byte(m.Body), body.DisallowUnknownFields)
+		if err == nil {
+			err = lossless([]byte(m.Body))
+		}
 		if err != nil {
 			return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err})
 		}
@@ -148,6 +152,51 @@ func decodeBody[Req any](b []byte, strict bool) (Req, error) {
 		return r, errors.New("data after the JSON value")
 	}
 	return r, nil
+}
+
+// lossless reports an error for a body that encoding/json decodes with a
+// loss: invalid UTF-8, or an unpaired surrogate escape (\ud800), both of
+// which it replaces with U+FFFD. Two such bodies would decode to one value
+// and so to one key: they are refused instead, as key functions refuse
+// them.
+func lossless(b []byte) error {
+	if !utf8.Valid(b) {
+		return errors.New("not valid UTF-8")
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character
+		if i >= len(b) || b[i] != 'u' {
+			continue
+		}
+		r := hexRune(b[i+1:])
+		switch {
+		case r >= 0xd800 && r < 0xdc00: // high surrogate: a low one must follow
+			if lo := hexRune(b[min(i+7, len(b)):]); i+6 >= len(b) || b[i+5] != '\\' || b[i+6] != 'u' || lo < 0xdc00 || lo >= 0xe000 {
+				return errors.New("a string holds an unpaired surrogate escape")
+			}
+			i += 10
+		case r >= 0xdc00 && r < 0xe000:
+			return errors.New("a string holds an unpaired surrogate escape")
+		default:
+			i += 4
+		}
+	}
+	return nil
+}
+
+// hexRune is the value of the four hex digits at the start of b, or -1.
+func hexRune(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	v, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	if err != nil {
+		return -1
+	}
+	return rune(v)
 }
 
 // BodyError reports a message body that [WrapJSON] could not take as its

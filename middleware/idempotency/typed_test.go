@@ -128,6 +128,11 @@ func TestWrapJSONBadBodies(t *testing.T) {
 		{"trailing data", false, `{"id":"o-1","amount":1} {}`, "not valid JSON (at byte 25)", false},
 		{"trailing data, strict", true, `{"id":"o-1","amount":1} {}`, "data after the JSON value", false},
 		{"unknown field, strict", true, `{"id":"o-1","amount":1,"coupon":"x"}`, `unknown field "coupon"`, false},
+		{"lone high surrogate", false, `{"id":"o-\ud800","amount":1}`, "unpaired surrogate escape", false},
+		{"lone low surrogate", false, `{"id":"o-\udc00","amount":1}`, "unpaired surrogate escape", false},
+		{"high surrogate, then another escape", false, `{"id":"o-\ud800\n","amount":1}`, "unpaired surrogate escape", false},
+		{"high surrogate at the end of a string", false, `{"amount":1,"id":"o-\udbff"}`, "unpaired surrogate escape", false},
+		{"invalid UTF-8", false, "{\"id\":\"o-\xff\",\"amount\":1}", "not valid UTF-8", false},
 		{"refused by Check", false, `{"id":"o-1","amount":0}`, "amount must be positive", false},
 		{"no key", false, `{"amount":1}`, "no idempotency key", true},
 		{"null", false, `null`, "no idempotency key", true},
@@ -298,5 +303,25 @@ func TestWrapJSONRefusesNilConfiguration(t *testing.T) {
 			}()
 			wrap()
 		})
+	}
+}
+
+// TestWrapJSONLossyStrings: bodies that encoding/json would decode with a
+// loss (U+FFFD for a lone surrogate) are refused above; these decode
+// exactly and run, each under its own key.
+func TestWrapJSONLossyStrings(t *testing.T) {
+	f := newTypedFixture(t, idempotency.JSONBody[order]{Key: orderKey}, nil)
+	for i, body := range []string{
+		`{"id":"o-\ud83d\ude00","amount":1}`, // a surrogate pair: one emoji
+		`{"id":"o-\\ud800","amount":1}`,      // an escaped backslash, then the text ud800
+		`{"id":"o-\u00e9","amount":1}`,
+	} {
+		m := events.SQSMessage{MessageId: fmt.Sprintf("m-%d", i), Body: body}
+		if _, err := f.h(context.Background(), m); err != nil {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+	if len(f.got) != 3 {
+		t.Errorf("operation ran %d times, want 3 (three keys)", len(f.got))
 	}
 }
