@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -163,40 +164,28 @@ func lossless(b []byte) error {
 	if !utf8.Valid(b) {
 		return errors.New("not valid UTF-8")
 	}
+	// b decoded as JSON: every \u escape has its four hex digits.
 	for i := 0; i < len(b); i++ {
 		if b[i] != '\\' {
 			continue
 		}
-		i++ // the escaped character
-		if i >= len(b) || b[i] != 'u' {
+		if i++; b[i] != 'u' {
+			continue // the escaped character
+		}
+		r := hex4(b[i+1 : i+5])
+		i += 4
+		if !utf16.IsSurrogate(r) {
 			continue
 		}
-		r := hexRune(b[i+1:])
-		switch {
-		case r >= 0xd800 && r < 0xdc00: // high surrogate: a low one must follow
-			if lo := hexRune(b[min(i+7, len(b)):]); i+6 >= len(b) || b[i+5] != '\\' || b[i+6] != 'u' || lo < 0xdc00 || lo >= 0xe000 {
-				return errors.New("a string holds an unpaired surrogate escape")
-			}
-			i += 10
-		case r >= 0xdc00 && r < 0xe000:
+		if r >= 0xdc00 || i+6 >= len(b) || b[i+1] != '\\' || b[i+2] != 'u' {
 			return errors.New("a string holds an unpaired surrogate escape")
-		default:
-			i += 4
 		}
+		if lo := hex4(b[i+3 : i+7]); lo < 0xdc00 || lo >= 0xe000 {
+			return errors.New("a string holds an unpaired surrogate escape")
+		}
+		i += 6
 	}
 	return nil
-}
-
-// hexRune is the value of the four hex digits at the start of b, or -1.
-func hexRune(b []byte) rune {
-	if len(b) < 4 {
-		return -1
-	}
-	v, err := strconv.ParseUint(string(b[:4]), 16, 16)
-	if err != nil {
-		return -1
-	}
-	return rune(v)
 }
 
 // BodyError reports a message body that [WrapJSON] could not take as its
