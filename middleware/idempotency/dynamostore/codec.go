@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsonce/sqsonce/internal/inflate"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
@@ -392,16 +393,9 @@ func gzipBytes(p []byte) []byte {
 }
 
 func gunzip(z []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(z))
+	out, err := inflate.Gunzip(z, maxInflated)
 	if err != nil {
 		return nil, fmt.Errorf("gzip result: %w", err)
-	}
-	out, err := io.ReadAll(io.LimitReader(zr, maxInflated+1))
-	if err != nil {
-		return nil, fmt.Errorf("gzip result: %w", err)
-	}
-	if len(out) > maxInflated {
-		return nil, fmt.Errorf("gzip result inflates beyond %d bytes", maxInflated)
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package jmespath
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/jmespath-community/go-jmespath/pkg/api"
 	"github.com/jmespath-community/go-jmespath/pkg/functions"
+	"github.com/sqsonce/sqsonce/internal/inflate"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
@@ -153,16 +153,9 @@ func powertools(numbers bool) []functions.FunctionEntry {
 			if err != nil {
 				return nil, fmt.Errorf("powertools_base64_gzip: %w", err)
 			}
-			r, err := gzip.NewReader(bytes.NewReader(b))
+			out, err := inflate.Gunzip(b, maxDecoded)
 			if err != nil {
 				return nil, fmt.Errorf("powertools_base64_gzip: %w", err)
-			}
-			out, err := io.ReadAll(io.LimitReader(r, maxDecoded+1))
-			if err != nil {
-				return nil, fmt.Errorf("powertools_base64_gzip: %w", err)
-			}
-			if len(out) > maxDecoded {
-				return nil, fmt.Errorf("powertools_base64_gzip: more than %d bytes once inflated", maxDecoded)
 			}
 			return string(out), nil
 		}},
