@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sqsonce/sqsonce/internal/pgserver"
-	"github.com/sqsonce/sqsonce/internal/redisserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/pgserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/redisserver"
 )
 
 var (

@@ -30,8 +30,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/sqsonce/sqsonce/handler"
-	"github.com/sqsonce/sqsonce/internal/motoserver"
-	"github.com/sqsonce/sqsonce/internal/poll"
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/poll"
 )
 
 var moto = motoserver.New()

@@ -224,9 +224,9 @@ console.log(out.join('\n'));
 // TestPowertoolsTypeScriptDifferential compares FormatPowertoolsTypeScript
 // with Powertools TypeScript's own getHashedIdempotencyKey and
 // getHashedPayload (the pinned package, installed by npm ci in
-// internal/ptinterop/testdata).
+// internal/testenv/powertools/testdata).
 func TestPowertoolsTypeScriptDifferential(t *testing.T) {
-	dir, _ := filepath.Abs(filepath.Join("..", "..", "internal", "ptinterop", "testdata"))
+	dir, _ := filepath.Abs(filepath.Join("..", "..", "internal", "testenv", "powertools", "testdata"))
 	if d := os.Getenv("SQSONCE_POWERTOOLS_NODE_DIR"); d != "" {
 		dir = d
 	}

@@ -549,7 +549,7 @@ func TestRecordIDsGoldenPeers(t *testing.T) {
 		})
 	})
 	t.Run("typescript", func(t *testing.T) {
-		dir, _ := filepath.Abs(filepath.Join("..", "..", "internal", "ptinterop", "testdata"))
+		dir, _ := filepath.Abs(filepath.Join("..", "..", "internal", "testenv", "powertools", "testdata"))
 		if d := os.Getenv("SQSONCE_POWERTOOLS_NODE_DIR"); d != "" {
 			dir = d
 		}
