@@ -111,7 +111,7 @@ func (r *goldenRun) guard(mod func(*idempotency.Config)) *idempotency.Guard {
 	cfg := r.cfg
 	cfg.Store = r.store
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	cfg.OnOutcome = func(_ context.Context, ev idempotency.Event) { r.lastID = ev.Key }
+	cfg.OnOutcome = func(_ context.Context, ev idempotency.Event) { r.lastID = ev.ID }
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -127,7 +127,11 @@ func op(context.Context, events.SQSMessage) (string, error) { return "done", nil
 // wrap runs the message through Wrap with key (and a payload KeyFunc, if
 // not nil).
 func (r *goldenRun) wrap(key, payload idempotency.KeyFunc) error {
-	g := r.guard(func(c *idempotency.Config) { c.Validate = payload })
+	g := r.guard(nil)
+	if payload != nil {
+		_, err := idempotency.WrapPayload(g, key, payload, op)(context.Background(), r.m)
+		return err
+	}
 	_, err := idempotency.Wrap(g, key, op)(context.Background(), r.m)
 	return err
 }
@@ -168,18 +172,18 @@ var goldenSources = []goldenSource{
 	{name: "field idempotency_key", selector: `body ["idempotency_key"]`, selection: same,
 		run: func(r *goldenRun) error { return r.wrap(idempotency.BodyField("idempotency_key"), nil) }},
 	{name: "path document.id", selector: `body ["document","id"]`, selection: same,
-		run: func(r *goldenRun) error { return r.wrap(idempotency.BodyPath("document", "id"), nil) }},
+		run: func(r *goldenRun) error { return r.wrap(idempotency.BodyField("document", "id"), nil) }},
 	{name: "subset document_id,version", selector: "body fields", selection: subset,
-		run: func(r *goldenRun) error { return r.wrap(idempotency.BodyFields("version", "document_id"), nil) }},
+		run: func(r *goldenRun) error { return r.wrap(idempotency.BodySubset("version", "document_id"), nil) }},
 	{name: "subset document_id", selector: "body fields", selection: func(v string) string { return `{"document_id":` + v + `}` },
-		run: func(r *goldenRun) error { return r.wrap(idempotency.BodyFields("document_id"), nil) }},
+		run: func(r *goldenRun) error { return r.wrap(idempotency.BodySubset("document_id"), nil) }},
 	{name: "first of field absent_key, subset document_id,version", selector: "body fields", selection: subset,
 		run: func(r *goldenRun) error {
-			return r.wrap(idempotency.FirstOf(idempotency.BodyField("absent_key"), idempotency.BodyFields("document_id", "version")), nil)
+			return r.wrap(idempotency.FirstOf(idempotency.BodyField("absent_key"), idempotency.BodySubset("document_id", "version")), nil)
 		}},
 	{name: "first of field idempotency_key, subset document_id,version", selector: `body ["idempotency_key"]`, selection: same,
 		run: func(r *goldenRun) error {
-			return r.wrap(idempotency.FirstOf(idempotency.BodyField("idempotency_key"), idempotency.BodyFields("document_id", "version")), nil)
+			return r.wrap(idempotency.FirstOf(idempotency.BodyField("idempotency_key"), idempotency.BodySubset("document_id", "version")), nil)
 		}},
 	{name: "KeyOf order, raw JSON", selector: "order", selection: same,
 		run: func(r *goldenRun) error {
@@ -198,7 +202,7 @@ var goldenSources = []goldenSource{
 		}},
 	{name: "WrapJSON BodyKey idempotency_key, json.RawMessage", selector: `body ["idempotency_key"]`, selection: same,
 		run: func(r *goldenRun) error {
-			body := idempotency.JSONBody[rawReq]{Key: func(q rawReq) (idempotency.Key, error) {
+			body := idempotency.JSONBody[rawReq]{KeyFunc: func(q rawReq) (idempotency.Key, error) {
 				return idempotency.BodyKey(q.Key, "idempotency_key")
 			}}
 			_, err := idempotency.WrapJSON(r.guard(nil), body, typedOp[rawReq])(context.Background(), r.m)
@@ -206,7 +210,7 @@ var goldenSources = []goldenSource{
 		}},
 	{name: "WrapJSON BodyKey idempotency_key, string", selector: `body ["idempotency_key"]`, selection: same, takes: valueIs("str"),
 		run: func(r *goldenRun) error {
-			body := idempotency.JSONBody[stringReq]{Key: func(q stringReq) (idempotency.Key, error) {
+			body := idempotency.JSONBody[stringReq]{KeyFunc: func(q stringReq) (idempotency.Key, error) {
 				return idempotency.BodyKey(q.Key, "idempotency_key")
 			}}
 			_, err := idempotency.WrapJSON(r.guard(nil), body, typedOp[stringReq])(context.Background(), r.m)
@@ -214,7 +218,7 @@ var goldenSources = []goldenSource{
 		}},
 	{name: "WrapJSON BodyKey document.id, json.RawMessage", selector: `body ["document","id"]`, selection: same,
 		run: func(r *goldenRun) error {
-			body := idempotency.JSONBody[rawReq]{Key: func(q rawReq) (idempotency.Key, error) {
+			body := idempotency.JSONBody[rawReq]{KeyFunc: func(q rawReq) (idempotency.Key, error) {
 				return idempotency.BodyKey(q.Document.ID, "document", "id")
 			}}
 			_, err := idempotency.WrapJSON(r.guard(nil), body, typedOp[rawReq])(context.Background(), r.m)
@@ -222,17 +226,17 @@ var goldenSources = []goldenSource{
 		}},
 	{name: "jmespath powertools_json(body).idempotency_key", selector: "jmespath powertools_json(body).idempotency_key", selection: same,
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustKey(`powertools_json(body).idempotency_key`), nil)
+			return r.wrap(jmespath.MustCompile(`powertools_json(body).idempotency_key`).Select, nil)
 		}},
 	{name: "jmespath powertools_json(body).[document_id, version]", selector: "jmespath powertools_json(body).[document_id, version]",
 		selection: func(v string) string { return "[" + v + ",9]" },
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustKey(`powertools_json(body).[document_id, version]`), nil)
+			return r.wrap(jmespath.MustCompile(`powertools_json(body).[document_id, version]`).Select, nil)
 		}},
 	{name: "jmespath filter powertools_json(body).items[?qty > `0`].sku", selector: "jmespath powertools_json(body).items[?qty > `0`].sku",
 		selection: func(v string) string { return "[" + v + "]" }, takes: valueIs("str", "int", "bool", "obj"),
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustKey("powertools_json(body).items[?qty > `0`].sku"), nil)
+			return r.wrap(jmespath.MustCompile("powertools_json(body).items[?qty > `0`].sku").Select, nil)
 		}},
 	{name: "jmespath functions join('/', [powertools_json(body).document.id, to_string(powertools_json(body).version)])",
 		selector: "jmespath join('/', [powertools_json(body).document.id, to_string(powertools_json(body).version)])",
@@ -246,7 +250,7 @@ var goldenSources = []goldenSource{
 			return string(b)
 		},
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustKey(`join('/', [powertools_json(body).document.id, to_string(powertools_json(body).version)])`), nil)
+			return r.wrap(jmespath.MustCompile(`join('/', [powertools_json(body).document.id, to_string(powertools_json(body).version)])`).Select, nil)
 		}},
 	{name: "jmespath powertools_json(powertools_base64(body)).idempotency_key", selector: "jmespath powertools_json(powertools_base64(body)).idempotency_key",
 		selection: same,
@@ -254,7 +258,7 @@ var goldenSources = []goldenSource{
 			return events.SQSMessage{MessageId: "m-1", Body: base64.StdEncoding.EncodeToString([]byte(goldenBody(v)))}
 		},
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustKey(`powertools_json(powertools_base64(body)).idempotency_key`), nil)
+			return r.wrap(jmespath.MustCompile(`powertools_json(powertools_base64(body)).idempotency_key`).Select, nil)
 		}},
 	{name: "jmespath powertools_json(powertools_base64_gzip(body)).document.id", selector: "jmespath powertools_json(powertools_base64_gzip(body)).document.id",
 		selection: same,
@@ -266,7 +270,7 @@ var goldenSources = []goldenSource{
 			return events.SQSMessage{MessageId: "m-1", Body: base64.StdEncoding.EncodeToString(b.Bytes())}
 		},
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustKey(`powertools_json(powertools_base64_gzip(body)).document.id`), nil)
+			return r.wrap(jmespath.MustCompile(`powertools_json(powertools_base64_gzip(body)).document.id`).Select, nil)
 		}},
 	{name: "jmespath messageAttributes.key.stringValue", selector: "jmespath messageAttributes.key.stringValue",
 		selection: func(v string) string { b, _ := json.Marshal(v); return string(b) },
@@ -275,18 +279,18 @@ var goldenSources = []goldenSource{
 				MessageAttributes: map[string]events.SQSMessageAttribute{"key": {DataType: "String", StringValue: &v}}}
 		},
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustKey(`messageAttributes.key.stringValue`), nil)
+			return r.wrap(jmespath.MustCompile(`messageAttributes.key.stringValue`).Select, nil)
 		}},
 	{name: "raw material through Do", selection: same, takes: func(goldenValue) bool { return true },
 		run: func(r *goldenRun) error {
-			_, err := idempotency.Do(context.Background(), r.guard(nil), []byte(r.v), func(context.Context) (int, error) { return 1, nil })
+			_, err := idempotency.Do(context.Background(), r.guard(nil), idempotency.RawKey([]byte(r.v)), func(context.Context) (int, error) { return 1, nil })
 			return err
 		}},
 
 	// Validation hashes.
 	{name: "payload subset document_id,version (Wrap)", validation: true, selector: "body fields", selection: subset,
 		run: func(r *goldenRun) error {
-			if err := r.wrap(idempotency.BodyField("sent_at"), idempotency.BodyFields("document_id", "version")); err != nil {
+			if err := r.wrap(idempotency.BodyField("sent_at"), idempotency.BodySubset("document_id", "version")); err != nil {
 				return err
 			}
 			return nil
@@ -294,13 +298,13 @@ var goldenSources = []goldenSource{
 	{name: "payload jmespath powertools_json(body).[document_id, version] (Wrap)", validation: true,
 		selector: "jmespath powertools_json(body).[document_id, version]", selection: func(v string) string { return "[" + v + ",9]" },
 		run: func(r *goldenRun) error {
-			return r.wrap(idempotency.BodyField("sent_at"), jmespath.MustKey(`powertools_json(body).[document_id, version]`))
+			return r.wrap(idempotency.BodyField("sent_at"), jmespath.MustCompile(`powertools_json(body).[document_id, version]`).Select)
 		}},
 	{name: "payload KeyOf payload (WrapJSON)", validation: true, selector: "payload", selection: subset,
 		run: func(r *goldenRun) error {
 			body := idempotency.JSONBody[rawReq]{
-				Key: func(rawReq) (idempotency.Key, error) { return idempotency.KeyOf("pinned", "k") },
-				Validate: func(q rawReq) (idempotency.Key, error) {
+				KeyFunc: func(rawReq) (idempotency.Key, error) { return idempotency.KeyOf("pinned", "k") },
+				PayloadFunc: func(q rawReq) (idempotency.Key, error) {
 					return idempotency.KeyOf("payload", struct {
 						DocumentID json.RawMessage `json:"document_id"`
 						Version    int             `json:"version"`
@@ -311,7 +315,7 @@ var goldenSources = []goldenSource{
 		}},
 	{name: "payload raw material (Do)", validation: true, selection: same, takes: func(goldenValue) bool { return true },
 		run: func(r *goldenRun) error {
-			_, err := idempotency.DoPayload(context.Background(), r.guard(nil), []byte(`"payload-key"`), []byte(r.v),
+			_, err := idempotency.DoPayload(context.Background(), r.guard(nil), idempotency.RawKey([]byte(`"payload-key"`)), idempotency.RawKey([]byte(r.v)),
 				func(context.Context) (int, error) { return 1, nil })
 			return err
 		}},

@@ -95,7 +95,7 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 		if err != nil {
 			return nil, err
 		}
-		id, err := g.KeyID(key)
+		id, err := g.ID(key)
 		if err != nil {
 			return nil, err
 		}

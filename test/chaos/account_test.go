@@ -21,7 +21,7 @@ func idOf(t *testing.T, key string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := g.KeyID(k)
+	id, err := g.ID(k)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,12 +64,19 @@ func newTable(t *testing.T) table {
 }
 
 // guardOptions adjust the sqsonce side's configuration.
-type guardOption func(*idempotency.Config)
+type guardOption func(*guardConfig)
 
-func withValidation(c *idempotency.Config) { c.Validate = jmespath.MustKey(validationPath) }
+// guardConfig is the sqsonce side's configuration: the guard's, and the
+// payload validated beside the key (none when nil).
+type guardConfig struct {
+	idempotency.Config
+	payload idempotency.KeyFunc
+}
+
+func withValidation(c *guardConfig) { c.payload = jmespath.MustCompile(validationPath).Select }
 
 func withClock(offset time.Duration) guardOption {
-	return func(c *idempotency.Config) {
+	return func(c *guardConfig) {
 		c.Now = func() time.Time { return time.Now().Add(offset) }
 		c.ExpiresAfter, c.Lease = time.Hour, time.Minute
 	}
@@ -93,21 +100,27 @@ type result struct {
 
 func newSqsonce(t *testing.T, tb table, opts ...guardOption) *sqsonce {
 	t.Helper()
-	cfg := idempotency.Config{
+	cfg := guardConfig{Config: idempotency.Config{
 		Store:     tb.store,
 		Namespace: keyPrefix,
 		Format:    idempotency.FormatPowertoolsTypeScript,
 		Logger:    slog.New(slog.DiscardHandler),
-	}
+	}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	g, err := idempotency.New(cfg)
+	g, err := idempotency.New(cfg.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &sqsonce{results: map[string]result{}}
-	op := idempotency.Wrap(g, jmespath.MustKey(keyJMESPath), func(ctx context.Context, m events.SQSMessage) (any, error) {
+	wrap := idempotency.Wrap[any]
+	if cfg.payload != nil {
+		wrap = func(g *idempotency.Guard, key idempotency.KeyFunc, fn func(context.Context, events.SQSMessage) (any, error)) func(context.Context, events.SQSMessage) (any, error) {
+			return idempotency.WrapPayload(g, key, cfg.payload, fn)
+		}
+	}
+	op := wrap(g, jmespath.MustCompile(keyJMESPath).Select, func(ctx context.Context, m events.SQSMessage) (any, error) {
 		s.mu.Lock()
 		s.ran = append(s.ran, m.MessageId)
 		block, started := s.block, s.started
@@ -477,11 +490,11 @@ func TestRecordIDs(t *testing.T) {
 	}
 	const key = "059f36b4-87a3-44ab-83d2-661975830a7d"
 	msg := message(key, nil, `1`)
-	k, err := jmespath.MustKey(keyJMESPath)(msg)
+	k, err := jmespath.MustCompile(keyJMESPath).Select(msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := g.KeyID(k)
+	id, err := g.ID(k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,11 +558,11 @@ func TestPowertoolsLateCompletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := jmespath.MustKey(keyJMESPath)(slow)
+	k, err := jmespath.MustCompile(keyJMESPath).Select(slow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := g.KeyID(k)
+	id, err := g.ID(k)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,11 +64,11 @@ var stores = []store{
 			b.Fatal(err)
 		}
 		b.Cleanup(pool.Close)
-		if err := pgstore.CreateSchema(ctx, pool); err != nil {
-			b.Fatal(err)
-		}
 		s, err := pgstore.New(pool)
 		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.CreateSchema(ctx); err != nil {
 			b.Fatal(err)
 		}
 		return s
@@ -77,7 +77,7 @@ var stores = []store{
 
 func claim(key string, now time.Time) idempotency.Record {
 	return idempotency.Record{
-		Key: key, Status: idempotency.StatusInProgress,
+		ID: key, Status: idempotency.StatusInProgress,
 		ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(time.Minute), Owner: rand.Text(),
 	}
 }
@@ -140,7 +140,7 @@ func BenchmarkReplay(b *testing.B) {
 				b.Fatal(err)
 			}
 			for b.Loop() {
-				got, loaded, err := s.Acquire(ctx, claim(rec.Key, now), now)
+				got, loaded, err := s.Acquire(ctx, claim(rec.ID, now), now)
 				if err != nil || !loaded || got.Status != idempotency.StatusCompleted {
 					b.Fatalf("replay: %+v loaded=%v %v", got, loaded, err)
 				}

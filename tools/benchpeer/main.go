@@ -376,14 +376,14 @@ func runWorker(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	key, err := jmespath.Key(req.EventKeyJMESPath)
+	key, err := jmespath.Compile(req.EventKeyJMESPath)
 	if err != nil {
 		return err
 	}
 	model := time.Duration(req.ModelMs) * time.Millisecond
 	var mu sync.Mutex
 	var ran []string
-	handler := batch.SQS(idempotency.Wrap(g, key, func(ctx context.Context, m events.SQSMessage) (json.RawMessage, error) {
+	handler := batch.SQS(idempotency.Wrap(g, key.Select, func(ctx context.Context, m events.SQSMessage) (json.RawMessage, error) {
 		mu.Lock()
 		ran = append(ran, m.MessageId)
 		mu.Unlock()

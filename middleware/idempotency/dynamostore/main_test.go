@@ -42,3 +42,13 @@ func TestConformance(t *testing.T) {
 	e := newEnv(t)
 	storetest.Run(t, func(t *testing.T) idempotency.Store { return e.store })
 }
+
+// rawID is g's record id of the raw key material.
+func rawID(t testing.TB, g *idempotency.Guard, material string) string {
+	t.Helper()
+	id, err := g.ID(idempotency.RawKey([]byte(material)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

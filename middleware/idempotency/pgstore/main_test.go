@@ -53,7 +53,7 @@ func newPoolOf(t testing.TB, trips *roundTrips, maxConns int32) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := pgstore.CreateSchema(ctx, pool); err != nil {
+	if err := newStore(t, pool).CreateSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return pool
