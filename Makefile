@@ -78,7 +78,7 @@ bench-peer: $(PTNODE)
 FUZZTIME ?= 30s
 ## fuzz: fuzz key extraction and canonicalisation for FUZZTIME (default 30s).
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzBodyFields -fuzztime $(FUZZTIME) ./middleware/idempotency/
+	$(GO) test -run '^$$' -fuzz FuzzBodyKeys -fuzztime $(FUZZTIME) ./middleware/idempotency/
 
 # The chaos test's long runs: 300 keys, 4 worker processes each; the process
 # and store fault profiles with pacing on, then all and lambda (visibility 6x

@@ -134,9 +134,9 @@ func TestJSONKey(t *testing.T) {
 	}
 }
 
-// FuzzBodyFields checks that key extraction never panics, and that a key it
+// FuzzBodyKeys checks that key extraction never panics, and that a key it
 // finds does not depend on the body's formatting.
-func FuzzBodyFields(f *testing.F) {
+func FuzzBodyKeys(f *testing.F) {
 	for _, s := range []string{
 		`{"document_id":"4471","version":9,"temperature":0.7}`,
 		`{"document_id":"4471","version":9.0,"temperature":7e-1}`,
