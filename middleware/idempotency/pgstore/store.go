@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,7 +22,9 @@ const DefaultTable = "idempotency"
 // Schema is the SQL that creates the table [DefaultTable] and its index, if
 // they do not exist: the file schema.sql of this package, for migration
 // tools. [Store.CreateSchema] runs the same SQL for the store's table.
-var Schema = render(DefaultTable).schema
+//
+//go:embed schema.sql
+var Schema string
 
 // DB is the part of *pgxpool.Pool the store calls. A *pgx.Conn satisfies it
 // too, but is not safe for concurrent use: give the store a pool.
