@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 RIE_VERSION         := v0.0.0-20261030222936-bef5c4ba774d
 STATICCHECK         := $(TOOLS)/staticcheck
 RIE                 := $(TOOLS)/aws-lambda-rie
-PTDIR               := internal/ptinterop/testdata
+PTDIR               := internal/testenv/powertools/testdata
 PTNODE              := $(PTDIR)/node_modules/.package-lock.json
 GOFILES              = $(shell find . \( -path ./infra/node_modules -o -path ./.tools -o -path ./build \) -prune -o -name '*.go' -print)
 
@@ -69,16 +69,16 @@ staticcheck: $(STATICCHECK)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./middleware/...
 
-## bench-peer: one SQS workload through Powertools TS (pinned) and sqsonce, alternately, on moto behind a 5 ms proxy; prints ratios (not in test).
+## bench-peer: one SQS workload through Powertools TS (pinned) and sqsonce, alternately (≥3 rounds), on moto behind a 5 ms proxy; prints medians with min–max, the floor and the machine's load (not in test).
 BENCHPEER_FLAGS ?=
 bench-peer: $(PTNODE)
-	$(GO) run ./internal/cmd/benchpeer -driver $(PTDIR) $(BENCHPEER_FLAGS)
+	$(GO) run ./tools/benchpeer -driver $(PTDIR) $(BENCHPEER_FLAGS)
 
 # FUZZTIME is how long the fuzzer runs.
 FUZZTIME ?= 30s
 ## fuzz: fuzz key extraction and canonicalisation for FUZZTIME (default 30s).
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzBodyFields -fuzztime $(FUZZTIME) ./middleware/idempotency/
+	$(GO) test -run '^$$' -fuzz FuzzBodyKeys -fuzztime $(FUZZTIME) ./middleware/idempotency/
 
 # The chaos test's long runs: 300 keys, 4 worker processes each; the process
 # and store fault profiles with pacing on, then all and lambda (visibility 6x
@@ -87,13 +87,13 @@ fuzz:
 ## chaos: the chaos test's long profiles on moto (pacing off vs on); prints the table, fails on any broken promise.
 CHAOS_FLAGS ?=
 chaos:
-	$(GO) run ./internal/chaos/cmd/chaos -profiles process,store,all:off,all:on,lambda:off,lambda:on -keys 300 -workers 4 $(CHAOS_FLAGS)
+	$(GO) run ./test/chaos/cmd/chaos -profiles process,store,all:off,all:on,lambda:off,lambda:on -keys 300 -workers 4 $(CHAOS_FLAGS)
 
 ## build: build build/bootstrap.zip, the function for provided.al2023 on arm64.
 build:
 	@mkdir -p build
 	CGO_ENABLED=0 GOOS=$(LAMBDA_GOOS) GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o build/bootstrap ./cmd/summarise
-	$(GO) run ./internal/cmd/mkzip -o build/bootstrap.zip build/bootstrap
+	$(GO) run ./tools/mkzip -o build/bootstrap.zip build/bootstrap
 	@ls -l build/bootstrap.zip
 
 # A duplicated delivery makes one provider call.

@@ -10,8 +10,8 @@
 //
 // [Body] decodes each message body once into a [Request] and takes the key,
 // the check and the validated payload from it. The untyped wiring,
-// idempotency.Wrap(g, [Key](), h.Handle) with the guard's Validate set to
-// [WorkKey], makes the same keys, parsing the body once for each.
+// idempotency.WrapPayload(g, [Key](), [WorkKey], h.Handle), makes the same
+// keys and payloads, parsing the body once for each.
 //
 // # Message schema
 //
@@ -48,10 +48,10 @@
 //     whitespace and number spelling (0.7, 0.70, 7e-1) do not change the key.
 //
 // A message with neither has no key and fails (wrapping
-// idempotency.ErrNoKey) without running. Configure the guard with
-// Validate: [WorkKey], so that a producer key reused for different work fails
-// with idempotency.ErrPayloadMismatch instead of returning the other work's
-// summary.
+// idempotency.ErrNoKey) without running. [WorkKey] is also the validated
+// payload (see [Body]), so that a producer key reused for different work
+// fails with idempotency.ErrPayloadMismatch instead of returning the other
+// work's summary.
 //
 // # Providers and the request log
 //
@@ -106,9 +106,9 @@
 //     handed back (idempotency.ErrInProgress); one after it runs the work
 //     again.
 //
-// With the untyped wiring and no Validate, a body with a producer key is
-// not parsed until Handle: an invalid one is claimed, fails in Handle, and
-// is released.
+// With idempotency.Wrap(g, [Key](), h.Handle) and no payload, a body with
+// a producer key is not parsed until Handle: an invalid one is claimed,
+// fails in Handle, and is released.
 //
 // Errors never quote a message body, since the guard logs them: a value
 // refused by [ParseRequest] is shown by a short prefix, its length and a

@@ -14,7 +14,7 @@ import (
 // re-sent by the producer with a new request id, makes one provider call.
 func Example() {
 	calls := &handler.Calls{}
-	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "summarise", Validate: handler.WorkKey})
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "summarise"})
 	if err != nil {
 		panic(err)
 	}
@@ -26,7 +26,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	summarise := idempotency.Wrap(g, handler.Key(), h.Handle)
+	summarise := idempotency.WrapPayload(g, handler.Key(), handler.WorkKey, h.Handle)
 
 	body := `{"document":{"id":"4472","version":"1"},"prompt_version":"v1","parameters":{"temperature":0.7},"request_id":"%s"}`
 	for _, m := range []events.SQSMessage{
@@ -57,13 +57,9 @@ func ExampleWorkKey() {
 		if err != nil {
 			panic(err)
 		}
-		material, err := idempotency.FormatNative.Spell(k) // what the record id hashes
-		if err != nil {
-			panic(err)
-		}
-		fmt.Println(string(material))
+		fmt.Println(k.Selector, string(k.Value)) // what the record id hashes
 	}
 	// Output:
-	// {"selector":"summarise work","value":{"document_id":"4471","document_version":"9","parameters":{"temperature":0.7},"prompt_version":"v1"}}
-	// {"selector":"summarise work","value":{"document_id":"4471","document_version":"9","parameters":{"temperature":0.7},"prompt_version":"v1"}}
+	// summarise work {"document_id":"4471","document_version":"9","prompt_version":"v1","parameters":{"temperature":0.7}}
+	// summarise work {"document_id":"4471","document_version":"9","prompt_version":"v1","parameters":{"temperature":0.7}}
 }

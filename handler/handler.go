@@ -39,11 +39,11 @@ type Config struct {
 	// Model is the model used when a request names none. A request without
 	// a model fails when Model is empty.
 	Model string
-	// KeyID returns the idempotency record id of a message, for the request
+	// RecordID returns the idempotency record id of a message, for the request
 	// log and [Summary.ID]. Nil means the id of the record the guard claimed
 	// for the call ([idempotency.RecordID]), which is empty when Handle is
 	// not run through the guard.
-	KeyID func(events.SQSMessage) string
+	RecordID func(events.SQSMessage) string
 	// Now is the clock. Nil means [time.Now].
 	Now func() time.Time
 }
@@ -108,11 +108,11 @@ func (h *Handler) HandleRequest(ctx context.Context, req Request, m events.SQSMe
 	if err != nil {
 		return Summary{}, err
 	}
-	keyID := idempotency.RecordID(ctx)
-	if h.cfg.KeyID != nil {
-		keyID = h.cfg.KeyID(m)
+	recordID := idempotency.RecordID(ctx)
+	if h.cfg.RecordID != nil {
+		recordID = h.cfg.RecordID(m)
 	}
-	ctx = context.WithValue(ctx, callInfoKey{}, callInfo{keyID: keyID, messageID: m.MessageId})
+	ctx = context.WithValue(ctx, callInfoKey{}, callInfo{recordID: recordID, messageID: m.MessageId})
 	c, err := h.cfg.Provider.Complete(ctx, Call{Model: model, System: system, Text: text, Parameters: req.Parameters})
 	if err != nil {
 		return Summary{}, fmt.Errorf("handler: %s provider: %w", h.cfg.Provider.Name(), err)
@@ -122,7 +122,7 @@ func (h *Handler) HandleRequest(ctx context.Context, req Request, m events.SQSMe
 		answered = model
 	}
 	s := Summary{
-		ID:              keyID,
+		ID:              recordID,
 		DocumentID:      string(req.Document.ID),
 		DocumentVersion: string(req.Document.Version),
 		PromptVersion:   req.PromptVersion,

@@ -39,25 +39,21 @@ func (a *app) outcomes() []idempotency.Event {
 	return slices.Clone(a.events)
 }
 
-// newApp builds the app around one guard; tweak, if given, changes the
-// guard's configuration first.
-func newApp(t *testing.T, provider handler.Provider, tweak ...func(*idempotency.Config)) *app {
+// newApp builds the app around one guard, wired as idempotency.WrapPayload
+// with handler.Key and, as the payload, handler.WorkKey or payload if given.
+func newApp(t *testing.T, provider handler.Provider, payload ...idempotency.KeyFunc) *app {
 	t.Helper()
 	a := &app{calls: &handler.Calls{}, sink: &handler.MemorySink{}}
 	key := handler.Key()
 	cfg := idempotency.Config{
 		Store:     memstore.New(),
 		Namespace: "summarise",
-		Validate:  handler.WorkKey,
 		Logger:    slog.New(slog.DiscardHandler),
 		OnOutcome: func(_ context.Context, ev idempotency.Event) {
 			a.mu.Lock()
 			defer a.mu.Unlock()
 			a.events = append(a.events, ev)
 		},
-	}
-	for _, f := range tweak {
-		f(&cfg)
 	}
 	g, err := idempotency.New(cfg)
 	if err != nil {
@@ -72,7 +68,11 @@ func newApp(t *testing.T, provider handler.Provider, tweak ...func(*idempotency.
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.handle = idempotency.Wrap(g, key, h.Handle)
+	work := handler.WorkKey
+	if len(payload) > 0 {
+		work = payload[0]
+	}
+	a.handle = idempotency.WrapPayload(g, key, work, h.Handle)
 	return a
 }
 
@@ -104,14 +104,14 @@ func TestHandleDuplicateDelivery(t *testing.T) {
 		t.Errorf("summary = %q", first.Summary)
 	}
 	rec := a.calls.Records()[0]
-	if rec.MessageID != "m-1" || !strings.HasPrefix(rec.KeyID, "summarise#") || rec.Provider != "stub" || rec.Model != "m1" || len(rec.RequestHash) != 64 {
+	if rec.MessageID != "m-1" || !strings.HasPrefix(rec.RecordID, "summarise#") || rec.Provider != "stub" || rec.Model != "m1" || len(rec.RequestHash) != 64 {
 		t.Errorf("request log line = %+v", rec)
 	}
-	if first.ID != rec.KeyID {
-		t.Errorf("summary id %q, request log key id %q", first.ID, rec.KeyID)
+	if first.ID != rec.RecordID {
+		t.Errorf("summary id %q, request log record id %q", first.ID, rec.RecordID)
 	}
-	if _, ok := a.sink.Get(rec.KeyID); !ok || a.sink.Len() != 1 {
-		t.Errorf("sink holds %d summaries, want the one of %s", a.sink.Len(), rec.KeyID)
+	if _, ok := a.sink.Get(rec.RecordID); !ok || a.sink.Len() != 1 {
+		t.Errorf("sink holds %d summaries, want the one of %s", a.sink.Len(), rec.RecordID)
 	}
 }
 
@@ -143,13 +143,11 @@ func TestHandleConcurrentSameKey(t *testing.T) {
 	const n = 8
 	var entered atomic.Int32
 	open := make(chan struct{})
-	a := newApp(t, gated{open}, func(c *idempotency.Config) {
-		c.Validate = func(m events.SQSMessage) (idempotency.Key, error) {
-			if entered.Add(1) == n {
-				close(open)
-			}
-			return handler.WorkKey(m)
+	a := newApp(t, gated{open}, func(m events.SQSMessage) (idempotency.Key, error) {
+		if entered.Add(1) == n {
+			close(open)
 		}
+		return handler.WorkKey(m)
 	})
 	var wg sync.WaitGroup
 	errs := make([]error, n)

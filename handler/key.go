@@ -55,14 +55,14 @@ type work struct {
 // wraps [ErrInvalidRequest], before anything is claimed.
 //
 // WorkKey is written by hand rather than composed of the library's
-// selectors ([idempotency.BodyPath], [idempotency.BodyFields]) because it
+// selectors ([idempotency.BodyField], [idempotency.BodySubset]) because it
 // checks the whole request before anything is claimed, treats version 9 and
 // "9" as one, and leaves omitted optional fields out; its keys carry their
 // own selector, [WorkSelector].
 //
 // WorkKey is also the payload the app validates on a reused producer key
-// ([idempotency.Config.Validate]): a key sent again for different work fails
-// with [idempotency.ErrPayloadMismatch].
+// (the payload KeyFunc of [idempotency.WrapPayload]): a key sent again for
+// different work fails with [idempotency.ErrPayloadMismatch].
 func WorkKey(m events.SQSMessage) (idempotency.Key, error) {
 	r, err := ParseRequest([]byte(m.Body))
 	if err != nil {

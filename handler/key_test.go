@@ -1,10 +1,12 @@
 package handler_test
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/gowebpki/jcs"
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -16,13 +18,20 @@ func msg(id, body string) events.SQSMessage {
 
 const base = `{"document":{"id":"4471","version":"9"},"model":"m1","prompt_version":"v1","parameters":{"temperature":0.7,"max_tokens":200}}`
 
-// spelled is the native format's material for a key: the canonical JSON of
-// its selector and value, which its record id hashes.
+// spelled is the native format's material for a key: the canonical JSON
+// (RFC 8785) of its selector and value, which its record id hashes.
 func spelled(k idempotency.Key, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return idempotency.FormatNative.Spell(k)
+	doc, err := json.Marshal(struct {
+		Selector string          `json:"selector"`
+		Value    json.RawMessage `json:"value"`
+	}{k.Selector, k.Value})
+	if err != nil {
+		return nil, err
+	}
+	return jcs.Transform(doc)
 }
 
 func TestWorkKeySameWork(t *testing.T) {
@@ -192,7 +201,7 @@ func TestForgedProducerKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	realID, err := g.KeyID(realKey)
+	realID, err := g.ID(realKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +212,7 @@ func TestForgedProducerKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if id, err := g.KeyID(k); err != nil || id == realID {
+			if id, err := g.ID(k); err != nil || id == realID {
 				t.Fatalf("forged key %s gives record id %s, %v: the request's", k.Value, id, err)
 			}
 			a := newApp(t, handler.Stub{})

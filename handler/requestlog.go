@@ -11,13 +11,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/gowebpki/jcs"
 )
 
 // CallRecord is one line of the request log: one provider call.
 type CallRecord struct {
 	Time        time.Time `json:"time"`         // when the call was made
-	KeyID       string    `json:"key_id"`       // the idempotency record id, "{namespace}#{digest}"
+	RecordID    string    `json:"record_id"`    // the idempotency record id, "{namespace}#{digest}"
 	MessageID   string    `json:"message_id"`   // the SQS message whose delivery made the call
 	Provider    string    `json:"provider"`     // Provider.Name
 	Model       string    `json:"model"`        // the model asked
@@ -56,7 +56,7 @@ func (l loggedProvider) Complete(ctx context.Context, c Call) (Completion, error
 	}
 	rec := CallRecord{
 		Time:        l.now().UTC(),
-		KeyID:       info.keyID,
+		RecordID:    info.recordID,
 		MessageID:   info.messageID,
 		Provider:    l.p.Name(),
 		Model:       c.Model,
@@ -71,7 +71,10 @@ func (l loggedProvider) Complete(ctx context.Context, c Call) (Completion, error
 // RequestHash is the hex SHA-256 of the canonical JSON (RFC 8785) of c: equal
 // calls have equal hashes.
 func RequestHash(c Call) (string, error) {
-	b, err := idempotency.JSONKey(c)
+	b, err := json.Marshal(c)
+	if err == nil {
+		b, err = jcs.Transform(b)
+	}
 	if err != nil {
 		return "", fmt.Errorf("handler: request hash: %w", err)
 	}
@@ -80,7 +83,7 @@ func RequestHash(c Call) (string, error) {
 }
 
 // callInfo is what the Handler tells the request log about a call.
-type callInfo struct{ keyID, messageID string }
+type callInfo struct{ recordID, messageID string }
 
 type callInfoKey struct{}
 
@@ -127,7 +130,7 @@ var _ RequestLog = SlogLog{}
 // Append implements [RequestLog].
 func (l SlogLog) Append(ctx context.Context, rec CallRecord) error {
 	l.Logger.LogAttrs(ctx, slog.LevelInfo, "provider call",
-		slog.String("key_id", rec.KeyID),
+		slog.String("record_id", rec.RecordID),
 		slog.String("message_id", rec.MessageID),
 		slog.String("provider", rec.Provider),
 		slog.String("model", rec.Model),

@@ -31,7 +31,7 @@ func TestFileLogConcurrentWriters(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				rec := handler.CallRecord{
-					KeyID:       fmt.Sprintf("ns#%d-%d", w, i),
+					RecordID:    fmt.Sprintf("ns#%d-%d", w, i),
 					MessageID:   strings.Repeat("m", 200),
 					Provider:    "stub",
 					RequestHash: strings.Repeat("a", 64),
@@ -55,7 +55,7 @@ func TestFileLogConcurrentWriters(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
-		seen[rec.KeyID] = true
+		seen[rec.RecordID] = true
 	}
 	if len(seen) != writers*each {
 		t.Errorf("%d distinct lines, want %d", len(seen), writers*each)

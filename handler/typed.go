@@ -9,8 +9,8 @@ import (
 // Body is how the app reads a message with idempotency.WrapJSON: the body
 // decoded once into a [Request] (unknown top-level fields ignored, unknown
 // parameters rejected), the key taken from it ([RequestKey]), the request
-// checked ([Request.Validate]) and its canonical subset validated on a
-// reused key ([WorkPayload]):
+// checked for well-formedness ([Request.Validate]) and its canonical subset
+// compared on a reused key ([WorkPayload]):
 //
 //	fn := idempotency.WrapJSON(g, handler.Body(), h.HandleRequest)
 //
@@ -21,7 +21,7 @@ import (
 // with an idempotency.KeyError wrapping idempotency.ErrNoKey; either way
 // before anything is claimed.
 func Body() idempotency.JSONBody[Request] {
-	return idempotency.JSONBody[Request]{Key: RequestKey, Check: Request.Validate, Validate: WorkPayload}
+	return idempotency.JSONBody[Request]{KeyFunc: RequestKey, Check: Request.Validate, PayloadFunc: WorkPayload}
 }
 
 // RequestKey is the key of a decoded request, as [Key] takes it

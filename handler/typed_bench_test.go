@@ -13,8 +13,8 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
-// BenchmarkWiring compares the app's two wirings per record: Wrap with
-// Key and Validate: WorkKey, which parses the body in WorkKey (once for a
+// BenchmarkWiring compares the app's two wirings per record: WrapPayload
+// with Key and WorkKey, which parses the body in WorkKey (once for a
 // producer key, twice without one: the key's fallback and the payload) and
 // again in Handle when the work runs; and WrapJSON with Body, which
 // decodes it once. "replay" delivers a completed request again (the key
@@ -25,9 +25,9 @@ func BenchmarkWiring(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	guard := func(validate idempotency.KeyFunc) *idempotency.Guard {
+	guard := func() *idempotency.Guard {
 		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "summarise",
-			Validate: validate, Logger: slog.New(slog.DiscardHandler)})
+			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -39,10 +39,10 @@ func BenchmarkWiring(b *testing.B) {
 		new  func() func(context.Context, events.SQSMessage) (handler.Summary, error)
 	}{
 		{"Wrap", func() func(context.Context, events.SQSMessage) (handler.Summary, error) {
-			return idempotency.Wrap(guard(handler.WorkKey), handler.Key(), h.Handle)
+			return idempotency.WrapPayload(guard(), handler.Key(), handler.WorkKey, h.Handle)
 		}},
 		{"WrapJSON", func() func(context.Context, events.SQSMessage) (handler.Summary, error) {
-			return idempotency.WrapJSON(guard(nil), handler.Body(), h.HandleRequest)
+			return idempotency.WrapJSON(guard(), handler.Body(), h.HandleRequest)
 		}},
 	}
 	for _, c := range []struct{ name, body string }{{"replay/producer-key", typedReq}, {"replay/work-key", workOnly}} {

@@ -57,7 +57,7 @@ func TestBodyDuplicates(t *testing.T) {
 	if a.calls.Len() != 1 || sums[1] != sums[0] || sums[2] != sums[0] {
 		t.Errorf("%d provider calls, summaries %+v; want one call and one summary", a.calls.Len(), sums)
 	}
-	if rec := a.calls.Records()[0]; rec.KeyID != sums[0].ID || !strings.HasPrefix(rec.KeyID, "summarise#") || rec.Model != "m1" {
+	if rec := a.calls.Records()[0]; rec.RecordID != sums[0].ID || !strings.HasPrefix(rec.RecordID, "summarise#") || rec.Model != "m1" {
 		t.Errorf("request log %+v, summary id %q", rec, sums[0].ID)
 	}
 }
@@ -108,7 +108,7 @@ func TestBodyFailures(t *testing.T) {
 					t.Errorf("delivery %d: error %v, want one from the claim or the run", delivery, err)
 				}
 				ev := a.events[len(a.events)-1]
-				if ev.Key == "" == tt.claimed || ev.Ran != (tt.want == handler.ErrDocumentNotFound) {
+				if ev.ID == "" == tt.claimed || ev.Ran != (tt.want == handler.ErrDocumentNotFound) {
 					t.Errorf("delivery %d: outcome %+v: want a record id only when claimed, a run only for the missing document", delivery, ev)
 				}
 			}

@@ -157,13 +157,16 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 			return nil, fmt.Errorf("summarise: %s: %w", envPostgresURL, err)
 		}
 		a.onClose(func() error { pool.Close(); return nil })
-		if err := pgstore.CreateSchema(ctx, pool); err != nil {
+		pg, err := pgstore.New(pool)
+		if err != nil {
+			_ = a.close()
+			return nil, fmt.Errorf("summarise: %w", err)
+		}
+		if err := pg.CreateSchema(ctx); err != nil {
 			_ = a.close()
 			return nil, fmt.Errorf("summarise: %s: %w", envPostgresURL, err)
 		}
-		if store, err = pgstore.New(pool); err != nil {
-			return nil, fmt.Errorf("summarise: %w", err)
-		}
+		store = pg
 	}
 
 	if c.testStore != nil {

@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sqsonce/sqsonce/internal/pgserver"
-	"github.com/sqsonce/sqsonce/internal/redisserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/pgserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/redisserver"
 )
 
 var (
@@ -109,12 +109,12 @@ func TestE2EPerStore(t *testing.T) {
 			}
 			var status string
 			if st.name == storeDynamoDB {
-				status = attr(getItem(t, d.db, d.table, calls[0].KeyID), "status")
+				status = attr(getItem(t, d.db, d.table, calls[0].RecordID), "status")
 			} else {
-				status = st.status(t, d.env, calls[0].KeyID)
+				status = st.status(t, d.env, calls[0].RecordID)
 			}
 			if status != "COMPLETED" {
-				t.Errorf("record %s in the %s store is %q, want COMPLETED", calls[0].KeyID, st.name, status)
+				t.Errorf("record %s in the %s store is %q, want COMPLETED", calls[0].RecordID, st.name, status)
 			}
 		})
 	}

@@ -30,8 +30,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/sqsonce/sqsonce/handler"
-	"github.com/sqsonce/sqsonce/internal/motoserver"
-	"github.com/sqsonce/sqsonce/internal/poll"
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/poll"
 )
 
 var moto = motoserver.New()
@@ -430,7 +430,7 @@ func TestE2E(t *testing.T) {
 			t.Fatalf("request log has %d lines, want exactly 1: %+v", len(calls), calls)
 		}
 		msgID := ev.Records[0].MessageId
-		if calls[0].MessageID != msgID || calls[0].Provider != "stub" || !strings.HasPrefix(calls[0].KeyID, "summarise#") {
+		if calls[0].MessageID != msgID || calls[0].Provider != "stub" || !strings.HasPrefix(calls[0].RecordID, "summarise#") {
 			t.Errorf("request log line %+v", calls[0])
 		}
 		// The second delivery returned the stored result: the guard
@@ -444,11 +444,11 @@ func TestE2E(t *testing.T) {
 			t.Errorf("outcomes %v, want one line: replayed from the store", outcomes)
 		}
 		// The record and the summary were committed together.
-		rec := getItem(t, d.db, d.table, calls[0].KeyID)
+		rec := getItem(t, d.db, d.table, calls[0].RecordID)
 		if attr(rec, "status") != "COMPLETED" || !strings.Contains(attr(rec, "data"), "[stub summary]") {
 			t.Errorf("record %v, want COMPLETED with the summary", rec)
 		}
-		if sum := getItem(t, d.db, d.summaries, calls[0].KeyID); attr(sum, "message_id") != msgID || attr(sum, "document_id") != "4471" {
+		if sum := getItem(t, d.db, d.summaries, calls[0].RecordID); attr(sum, "message_id") != msgID || attr(sum, "document_id") != "4471" {
 			t.Errorf("summary item %v", sum)
 		}
 		// One EMF line per batch: a call, then a suppressed duplicate.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/sqsonce/sqsonce/internal/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 )
 
 // repoRoot is the module root, where the runner's default documents folder

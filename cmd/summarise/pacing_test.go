@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsonce/sqsonce/internal/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 )
 
 // received sends n copies of the fixture's message to a new queue on moto

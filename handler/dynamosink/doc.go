@@ -4,7 +4,7 @@
 //
 //	sink, err := dynamosink.New(os.Getenv("SQSONCE_SUMMARIES_TABLE"))
 //	if err != nil { return err }
-//	h, err := handler.New(handler.Config{..., Sink: sink, KeyID: keyID})
+//	h, err := handler.New(handler.Config{..., Sink: sink, RecordID: recordID})
 //
 // # The table
 //

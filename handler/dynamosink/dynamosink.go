@@ -35,7 +35,7 @@ func New(table string) (*Sink, error) {
 // an operation run by the guard it fails with idempotency.ErrNotClaimed.
 func (s *Sink) Save(ctx context.Context, sum handler.Summary) error {
 	if sum.ID == "" {
-		return errors.New("dynamosink: summary has no id (set handler.Config.KeyID)")
+		return errors.New("dynamosink: summary has no id (set handler.Config.RecordID)")
 	}
 	put := types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: Item(sum)}}
 	if err := dynamostore.Attach(ctx, put); err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/handler/dynamosink"
-	"github.com/sqsonce/sqsonce/internal/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
@@ -45,7 +45,7 @@ func newSetup(t *testing.T, summaries string) *setup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "summarise", Validate: handler.WorkKey})
+	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "summarise"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,16 +58,16 @@ func newSetup(t *testing.T, summaries string) *setup {
 		Documents: handler.Dir(filepath.Join("..", "..", "samples", "documents")),
 		Provider:  handler.LogRequests(handler.Stub{}, s.calls, nil),
 		Sink:      sink,
-		KeyID: func(m events.SQSMessage) string {
+		RecordID: func(m events.SQSMessage) string {
 			k, _ := key(m)
-			id, _ := g.KeyID(k)
+			id, _ := g.ID(k)
 			return id
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.g, s.handle = g, idempotency.Wrap(g, key, h.Handle)
+	s.g, s.handle = g, idempotency.WrapPayload(g, key, handler.WorkKey, h.Handle)
 	return s
 }
 
@@ -128,7 +128,7 @@ func TestFailedTransactionWritesNeither(t *testing.T) {
 		t.Errorf("error %v, want a *StoreError", err)
 	}
 	key, _ := handler.Key()(events.SQSMessage{Body: body})
-	id, _ := s.g.KeyID(key)
+	id, _ := s.g.ID(key)
 	if rec := s.get(t, s.records, id); str(rec, idempotency.AttrStatus) == string(idempotency.StatusCompleted) {
 		t.Errorf("record completed without its summary: %v", rec)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/handler/s3docs"
-	"github.com/sqsonce/sqsonce/internal/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 )
 
 var moto = motoserver.New()

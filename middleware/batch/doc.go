@@ -59,13 +59,13 @@
 //	failed: its function returned an error         ERROR  batch: record failed
 //	panicked                                       ERROR  batch: record panicked (with the stack)
 //	not started: deadline, FIFO group, canceled    WARN   batch: record not started
-//	failed with an error whose Logged() is true    -      (none: its function logged it)
+//	failed with a LoggedError                      -      (none: its function logged it)
 //
 // The last row is how a failure is logged once when the record function
-// logs its own outcomes: an error in whose chain a method Logged() bool
-// returns true was logged, or deliberately not, by the function that
-// returned it. The errors of package idempotency's guard do this, so a
-// record that fails through the guard gets the guard's line only.
+// logs its own outcomes: an error that wraps a [LoggedError] whose Logged
+// reports true was logged, or deliberately not, by the function that
+// returned it. The errors of package idempotency's guard are such errors,
+// so a record that fails through the guard gets the guard's line only.
 //
 // # Pacing
 //

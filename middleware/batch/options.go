@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -63,17 +64,19 @@ type Options struct {
 	Pacing Pacing
 }
 
-// Validate reports whether o is a valid configuration. [SQS] calls it and
-// panics on the error it returns; call Validate first to handle the error
-// instead, for instance when the values come from the environment.
+// Validate reports whether o is a valid configuration, with every problem
+// at once. [SQS] calls it and panics on the error it returns; call Validate
+// first to handle the error instead, for instance when the values come from
+// the environment.
 func (o Options) Validate() error {
+	var errs []error
 	if o.Concurrency < 0 {
-		return fmt.Errorf("batch: Options.Concurrency must not be negative, got %d", o.Concurrency)
+		errs = append(errs, fmt.Errorf("batch: Options.Concurrency must not be negative, got %d", o.Concurrency))
 	}
 	if o.MinRemaining < 0 {
-		return fmt.Errorf("batch: Options.MinRemaining must not be negative, got %v", o.MinRemaining)
+		errs = append(errs, fmt.Errorf("batch: Options.MinRemaining must not be negative, got %v", o.MinRemaining))
 	}
-	return o.Pacing.validate()
+	return errors.Join(append(errs, o.Pacing.validate())...)
 }
 
 // withDefaults returns o with every zero field set to its default.

@@ -66,9 +66,9 @@ type VisibilityChanger interface {
 // Changer:
 //
 //   - A record that failed because its key is in progress elsewhere (its
-//     error, through [errors.As], has a method RetryAt() time.Time returning
-//     a non-zero time, as idempotency.InProgressError has: the holder's lease
-//     end) comes back just after that moment: Timeout is RetryAt minus now,
+//     error wraps a [RetryAtError] with a non-zero RetryAt, as
+//     idempotency.InProgressError is: the holder's lease end) comes back
+//     just after that moment: Timeout is RetryAt minus now,
 //     plus a random share of Jitter × Base. A holder that finishes sooner is
 //     not waited for any longer than that.
 //   - A record that ran and failed for any other reason backs off
@@ -153,8 +153,10 @@ func (p Pacing) withDefaults() Pacing {
 	return p
 }
 
-// retryAter is what an error tells of when a new attempt can succeed.
-type retryAter interface {
+// RetryAtError is an error that tells when a new attempt of its record can
+// succeed: [Pacing] has the message delivered again just after RetryAt,
+// unless RetryAt is the zero time. idempotency.InProgressError is one.
+type RetryAtError interface {
 	error
 	RetryAt() time.Time
 }
@@ -166,7 +168,7 @@ func (p Pacing) timeout(msg *events.SQSMessage, err error, started bool, now tim
 		return 0
 	}
 	var d time.Duration
-	if ra, ok := errors.AsType[retryAter](err); ok && !ra.RetryAt().IsZero() {
+	if ra, ok := errors.AsType[RetryAtError](err); ok && !ra.RetryAt().IsZero() {
 		d = max(ra.RetryAt().Sub(now), 0) + time.Duration(rnd()*p.Jitter*float64(p.Base))
 	} else {
 		d = p.backoff(receiveCount(msg))

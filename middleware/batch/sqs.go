@@ -32,8 +32,11 @@ var (
 // context was canceled.
 var errNotStarted = errors.New("batch: record not started")
 
-// loggedError is an error that its record function logged already.
-type loggedError interface {
+// LoggedError is an error that its record function logged already, or
+// deliberately did not log: the handler does not log a failure whose error
+// wraps one whose Logged reports true. The errors package idempotency's
+// guard returns are LoggedErrors.
+type LoggedError interface {
 	error
 	Logged() bool
 }
@@ -252,7 +255,7 @@ func (r *run[T]) finish(i int, err error) {
 // started, at ERROR (with the stack after a panic) for one that failed;
 // nothing for an error the record function logged itself (see [Options]).
 func (r *run[T]) logFailure(msg *events.SQSMessage, err error) {
-	if l, ok := errors.AsType[loggedError](err); ok && l.Logged() {
+	if l, ok := errors.AsType[LoggedError](err); ok && l.Logged() {
 		return
 	}
 	switch pe, panicked := errors.AsType[*PanicError](err); {

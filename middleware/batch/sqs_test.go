@@ -881,6 +881,10 @@ func TestOptionsValidate(t *testing.T) {
 		{"explicit values", Options{Concurrency: 1, MinRemaining: time.Nanosecond}, ""},
 		{"negative concurrency", Options{Concurrency: -1}, "batch: Options.Concurrency must not be negative, got -1"},
 		{"negative min remaining", Options{MinRemaining: -time.Second}, "batch: Options.MinRemaining must not be negative, got -1s"},
+		{"every problem at once", Options{Concurrency: -1, MinRemaining: -time.Second, Pacing: Pacing{Jitter: 2}},
+			"batch: Options.Concurrency must not be negative, got -1\n" +
+				"batch: Options.MinRemaining must not be negative, got -1s\n" +
+				"batch: Pacing.Jitter must be between 0 and 1, got 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

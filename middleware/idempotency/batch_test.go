@@ -53,11 +53,11 @@ func TestBatchMixedGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy, _ := keyFn(m("busy"))
-	busyID, err := g.KeyID(busy)
+	busyID, err := g.ID(busy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	store.Put(idempotency.Record{Key: busyID, Status: idempotency.StatusInProgress,
+	store.Put(idempotency.Record{ID: busyID, Status: idempotency.StatusInProgress,
 		ExpiresAt: time.Now().Add(time.Hour), LeaseUntil: time.Now().Add(time.Hour), Owner: "another-instance"})
 
 	var event events.SQSEvent

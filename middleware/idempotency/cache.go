@@ -31,7 +31,7 @@ func newCache(limit int) *cache {
 
 // cacheCost is the bytes a cached record counts for.
 func cacheCost(rec Record) int {
-	return cacheEntryOverhead + len(rec.Key) + len(rec.Data) + len(rec.Validation) + len(rec.Owner) + len(rec.Status)
+	return cacheEntryOverhead + len(rec.ID) + len(rec.Data) + len(rec.Validation) + len(rec.Owner) + len(rec.Status)
 }
 
 // get returns the record cached under id, marking it recently used.
@@ -47,11 +47,11 @@ func (c *cache) add(rec Record) {
 	cost := cacheCost(rec)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lru.Remove(rec.Key) // an update: its old cost is given back
+	c.lru.Remove(rec.ID) // an update: its old cost is given back
 	if cost > c.limit {
 		return
 	}
-	c.lru.Add(rec.Key, rec)
+	c.lru.Add(rec.ID, rec)
 	c.bytes += cost
 	for c.bytes > c.limit {
 		c.lru.RemoveOldest()

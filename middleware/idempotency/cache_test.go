@@ -7,7 +7,7 @@ import (
 )
 
 func cached(key string, data int) Record {
-	return Record{Key: key, Status: StatusCompleted, Data: bytes.Repeat([]byte("x"), data)}
+	return Record{ID: key, Status: StatusCompleted, Data: bytes.Repeat([]byte("x"), data)}
 }
 
 // TestCacheBoundedInBytes checks that the cache holds at most its limit in

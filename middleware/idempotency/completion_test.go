@@ -61,7 +61,7 @@ func TestCompletionResponseLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
-	got, err := idempotency.Do(t.Context(), g, []byte(`"k"`), func(context.Context) (string, error) {
+	got, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"k"`)), func(context.Context) (string, error) {
 		runs.Add(1)
 		return "summary", nil
 	})
@@ -74,7 +74,7 @@ func TestCompletionResponseLost(t *testing.T) {
 	if a, c := store.acquires.Load(), store.completes.Load(); a != 1 || c != 2 {
 		t.Errorf("store calls: %d Acquire, %d Complete; want 1 and 2 (the retried completion, and no new claim)", a, c)
 	}
-	rec, _ := store.Get(g.ID([]byte(`"k"`)))
+	rec, _ := store.Get(mustID(t, g, idempotency.RawKey([]byte(`"k"`))))
 	if rec.Status != idempotency.StatusCompleted || string(rec.Data) != `"summary"` {
 		t.Errorf("record = %+v, want COMPLETED with the result", rec)
 	}

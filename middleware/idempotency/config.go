@@ -68,11 +68,6 @@ type Config struct {
 	// tiny positive value such as [time.Nanosecond].
 	SkewMargin time.Duration
 
-	// Validate, if set, selects the part of a message that must be the same
-	// whenever its key is reused (see [Wrap]). A key reused with a different
-	// payload fails with [ErrPayloadMismatch]. Nil turns validation off.
-	Validate KeyFunc
-
 	// CacheBytes bounds the completed records kept in process, served
 	// without a store round trip until they expire: a record counts for its
 	// stored result, its id and digests, and 256 bytes; when a new one does
@@ -128,7 +123,8 @@ const (
 	OutcomeReplayed Outcome = "replayed"
 	// OutcomeInProgress: another worker holds a live lease; nothing ran.
 	OutcomeInProgress Outcome = "in_progress"
-	// OutcomeMismatch: the key was reused with another payload; nothing ran.
+	// OutcomeMismatch: the key was reused with another payload; nothing ran
+	// (see [DoPayload], [WrapPayload] and [JSONBody.PayloadFunc]).
 	OutcomeMismatch Outcome = "mismatch"
 	// OutcomeReleased: the operation failed or panicked and the claim was
 	// released, so that a later delivery can run it again.
@@ -166,7 +162,7 @@ func DefaultLogLevel(o Outcome) slog.Level {
 // Event describes one outcome.
 type Event struct {
 	Outcome   Outcome       // what happened: one of the Outcome constants
-	Key       string        // the record id; empty when no key could be made
+	ID        string        // the record id; empty when no key could be made
 	MessageID string        // the SQS message id, when called through Wrap
 	Source    string        // where the outcome came from when not from this call's own claim: "store", "cache" or "shared" (another call's run in this process)
 	Ran       bool          // whether the operation was run by this call

@@ -77,12 +77,12 @@ func TestCacheServesCompletedWithoutStore(t *testing.T) {
 	if got, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, fn); err != nil || got != 2 {
 		t.Fatalf("after expiry: %d, %v; want a second run", got, err)
 	}
-	other := []byte(`"another key"`)
-	if _, err := idempotency.DoPayload(ctxWithDeadline(t), f.guard, other, []byte("payload 1"), fn); err != nil {
+	other := idempotency.RawKey([]byte(`"another key"`))
+	if _, err := idempotency.DoPayload(ctxWithDeadline(t), f.guard, other, idempotency.RawKey([]byte("payload 1")), fn); err != nil {
 		t.Fatal(err)
 	}
 	acquires := f.store.acquires.Load()
-	_, err := idempotency.DoPayload(ctxWithDeadline(t), f.guard, other, []byte("payload 2"), fn)
+	_, err := idempotency.DoPayload(ctxWithDeadline(t), f.guard, other, idempotency.RawKey([]byte("payload 2")), fn)
 	if !errors.Is(err, idempotency.ErrPayloadMismatch) {
 		t.Fatalf("cached key reused with another payload: %v, want ErrPayloadMismatch", err)
 	}
@@ -92,10 +92,8 @@ func TestCacheServesCompletedWithoutStore(t *testing.T) {
 }
 
 func TestWrap(t *testing.T) {
-	f := newFixture(t, func(c *idempotency.Config) {
-		c.Validate = idempotency.BodyFields("document_id", "version")
-	})
-	h := idempotency.Wrap(f.guard, idempotency.BodyField("idempotency_key"),
+	f := newFixture(t, nil)
+	h := idempotency.WrapPayload(f.guard, idempotency.BodyField("idempotency_key"), idempotency.BodySubset("document_id", "version"),
 		func(_ context.Context, m events.SQSMessage) (string, error) {
 			f.calls.Add(1)
 			return "summary of " + m.MessageId, nil
@@ -140,8 +138,8 @@ func TestAttach(t *testing.T) {
 	var attachErr error
 	_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(ctx context.Context) (int, error) {
 		inner = ctx
-		if id := idempotency.RecordID(ctx); id != f.guard.ID(key) {
-			t.Errorf("RecordID inside the operation = %q, want %q", id, f.guard.ID(key))
+		if id := idempotency.RecordID(ctx); id != mustID(t, f.guard, key) {
+			t.Errorf("RecordID inside the operation = %q, want %q", id, mustID(t, f.guard, key))
 		}
 		attachErr = idempotency.Attach(ctx, "a write")
 		return 1, attachErr

@@ -180,9 +180,9 @@ func TestPowertoolsPythonDifferential(t *testing.T) {
 	for i, sel := range sels {
 		wantHash, wantSpelling, _ := strings.Cut(answers[i], " ")
 		k := idempotency.Key{Selector: "differential", Value: []byte(sel)}
-		id, err := g.KeyID(k)
+		id, err := g.ID(k)
 		if want := "fn.app.handler#" + wantHash; err != nil || id != want {
-			got, _ := idempotency.FormatPowertoolsPython.Spell(k)
+			got, _ := idempotency.Spell(idempotency.FormatPowertoolsPython, k)
 			t.Errorf("selection %s:\n id %s, %v\nwant %s\n our spelling    %s\n python spelling %s", sel, id, err, want, got, wantSpelling)
 			if failures++; failures > 10 {
 				t.FailNow()
@@ -190,11 +190,11 @@ func TestPowertoolsPythonDifferential(t *testing.T) {
 			continue
 		}
 		if i%10 == 0 { // the validation hash, as the guard stores it
-			key := []byte(fmt.Sprintf(`"payload-%d"`, i))
-			if _, err := idempotency.DoPayload(context.Background(), g, key, []byte(sel), func(context.Context) (int, error) { return i, nil }); err != nil {
+			key := idempotency.RawKey(fmt.Appendf(nil, `"payload-%d"`, i))
+			if _, err := idempotency.DoPayload(context.Background(), g, key, idempotency.RawKey([]byte(sel)), func(context.Context) (int, error) { return i, nil }); err != nil {
 				t.Fatal(err)
 			}
-			if rec, _ := store.Get(g.ID(key)); rec.Validation != wantHash {
+			if rec, _ := store.Get(mustID(t, g, key)); rec.Validation != wantHash {
 				t.Errorf("selection %s: validation hash %q, want %q", sel, rec.Validation, wantHash)
 			}
 		}
@@ -224,9 +224,9 @@ console.log(out.join('\n'));
 // TestPowertoolsTypeScriptDifferential compares FormatPowertoolsTypeScript
 // with Powertools TypeScript's own getHashedIdempotencyKey and
 // getHashedPayload (the pinned package, installed by npm ci in
-// internal/ptinterop/testdata).
+// internal/testenv/powertools/testdata).
 func TestPowertoolsTypeScriptDifferential(t *testing.T) {
-	dir, _ := filepath.Abs(filepath.Join("..", "..", "internal", "ptinterop", "testdata"))
+	dir, _ := filepath.Abs(filepath.Join("..", "..", "internal", "testenv", "powertools", "testdata"))
 	if d := os.Getenv("SQSONCE_POWERTOOLS_NODE_DIR"); d != "" {
 		dir = d
 	}
@@ -248,10 +248,10 @@ func TestPowertoolsTypeScriptDifferential(t *testing.T) {
 	for i, sel := range sels {
 		wantID, wantValidation, _ := strings.Cut(answers[i], " ")
 		k := idempotency.Key{Selector: "differential", Value: []byte(sel)}
-		id, err := g.KeyID(k)
+		id, err := g.ID(k)
 		validation, verr := idempotency.FormatPowertoolsTypeScript.Hash(k)
 		if err != nil || verr != nil || id != wantID || validation != wantValidation {
-			got, _ := idempotency.FormatPowertoolsTypeScript.Spell(k)
+			got, _ := idempotency.Spell(idempotency.FormatPowertoolsTypeScript, k)
 			t.Errorf("selection %s:\n id %s, validation %s, %v %v\nwant %s, %s\n our spelling %s", sel, id, validation, err, verr, wantID, wantValidation, got)
 			if failures++; failures > 10 {
 				t.FailNow()

@@ -43,19 +43,22 @@
 //   - A store error never leads to running the operation: the call fails
 //     with a [*StoreError] (fail closed).
 //   - A key reused with another payload fails with [ErrPayloadMismatch] when
-//     [Config.Validate] is set; it never returns the other payload's result.
+//     the call validates its payload ([DoPayload], [WrapPayload],
+//     [JSONBody.PayloadFunc]); it never returns the other payload's result.
 //
 // # Keys
 //
 // The key is chosen by the producer, travels in the message body and is the
 // same for every retry of one decision: never the broker's message id, which
 // is the same across redeliveries of one message and different for the
-// producer's re-send. [BodyField] takes a producer's key; [BodyPath] a field
-// nested in the body; [BodyFields] a canonical subset of the fields that
-// define the work; [FirstOf] tries one then the other. A [KeyFunc] returns a
-// [Key]: the JSON value it selected, as the message spells it, and the name
-// of its selector. [Config.Format] turns it into the record id
-// "{Namespace}#{digest}":
+// producer's re-send. [BodyField] takes a producer's key, at the top of the
+// body or nested in it; [BodySubset] a canonical subset of the fields that
+// define the work; [FirstOf] tries one then the other; [KeyOf] makes a key
+// of your own, and [RawKey] one of raw bytes. Key material is one type,
+// [Key]: the JSON value selected, as the message spells it, and the name of
+// its selector. [Do] takes a Key and [Wrap] a [KeyFunc] that returns one,
+// so both find the same records. [Config.Format] turns it into the record
+// id "{Namespace}#{digest}" ([Guard.ID]):
 //
 //   - [FormatNative] (the default) hashes the canonical JSON (RFC 8785) of
 //     the selector and the value with SHA-256, so field order, whitespace and
@@ -78,9 +81,19 @@
 //
 // [WrapJSON] decodes each body once into the operation's request type
 // (strictly, with [JSONBody.DisallowUnknownFields], or not), takes the key,
-// a check and the validated payload from the decoded value, and calls the
-// operation with it. A body that does not decode or fails the check fails
-// its message with a [*BodyError], before anything is claimed.
+// a well-formedness check and the validated payload from the decoded
+// value, and calls the operation with it. A body that does not decode or
+// fails the check fails its message with a [*BodyError], before anything
+// is claimed.
+//
+// # Payload validation
+//
+// A key reused for other work must not get that work's result. A call
+// says, beside its key, which part of the request must be the same
+// whenever the key is reused: [DoPayload], [WrapPayload] or
+// [JSONBody.PayloadFunc]. Its digest is stored with the record, and a call
+// whose payload differs fails with a [*PayloadMismatchError]. [Do], [Wrap]
+// and a JSONBody without PayloadFunc validate nothing.
 //
 // # Records and the state machine
 //
@@ -134,7 +147,7 @@
 // # Observability
 //
 // Every call passes an [Event] to [Config.OnOutcome], for metrics, and logs
-// at most one line to [Config.Logger] (outcome, record id, message id, ran,
+// at most one line to [Config.Logger] (outcome, record_id, message_id, ran,
 // duration, and the error if any), at its outcome's level:
 //
 //	outcome      level  meaning
@@ -150,8 +163,32 @@
 // first delivery that succeeds, and one line for each duplicate.
 // [Config.LogLevels] moves an outcome to another level, or turns its line
 // off with [LevelOff]. The errors the guard returns say they were logged
-// (a Logged method), so package batch does not log the same failure again:
-// a failed record gets one line, the guard's.
+// (they are batch.LoggedErrors), so package batch does not log the same
+// failure again: a failed record gets one line, the guard's.
+//
+// # Errors
+//
+// When [Do], [Wrap] or [WrapJSON] fail, the error they return wraps one of
+// these; find it with [errors.As] (or [errors.Is] for the sentinels), not
+// with a type assertion on the returned error itself:
+//
+//   - [*KeyError]: no key ([ErrNoKey]), or a key or payload the format
+//     cannot hash; nothing was claimed.
+//   - [*BodyError]: WrapJSON could not take the body as its request type;
+//     nothing was claimed.
+//   - [*InProgressError] ([ErrInProgress]): another worker holds the key;
+//     nothing ran. Its RetryAt tells when to deliver again.
+//   - [*PayloadMismatchError] ([ErrPayloadMismatch]): the key was claimed
+//     with another payload; nothing ran.
+//   - [*StoreError]: the store failed; the operation did not run (Op
+//     "acquire") or its outcome was not recorded ("complete", "release").
+//   - [*PanicError]: the operation, or its result's MarshalJSON, panicked.
+//   - an encoding/json error: the result could not be encoded (the record
+//     was completed without it), or the stored result does not decode into
+//     the result type.
+//   - the operation's own error; its claim was released.
+//
+// Each is logged once, by the guard, as Observability says.
 //
 // No line holds message content: the record id is a digest, and the key
 // errors of this package describe a value they refuse by a short prefix,

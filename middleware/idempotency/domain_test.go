@@ -21,11 +21,11 @@ var selectors = func() map[string]idempotency.KeyFunc {
 	base := map[string]idempotency.KeyFunc{
 		`BodyField("x")`:       idempotency.BodyField("x"),
 		`BodyField("y")`:       idempotency.BodyField("y"),
-		`BodyPath("x", "x")`:   idempotency.BodyPath("x", "x"),
-		`BodyPath("x", "y")`:   idempotency.BodyPath("x", "y"),
-		`BodyFields("x")`:      idempotency.BodyFields("x"),
-		`BodyFields("y")`:      idempotency.BodyFields("y"),
-		`BodyFields("x", "y")`: idempotency.BodyFields("x", "y"),
+		`BodyPath("x", "x")`:   idempotency.BodyField("x", "x"),
+		`BodyPath("x", "y")`:   idempotency.BodyField("x", "y"),
+		`BodyFields("x")`:      idempotency.BodySubset("x"),
+		`BodyFields("y")`:      idempotency.BodySubset("y"),
+		`BodyFields("x", "y")`: idempotency.BodySubset("x", "y"),
 	}
 	all := map[string]idempotency.KeyFunc{}
 	for a, fa := range base {
@@ -43,7 +43,7 @@ var selectors = func() map[string]idempotency.KeyFunc {
 // read, by path, with their values as canonical JSON.
 func fieldsOf(t testing.TB, k idempotency.Key) map[string]string {
 	canon := func(raw []byte) string {
-		c, err := idempotency.JSONKey(json.RawMessage(raw))
+		c, err := idempotency.CanonicalJSON(json.RawMessage(raw))
 		if err != nil {
 			t.Fatalf("canonical %s: %v", raw, err)
 		}
@@ -80,7 +80,7 @@ func checkDomains(t testing.TB, a, b string) {
 			if err != nil {
 				continue
 			}
-			material, err := idempotency.FormatNative.Spell(k)
+			material, err := idempotency.Spell(idempotency.FormatNative, k)
 			if err != nil {
 				continue // a number the native format refuses
 			}
@@ -107,12 +107,12 @@ func TestKeyDomainSeparation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err := idempotency.BodyFields("x")(msg(`{"x":1}`))
+	y, err := idempotency.BodySubset("x")(msg(`{"x":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	mx, _ := idempotency.FormatNative.Spell(x)
-	my, _ := idempotency.FormatNative.Spell(y)
+	mx, _ := idempotency.Spell(idempotency.FormatNative, x)
+	my, _ := idempotency.Spell(idempotency.FormatNative, y)
 	if bytes.Equal(mx, my) {
 		t.Fatalf("BodyField(x) of {x:{x:1}} and BodyFields(x) of {x:1} share material %s", mx)
 	}
@@ -251,7 +251,7 @@ func BenchmarkKeyID(b *testing.B) {
 			fn   idempotency.KeyFunc
 		}{
 			{"field", idempotency.BodyField("idempotency_key")},
-			{"subset", idempotency.BodyFields("document", "model", "prompt_version", "parameters")},
+			{"subset", idempotency.BodySubset("document", "model", "prompt_version", "parameters")},
 		} {
 			b.Run(format.String()+"/"+tc.name, func(b *testing.B) {
 				b.ReportAllocs()
@@ -260,7 +260,7 @@ func BenchmarkKeyID(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := g.KeyID(k); err != nil {
+					if _, err := g.ID(k); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -283,12 +283,12 @@ func TestRawMaterialDomain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := []byte(`{"selector":"work","value":{"document_id":"D1","version":"9"}}`) // RFC 8785 of the selector's key
-	selectedID, err := g.KeyID(selected)
+	forged := idempotency.RawKey([]byte(`{"selector":"work","value":{"document_id":"D1","version":"9"}}`)) // RFC 8785 of the selector's key
+	selectedID, err := g.ID(selected)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rawID := g.ID(forged); rawID == selectedID {
+	if rawID := mustID(t, g, forged); rawID == selectedID {
 		t.Fatalf("raw material %s has the record id %s of KeyOf(\"work\", …)", forged, rawID)
 	}
 	runs := 0

@@ -31,7 +31,8 @@ var (
 
 	// ErrPayloadMismatch reports that the key was reused with a different
 	// payload than the one it was first claimed with. The stored result is
-	// not returned; retrying does not help.
+	// not returned; retrying does not help. The guard returns it as a
+	// [*PayloadMismatchError], which names the record.
 	ErrPayloadMismatch = errors.New("idempotency: key reused with a different payload")
 
 	// ErrLeaseLost reports that a fenced write (Complete, Release) found the
@@ -59,43 +60,65 @@ var (
 // LeaseUntil is the holder's lease end as stored (its deadline plus
 // [Config.SkewMargin]): the earliest moment a new delivery can take the key
 // over if the holder died, and the latest at which it can find the result if
-// the holder finishes. A caller that schedules its own retry (as package
-// batch does with a message's visibility) retries then, not sooner. It is
-// the zero time when the record carries no lease end (one written by
-// another library without it).
+// the holder finishes. It is the zero time when the record carries no lease
+// end (one written by another library without it).
 type InProgressError struct {
-	Key        string    // the record's id
+	ID         string    // the record id
 	LeaseUntil time.Time // the holder's lease end; zero when unknown
 }
 
 func (e *InProgressError) Error() string {
 	if e.LeaseUntil.IsZero() {
-		return fmt.Sprintf("%v: %s", ErrInProgress, e.Key)
+		return fmt.Sprintf("%v: %s", ErrInProgress, e.ID)
 	}
-	return fmt.Sprintf("%v: %s, lease until %s", ErrInProgress, e.Key, e.LeaseUntil.UTC().Format(time.RFC3339Nano))
+	return fmt.Sprintf("%v: %s, lease until %s", ErrInProgress, e.ID, e.LeaseUntil.UTC().Format(time.RFC3339Nano))
 }
 
 // Is reports whether target is [ErrInProgress].
 func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
 
-// RetryAt returns LeaseUntil. It is the method package batch looks for with
-// [errors.As] to pace the message's next delivery, so that packages which
-// cannot import this one can read the lease end through an interface.
+// RetryAt returns LeaseUntil: when a new delivery of the message can
+// succeed. Package batch paces the message's next delivery with it (see
+// [github.com/sqsonce/sqsonce/middleware/batch.RetryAtError]).
 func (e *InProgressError) RetryAt() time.Time { return e.LeaseUntil }
+
+// PayloadMismatchError is the error of a call whose key was claimed with
+// another payload: nothing ran and the stored result is not returned.
+// [errors.Is](err, [ErrPayloadMismatch]) is true for it.
+type PayloadMismatchError struct {
+	ID string // the record id
+}
+
+func (e *PayloadMismatchError) Error() string {
+	return fmt.Sprintf("%v: %s", ErrPayloadMismatch, e.ID)
+}
+
+// Is reports whether target is [ErrPayloadMismatch].
+func (e *PayloadMismatchError) Is(target error) bool { return target == ErrPayloadMismatch }
 
 // StoreError reports a failed store operation. The record's operation was not
 // run (for Acquire), or its outcome could not be recorded (for Complete).
 type StoreError struct {
-	Op  string // "acquire", "complete" or "release"
-	Key string // the record's id
+	Op  string // the store method: "acquire", "complete" or "release"
+	ID  string // the record id
 	Err error  // the store's error
 }
 
 func (e *StoreError) Error() string {
-	return fmt.Sprintf("idempotency: store %s %s: %s", e.Op, e.Key, detail(e.Err))
+	return fmt.Sprintf("idempotency: store %s %s: %s", e.Op, e.ID, detail(e.Err))
 }
 
 func (e *StoreError) Unwrap() error { return e.Err }
+
+// PermanentError is an error that tells whether retrying the same store
+// write can help. The guard retries a failed [Store.Complete] unless its
+// error wraps one whose Permanent reports true (an attached write's own
+// condition failed, say), or wraps [ErrLeaseLost] or
+// [ErrAttachUnsupported]. Stores implement it on their error types.
+type PermanentError interface {
+	error
+	Permanent() bool
+}
 
 // KeyError reports that the idempotency key could not be taken from a message.
 type KeyError struct {
@@ -113,8 +136,10 @@ func (e *KeyError) Error() string {
 
 func (e *KeyError) Unwrap() error { return e.Err }
 
-// PanicError is returned in place of a panic in the wrapped operation. The
-// claim is released, as for any failed operation.
+// PanicError is returned in place of a panic: in the wrapped operation (the
+// claim is released, as for any failed operation), in the MarshalJSON of
+// its result (the record is completed without a result, as for any result
+// that cannot be encoded), or in the Store (wrapped in a [*StoreError]).
 type PanicError struct {
 	Value any    // the value passed to panic
 	Stack []byte // the panicking goroutine's stack

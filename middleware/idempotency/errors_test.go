@@ -16,9 +16,8 @@ import (
 // errors it wraps.
 func TestErrorMessagesReadOnce(t *testing.T) {
 	failingStore := &faultStore{Store: memstore.New(), acquireErr: errors.New("connection refused")}
-	guard := func(store idempotency.Store, validate idempotency.KeyFunc) *idempotency.Guard {
-		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "ns", Validate: validate,
-			Logger: slog.New(slog.DiscardHandler)})
+	guard := func(store idempotency.Store) *idempotency.Guard {
+		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "ns", Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,9 +26,9 @@ func TestErrorMessagesReadOnce(t *testing.T) {
 	ok := func(context.Context, events.SQSMessage) (string, error) { return "done", nil }
 	msg := func(body string) events.SQSMessage { return events.SQSMessage{MessageId: "x2", Body: body} }
 	keyField := idempotency.BodyField("idempotency_key")
-	firstOf := idempotency.FirstOf(keyField, idempotency.BodyFields("document_id"))
-	g := guard(memstore.New(), nil)
-	id := g.ID([]byte(`"k"`))
+	firstOf := idempotency.FirstOf(keyField, idempotency.BodySubset("document_id"))
+	g := guard(memstore.New())
+	id := mustID(t, g, idempotency.RawKey([]byte(`"k"`)))
 
 	tests := []struct {
 		name string
@@ -44,7 +43,7 @@ func TestErrorMessagesReadOnce(t *testing.T) {
 			_, err := idempotency.Wrap(g, firstOf, ok)(t.Context(), msg(`{}`))
 			return err
 		}, `idempotency: key from any of 2 key sources of message x2: no idempotency key ` +
-			`(body field "idempotency_key": missing; body fields document_id: field "document_id" is missing)`},
+			`(body field "idempotency_key": missing; body subset document_id: field "document_id" is missing)`},
 		{"key function returning ErrNoKey", func() error {
 			_, err := idempotency.Wrap(g, func(events.SQSMessage) (idempotency.Key, error) { return idempotency.Key{}, idempotency.ErrNoKey }, ok)(t.Context(), msg(`{}`))
 			return err
@@ -53,23 +52,23 @@ func TestErrorMessagesReadOnce(t *testing.T) {
 			validate := func(events.SQSMessage) (idempotency.Key, error) {
 				return idempotency.Key{}, errors.New("handler: invalid request")
 			}
-			_, err := idempotency.Wrap(guard(memstore.New(), validate), keyField, ok)(t.Context(), msg(`{"idempotency_key":"k"}`))
+			_, err := idempotency.WrapPayload(g, keyField, validate, ok)(t.Context(), msg(`{"idempotency_key":"k"}`))
 			return err
-		}, `idempotency: key from Config.Validate of message x2: handler: invalid request`},
+		}, `idempotency: key from payload function of message x2: handler: invalid request`},
 		{"Do without a key", func() error {
-			_, err := idempotency.Do(t.Context(), g, nil, func(context.Context) (int, error) { return 1, nil })
+			_, err := idempotency.Do(t.Context(), g, idempotency.Key{}, func(context.Context) (int, error) { return 1, nil })
 			return err
 		}, `idempotency: key from Do: no idempotency key`},
 		{"store error on claim", func() error {
-			_, err := idempotency.Do(t.Context(), guard(failingStore, nil), []byte(`"k"`), func(context.Context) (int, error) { return 1, nil })
+			_, err := idempotency.Do(t.Context(), guard(failingStore), idempotency.RawKey([]byte(`"k"`)), func(context.Context) (int, error) { return 1, nil })
 			return err
 		}, `idempotency: store acquire ` + id + `: connection refused`},
 		{"panic with an error of the package", func() error {
-			_, err := idempotency.Do(t.Context(), g, []byte(`"p"`), func(context.Context) (int, error) { panic(idempotency.ErrNotClaimed) })
+			_, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"p"`)), func(context.Context) (int, error) { panic(idempotency.ErrNotClaimed) })
 			return err
 		}, `idempotency: operation panicked: not inside a claimed operation`},
 		{"store error wrapping a sentinel", func() error {
-			return &idempotency.StoreError{Op: "complete", Key: "ns#1", Err: idempotency.ErrLeaseLost}
+			return &idempotency.StoreError{Op: "complete", ID: "ns#1", Err: idempotency.ErrLeaseLost}
 		}, `idempotency: store complete ns#1: lease lost`},
 	}
 	for _, tt := range tests {

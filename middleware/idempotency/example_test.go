@@ -24,7 +24,7 @@ func ExampleDo() {
 	if err != nil {
 		panic(err)
 	}
-	key, _ := idempotency.JSONKey(map[string]any{"document_id": "4471", "version": 9})
+	key, _ := idempotency.KeyOf("summary request", map[string]any{"document_id": "4471", "version": 9})
 	calls := 0
 	summarise := func(context.Context) (string, error) {
 		calls++
@@ -48,7 +48,7 @@ func ExampleDo_inProgress() {
 	first, _ := idempotency.New(cfg)
 	second, _ := idempotency.New(cfg)
 
-	key := []byte(`"request-1"`)
+	key := idempotency.RawKey([]byte(`"request-1"`))
 	started, finish, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -91,7 +91,6 @@ func ExampleWrap() {
 	g, err := idempotency.New(idempotency.Config{
 		Store:     memstore.New(),
 		Namespace: "summarise",
-		Validate:  idempotency.BodyFields("document_id", "version"),
 		Logger:    slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -137,7 +136,7 @@ func ExampleFormatPowertoolsPython() {
 	if err != nil {
 		panic(err)
 	}
-	id, err := g.KeyID(k)
+	id, err := g.ID(k)
 	fmt.Println(id, err)
 	// Output: orders#068044a7927cd88524adc22442efbed9 <nil>
 }
@@ -159,25 +158,25 @@ func ExampleFormatPowertoolsTypeScript() {
 	if err != nil {
 		panic(err)
 	}
-	id, err := g.KeyID(k)
+	id, err := g.ID(k)
 	fmt.Println(id, err)
 	// Output: orders#BoBEp5J82IUkrcIkQu++2Q== <nil>
 }
 
 // A key function's selector is part of a native record id: a producer key
-// that holds another request's fields does not give that request's id.
-func ExampleBodyPath() {
+// that holds another request's fields does not give that request's id,
+// although all three keys select {"x":1} or 1 from bodies alike.
+func ExampleBodyField() {
 	g, _ := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "summarise"})
 	field, _ := idempotency.BodyField("x")(events.SQSMessage{Body: `{"x":{"x":1}}`})
-	subset, _ := idempotency.BodyFields("x")(events.SQSMessage{Body: `{"x":1}`})
-	nested, _ := idempotency.BodyPath("x", "x")(events.SQSMessage{Body: `{"x":{"x":1}}`})
+	subset, _ := idempotency.BodySubset("x")(events.SQSMessage{Body: `{"x":1}`})
+	nested, _ := idempotency.BodyField("x", "x")(events.SQSMessage{Body: `{"x":{"x":1}}`})
 	for _, k := range []idempotency.Key{field, subset, nested} {
-		material, _ := idempotency.FormatNative.Spell(k)
-		id, _ := g.KeyID(k)
-		fmt.Println(string(material), id[:len("summarise#")+8])
+		id, _ := g.ID(k)
+		fmt.Printf("%s %s %s\n", k.Selector, k.Value, id[:len("summarise#")+8])
 	}
 	// Output:
-	// {"selector":"body [\"x\"]","value":{"x":1}} summarise#ee2de4d3
-	// {"selector":"body fields","value":{"x":1}} summarise#05749a17
-	// {"selector":"body [\"x\",\"x\"]","value":1} summarise#0e3ea660
+	// body ["x"] {"x":1} summarise#ee2de4d3
+	// body fields {"x":1} summarise#05749a17
+	// body ["x","x"] 1 summarise#0e3ea660
 }

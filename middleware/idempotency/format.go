@@ -32,10 +32,9 @@ const (
 	// SHA-256 and written in hex. Field order, whitespace and number
 	// spelling (0.7, 0.70, 7e-1) do not change it, and values taken by
 	// different selectors never share a digest (see [Key]). Raw material
-	// given to [Do] (a Key without a selector) is hashed as given, behind
-	// a prefix of its own, so it never shares a digest with a selector's
-	// key either. Numbers that a double cannot hold exactly are refused
-	// (see the package doc).
+	// ([RawKey]) is hashed as given, behind a prefix of its own, so it
+	// never shares a digest with a selector's key either. Numbers that a
+	// double cannot hold exactly are refused (see the package doc).
 	FormatNative Format = iota
 
 	// FormatPowertoolsPython is Powertools for AWS Lambda (Python)'s recipe:
@@ -80,22 +79,21 @@ func (f Format) valid() bool {
 	return f >= FormatNative && f <= FormatPowertoolsTypeScript
 }
 
-// Key is the key material a [KeyFunc] takes from a message: a JSON value and
-// the selector that took it.
+// Key is key material: a JSON value and the name of the selector that
+// took it, as a [KeyFunc] returns it, or raw material made by [RawKey]. A
+// [Format] turns it into the digest of a record id or a validation hash.
 type Key struct {
 	// Selector names where Value was taken from, such as
 	// `body ["idempotency_key"]` for BodyField("idempotency_key"). The
 	// native format hashes it with the value, so that two selectors (a
 	// field, and a subset of fields) never give one record id to two
 	// different requests. Each selector of this package documents its
-	// spelling; a KeyFunc of your own should use a name of its own. Empty
-	// for the raw material given to [Do], which the native format hashes
-	// as given, in a domain of its own.
+	// spelling; a KeyFunc of your own should use a name of its own. It is
+	// empty for raw material ([RawKey]).
 	Selector string
 
-	// Value is the JSON value selected, as the message spells it. The
-	// Powertools formats need the original spelling (Python writes 10 and
-	// 10.0 differently).
+	// Value is the JSON value selected, as the message spells it (the
+	// Powertools formats hash the spelling), or the raw material.
 	Value json.RawMessage
 }
 
@@ -107,8 +105,7 @@ func (f Format) Hash(k Key) (string, error) {
 	return string(b), err
 }
 
-// rawDomain prefixes raw key material (a Key without a selector) in the
-// native format. The material of a key with a selector is canonical JSON,
+// rawDomain prefixes raw key material ([RawKey]) in the native format. The material of a key with a selector is canonical JSON,
 // which begins with '{'.
 const rawDomain = "raw\x00"
 
@@ -117,7 +114,7 @@ func (f Format) appendHash(dst []byte, k Key) ([]byte, error) {
 	case FormatNative:
 		h := sha256.New()
 		if k.Selector == "" {
-			// Raw material (given to Do) is hashed in a domain of its own:
+			// Raw material (RawKey) is hashed in a domain of its own:
 			// behind rawDomain, which no canonical JSON of a selector's key
 			// begins with, so raw material spelling another request's
 			// {"selector":…,"value":…} never gets that request's id.
@@ -149,11 +146,10 @@ func (f Format) appendHash(dst []byte, k Key) ([]byte, error) {
 	return nil, fmt.Errorf("unknown format %d", int(f))
 }
 
-// Spell returns the bytes format f hashes for k: for the Powertools formats,
-// the value as that runtime spells it before hashing; for the native
-// format, the canonical JSON of the tagged key (or the raw material given to
-// [Do]). For tests and for checking another runtime by hand.
-func (f Format) Spell(k Key) ([]byte, error) {
+// spell returns the bytes format f hashes for k: for the Powertools
+// formats, the value as that runtime spells it before hashing; for the
+// native format, the canonical JSON of the tagged key (or the raw material).
+func (f Format) spell(k Key) ([]byte, error) {
 	switch f {
 	case FormatNative:
 		if k.Selector == "" {
@@ -189,15 +185,6 @@ func nativeMaterial(k Key) ([]byte, error) {
 	doc = appendJSString(append(doc, `{"selector":`...), []rune(k.Selector))
 	doc = append(append(append(doc, `,"value":`...), value...), '}')
 	return doc, nil
-}
-
-// canonicalJSON is RFC 8785's canonical form of raw, refusing numbers that a
-// double cannot hold exactly (see exactNumber).
-func canonicalJSON(raw []byte) ([]byte, error) {
-	if err := exactNumbers(raw); err != nil {
-		return nil, err
-	}
-	return jcs.Transform(raw)
 }
 
 // exactNumbers validates raw, a single JSON value with no number longer

@@ -61,7 +61,7 @@ func TestFormatID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if id, err := g.KeyID(k); err != nil || id != tc.want {
+		if id, err := g.ID(k); err != nil || id != tc.want {
 			t.Errorf("%v: KeyID = %q, %v; want %q", tc.format, id, err, tc.want)
 		}
 	}
@@ -90,10 +90,10 @@ func TestFormatSpelling(t *testing.T) {
 		{`{"__proto__":1,"x":2}`, `{"__proto__": 1, "x": 2}`, `{"x":2}`},
 	} {
 		k := idempotency.Key{Selector: "test", Value: []byte(tc.value)}
-		if got, err := idempotency.FormatPowertoolsPython.Spell(k); err != nil || string(got) != tc.python {
+		if got, err := idempotency.Spell(idempotency.FormatPowertoolsPython, k); err != nil || string(got) != tc.python {
 			t.Errorf("Python spelling of %s = %s, %v; want %s", tc.value, got, err, tc.python)
 		}
-		if got, err := idempotency.FormatPowertoolsTypeScript.Spell(k); err != nil || string(got) != tc.typescript {
+		if got, err := idempotency.Spell(idempotency.FormatPowertoolsTypeScript, k); err != nil || string(got) != tc.typescript {
 			t.Errorf("TypeScript spelling of %s = %s, %v; want %s", tc.value, got, err, tc.typescript)
 		}
 	}
@@ -112,10 +112,11 @@ func TestFormatDoMaterial(t *testing.T) {
 			t.Fatal(err)
 		}
 		ran := false
-		_, err = idempotency.Do(t.Context(), g, []byte("order-1"), func(context.Context) (int, error) { ran = true; return 1, nil })
+		_, err = idempotency.Do(t.Context(), g, idempotency.RawKey([]byte("order-1")), func(context.Context) (int, error) { ran = true; return 1, nil })
 		var ke *idempotency.KeyError
-		if tc.ok != (err == nil) || tc.ok != ran || (!tc.ok && !errors.As(err, &ke)) || (g.ID([]byte("order-1")) != "") == !tc.ok {
-			t.Errorf("%v: Do of non-JSON material: ran %v, %v; ID %q", tc.format, ran, err, g.ID([]byte("order-1")))
+		id, idErr := g.ID(idempotency.RawKey([]byte("order-1")))
+		if tc.ok != (err == nil) || tc.ok != ran || (!tc.ok && !errors.As(err, &ke)) || (idErr == nil) != tc.ok {
+			t.Errorf("%v: Do of non-JSON material: ran %v, %v; ID %q, %v", tc.format, ran, err, id, idErr)
 		}
 	}
 }
@@ -127,7 +128,7 @@ func TestNativeMaterialIsRFC8785(t *testing.T) {
 	for _, sel := range []string{`body ["idempotency_key"]`, "body fields", `a"b\c`, "<&>", "tab\tnl\n\x01", "é😀", "\u2028"} {
 		for _, value := range []string{`"k"`, `{"b":[1,2.50,{"z":null,"a":true}],"a":"\u00e9"}`, `1e2`} {
 			k := idempotency.Key{Selector: sel, Value: []byte(value)}
-			got, err := idempotency.FormatNative.Spell(k)
+			got, err := idempotency.Spell(idempotency.FormatNative, k)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -49,21 +49,10 @@ func New(cfg Config) (*Guard, error) {
 	return g, nil
 }
 
-// ID returns the record id of key material given to [Do]:
-// "{Namespace}#{digest}", the digest in the configured [Format]. The native
-// format hashes the material as given, behind a prefix that keeps it apart
-// from every selector's key; the Powertools formats spell the
-// JSON value it holds, and material that is not JSON has no id: ID returns
-// "" (and Do fails with a [*KeyError]).
-func (g *Guard) ID(material []byte) string {
-	id, _ := g.KeyID(Key{Value: material})
-	return id
-}
-
-// KeyID returns the record id of a key taken by a [KeyFunc]:
-// "{Namespace}#{digest}", the digest in the configured [Format]. It fails
-// when the format cannot hash the key (see [Format.Hash]).
-func (g *Guard) KeyID(k Key) (string, error) {
+// ID returns the record id of k: "{Namespace}#{digest}", the digest in the
+// configured [Format]. It fails when the format cannot hash k (see
+// [Format.Hash]).
+func (g *Guard) ID(k Key) (string, error) {
 	ns := g.cfg.Namespace
 	b := make([]byte, 0, len(ns)+1+64)
 	b = append(append(b, ns...), '#')
@@ -74,48 +63,59 @@ func (g *Guard) KeyID(k Key) (string, error) {
 	return string(b), nil
 }
 
-// Do runs fn at most once for the key material key, and returns its result;
-// later calls with the same key return the stored result without calling fn.
-// The result is stored as JSON, so T must survive a JSON round trip.
-//
-// Do returns an [*InProgressError] (which wraps [ErrInProgress] and tells
-// when the holder's lease ends) when another worker holds the key, a
-// [*StoreError] when the store fails (fn is then not run), a [*PanicError]
-// when fn panics, and fn's own error when it fails; after a failure or a
-// panic the claim is released so that a retry can run fn.
-// An empty key is an error wrapping [ErrNoKey].
-// With a Powertools [Format] the key must be a JSON value (see [Guard.ID]).
-func Do[T any](ctx context.Context, g *Guard, key []byte, fn func(context.Context) (T, error)) (T, error) {
-	return do(ctx, g, call{key: Key{Value: key}, source: "Do"}, fn)
+// Do runs fn at most once for key and returns its result; later calls with
+// the same key return the stored result without calling fn. The result is
+// stored as JSON, so T must survive a JSON round trip. After fn fails or
+// panics the claim is released, so that a retry can run fn. An empty key
+// fails with a [*KeyError] wrapping [ErrNoKey]. The errors Do returns are
+// listed in the package doc, under Errors.
+func Do[T any](ctx context.Context, g *Guard, key Key, fn func(context.Context) (T, error)) (T, error) {
+	return do(ctx, g, call{key: key, source: "Do"}, fn)
 }
 
-// DoPayload is [Do] with payload validation: the digest of payload is stored
-// with the record, and a later call with the same key and a different payload
-// fails with [ErrPayloadMismatch] instead of returning the other payload's
-// result. The payload is hashed as [Guard.ID] hashes key material: pass the
-// canonical subset that
-// defines the work ([JSONKey]), not a raw message body, whose
-// timestamps and request ids would make every re-send a mismatch.
-func DoPayload[T any](ctx context.Context, g *Guard, key, payload []byte, fn func(context.Context) (T, error)) (T, error) {
-	return do(ctx, g, call{key: Key{Value: key}, payload: Key{Value: payload}, validate: true, source: "Do"}, fn)
+// DoPayload is [Do] with payload validation: the digest of payload is
+// stored with the record, and a later call with the same key and another
+// payload fails with a [*PayloadMismatchError] instead of returning the
+// other payload's result. Pass the subset that defines the work (for
+// example from [KeyOf]), not a raw message body, whose timestamps and
+// request ids would make every re-send a mismatch.
+func DoPayload[T any](ctx context.Context, g *Guard, key, payload Key, fn func(context.Context) (T, error)) (T, error) {
+	return do(ctx, g, call{key: key, payload: payload, validate: true, source: "Do"}, fn)
 }
 
 // Wrap returns fn made idempotent per message: the key of each message is
-// taken with key and fn runs through [Do] (with payload validation when
-// [Config.Validate] is set). A message without a key fails with a
-// [*KeyError] and fn is not run. The returned function has the shape
+// taken with key, and fn runs through [Do]. A message without a key fails
+// with a [*KeyError] and fn is not run. The returned function has the shape
 // [github.com/sqsonce/sqsonce/middleware/batch.SQS] takes.
 //
 // Wrap panics if g, key or fn is nil: a configuration error, caught at
 // start-up rather than on every message.
 func Wrap[T any](g *Guard, key KeyFunc, fn func(context.Context, events.SQSMessage) (T, error)) func(context.Context, events.SQSMessage) (T, error) {
+	return wrap(g, key, nil, fn, "Wrap")
+}
+
+// WrapPayload is [Wrap] with payload validation, as [DoPayload]: payload
+// takes from each message the part that must be the same whenever its key
+// is reused, and a message whose key was claimed with another payload
+// fails with a [*PayloadMismatchError]. A message without a payload fails
+// with a [*KeyError], before anything is claimed.
+//
+// WrapPayload panics if g, key, payload or fn is nil.
+func WrapPayload[T any](g *Guard, key, payload KeyFunc, fn func(context.Context, events.SQSMessage) (T, error)) func(context.Context, events.SQSMessage) (T, error) {
+	if payload == nil {
+		panic("idempotency: WrapPayload: nil payload KeyFunc")
+	}
+	return wrap(g, key, payload, fn, "WrapPayload")
+}
+
+func wrap[T any](g *Guard, key, payload KeyFunc, fn func(context.Context, events.SQSMessage) (T, error), name string) func(context.Context, events.SQSMessage) (T, error) {
 	switch {
 	case g == nil:
-		panic("idempotency: Wrap: nil *Guard")
+		panic("idempotency: " + name + ": nil *Guard")
 	case key == nil:
-		panic("idempotency: Wrap: nil KeyFunc")
+		panic("idempotency: " + name + ": nil KeyFunc")
 	case fn == nil:
-		panic("idempotency: Wrap: nil operation")
+		panic("idempotency: " + name + ": nil operation")
 	}
 	return func(ctx context.Context, m events.SQSMessage) (T, error) {
 		c := call{messageID: m.MessageId, source: "key function"}
@@ -124,9 +124,9 @@ func Wrap[T any](g *Guard, key KeyFunc, fn func(context.Context, events.SQSMessa
 		if c.key, err = key(m); err == nil && len(c.key.Value) == 0 {
 			err = ErrNoKey
 		}
-		if err == nil && g.cfg.Validate != nil {
-			c.validate, source = true, "Config.Validate"
-			c.payload, err = g.cfg.Validate(m)
+		if err == nil && payload != nil {
+			c.validate, source = true, "payload function"
+			c.payload, err = payload(m)
 		}
 		if err != nil {
 			var zero T
@@ -238,7 +238,7 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 		g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: c.messageID, Err: err})
 		return zero, &reported{err}
 	}
-	id, err := g.KeyID(c.key)
+	id, err := g.ID(c.key)
 	var validation string
 	if err == nil && c.validate {
 		if validation, err = g.cfg.Format.Hash(c.payload); err != nil {
@@ -253,7 +253,7 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 	op := func(ctx context.Context) (any, error) { return fn(ctx) }
 
 	out := g.run(ctx, id, validation, op)
-	out.ev.Key, out.ev.MessageID = id, c.messageID
+	out.ev.ID, out.ev.MessageID = id, c.messageID
 	var v T
 	if out.ev.Err == nil {
 		if err := decode(out, &v); err != nil {
@@ -359,7 +359,7 @@ func (g *Guard) fromCache(id, validation string) (outcome, bool) {
 		return outcome{}, false
 	}
 	if mismatch(rec, validation) {
-		return outcome{ev: Event{Outcome: OutcomeMismatch, Source: "cache", Err: ErrPayloadMismatch}}, true
+		return outcome{ev: Event{Outcome: OutcomeMismatch, Source: "cache", Err: &PayloadMismatchError{ID: id}}}, true
 	}
 	return outcome{data: rec.Data, ev: Event{Outcome: OutcomeReplayed, Source: "cache"}}, true
 }
@@ -384,7 +384,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 		// A panicking Store must fail this call, not the process, and not
 		// the calls sharing it. The record is left as it is.
 		if v := recover(); v != nil {
-			err := &StoreError{Op: step, Key: id, Err: &PanicError{Value: v, Stack: debug.Stack()}}
+			err := &StoreError{Op: step, ID: id, Err: &PanicError{Value: v, Stack: debug.Stack()}}
 			out = outcome{ev: Event{Outcome: OutcomeFailed, Ran: ran, Err: err}}
 		}
 	}()
@@ -401,7 +401,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 		return g.existing(prev, validation, false)
 	}
 	result := OutcomeClaimed
-	if prev.Key != "" {
+	if prev.ID != "" {
 		result = OutcomeTakenOver
 	}
 
@@ -420,13 +420,14 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 		return outcome{ev: ev}
 	}
 
-	step = "encode"
-	data, encErr := json.Marshal(val)
+	data, encErr := encode(val)
 	if encErr != nil {
 		// The operation ran; never run it again for want of a result. The
 		// record completes without one and this delivery fails.
 		data, val = nil, nil
-		encErr = fmt.Errorf("idempotency: encode result of %s: %w", id, encErr)
+		if _, ok := encErr.(*PanicError); !ok {
+			encErr = fmt.Errorf("idempotency: encode result of %s: %w", id, encErr)
+		}
 		result = OutcomeFailed
 	}
 	step = "complete"
@@ -462,10 +463,10 @@ func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, 
 	ctx, cancel := writeContext(ctx)
 	defer cancel()
 	now := g.cfg.Now()
-	rec := g.claim(ctx, done.Key, done.Validation, now)
+	rec := g.claim(ctx, done.ID, done.Validation, now)
 	prev, loaded, err := g.cfg.Store.Acquire(ctx, rec, now)
 	if err != nil {
-		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("acquire", done.Key, errors.Join(ErrLeaseLost, err))}}
+		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("acquire", done.ID, errors.Join(ErrLeaseLost, err))}}
 	}
 	if loaded {
 		return g.existing(prev, done.Validation, true)
@@ -473,7 +474,7 @@ func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, 
 	rec.Status, rec.Data, rec.Attached, rec.ExpiresAt = StatusCompleted, done.Data, done.Attached, done.ExpiresAt
 	stored, err := g.complete(ctx, rec)
 	if err != nil {
-		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", done.Key, err)}}
+		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", done.ID, err)}}
 	}
 	return g.completed(rec, stored, val, Event{Outcome: result, Ran: true, Err: encErr})
 }
@@ -481,17 +482,17 @@ func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, 
 // existing is the outcome of finding a record that blocked the claim.
 func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
 	if mismatch(prev, validation) {
-		return outcome{ev: Event{Outcome: OutcomeMismatch, Ran: ran, Err: ErrPayloadMismatch}}
+		return outcome{ev: Event{Outcome: OutcomeMismatch, Ran: ran, Err: &PayloadMismatchError{ID: prev.ID}}}
 	}
 	switch prev.Status {
 	case StatusCompleted:
 		g.remember(prev)
 		return outcome{data: prev.Data, ev: Event{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
 	case StatusInProgress:
-		err := &InProgressError{Key: prev.Key, LeaseUntil: prev.LeaseUntil}
+		err := &InProgressError{ID: prev.ID, LeaseUntil: prev.LeaseUntil}
 		return outcome{ev: Event{Outcome: OutcomeInProgress, Ran: ran, Err: err}}
 	default:
-		err := storeError("acquire", prev.Key, fmt.Errorf("record has unknown status %q", prev.Status))
+		err := storeError("acquire", prev.ID, fmt.Errorf("record has unknown status %q", prev.Status))
 		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: ran, Err: err}}
 	}
 }
@@ -505,7 +506,7 @@ func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time)
 		lease = d
 	}
 	return Record{
-		Key:        id,
+		ID:         id,
 		Status:     StatusInProgress,
 		ExpiresAt:  now.Add(g.cfg.ExpiresAfter),
 		LeaseUntil: lease.Add(g.cfg.SkewMargin),
@@ -561,8 +562,7 @@ func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // retryable reports whether a failed Complete may succeed if tried again.
 func retryable(err error) bool {
-	var p interface{ Permanent() bool }
-	if errors.As(err, &p) && p.Permanent() {
+	if p, ok := errors.AsType[PermanentError](err); ok && p.Permanent() {
 		return false
 	}
 	return !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrAttachUnsupported) &&
@@ -590,6 +590,17 @@ func opContext(ctx context.Context, lease time.Duration) (context.Context, conte
 	return context.WithTimeout(ctx, lease)
 }
 
+// encode is the JSON encoding of val, with a panic in a MarshalJSON method
+// turned into a *PanicError.
+func encode(val any) (data []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return json.Marshal(val)
+}
+
 // callOp runs op, turning a panic into a *PanicError.
 func callOp(ctx context.Context, op func(context.Context) (any, error)) (val any, err error) {
 	defer func() {
@@ -605,7 +616,7 @@ func storeError(op, id string, err error) error {
 	if errors.As(err, &se) {
 		return err
 	}
-	return &StoreError{Op: op, Key: id, Err: err}
+	return &StoreError{Op: op, ID: id, Err: err}
 }
 
 // report logs ev at its outcome's level (Config.LogLevels) and passes it
@@ -614,7 +625,7 @@ func (g *Guard) report(ctx context.Context, ev Event) {
 	if level := g.cfg.LogLevels[ev.Outcome]; level != LevelOff && g.cfg.Logger.Enabled(ctx, level) {
 		attrs := []slog.Attr{
 			slog.String("outcome", string(ev.Outcome)),
-			slog.String("key", ev.Key),
+			slog.String("record_id", ev.ID),
 			slog.String("message_id", ev.MessageID),
 			slog.Bool("ran", ev.Ran),
 			slog.Duration("duration", ev.Duration),
@@ -637,8 +648,9 @@ func (g *Guard) report(ctx context.Context, ev Event) {
 
 // reported is an error the guard has reported: logged at its outcome's
 // level (or deliberately not, see [Config.LogLevels]) and passed to
-// [Config.OnOutcome]. Its Logged method tells package batch, which does not
-// import this package, not to log it a second time.
+// [Config.OnOutcome]. It is a batch.LoggedError: its Logged method tells
+// package batch, which does not import this package, not to log it a
+// second time (asserted in contracts_test.go).
 type reported struct{ err error }
 
 func (e *reported) Error() string { return e.err.Error() }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/sqsonce/sqsonce/internal/poll"
+	"github.com/sqsonce/sqsonce/internal/testenv/poll"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -98,6 +98,16 @@ func newFixture(t *testing.T, mod func(*idempotency.Config)) *fixture {
 	return f
 }
 
+// mustID is g's record id of k.
+func mustID(t testing.TB, g *idempotency.Guard, k idempotency.Key) string {
+	t.Helper()
+	id, err := g.ID(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func (f *fixture) lastEvent(t *testing.T) idempotency.Event {
 	t.Helper()
 	f.mu.Lock()
@@ -114,7 +124,7 @@ func ctxWithDeadline(t *testing.T) context.Context {
 	return ctx
 }
 
-var key = []byte(`"doc-4471-v9"`)
+var key = idempotency.RawKey([]byte(`"doc-4471-v9"`))
 
 func TestDoStateMachine(t *testing.T) {
 	ok := func(context.Context) (result, error) { return result{Summary: "fresh", Tokens: 7}, nil }
@@ -154,7 +164,7 @@ func TestDoStateMachine(t *testing.T) {
 		{
 			name: "completed, not expired: replayed without running",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON)})
+				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON)})
 			},
 			fn: ok, want: stored, outcome: idempotency.OutcomeReplayed,
 			wantStatus: idempotency.StatusCompleted, acquires: 1,
@@ -162,7 +172,7 @@ func TestDoStateMachine(t *testing.T) {
 		{
 			name: "completed but expired: claimed and run again",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(-time.Second), Data: []byte(storedJSON)})
+				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(-time.Second), Data: []byte(storedJSON)})
 			},
 			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeTakenOver,
 			wantStatus: idempotency.StatusCompleted, acquires: 1,
@@ -170,7 +180,7 @@ func TestDoStateMachine(t *testing.T) {
 		{
 			name: "in progress, lease alive: ErrInProgress, not run",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "other"})
+				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "other"})
 			},
 			fn: ok, wantErr: idempotency.ErrInProgress, outcome: idempotency.OutcomeInProgress,
 			wantStatus: idempotency.StatusInProgress, acquires: 1,
@@ -178,7 +188,7 @@ func TestDoStateMachine(t *testing.T) {
 		{
 			name: "in progress, lease passed: taken over and run",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(-time.Millisecond), Owner: "crashed"})
+				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(-time.Millisecond), Owner: "crashed"})
 			},
 			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeTakenOver,
 			wantStatus: idempotency.StatusCompleted, acquires: 1,
@@ -186,7 +196,7 @@ func TestDoStateMachine(t *testing.T) {
 		{
 			name: "payload differs from the stored one: mismatch, not run",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Validation: "another-payload-digest"})
+				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Validation: "another-payload-digest"})
 			},
 			payload: `{"document":"4471","version":10}`,
 			fn:      ok, wantErr: idempotency.ErrPayloadMismatch, outcome: idempotency.OutcomeMismatch,
@@ -224,7 +234,7 @@ func TestDoStateMachine(t *testing.T) {
 			setup: func(f *fixture, id string) {
 				f.store.beforeComplete = func() {
 					if f.store.completes.Load() == 1 {
-						f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Owner: "winner"})
+						f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Owner: "winner"})
 					}
 				}
 			},
@@ -235,7 +245,7 @@ func TestDoStateMachine(t *testing.T) {
 			name: "lease lost to a winner still running: ErrInProgress",
 			setup: func(f *fixture, id string) {
 				f.store.beforeComplete = func() {
-					f.store.Put(idempotency.Record{Key: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "winner"})
+					f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "winner"})
 				}
 			},
 			fn: ok, wantErr: idempotency.ErrInProgress, wantRan: true, outcome: idempotency.OutcomeInProgress,
@@ -259,7 +269,7 @@ func TestDoStateMachine(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
-			id := f.guard.ID(key)
+			id := mustID(t, f.guard, key)
 			if tc.seed != nil {
 				tc.seed(f, id)
 			}
@@ -273,7 +283,7 @@ func TestDoStateMachine(t *testing.T) {
 			var got result
 			var err error
 			if tc.payload != "" {
-				got, err = idempotency.DoPayload(ctxWithDeadline(t), f.guard, key, []byte(tc.payload), fn)
+				got, err = idempotency.DoPayload(ctxWithDeadline(t), f.guard, key, idempotency.RawKey([]byte(tc.payload)), fn)
 			} else {
 				got, err = idempotency.Do(ctxWithDeadline(t), f.guard, key, fn)
 			}
@@ -285,7 +295,7 @@ func TestDoStateMachine(t *testing.T) {
 				t.Errorf("operation ran %d times, want ran=%v", f.calls.Load(), tc.wantRan)
 			}
 			ev := f.lastEvent(t)
-			if ev.Outcome != tc.outcome || ev.Ran != tc.wantRan || ev.Key != id {
+			if ev.Outcome != tc.outcome || ev.Ran != tc.wantRan || ev.ID != id {
 				t.Errorf("event = %+v, want outcome %q ran=%v key %q", ev, tc.outcome, tc.wantRan, id)
 			}
 			rec, exists := f.store.Get(id)
@@ -332,7 +342,7 @@ func TestLeaseEndsAtDeadline(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
-			id := f.guard.ID(key)
+			id := mustID(t, f.guard, key)
 			var during idempotency.Record
 			_, err := idempotency.Do(tc.ctx(t), f.guard, key, func(context.Context) (int, error) {
 				during, _ = f.store.Get(id)
@@ -425,6 +435,8 @@ type permanentErr struct{}
 func (permanentErr) Error() string   { return "attached write's condition failed" }
 func (permanentErr) Permanent() bool { return true }
 
+var _ idempotency.PermanentError = permanentErr{}
+
 func TestCompleteNotRetriedWhenPermanent(t *testing.T) {
 	f := newFixture(t, nil)
 	f.store.completeErr = func(int32) error { return permanentErr{} }
@@ -469,7 +481,7 @@ func TestWaiterStopsAtItsOwnDeadline(t *testing.T) {
 	if err := <-leaderDone; err != nil {
 		t.Fatalf("the running call: %v", err)
 	}
-	if rec, _ := f.store.Get(f.guard.ID(key)); rec.Status != idempotency.StatusCompleted {
+	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != idempotency.StatusCompleted {
 		t.Errorf("record after the run = %+v, want COMPLETED", rec)
 	}
 }
@@ -563,7 +575,7 @@ func TestWrapRefusesNilConfiguration(t *testing.T) {
 		"nil guard":    func() { idempotency.Wrap(nil, idempotency.BodyField("k"), fn) },
 		"nil key":      func() { idempotency.Wrap(g, nil, fn) },
 		"nil function": func() { idempotency.Wrap[int](g, idempotency.BodyField("k"), nil) },
-		"no fields":    func() { idempotency.BodyFields() },
+		"no fields":    func() { idempotency.BodySubset() },
 		"no key funcs": func() { idempotency.FirstOf() },
 		"empty field":  func() { idempotency.BodyField("") },
 	} {

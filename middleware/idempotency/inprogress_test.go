@@ -18,7 +18,7 @@ import (
 // holding starts a call of key on g that claims it with ctx and blocks in
 // its operation until the returned release is called; it returns once the
 // key is claimed. release waits for the call to return.
-func holding(t *testing.T, ctx context.Context, g *idempotency.Guard, key []byte) (release func()) {
+func holding(t *testing.T, ctx context.Context, g *idempotency.Guard, key idempotency.Key) (release func()) {
 	t.Helper()
 	return hold(t, func(op func(context.Context) (string, error)) error {
 		_, err := idempotency.Do(ctx, g, key, op)
@@ -76,7 +76,7 @@ func TestInProgressErrorCarriesLease(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Minute)
 	ctx, cancel := context.WithDeadline(t.Context(), deadline)
 	defer cancel()
-	k := []byte(`"held"`)
+	k := idempotency.RawKey([]byte(`"held"`))
 	holding(t, ctx, holder, k)
 
 	// Two calls of the key at once in the other process: one finds the
@@ -91,15 +91,15 @@ func TestInProgressErrorCarriesLease(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	rec, _ := store.Get(other.ID(k))
+	rec, _ := store.Get(mustID(t, other, k))
 	for _, err := range errs {
 		var ip *idempotency.InProgressError
 		if !errors.As(err, &ip) || !errors.Is(err, idempotency.ErrInProgress) {
 			t.Fatalf("err = %v, want an *InProgressError that is ErrInProgress", err)
 		}
-		if ip.Key != other.ID(k) || !ip.LeaseUntil.Equal(rec.LeaseUntil) || ip.LeaseUntil.Before(deadline) {
+		if ip.ID != mustID(t, other, k) || !ip.LeaseUntil.Equal(rec.LeaseUntil) || ip.LeaseUntil.Before(deadline) {
 			t.Errorf("InProgressError{%s, %v}, want {%s, the stored lease end %v, not before the holder's deadline %v}",
-				ip.Key, ip.LeaseUntil, other.ID(k), rec.LeaseUntil, deadline)
+				ip.ID, ip.LeaseUntil, mustID(t, other, k), rec.LeaseUntil, deadline)
 		}
 		var ra interface{ RetryAt() time.Time }
 		if !errors.As(err, &ra) || !ra.RetryAt().Equal(ip.LeaseUntil) {
@@ -135,7 +135,7 @@ func TestInProgressPacedByBatch(t *testing.T) {
 	msg := events.SQSMessage{MessageId: "dup", ReceiptHandle: "rh", Body: `{"k":"busy"}`,
 		EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:jobs", Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
 	material, _ := keyFn(msg)
-	id, err := other.KeyID(material)
+	id, err := other.ID(material)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,56 +10,47 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// KeyFunc returns the key of a message: a JSON value that identifies the
+// KeyFunc returns the key of a message: the JSON value that identifies the
 // work it asks for, and the selector that took it (see [Key]). The
 // configured [Format] turns the key into the record id, so it must be the
 // same for every delivery and every re-send of one request, and must never
 // be the broker's message id. A KeyFunc returns an error wrapping [ErrNoKey]
-// when the message carries no key.
-//
-// A KeyFunc hands the format the value as the message spells it, and the
-// format spells it for hashing: the Powertools formats need the original
-// spelling. (A KeyFunc used to return canonical bytes; the project is
-// pre-1.0. Write your own as a func(events.SQSMessage) (Key, error) that
-// returns [KeyOf] with a selector of its own.) Package jmespath makes
-// KeyFuncs from JMESPath expressions.
+// when the message carries no key. Write your own with [KeyOf] and a
+// selector of its own; package jmespath makes KeyFuncs from JMESPath
+// expressions.
 type KeyFunc func(events.SQSMessage) (Key, error)
 
-// BodyField returns a KeyFunc that takes the key from one top-level field of
-// a JSON message body, such as "idempotency_key": BodyPath(name). The
-// field's value is the key, so "abc" and 123 are keys while null, "" and an
-// absent field are not. BodyField panics when name is empty.
-func BodyField(name string) KeyFunc {
-	if name == "" {
-		panic("idempotency: BodyField: empty field name")
-	}
-	return bodyPath(fmt.Sprintf("body field %q", name), []string{name})
-}
-
-// BodyPath returns a KeyFunc that takes the key from a field nested in a
-// JSON message body, named by the member names that lead to it from the
-// top: BodyPath("document", "id") takes 4471 from {"document":{"id":4471}}.
-// As for [BodyField], null, "" and an absent field are not keys. Its
-// selector is "body" and the path as a JSON array, such as
-// `body ["document","id"]`: BodyField(name) is BodyPath(name).
+// BodyField returns a KeyFunc that takes the key from a field of a JSON
+// message body, named by the member names that lead to it from the top:
+// BodyField("idempotency_key") takes a top-level field, and
+// BodyField("document", "id") takes 4471 from {"document":{"id":4471}}.
+// The field's value is the key, so "abc" and 123 are keys while null, ""
+// and an absent field are not. Its selector is "body" and the names as a
+// JSON array: `body ["document","id"]`.
 //
-// BodyPath panics when given no names or an empty one.
-func BodyPath(path ...string) KeyFunc {
-	if len(path) == 0 || slices.Contains(path, "") {
-		panic("idempotency: BodyPath: an empty path or member name")
+// BodyField panics when a name is empty.
+func BodyField(name string, nested ...string) KeyFunc {
+	path := append([]string{name}, nested...)
+	if slices.Contains(path, "") {
+		panic("idempotency: BodyField: an empty member name")
 	}
-	quoted, _ := json.Marshal(path)
-	return bodyPath(fmt.Sprintf("body path %s", quoted), slices.Clone(path))
+	source := fmt.Sprintf("body field %q", name)
+	if len(nested) > 0 {
+		quoted, _ := json.Marshal(path)
+		source = fmt.Sprintf("body field %s", quoted)
+	}
+	return bodyPath(source, path)
 }
 
-// BodyKey returns the Key that [BodyPath](path...) takes from a body whose
-// field at path holds v (BodyField(name) for a single name): for a typed
-// handler ([WrapJSON]) that decoded the body itself and must find the
-// records written through [Wrap] with those selectors. BodyKey fails for an
-// empty path, and with [ErrNoKey] when v encodes to null or "".
-func BodyKey(v any, path ...string) (Key, error) {
-	if len(path) == 0 || slices.Contains(path, "") {
-		return Key{}, errors.New("idempotency: BodyKey: an empty path or member name")
+// BodyKey returns the Key that [BodyField](name, nested...) takes from a
+// body whose field holds v: for a typed handler ([WrapJSON]) that decoded
+// the body itself and must find the records written through [Wrap] with
+// BodyField. BodyKey fails for an empty name, and with [ErrNoKey] when v
+// encodes to null or "".
+func BodyKey(v any, name string, nested ...string) (Key, error) {
+	path := append([]string{name}, nested...)
+	if slices.Contains(path, "") {
+		return Key{}, errors.New("idempotency: BodyKey: an empty member name")
 	}
 	quoted, _ := json.Marshal(path)
 	k, err := KeyOf("body "+string(quoted), v)
@@ -85,24 +76,24 @@ func bodyPath(source string, path []string) KeyFunc {
 	}
 }
 
-// BodyFields returns a KeyFunc whose key is the object of the named
+// BodySubset returns a KeyFunc whose key is the object of the named
 // top-level fields of a JSON message body: a subset of the fields that
 // define the work, such as {"document_id":"4471","version":9}. In the
 // native format field order, whitespace and number spelling (0.7, 0.70,
 // 7e-1) do not change it; fields not named (timestamps, request ids) are
-// left out. Every named field must be present and not null. Its selector is
-// "body fields": the value names the fields.
+// left out. Every named field must be present and not null. Its selector
+// is "body fields": the value names the fields.
 //
-// BodyFields panics when given no names or an empty one: a configuration
+// BodySubset panics when given no names or an empty one: a configuration
 // error.
-func BodyFields(names ...string) KeyFunc {
+func BodySubset(names ...string) KeyFunc {
 	if len(names) == 0 || slices.Contains(names, "") {
-		panic("idempotency: BodyFields: no field names, or an empty one")
+		panic("idempotency: BodySubset: no field names, or an empty one")
 	}
 	names = slices.Clone(names)
 	slices.Sort(names)
 	names = slices.Compact(names)
-	source := fmt.Sprintf("body fields %s", strings.Join(names, ", "))
+	source := fmt.Sprintf("body subset %s", strings.Join(names, ", "))
 	paths := make([][]string, len(names))
 	quoted := make([][]byte, len(names))
 	for n, name := range names {
@@ -194,19 +185,10 @@ func KeyOf(selector string, v any) (Key, error) {
 	return Key{Selector: selector, Value: b}, nil
 }
 
-// JSONKey returns the canonical JSON (RFC 8785) encoding of v, for use as key
-// material with [Do]: two values that encode to equal JSON give equal keys,
-// whatever their field order or number spelling. Like every native key, it
-// refuses integers beyond ±2^53 (see the package doc): encode such fields as
-// strings, for example with the `json:",string"` tag option.
-func JSONKey(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("idempotency: key material: %w", err)
-	}
-	c, err := canonicalJSON(b)
-	if err != nil {
-		return nil, fmt.Errorf("idempotency: key material: %w", err)
-	}
-	return c, nil
+// RawKey returns raw key material: bytes that identify the work, such as
+// an id the caller already holds, hashed as given (see [Format]). In the
+// Powertools formats the material must be a JSON value. Give [Do] a Key
+// from [KeyOf] instead when the material is a value to encode.
+func RawKey(material []byte) Key {
+	return Key{Value: material}
 }

@@ -17,7 +17,7 @@ func msg(body string) events.SQSMessage {
 
 func TestKeyCanonicalisation(t *testing.T) {
 	g := newFixture(t, nil).guard
-	subset := idempotency.BodyFields("document_id", "version", "model", "parameters")
+	subset := idempotency.BodySubset("document_id", "version", "model", "parameters")
 	bodies := []string{
 		`{"document_id":"4471","version":9,"model":"m","parameters":{"temperature":0.7,"max_tokens":256}}`,
 		`{"version":9,"document_id":"4471","parameters":{"max_tokens":256,"temperature":0.70},"model":"m"}`,
@@ -30,7 +30,7 @@ func TestKeyCanonicalisation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("body %d: %v", i, err)
 		}
-		id, err := g.KeyID(k)
+		id, err := g.ID(k)
 		if err != nil {
 			t.Fatalf("body %d: %v", i, err)
 		}
@@ -46,14 +46,14 @@ func TestKeyCanonicalisation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, _ := g.KeyID(other); id == first {
+	if id, _ := g.ID(other); id == first {
 		t.Error("another version gives the same id")
 	}
 }
 
 func TestKeyErrors(t *testing.T) {
 	field := idempotency.BodyField("idempotency_key")
-	fields := idempotency.BodyFields("document_id", "version")
+	fields := idempotency.BodySubset("document_id", "version")
 	tests := []struct {
 		name    string
 		fn      idempotency.KeyFunc
@@ -93,10 +93,10 @@ func TestKeyErrors(t *testing.T) {
 			var got []byte
 			k, err := tc.fn(msg(tc.body))
 			if err == nil { // the native format refuses numbers when it hashes
-				_, err = g.KeyID(k)
+				_, err = g.ID(k)
 			}
 			if err == nil {
-				got, err = idempotency.JSONKey(k.Value)
+				got, err = idempotency.CanonicalJSON(k.Value)
 			}
 			if tc.wantKey != "" {
 				if err != nil || string(got) != tc.wantKey {
@@ -122,21 +122,21 @@ func TestKeyErrors(t *testing.T) {
 }
 
 func TestJSONKey(t *testing.T) {
-	a, err := idempotency.JSONKey(map[string]any{"version": 9.0, "document_id": "4471", "temperature": 0.70})
+	a, err := idempotency.CanonicalJSON(map[string]any{"version": 9.0, "document_id": "4471", "temperature": 0.70})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := `{"document_id":"4471","temperature":0.7,"version":9}`; string(a) != want {
 		t.Errorf("JSONKey = %s, want %s", a, want)
 	}
-	if k, err := idempotency.JSONKey(map[string]any{"id": uint64(1<<53 + 1)}); err == nil {
+	if k, err := idempotency.CanonicalJSON(map[string]any{"id": uint64(1<<53 + 1)}); err == nil {
 		t.Errorf("JSONKey of an integer a double cannot hold = %s, want an error", k)
 	}
 }
 
-// FuzzBodyFields checks that key extraction never panics, and that a key it
+// FuzzBodyKeys checks that key extraction never panics, and that a key it
 // finds does not depend on the body's formatting.
-func FuzzBodyFields(f *testing.F) {
+func FuzzBodyKeys(f *testing.F) {
 	for _, s := range []string{
 		`{"document_id":"4471","version":9,"temperature":0.7}`,
 		`{"document_id":"4471","version":9.0,"temperature":7e-1}`,
@@ -152,8 +152,8 @@ func FuzzBodyFields(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	keyFn := idempotency.FirstOf(idempotency.BodyField("idempotency_key"), idempotency.BodyFields("document_id", "version", "temperature"))
-	field, fields := idempotency.BodyField("idempotency_key"), idempotency.BodyFields("document_id", "version")
+	keyFn := idempotency.FirstOf(idempotency.BodyField("idempotency_key"), idempotency.BodySubset("document_id", "version", "temperature"))
+	field, fields := idempotency.BodyField("idempotency_key"), idempotency.BodySubset("document_id", "version")
 	f.Fuzz(func(t *testing.T, body string) {
 		// The top-level scanner agrees with decoding the body into a map.
 		for _, tc := range []struct {
@@ -198,7 +198,7 @@ func canonicalKey(fn idempotency.KeyFunc, body string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return idempotency.JSONKey(k.Value)
+	return idempotency.CanonicalJSON(k.Value)
 }
 
 // referenceKey is BodyField (one name) or BodyFields done the plain way,
@@ -217,7 +217,7 @@ func referenceKey(body string, names []string) ([]byte, error) {
 		if null(r) || bytes.Equal(bytes.TrimSpace(r), []byte(`""`)) {
 			return nil, idempotency.ErrNoKey
 		}
-		return idempotency.JSONKey(r)
+		return idempotency.CanonicalJSON(r)
 	}
 	sub := map[string]json.RawMessage{}
 	for _, n := range names {
@@ -226,7 +226,7 @@ func referenceKey(body string, names []string) ([]byte, error) {
 		}
 		sub[n] = m[n]
 	}
-	return idempotency.JSONKey(sub)
+	return idempotency.CanonicalJSON(sub)
 }
 
 // BenchmarkBodyField is key extraction from a summarise-shaped body, which
@@ -239,7 +239,7 @@ func BenchmarkBodyField(b *testing.B) {
 		fn   idempotency.KeyFunc
 	}{
 		{"field", idempotency.BodyField("idempotency_key")},
-		{"subset", idempotency.BodyFields("document", "model", "prompt_version", "parameters")},
+		{"subset", idempotency.BodySubset("document", "model", "prompt_version", "parameters")},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -112,15 +112,14 @@ func TestFailureLoggedOnce(t *testing.T) {
 	var logs logCapture
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store := memstore.New()
-	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "once", Logger: logger,
-		Validate: idempotency.BodyFields("doc")})
+	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "once", Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	keyFn := idempotency.BodyField("k")
 	busy, _ := keyFn(events.SQSMessage{Body: `{"k":"busy"}`})
-	busyID, _ := g.KeyID(busy)
-	store.Put(idempotency.Record{Key: busyID, Status: idempotency.StatusInProgress,
+	busyID, _ := g.ID(busy)
+	store.Put(idempotency.Record{ID: busyID, Status: idempotency.StatusInProgress,
 		ExpiresAt: time.Now().Add(time.Hour), LeaseUntil: time.Now().Add(time.Hour), Owner: "elsewhere"})
 	fn := func(_ context.Context, m events.SQSMessage) (string, error) {
 		switch {
@@ -131,7 +130,7 @@ func TestFailureLoggedOnce(t *testing.T) {
 		}
 		return "ok", nil
 	}
-	h := batch.SQS(idempotency.Wrap(g, keyFn, fn), batch.Options{Logger: logger})
+	h := batch.SQS(idempotency.WrapPayload(g, keyFn, idempotency.BodySubset("doc"), fn), batch.Options{Logger: logger})
 	msgs := []struct{ id, body, level, outcome string }{
 		{"fails", `{"k":"a","doc":"fail"}`, "ERROR", "released"},
 		{"panics", `{"k":"b","doc":"panic"}`, "ERROR", "released"},

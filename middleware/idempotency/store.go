@@ -20,7 +20,7 @@ const (
 // unless configured otherwise; infrastructure code enables the table's TTL on
 // [AttrExpiration].
 const (
-	AttrID           = "id"                     // S: the record's key, "{namespace}#{digest}"
+	AttrID           = "id"                     // S: the record id, "{namespace}#{digest}"
 	AttrStatus       = "status"                 // S: INPROGRESS or COMPLETED
 	AttrExpiration   = "expiration"             // N: epoch seconds; the table's TTL attribute
 	AttrLeaseExpiry  = "in_progress_expiration" // N: epoch milliseconds; the lease's end
@@ -34,8 +34,8 @@ const (
 // Record is one idempotency record: the claim on a key and, once the operation
 // completed, its result.
 type Record struct {
-	// Key is the record's id: "{namespace}#{digest}" (see [Format]).
-	Key string
+	// ID is the record id: "{namespace}#{digest}" (see [Format]).
+	ID string
 	// Status is INPROGRESS while a worker holds the lease, COMPLETED after.
 	Status Status
 	// ExpiresAt is when the record stops counting (stored as epoch seconds,
@@ -67,9 +67,9 @@ type Record struct {
 // suite in package storetest against every implementation. The guard's
 // promise (see the package doc) rests on these methods doing what they say.
 type Store interface {
-	// Acquire claims rec.Key by writing rec (status INPROGRESS, with its
+	// Acquire claims rec.ID by writing rec (status INPROGRESS, with its
 	// lease and owner) in one atomic conditional create. The create succeeds
-	// when no record exists for the key, or the existing record is past its
+	// when no record exists for the id, or the existing record is past its
 	// ExpiresAt, or it is INPROGRESS with LeaseUntil before now. Then loaded
 	// is false and actual is the record the claim replaced (the zero Record
 	// when there was none), so the caller can tell a takeover.
@@ -98,16 +98,16 @@ type Store interface {
 	// record as it found it), without another round trip.
 	//
 	// The guard retries a failed Complete while its deadline allows, unless
-	// the error wraps [ErrLeaseLost] or [ErrAttachUnsupported], or has a
-	// method Permanent() bool that reports true (an attached write's own
-	// condition failed, say): retrying the same write cannot help then.
+	// the error wraps [ErrLeaseLost] or [ErrAttachUnsupported], or a
+	// [PermanentError] that reports true: retrying the same write cannot
+	// help then.
 	Complete(ctx context.Context, rec Record) error
 
-	// Release deletes the record for key, only if it is INPROGRESS and owned
+	// Release deletes the record id, only if it is INPROGRESS and owned
 	// by owner, so that a later delivery can run the operation again. A
 	// record owned by someone else, a completed record, or no record at all
 	// is left alone and Release returns an error that wraps [ErrLeaseLost].
-	Release(ctx context.Context, key, owner string) error
+	Release(ctx context.Context, id, owner string) error
 }
 
 // DataCompleter is implemented by stores that may keep less of a result than

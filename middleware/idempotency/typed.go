@@ -23,26 +23,26 @@ import (
 // Req, and the key, the check and the validated payload taken from the
 // decoded value.
 type JSONBody[Req any] struct {
-	// Key returns the key of a decoded request: for example [KeyOf] the
+	// KeyFunc returns the key of a decoded request: for example [KeyOf] the
 	// producer's key or the fields that define the work, under a selector
 	// name of your own, or [BodyKey] to find the records that [Wrap] with
 	// [BodyField] wrote (see [KeyFunc] for what a key must be). An error, or
-	// an empty key, fails the message with a [*KeyError] (wrapping [ErrNoKey]
-	// for an empty key) before anything is claimed. A method expression fits:
-	// Key: Order.IdempotencyKey. Required.
-	Key func(Req) (Key, error)
+	// an empty key, fails the message with a [*KeyError] (wrapping
+	// [ErrNoKey] for an empty key) before anything is claimed. A method
+	// expression fits: KeyFunc: Order.IdempotencyKey. Required.
+	KeyFunc func(Req) (Key, error)
 
-	// Check, if set, checks a decoded request after its key is taken: a
-	// request it refuses fails like a body that does not decode, with a
-	// [*BodyError], before anything is claimed. Nil accepts every request
-	// that decodes.
+	// Check, if set, checks that a decoded request is well formed, after
+	// its key is taken: a request it refuses fails like a body that does
+	// not decode, with a [*BodyError], before anything is claimed. Nil
+	// accepts every request that decodes.
 	Check func(Req) error
 
-	// Validate, if set, returns the payload that must be the same whenever
-	// the key is reused (as [Config.Validate] does for [Wrap]): a key reused
-	// with another payload fails with [ErrPayloadMismatch]. Nil means
-	// Config.Validate, applied to the message, if that is set.
-	Validate func(Req) (Key, error)
+	// PayloadFunc, if set, returns the payload that must be the same
+	// whenever the key is reused, as for [WrapPayload]: a key reused with
+	// another payload fails with a [*PayloadMismatchError]. Nil turns
+	// payload validation off.
+	PayloadFunc func(Req) (Key, error)
 
 	// DisallowUnknownFields fails a body that has a field Req does not
 	// declare, anywhere in it, as [json.Decoder.DisallowUnknownFields] does
@@ -57,11 +57,11 @@ type JSONBody[Req any] struct {
 // WrapJSON returns fn made idempotent per message, with the body decoded
 // once into fn's request type:
 //
-//	h := idempotency.WrapJSON(g, idempotency.JSONBody[Order]{Key: Order.IdempotencyKey}, charge)
+//	h := idempotency.WrapJSON(g, idempotency.JSONBody[Order]{KeyFunc: Order.IdempotencyKey}, charge)
 //	lambda.StartHandlerFunc(batch.SQS(h, batch.Options{}))
 //
-// For each message, in order: the body is decoded into a Req, body.Key
-// takes the key from it, body.Check checks it, body.Validate takes the
+// For each message, in order: the body is decoded into a Req, body.KeyFunc
+// takes the key from it, body.Check checks it, body.PayloadFunc takes the
 // payload to validate; then fn runs through [Do] with the decoded request
 // and the message. A body that is not JSON, does not decode into Req, has a
 // field Req lacks (with DisallowUnknownFields) or fails the check fails its
@@ -72,14 +72,14 @@ type JSONBody[Req any] struct {
 // function has the shape [github.com/sqsonce/sqsonce/middleware/batch.SQS]
 // takes.
 //
-// WrapJSON panics if g, body.Key or fn is nil: a configuration error,
+// WrapJSON panics if g, body.KeyFunc or fn is nil: a configuration error,
 // caught at start-up rather than on every message.
 func WrapJSON[Req, T any](g *Guard, body JSONBody[Req], fn func(context.Context, Req, events.SQSMessage) (T, error)) func(context.Context, events.SQSMessage) (T, error) {
 	switch {
 	case g == nil:
 		panic("idempotency: WrapJSON: nil *Guard")
-	case body.Key == nil:
-		panic("idempotency: WrapJSON: nil JSONBody.Key")
+	case body.KeyFunc == nil:
+		panic("idempotency: WrapJSON: nil JSONBody.KeyFunc")
 	case fn == nil:
 		panic("idempotency: WrapJSON: nil operation")
 	}
@@ -98,7 +98,7 @@ func WrapJSON[Req, T any](g *Guard, body JSONBody[Req], fn func(context.Context,
 			return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err})
 		}
 		c := call{messageID: m.MessageId, source: typeName}
-		if c.key, err = body.Key(req); err == nil && len(c.key.Value) == 0 {
+		if c.key, err = body.KeyFunc(req); err == nil && len(c.key.Value) == 0 {
 			err = ErrNoKey
 		}
 		if err != nil {
@@ -109,13 +109,9 @@ func WrapJSON[Req, T any](g *Guard, body JSONBody[Req], fn func(context.Context,
 				return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err})
 			}
 		}
-		switch {
-		case body.Validate != nil:
+		if body.PayloadFunc != nil {
 			c.validate = true
-			c.payload, err = body.Validate(req)
-		case g.cfg.Validate != nil:
-			c.validate = true
-			c.payload, err = g.cfg.Validate(m)
+			c.payload, err = body.PayloadFunc(req)
 		}
 		if err != nil {
 			return fail(keyError(m.MessageId, typeName, fmt.Errorf("payload for validation: %w", err)))

@@ -17,9 +17,9 @@ type Charge struct {
 	RequestID   string `json:"request_id"` // new on every re-send: never part of the key
 }
 
-// Key is the order id: the producer decided to charge this order once.
+// IdempotencyKey is the order id: the producer decided to charge this order once.
 // An empty key means no key: the message fails without running.
-func (c Charge) Key() (idempotency.Key, error) {
+func (c Charge) IdempotencyKey() (idempotency.Key, error) {
 	if c.OrderID == "" {
 		return idempotency.Key{}, nil
 	}
@@ -44,8 +44,8 @@ func ExampleWrapJSON() {
 		return fmt.Sprintf("charged %d cents for %s (message %s)", c.AmountCents, c.OrderID, m.MessageId), nil
 	}
 	h := idempotency.WrapJSON(g, idempotency.JSONBody[Charge]{
-		Key:                   Charge.Key,
-		Validate:              func(c Charge) (idempotency.Key, error) { return idempotency.KeyOf("amount", c.AmountCents) },
+		KeyFunc:               Charge.IdempotencyKey,
+		PayloadFunc:           func(c Charge) (idempotency.Key, error) { return idempotency.KeyOf("amount", c.AmountCents) },
 		DisallowUnknownFields: true,
 	}, charge)
 	// In main: lambda.StartHandlerFunc(batch.SQS(h, batch.Options{}))
@@ -68,6 +68,6 @@ func ExampleWrapJSON() {
 	// m-3: "" idempotency: body of message m-3 is not a valid idempotency_test.Charge: field amount_cents is a JSON string, want int
 	// m-4: "" idempotency: body of message m-4 is not a valid idempotency_test.Charge: unknown field "coupon" (6 bytes, sha256:72309c04)
 	// m-5: "" idempotency: key from idempotency_test.Charge of message m-5: no idempotency key
-	// m-6: "" idempotency: key reused with a different payload
+	// m-6: "" idempotency: key reused with a different payload: payments#9f75777c4c8dd7518891df799321e4b1ad5c1658f5ad9bc940c53ee2d17894a9
 	// charges: 1
 }

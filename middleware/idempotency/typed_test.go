@@ -139,7 +139,7 @@ func TestWrapJSONBadBodies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newTypedFixture(t, idempotency.JSONBody[order]{Key: orderKey, Check: check, DisallowUnknownFields: tt.strict}, nil)
+			f := newTypedFixture(t, idempotency.JSONBody[order]{KeyFunc: orderKey, Check: check, DisallowUnknownFields: tt.strict}, nil)
 			_, err := f.h(t.Context(), events.SQSMessage{MessageId: "m-9", Body: tt.body})
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "m-9") {
 				t.Fatalf("error %v, want one naming message m-9 and %q", err, tt.want)
@@ -168,9 +168,9 @@ func TestWrapJSONBadBodies(t *testing.T) {
 func TestWrapJSONDecodesOnce(t *testing.T) {
 	var keyCalls, validateCalls, checkCalls atomic.Int32
 	f := newTypedFixture(t, idempotency.JSONBody[order]{
-		Key:   func(o order) (idempotency.Key, error) { keyCalls.Add(1); return orderKey(o) },
-		Check: func(order) error { checkCalls.Add(1); return nil },
-		Validate: func(o order) (idempotency.Key, error) {
+		KeyFunc: func(o order) (idempotency.Key, error) { keyCalls.Add(1); return orderKey(o) },
+		Check:   func(order) error { checkCalls.Add(1); return nil },
+		PayloadFunc: func(o order) (idempotency.Key, error) {
 			validateCalls.Add(1)
 			return idempotency.KeyOf("amount", o.Amount)
 		},
@@ -191,7 +191,7 @@ func TestWrapJSONDecodesOnce(t *testing.T) {
 		t.Errorf("%d decodes for %d messages, want one each", n, len(msgs))
 	}
 	if k, c, v := keyCalls.Load(), checkCalls.Load(), validateCalls.Load(); k != 3 || c != 3 || v != 3 {
-		t.Errorf("Key, Check, Validate called %d, %d, %d times; want 3 each", k, c, v)
+		t.Errorf("KeyFunc, Check, PayloadFunc called %d, %d, %d times; want 3 each", k, c, v)
 	}
 	if len(f.got) != 1 || f.got[0] != (order{ID: "o-1", Amount: 5, Note: "first"}) {
 		t.Errorf("operation called with %+v, want once with the decoded first order", f.got)
@@ -201,12 +201,15 @@ func TestWrapJSONDecodesOnce(t *testing.T) {
 	}
 }
 
-// TestWrapJSONConfigValidate: without JSONBody.Validate, Config.Validate
-// applies to the message, as with Wrap; its error fails before any claim.
-func TestWrapJSONConfigValidate(t *testing.T) {
-	f := newTypedFixture(t, idempotency.JSONBody[order]{Key: orderKey}, func(c *idempotency.Config) {
-		c.Validate = idempotency.BodyFields("amount")
-	})
+// TestWrapJSONPayload: JSONBody.PayloadFunc validates the payload; its
+// error fails the message before any claim.
+func TestWrapJSONPayload(t *testing.T) {
+	f := newTypedFixture(t, idempotency.JSONBody[order]{KeyFunc: orderKey, PayloadFunc: func(o order) (idempotency.Key, error) {
+		if o.Amount == 0 {
+			return idempotency.Key{}, errors.New("no amount")
+		}
+		return idempotency.KeyOf("amount", o.Amount)
+	}}, nil)
 	if _, err := f.h(t.Context(), events.SQSMessage{MessageId: "m-1", Body: `{"id":"o-1","amount":5}`}); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +231,7 @@ func TestWrapJSONConfigValidate(t *testing.T) {
 // *KeyError naming the request type, before any claim.
 func TestWrapJSONKeyError(t *testing.T) {
 	boom := errors.New("id has no shop prefix")
-	f := newTypedFixture(t, idempotency.JSONBody[order]{Key: func(order) (idempotency.Key, error) { return idempotency.Key{}, boom }}, nil)
+	f := newTypedFixture(t, idempotency.JSONBody[order]{KeyFunc: func(order) (idempotency.Key, error) { return idempotency.Key{}, boom }}, nil)
 	_, err := f.h(t.Context(), events.SQSMessage{MessageId: "m-1", Body: `{"id":"o-1"}`})
 	var ke *idempotency.KeyError
 	if !errors.As(err, &ke) || !errors.Is(err, boom) || ke.Source != "idempotency_test.order" {
@@ -243,7 +246,7 @@ func TestWrapJSONKeyError(t *testing.T) {
 // through one guard run the operation once and all get its result (the
 // others wait for the run in process).
 func TestWrapJSONSameKeyAtOnce(t *testing.T) {
-	f := newTypedFixture(t, idempotency.JSONBody[order]{Key: orderKey}, nil)
+	f := newTypedFixture(t, idempotency.JSONBody[order]{KeyFunc: orderKey}, nil)
 	const n = 16
 	var wg sync.WaitGroup
 	for i := range n {
@@ -265,7 +268,7 @@ func TestWrapJSONSameKeyAtOnce(t *testing.T) {
 // batch handler is what lambda.StartHandlerFunc infers; a bad body fails
 // only its own record.
 func TestWrapJSONInBatch(t *testing.T) {
-	f := newTypedFixture(t, idempotency.JSONBody[order]{Key: orderKey, DisallowUnknownFields: true}, nil)
+	f := newTypedFixture(t, idempotency.JSONBody[order]{KeyFunc: orderKey, DisallowUnknownFields: true}, nil)
 	h := batch.SQS(f.h, batch.Options{Logger: slog.New(slog.DiscardHandler)})
 	_ = func() { lambda.StartHandlerFunc(h) } // compiles: the type parameters are inferred
 	resp, err := h(t.Context(), events.SQSEvent{Records: []events.SQSMessage{
@@ -291,9 +294,9 @@ func TestWrapJSONRefusesNilConfiguration(t *testing.T) {
 	}
 	op := func(context.Context, order, events.SQSMessage) (int, error) { return 0, nil }
 	for name, wrap := range map[string]func(){
-		"guard":     func() { idempotency.WrapJSON(nil, idempotency.JSONBody[order]{Key: orderKey}, op) },
+		"guard":     func() { idempotency.WrapJSON(nil, idempotency.JSONBody[order]{KeyFunc: orderKey}, op) },
 		"key":       func() { idempotency.WrapJSON(g, idempotency.JSONBody[order]{}, op) },
-		"operation": func() { idempotency.WrapJSON[order, int](g, idempotency.JSONBody[order]{Key: orderKey}, nil) },
+		"operation": func() { idempotency.WrapJSON[order, int](g, idempotency.JSONBody[order]{KeyFunc: orderKey}, nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -310,7 +313,7 @@ func TestWrapJSONRefusesNilConfiguration(t *testing.T) {
 // loss (U+FFFD for a lone surrogate) are refused above; these decode
 // exactly and run, each under its own key.
 func TestWrapJSONLossyStrings(t *testing.T) {
-	f := newTypedFixture(t, idempotency.JSONBody[order]{Key: orderKey}, nil)
+	f := newTypedFixture(t, idempotency.JSONBody[order]{KeyFunc: orderKey}, nil)
 	for i, body := range []string{
 		`{"id":"o-\ud83d\ude00","amount":1}`, // a surrogate pair: one emoji
 		`{"id":"o-\\ud800","amount":1}`,      // an escaped backslash, then the text ud800

@@ -38,35 +38,40 @@ const maxTimeout = int32(batch.MaxVisibilityTimeout / time.Second)
 // Changer is a [batch.VisibilityChanger] on the SQS API. It is safe for
 // concurrent use; create one with [New] at start-up and share it.
 type Changer struct {
-	api         API
+	api API
+	options
+}
+
+// options are what the Options set.
+type options struct {
 	queueURL    func(arn string) (string, error)
 	concurrency int
 }
 
 var _ batch.VisibilityChanger = (*Changer)(nil)
 
-// Option configures a [Changer].
-type Option func(*Changer)
+// Option configures a [Changer] made by [New].
+type Option func(*options)
 
 // WithQueueURL replaces [QueueURL], the derivation of a queue's URL from its
 // ARN: for emulators, whose URLs differ from SQS's.
 func WithQueueURL(f func(arn string) (string, error)) Option {
-	return func(c *Changer) { c.queueURL = f }
+	return func(o *options) { o.queueURL = f }
 }
 
 // WithConcurrency sets the most calls in flight at once (default
 // [DefaultConcurrency]).
 func WithConcurrency(n int) Option {
-	return func(c *Changer) { c.concurrency = n }
+	return func(o *options) { o.concurrency = n }
 }
 
 // New returns a Changer calling SQS through api (normally a *sqs.Client
 // built once by the caller). It reports every problem of its arguments at
 // once.
 func New(api API, opts ...Option) (*Changer, error) {
-	c := &Changer{api: api, queueURL: QueueURL, concurrency: DefaultConcurrency}
+	c := &Changer{api: api, options: options{queueURL: QueueURL, concurrency: DefaultConcurrency}}
 	for _, opt := range opts {
-		opt(c)
+		opt(&c.options)
 	}
 	var errs []error
 	if api == nil {

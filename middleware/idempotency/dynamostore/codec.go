@@ -36,7 +36,7 @@ func attrN(v int64) *types.AttributeValueMemberN {
 func (s *Store) claimItem(rec idempotency.Record) map[string]types.AttributeValue {
 	a := s.attrs
 	item := map[string]types.AttributeValue{
-		a.ID:          attrS(rec.Key),
+		a.ID:          attrS(rec.ID),
 		a.Status:      attrS(string(idempotency.StatusInProgress)),
 		a.Expiration:  attrN(rec.ExpiresAt.Unix()),
 		a.LeaseExpiry: attrN(rec.LeaseUntil.UnixMilli()),
@@ -69,7 +69,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (stored, error) {
 	a := s.attrs
 	var st stored
 	var errs []error
-	st.rec.Key = stringAttr(item[a.ID])
+	st.rec.ID = stringAttr(item[a.ID])
 	st.rec.Status = idempotency.Status(stringAttr(item[a.Status]))
 	st.rec.Validation = stringAttr(item[a.Validation])
 	st.rec.Owner = stringAttr(item[a.Owner])
@@ -407,7 +407,7 @@ const numberSize = 21
 // DynamoDB's rules (attribute names plus values).
 func (s *Store) completedSize(rec idempotency.Record) int {
 	a := s.attrs
-	n := len(a.ID) + len(rec.Key) +
+	n := len(a.ID) + len(rec.ID) +
 		len(a.Status) + len(idempotency.StatusCompleted) +
 		len(a.Expiration) + numberSize +
 		len(a.LeaseExpiry) + numberSize +

@@ -124,7 +124,7 @@
 // # Errors
 //
 // Every error returned by Acquire, Complete and Release is an
-// [*idempotency.StoreError] with Op and Key set. A lost lease wraps
+// [*idempotency.StoreError] with Op and ID set. A lost lease wraps
 // [idempotency.ErrLeaseLost]; a cancelled transaction wraps a
 // [*TransactionError]; a failed call wraps the SDK's error, reachable with
 // errors.As (for example *types.ProvisionedThroughputExceededException,

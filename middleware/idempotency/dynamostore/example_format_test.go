@@ -65,7 +65,7 @@ func ExampleWithDataFormat() {
 			log.Fatal(err)
 		}
 		for _, result := range []string{`"123"`, `{"summary":"…","tokens":3}`} {
-			rec := idempotency.Record{Key: "summarise#k", Status: idempotency.StatusCompleted, Owner: "me",
+			rec := idempotency.Record{ID: "summarise#k", Status: idempotency.StatusCompleted, Owner: "me",
 				ExpiresAt: time.Unix(1_800_000_000, 0), Data: []byte(result)}
 			if err := store.Complete(context.Background(), rec); err != nil {
 				log.Fatal(err)

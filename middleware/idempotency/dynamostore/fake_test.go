@@ -120,7 +120,7 @@ var t0 = time.Unix(1_700_000_000, 0)
 
 func record(key string) idempotency.Record {
 	return idempotency.Record{
-		Key:        key,
+		ID:         key,
 		Status:     idempotency.StatusInProgress,
 		ExpiresAt:  t0.Add(24 * time.Hour),
 		LeaseUntil: t0.Add(time.Minute),
@@ -220,13 +220,13 @@ func TestAcquireErrors(t *testing.T) {
 			st := newFake(t, f)
 			prev, loaded, err := st.Acquire(context.Background(), record("ns#k"), t0)
 			var se *idempotency.StoreError
-			if !errors.As(err, &se) || se.Op != "acquire" || se.Key != "ns#k" {
+			if !errors.As(err, &se) || se.Op != "acquire" || se.ID != "ns#k" {
 				t.Fatalf("Acquire error = %v, want *idempotency.StoreError{Op: acquire, Key: ns#k}", err)
 			}
 			if !errors.Is(err, cause) {
 				t.Errorf("Acquire error %v does not wrap the cause %v", err, cause)
 			}
-			if loaded || prev.Key != "" {
+			if loaded || prev.ID != "" {
 				t.Errorf("Acquire returned %+v, loaded=%v with its error", prev, loaded)
 			}
 		})
@@ -241,7 +241,7 @@ func TestGuardFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ran := false
-	_, err = idempotency.Do(context.Background(), g, []byte("k"), func(context.Context) (int, error) { ran = true; return 1, nil })
+	_, err = idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("k")), func(context.Context) (int, error) { ran = true; return 1, nil })
 	var se *idempotency.StoreError
 	if ran || !errors.As(err, &se) {
 		t.Fatalf("Do with a throttled store: ran=%v err=%v; want not run, *StoreError", ran, err)
@@ -320,7 +320,7 @@ func TestFencedWritesWithoutOwner(t *testing.T) {
 	if err := st.Complete(context.Background(), rec); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("Complete without an owner: err = %v, want ErrLeaseLost", err)
 	}
-	if err := st.Release(context.Background(), rec.Key, ""); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := st.Release(context.Background(), rec.ID, ""); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("Release without an owner: err = %v, want ErrLeaseLost", err)
 	}
 	if f.calls() != 0 {
@@ -358,10 +358,10 @@ func TestCompleteErrors(t *testing.T) {
 			rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`1`)
 			for op, err := range map[string]error{
 				"complete": st.Complete(context.Background(), rec),
-				"release":  st.Release(context.Background(), rec.Key, rec.Owner),
+				"release":  st.Release(context.Background(), rec.ID, rec.Owner),
 			} {
 				var se *idempotency.StoreError
-				if !errors.As(err, &se) || se.Op != op || se.Key != rec.Key {
+				if !errors.As(err, &se) || se.Op != op || se.ID != rec.ID {
 					t.Errorf("%s error = %v, want *StoreError{Op: %s}", op, err, op)
 				}
 				if errors.Is(err, idempotency.ErrLeaseLost) != tc.wantLost {

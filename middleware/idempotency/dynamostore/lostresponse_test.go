@@ -16,7 +16,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/sqsonce/sqsonce/internal/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
@@ -101,7 +101,7 @@ func TestCompletionResponseLost(t *testing.T) {
 			calls.Reset()
 			fault.drop.Store(1)
 			var runs atomic.Int32
-			got, err := idempotency.Do(t.Context(), g, []byte(`"k"`), func(ctx context.Context) (string, error) {
+			got, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"k"`)), func(ctx context.Context) (string, error) {
 				runs.Add(1)
 				if tc.attach {
 					return "summary", dynamostore.Attach(ctx, summaryPut(summaries, "doc", 1))
@@ -122,7 +122,7 @@ func TestCompletionResponseLost(t *testing.T) {
 			if c := calls.Calls(); !maps.Equal(c, tc.wantCalls) {
 				t.Errorf("calls = %v, want %v: the retried completion only, no new claim, no read", c, tc.wantCalls)
 			}
-			item := (env{db: db}).raw(t, table, g.ID([]byte(`"k"`)))
+			item := (env{db: db}).raw(t, table, rawID(t, g, `"k"`))
 			if stringOf(item["status"]) != "COMPLETED" || stringOf(item["data"]) != `"summary"` {
 				t.Errorf("record = %v, want COMPLETED with the result", item)
 			}

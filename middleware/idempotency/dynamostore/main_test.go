@@ -6,7 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/sqsonce/sqsonce/internal/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
@@ -41,4 +41,14 @@ func newEnv(t *testing.T, opts ...dynamostore.Option) env {
 func TestConformance(t *testing.T) {
 	e := newEnv(t)
 	storetest.Run(t, func(t *testing.T) idempotency.Store { return e.store })
+}
+
+// rawID is g's record id of the raw key material.
+func rawID(t testing.TB, g *idempotency.Guard, material string) string {
+	t.Helper()
+	id, err := g.ID(idempotency.RawKey([]byte(material)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

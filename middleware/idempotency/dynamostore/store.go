@@ -74,8 +74,8 @@ const fenceCondition = "#st = :inprogress AND #own = :me"
 // refuse. Only our own completion can leave our owner on a completed record.
 const retryCondition = "#own = :me AND (#st = :inprogress OR (#st = :completed AND attribute_not_exists(#data)))"
 
-func storeError(op, key string, err error) error {
-	return &idempotency.StoreError{Op: op, Key: key, Err: err}
+func storeError(op, id string, err error) error {
+	return &idempotency.StoreError{Op: op, ID: id, Err: err}
 }
 
 func (s *Store) key(id string) map[string]types.AttributeValue {
@@ -87,11 +87,11 @@ func (s *Store) key(id string) map[string]types.AttributeValue {
 // when the server leaves the existing record out of the failure (some
 // emulators do) does Acquire read it, with one consistent GetItem.
 func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
-	if rec.Key == "" {
+	if rec.ID == "" {
 		return idempotency.Record{}, false, storeError("acquire", "", errors.New("dynamostore: empty key"))
 	}
 	if rec.Owner == "" {
-		return idempotency.Record{}, false, storeError("acquire", rec.Key,
+		return idempotency.Record{}, false, storeError("acquire", rec.ID,
 			errors.New("dynamostore: record has no owner: its Complete and Release could not be fenced"))
 	}
 	a := s.attrs
@@ -115,11 +115,11 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 	for range 2 {
 		out, err := s.api.PutItem(ctx, in)
 		if err == nil {
-			return s.replaced(ctx, rec.Key, out.Attributes), false, nil
+			return s.replaced(ctx, rec.ID, out.Attributes), false, nil
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			return idempotency.Record{}, false, storeError("acquire", rec.Key, err)
+			return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
 		}
 		if len(ccf.Item) > 0 {
 			st, own, err := s.blocking(ccf.Item, rec)
@@ -130,11 +130,11 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		}
 		got, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName:      aws.String(s.table),
-			Key:            s.key(rec.Key),
+			Key:            s.key(rec.ID),
 			ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
-			return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("dynamostore: read existing record: %w", err))
+			return idempotency.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("dynamostore: read existing record: %w", err))
 		}
 		if len(got.Item) > 0 {
 			st, own, err := s.blocking(got.Item, rec)
@@ -146,7 +146,7 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			}
 		}
 	}
-	return idempotency.Record{}, false, storeError("acquire", rec.Key,
+	return idempotency.Record{}, false, storeError("acquire", rec.ID,
 		errors.New("dynamostore: the record changed between the claim and its read, twice; not claimed"))
 }
 
@@ -155,7 +155,7 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 func (s *Store) blocking(item map[string]types.AttributeValue, rec idempotency.Record) (stored, bool, error) {
 	st, err := s.decode(item)
 	if err != nil {
-		return stored{}, false, storeError("acquire", rec.Key, fmt.Errorf("dynamostore: read existing record: %w", err))
+		return stored{}, false, storeError("acquire", rec.ID, fmt.Errorf("dynamostore: read existing record: %w", err))
 	}
 	return st, ownClaim(st.rec, rec), nil
 }
@@ -170,14 +170,14 @@ func ownClaim(existing, rec idempotency.Record) bool {
 
 // replaced decodes the record a successful claim replaced. The claim holds
 // whatever that record contained, so a problem decoding it is only logged.
-func (s *Store) replaced(ctx context.Context, key string, item map[string]types.AttributeValue) idempotency.Record {
+func (s *Store) replaced(ctx context.Context, id string, item map[string]types.AttributeValue) idempotency.Record {
 	if len(item) == 0 {
 		return idempotency.Record{}
 	}
 	st, err := s.decode(item)
 	if err != nil {
 		s.logger.LogAttrs(ctx, slog.LevelWarn, "dynamostore: the record replaced by a claim could not be read in full",
-			slog.String("key", key), slog.String("error", err.Error()))
+			slog.String("id", id), slog.String("error", err.Error()))
 	}
 	return st.rec
 }
@@ -217,7 +217,7 @@ func (s *Store) place(ctx context.Context, rec idempotency.Record) placement {
 func (s *Store) omitted(ctx context.Context, rec idempotency.Record, budget int, why string) {
 	s.logger.LogAttrs(ctx, slog.LevelError, "dynamostore: record completed WITHOUT its result: "+why+
 		"; later deliveries of the key get an empty result, the operation is not run again",
-		slog.String("key", rec.Key), slog.Int("result_bytes", len(rec.Data)), slog.Int("budget_bytes", budget),
+		slog.String("record_id", rec.ID), slog.Int("result_bytes", len(rec.Data)), slog.Int("budget_bytes", budget),
 		slog.String("table", s.table))
 }
 
@@ -228,7 +228,7 @@ func (s *Store) completion(rec idempotency.Record, p placement, retry bool) *typ
 	a := s.attrs
 	u := &types.Update{
 		TableName:           aws.String(s.table),
-		Key:                 s.key(rec.Key),
+		Key:                 s.key(rec.ID),
 		ConditionExpression: aws.String(fenceCondition),
 		ExpressionAttributeNames: map[string]string{
 			"#st": a.Status, "#exp": a.Expiration, "#own": a.Owner,
@@ -289,15 +289,15 @@ var (
 // returns the result as that attempt stored it, read from the record the
 // failed condition returns (ALL_OLD), without another round trip.
 func (s *Store) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
-	if rec.Key == "" {
+	if rec.ID == "" {
 		return nil, storeError("complete", "", errors.New("dynamostore: empty key"))
 	}
 	writes, err := attachedWrites(rec.Attached)
 	if err != nil {
-		return nil, storeError("complete", rec.Key, err)
+		return nil, storeError("complete", rec.ID, err)
 	}
 	if rec.Owner == "" {
-		return nil, storeError("complete", rec.Key, fmt.Errorf("dynamostore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
+		return nil, storeError("complete", rec.ID, fmt.Errorf("dynamostore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
 	}
 	p := s.place(ctx, rec)
 	stored, err := s.commit(ctx, rec, p, false, writes)
@@ -309,7 +309,7 @@ func (s *Store) CompleteData(ctx context.Context, rec idempotency.Record) ([]byt
 		stored, err = s.commit(ctx, rec, p, true, writes)
 	}
 	if errors.Is(err, errTooLarge) {
-		return nil, storeError("complete", rec.Key, permanent{err})
+		return nil, storeError("complete", rec.ID, permanent{err})
 	}
 	return stored, err
 }
@@ -321,6 +321,13 @@ type permanent struct{ err error }
 func (p permanent) Error() string   { return p.err.Error() }
 func (p permanent) Unwrap() error   { return p.err }
 func (p permanent) Permanent() bool { return true }
+
+// The guard reads these errors through idempotency.PermanentError: a
+// rename breaks this build instead of turning retries back on.
+var (
+	_ idempotency.PermanentError = permanent{}
+	_ idempotency.PermanentError = (*TransactionError)(nil)
+)
 
 // invalid reports whether DynamoDB or the SDK refused a request as
 // malformed: sending it again gives the same answer.
@@ -378,13 +385,13 @@ func (s *Store) completionFailed(ctx context.Context, rec idempotency.Record, er
 				return nil, fmt.Errorf("%w: %w", errTooLarge, err)
 			}
 		}
-		return nil, storeError("complete", rec.Key, &TransactionError{Key: rec.Key, Reasons: reasons, Err: tce})
+		return nil, storeError("complete", rec.ID, &TransactionError{ID: rec.ID, Reasons: reasons, Err: tce})
 	case tooLarge(err):
 		return nil, fmt.Errorf("%w: %w", errTooLarge, err)
 	case invalid(err):
-		return nil, storeError("complete", rec.Key, permanent{err})
+		return nil, storeError("complete", rec.ID, permanent{err})
 	}
-	return nil, storeError("complete", rec.Key, err)
+	return nil, storeError("complete", rec.ID, err)
 }
 
 // conditionFailed is the outcome of a completion whose condition failed;
@@ -399,12 +406,12 @@ func (s *Store) conditionFailed(ctx context.Context, rec idempotency.Record, ite
 		st, err := s.decode(item)
 		if st.rec.Status == idempotency.StatusCompleted && st.rec.Owner != "" && st.rec.Owner == rec.Owner {
 			if err != nil {
-				return nil, storeError("complete", rec.Key, fmt.Errorf("dynamostore: completed by this owner, but the stored result cannot be read: %w", permanent{err}))
+				return nil, storeError("complete", rec.ID, fmt.Errorf("dynamostore: completed by this owner, but the stored result cannot be read: %w", permanent{err}))
 			}
 			return st.rec.Data, nil
 		}
 	}
-	return nil, s.leaseLost("complete", rec.Key, rec.Owner, item)
+	return nil, s.leaseLost("complete", rec.ID, rec.Owner, item)
 }
 
 // tooLarge reports whether err is DynamoDB refusing an item for its size.
@@ -417,17 +424,17 @@ func tooLarge(err error) bool {
 // Release implements [idempotency.Store.Release] with one DeleteItem,
 // conditional on the record being in progress and owned by owner: a
 // completed record is never deleted.
-func (s *Store) Release(ctx context.Context, key, owner string) error {
-	if key == "" {
-		return storeError("release", "", errors.New("dynamostore: empty key"))
+func (s *Store) Release(ctx context.Context, id, owner string) error {
+	if id == "" {
+		return storeError("release", "", errors.New("dynamostore: empty id"))
 	}
 	if owner == "" {
-		return storeError("release", key, fmt.Errorf("dynamostore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
+		return storeError("release", id, fmt.Errorf("dynamostore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
 	}
 	a := s.attrs
 	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                aws.String(s.table),
-		Key:                      s.key(key),
+		Key:                      s.key(id),
 		ConditionExpression:      aws.String(fenceCondition),
 		ExpressionAttributeNames: map[string]string{"#st": a.Status, "#own": a.Owner},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -441,15 +448,15 @@ func (s *Store) Release(ctx context.Context, key, owner string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ccf):
-		return s.leaseLost("release", key, owner, ccf.Item)
+		return s.leaseLost("release", id, owner, ccf.Item)
 	default:
-		return storeError("release", key, err)
+		return storeError("release", id, err)
 	}
 }
 
 // leaseLost is the error of a fenced write whose condition failed; item is
 // the record as the condition saw it, when the server returned it.
-func (s *Store) leaseLost(op, key, owner string, item map[string]types.AttributeValue) error {
+func (s *Store) leaseLost(op, id, owner string, item map[string]types.AttributeValue) error {
 	why := "the record is gone, or was changed"
 	if len(item) > 0 {
 		st, _ := s.decode(item) // only for the message
@@ -462,5 +469,5 @@ func (s *Store) leaseLost(op, key, owner string, item map[string]types.Attribute
 			why = "the lease was taken over by another owner"
 		}
 	}
-	return storeError(op, key, fmt.Errorf("dynamostore: %s: %w", why, idempotency.ErrLeaseLost))
+	return storeError(op, id, fmt.Errorf("dynamostore: %s: %w", why, idempotency.ErrLeaseLost))
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sqsonce/sqsonce/internal/motoserver"
-	"github.com/sqsonce/sqsonce/internal/poll"
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/poll"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
@@ -38,7 +38,7 @@ func TestConformanceCustomAttributes(t *testing.T) {
 
 func claim(key string, now time.Time, lease time.Duration) idempotency.Record {
 	return idempotency.Record{
-		Key:        key,
+		ID:         key,
 		Status:     idempotency.StatusInProgress,
 		ExpiresAt:  now.Add(24 * time.Hour),
 		LeaseUntil: now.Add(lease),
@@ -100,7 +100,7 @@ func TestRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	rec := claim("ns#rt-"+rand.Text(), now, time.Minute)
-	other := claim(rec.Key, now, time.Minute)
+	other := claim(rec.ID, now, time.Minute)
 	freed := claim("ns#rt-"+rand.Text(), now, time.Minute)
 	tx := claim("ns#rt-"+rand.Text(), now, time.Minute)
 	summaries := motoserver.NewTable(t, e.db)
@@ -130,7 +130,7 @@ func TestRoundTrips(t *testing.T) {
 			if _, _, err := e.store.Acquire(ctx, freed, now); err != nil {
 				return err
 			}
-			return e.store.Release(ctx, freed.Key, freed.Owner)
+			return e.store.Release(ctx, freed.ID, freed.Owner)
 		}},
 		{"Acquire then Complete with an attached write", map[string]int{"PutItem": 1, "TransactWriteItems": 1}, func() error {
 			if _, _, err := e.store.Acquire(ctx, tx, now); err != nil {
@@ -193,17 +193,17 @@ func TestGuardRoundTrips(t *testing.T) {
 		runs.Store(0)
 	}
 
-	if _, err := idempotency.Do(ctx, cached, []byte("k1"), op); err != nil {
+	if _, err := idempotency.Do(ctx, cached, idempotency.RawKey([]byte("k1")), op); err != nil {
 		t.Fatal(err)
 	}
 	check("first delivery", map[string]int{"PutItem": 1, "UpdateItem": 1}, 1)
 
-	if v, err := idempotency.Do(ctx, plain, []byte("k1"), op); err != nil || v != "summary" {
+	if v, err := idempotency.Do(ctx, plain, idempotency.RawKey([]byte("k1")), op); err != nil || v != "summary" {
 		t.Fatalf("replay = %q, %v", v, err)
 	}
 	check("replay", map[string]int{"PutItem": 1}, 0)
 
-	if v, err := idempotency.Do(ctx, cached, []byte("k1"), op); err != nil || v != "summary" {
+	if v, err := idempotency.Do(ctx, cached, idempotency.RawKey([]byte("k1")), op); err != nil || v != "summary" {
 		t.Fatalf("cached replay = %q, %v", v, err)
 	}
 	check("replay from the guard's cache", map[string]int{}, 0)
@@ -221,9 +221,9 @@ func TestGuardRoundTrips(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make([]string, 2)
 	errs := make([]error, 2)
-	wg.Go(func() { results[0], errs[0] = idempotency.Do(ctx, plain, []byte("k2"), slow) })
+	wg.Go(func() { results[0], errs[0] = idempotency.Do(ctx, plain, idempotency.RawKey([]byte("k2")), slow) })
 	<-started
-	wg.Go(func() { results[1], errs[1] = idempotency.Do(ctx, plain, []byte("k2"), slow) })
+	wg.Go(func() { results[1], errs[1] = idempotency.Do(ctx, plain, idempotency.RawKey([]byte("k2")), slow) })
 	poll.Goroutines(t, 2, guardRun) // both calls inside the guard: the run and its waiter
 	close(release)
 	wg.Wait()
@@ -234,7 +234,7 @@ func TestGuardRoundTrips(t *testing.T) {
 	}
 	check("two deliveries of one key in one batch", map[string]int{"PutItem": 1, "UpdateItem": 1}, 1)
 
-	_, err := idempotency.Do(ctx, plain, []byte("k3"), func(ctx context.Context) (string, error) {
+	_, err := idempotency.Do(ctx, plain, idempotency.RawKey([]byte("k3")), func(ctx context.Context) (string, error) {
 		runs.Add(1)
 		return "summary", dynamostore.Attach(ctx, summaryPut(summaries, "doc-3", 1))
 	})
@@ -258,7 +258,7 @@ func TestTakeoverFencing(t *testing.T) {
 		t.Fatalf("first Acquire: loaded=%v err=%v", loaded, err)
 	}
 	later := now.Add(2 * time.Second)
-	winner := claim(stale.Key, later, time.Minute)
+	winner := claim(stale.ID, later, time.Minute)
 	prev, loaded, err := e.store.Acquire(ctx, winner, later)
 	if err != nil || loaded || prev.Owner != stale.Owner {
 		t.Fatalf("takeover: prev owner %q, loaded=%v, err=%v; want the stale owner replaced", prev.Owner, loaded, err)
@@ -268,20 +268,20 @@ func TestTakeoverFencing(t *testing.T) {
 	if !errors.Is(err, idempotency.ErrLeaseLost) || !strings.Contains(err.Error(), "taken over") {
 		t.Errorf("stale Complete: %v, want ErrLeaseLost (taken over)", err)
 	}
-	if err := e.store.Release(ctx, stale.Key, stale.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := e.store.Release(ctx, stale.ID, stale.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("stale Release: %v, want ErrLeaseLost", err)
 	}
-	item := e.raw(t, e.table, stale.Key)
+	item := e.raw(t, e.table, stale.ID)
 	if stringOf(item["lease_owner"]) != winner.Owner || stringOf(item["status"]) != "INPROGRESS" || item["data"] != nil {
 		t.Fatalf("record after stale writes = %s, want the winner's claim untouched", show(item))
 	}
 	if err := e.store.Complete(ctx, completed(winner, `"winner"`)); err != nil {
 		t.Fatalf("winner's Complete: %v", err)
 	}
-	if err := e.store.Release(ctx, winner.Key, winner.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := e.store.Release(ctx, winner.ID, winner.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("Release of a completed record: %v, want ErrLeaseLost (a completed record is never deleted)", err)
 	}
-	got, loaded, err := e.store.Acquire(ctx, claim(stale.Key, later, time.Minute), later)
+	got, loaded, err := e.store.Acquire(ctx, claim(stale.ID, later, time.Minute), later)
 	if err != nil || !loaded || string(got.Data) != `"winner"` {
 		t.Fatalf("record = %+v, loaded=%v, err=%v; want the winner's result", got, loaded, err)
 	}
@@ -349,7 +349,7 @@ func TestPowertoolsRecords(t *testing.T) {
 				t.Fatalf("Acquire: loaded=%v err=%v, want loaded=%v", loaded, err, tc.wantLoaded)
 			}
 			if !loaded {
-				if got.Key != key || got.Owner != "" {
+				if got.ID != key || got.Owner != "" {
 					t.Errorf("takeover returned the replaced record %+v, want it with no owner", got)
 				}
 				if err := e.store.Complete(ctx, completed(mine, `"mine"`)); err != nil {
@@ -391,7 +391,7 @@ func TestPowertoolsReplayThroughGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.put(t, e.table, map[string]types.AttributeValue{
-		"id": s(g.ID([]byte("doc-7"))), "status": s("COMPLETED"), "expiration": n(time.Now().Add(time.Hour).Unix()),
+		"id": s(rawID(t, g, "doc-7")), "status": s("COMPLETED"), "expiration": n(time.Now().Add(time.Hour).Unix()),
 		"in_progress_expiration": n(time.Now().UnixMilli()),
 		"data": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
 			"summary": s("from powertools"), "tokens": n(42),
@@ -401,7 +401,7 @@ func TestPowertoolsReplayThroughGuard(t *testing.T) {
 		Summary string `json:"summary"`
 		Tokens  int    `json:"tokens"`
 	}
-	got, err := idempotency.Do(context.Background(), g, []byte("doc-7"), func(context.Context) (result, error) {
+	got, err := idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("doc-7")), func(context.Context) (result, error) {
 		t.Error("the operation ran for a key Powertools completed")
 		return result{}, nil
 	})
@@ -437,7 +437,7 @@ func TestTransactions(t *testing.T) {
 		if got := e.calls.Calls(); !maps.Equal(got, map[string]int{"TransactWriteItems": 1}) {
 			t.Errorf("calls %v, want one TransactWriteItems", got)
 		}
-		if stringOf(e.raw(t, e.table, rec.Key)["status"]) != "COMPLETED" {
+		if stringOf(e.raw(t, e.table, rec.ID)["status"]) != "COMPLETED" {
 			t.Error("record not completed")
 		}
 		for _, doc := range []string{"doc-1", "doc-2"} {
@@ -450,7 +450,7 @@ func TestTransactions(t *testing.T) {
 	t.Run("lease lost: neither", func(t *testing.T) {
 		e, summaries, rec := setup(t)
 		later := time.Now().Add(2 * time.Minute) // past rec's lease
-		winner := claim(rec.Key, later, time.Minute)
+		winner := claim(rec.ID, later, time.Minute)
 		if _, loaded, err := e.store.Acquire(ctx, winner, later); err != nil || loaded {
 			t.Fatalf("takeover: loaded=%v err=%v", loaded, err)
 		}
@@ -464,7 +464,7 @@ func TestTransactions(t *testing.T) {
 		if e.raw(t, summaries, "doc-1") != nil {
 			t.Error("the application's write was committed without the record")
 		}
-		if item := e.raw(t, e.table, rec.Key); stringOf(item["status"]) != "INPROGRESS" || stringOf(item["lease_owner"]) != winner.Owner {
+		if item := e.raw(t, e.table, rec.ID); stringOf(item["status"]) != "INPROGRESS" || stringOf(item["lease_owner"]) != winner.Owner {
 			t.Errorf("record = %s, want the winner's claim", show(item))
 		}
 	})
@@ -492,7 +492,7 @@ func TestTransactions(t *testing.T) {
 		if got := e.raw(t, summaries, "doc-1"); !maps.EqualFunc(got, newer, sameAttr) {
 			t.Errorf("the newer summary was changed: %s", show(got))
 		}
-		if item := e.raw(t, e.table, rec.Key); stringOf(item["status"]) != "INPROGRESS" || stringOf(item["lease_owner"]) != rec.Owner {
+		if item := e.raw(t, e.table, rec.ID); stringOf(item["status"]) != "INPROGRESS" || stringOf(item["lease_owner"]) != rec.Owner {
 			t.Errorf("record = %s, want it still in progress and ours", show(item))
 		}
 		// The record is still ours: completing without the write succeeds.
@@ -510,7 +510,7 @@ func TestTransactions(t *testing.T) {
 		if !errors.As(err, &se) || errors.Is(err, idempotency.ErrLeaseLost) {
 			t.Fatalf("Complete: %v, want a *StoreError, not ErrLeaseLost", err)
 		}
-		if stringOf(e.raw(t, e.table, rec.Key)["status"]) != "INPROGRESS" {
+		if stringOf(e.raw(t, e.table, rec.ID)["status"]) != "INPROGRESS" {
 			t.Error("record completed although its transaction failed")
 		}
 	})
@@ -528,7 +528,7 @@ func TestTransactions(t *testing.T) {
 			return "summary", dynamostore.Attach(ctx, summaryPut(summaries, "doc-9", 1))
 		}
 		for range 2 {
-			if v, err := idempotency.Do(ctx, g, []byte("doc-9"), op); err != nil || v != "summary" {
+			if v, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte("doc-9")), op); err != nil || v != "summary" {
 				t.Fatalf("Do = %q, %v", v, err)
 			}
 		}
@@ -581,7 +581,7 @@ func TestLargeResults(t *testing.T) {
 			if got := e.calls.Calls(); !maps.Equal(got, map[string]int{"UpdateItem": 1}) {
 				t.Errorf("calls %v, want one UpdateItem", got)
 			}
-			item := e.raw(t, e.table, rec.Key)
+			item := e.raw(t, e.table, rec.ID)
 			_, omitted := item["data_omitted"]
 			if stringOf(item["status"]) != "COMPLETED" || omitted == tc.wantStored || (stringOf(item["data_encoding"]) == "gzip") != tc.wantEncoded {
 				t.Errorf("record: status %s, data_encoding %q, data_omitted %v; want COMPLETED, gzip=%v, omitted=%v",
@@ -590,7 +590,7 @@ func TestLargeResults(t *testing.T) {
 			if b, ok := item["data"].(*types.AttributeValueMemberB); ok {
 				t.Logf("%d-byte result stored as %d bytes of gzip", len(tc.data), len(b.Value))
 			}
-			got, loaded, err := e.store.Acquire(ctx, claim(rec.Key, now, time.Minute), now)
+			got, loaded, err := e.store.Acquire(ctx, claim(rec.ID, now, time.Minute), now)
 			if err != nil || !loaded || got.Status != idempotency.StatusCompleted {
 				t.Fatalf("Acquire: %+v loaded=%v err=%v, want the completed record", got.Status, loaded, err)
 			}
@@ -601,7 +601,7 @@ func TestLargeResults(t *testing.T) {
 				if got.Data != nil {
 					t.Errorf("replayed %d bytes of a result that was not stored", len(got.Data))
 				}
-				if !strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), rec.Key) {
+				if !strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), rec.ID) {
 					t.Errorf("no error logged for the omitted result; log: %s", logs.String())
 				}
 			}
@@ -625,7 +625,7 @@ func TestResultRefusedForSize(t *testing.T) {
 	}
 	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(e.table),
-		Key:                       map[string]types.AttributeValue{"id": s(rec.Key)},
+		Key:                       map[string]types.AttributeValue{"id": s(rec.ID)},
 		UpdateExpression:          aws.String("SET extra = :x"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":x": s(strings.Repeat("x", 100<<10))},
 	})
@@ -640,7 +640,7 @@ func TestResultRefusedForSize(t *testing.T) {
 	if got := e.calls.Calls(); !maps.Equal(got, map[string]int{"UpdateItem": 2}) {
 		t.Errorf("calls %v, want two UpdateItem (refused, then without the result)", got)
 	}
-	item := e.raw(t, e.table, rec.Key)
+	item := e.raw(t, e.table, rec.ID)
 	if stringOf(item["status"]) != "COMPLETED" || item["data"] != nil || item["data_omitted"] == nil {
 		t.Errorf("record: status %s, data present %v, data_omitted %v; want COMPLETED without data, flagged",
 			stringOf(item["status"]), item["data"] != nil, item["data_omitted"])
@@ -665,7 +665,7 @@ func TestPlainResultAtTheLimit(t *testing.T) {
 	if err := e.store.Complete(ctx, completed(rec, string(data))); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	item := e.raw(t, e.table, rec.Key)
+	item := e.raw(t, e.table, rec.ID)
 	if v, ok := item["data"].(*types.AttributeValueMemberS); !ok || len(v.Value) != len(data) {
 		t.Errorf("result not stored plain: %T", item["data"])
 	}

@@ -141,7 +141,7 @@ func wellFormed(w types.TransactWriteItem) error {
 // the record is still in progress. It never wraps [idempotency.ErrLeaseLost]:
 // a lost lease is reported as that instead.
 type TransactionError struct {
-	Key string // the record's id
+	ID string // the record id
 	// Reasons are DynamoDB's cancellation reasons, one per write: index 0 is
 	// the record's completion, index i+1 is Record.Attached[i].
 	Reasons []types.CancellationReason
@@ -150,7 +150,7 @@ type TransactionError struct {
 
 func (e *TransactionError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "dynamostore: transaction completing %s cancelled", e.Key)
+	fmt.Fprintf(&b, "dynamostore: transaction completing %s cancelled", e.ID)
 	for i, r := range e.Reasons {
 		code := aws.ToString(r.Code)
 		if code == "" || code == "None" {
@@ -174,7 +174,8 @@ func (e *TransactionError) Unwrap() error { return e.Err }
 
 // Permanent reports whether retrying the same transaction cannot help: an
 // attached write's condition failed, or DynamoDB refused a write as invalid.
-// The guard does not retry such a completion (see [idempotency.Store]).
+// The guard does not retry such a completion (see
+// [idempotency.PermanentError]).
 func (e *TransactionError) Permanent() bool {
 	for i, r := range e.Reasons {
 		if code := aws.ToString(r.Code); i > 0 && (code == "ConditionalCheckFailed" || code == "ValidationError") {

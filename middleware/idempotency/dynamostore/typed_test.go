@@ -39,7 +39,7 @@ func TestWrapJSONRace(t *testing.T) {
 		return "done " + j.ID, nil
 	}
 	body := idempotency.JSONBody[job]{
-		Key:                   func(j job) (idempotency.Key, error) { return idempotency.KeyOf("job", j.ID) },
+		KeyFunc:               func(j job) (idempotency.Key, error) { return idempotency.KeyOf("job", j.ID) },
 		DisallowUnknownFields: true,
 	}
 	handlers := make([]func(context.Context, events.SQSMessage) (string, error), instances)

@@ -2,9 +2,9 @@
 // record with JMESPath expressions, as Powertools for AWS Lambda users write
 // them:
 //
-//	key := jmespath.MustKey(`powertools_json(body).idempotency_key`)
-//	cfg.Validate = jmespath.MustKey(`powertools_json(body).[user_id, amount]`)
-//	h := idempotency.Wrap(g, key, fn)
+//	key := jmespath.MustCompile(`powertools_json(body).idempotency_key`)
+//	payload := jmespath.MustCompile(`powertools_json(body).[user_id, amount]`)
+//	h := idempotency.WrapPayload(g, key.Select, payload.Select, fn)
 //
 // The expression is evaluated on the record as Lambda delivers it (body,
 // messageId, attributes, messageAttributes, …), with Powertools' functions
@@ -17,7 +17,7 @@
 // # Missing keys fail closed
 //
 // A selection that is null, "", an empty array or object, or an array or
-// object whose values are all null is no key: the key function returns a
+// object whose values are all null is no key: [Expression.Select] returns a
 // [*idempotency.KeyError] wrapping [idempotency.ErrNoKey] and the message
 // fails. Powertools TypeScript's default (throwOnNoIdempotencyKey false)
 // runs a message whose selection is null without idempotency instead.
@@ -26,7 +26,7 @@
 //
 // powertools_json refuses JSON text holding a number longer than 100
 // characters anywhere, as soon as it reads one, so that a huge number costs
-// no parsing: the key function fails with a [*idempotency.KeyError].
+// no parsing: Select fails with a [*idempotency.KeyError].
 //
 // The record is decoded twice: once keeping each number's spelling, once as
 // doubles for the expression's comparisons and functions. When the two
@@ -36,5 +36,5 @@
 // package's JMESPath implementation, so two keys of one selected object that
 // differ only in case are ordered by code point, where Powertools TypeScript
 // keeps the order sent; strings holding a lone surrogate escape are read as
-// U+FFFD. Select such values with [idempotency.BodyPath] to keep them exact.
+// U+FFFD. Select such values with [idempotency.BodyField] to keep them exact.
 package jmespath

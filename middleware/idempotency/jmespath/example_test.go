@@ -15,13 +15,13 @@ import (
 // A Powertools TypeScript configuration carried over: the same
 // eventKeyJmesPath and payloadValidationJmesPath, the same keyPrefix, and
 // the record id Powertools writes.
-func ExampleKey() {
-	key := jmespath.MustKey(`powertools_json(body).idempotency_key`)
+func ExampleCompile() {
+	key := jmespath.MustCompile(`powertools_json(body).idempotency_key`)
+	payload := jmespath.MustCompile(`powertools_json(body).[user_id, amount]`)
 	g, err := idempotency.New(idempotency.Config{
 		Store:     memstore.New(),
 		Namespace: "orders", // keyPrefix
 		Format:    idempotency.FormatPowertoolsTypeScript,
-		Validate:  jmespath.MustKey(`powertools_json(body).[user_id, amount]`),
 		Logger:    slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -29,13 +29,14 @@ func ExampleKey() {
 	}
 	m := events.SQSMessage{MessageId: "m-1",
 		Body: `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d","user_id":"u1","amount":10.5}`}
-	k, err := key(m)
+	k, err := key.Select(m)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(g.KeyID(k))
+	fmt.Println(g.ID(k))
 
-	charge := idempotency.Wrap(g, key, func(context.Context, events.SQSMessage) (string, error) { return "charged", nil })
+	charge := idempotency.WrapPayload(g, key.Select, payload.Select,
+		func(context.Context, events.SQSMessage) (string, error) { return "charged", nil })
 	fmt.Println(charge(context.Background(), m))
 	m.Body = `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d","user_id":"u1","amount":99}`
 	_, err = charge(context.Background(), m)

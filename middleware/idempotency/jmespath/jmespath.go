@@ -21,15 +21,18 @@ import (
 // compressed body cannot make a key function allocate without limit.
 const maxDecoded = 8 << 20
 
-// Key returns a KeyFunc whose key is what expr selects from the SQS record.
-// Its selector is "jmespath " followed by expr. Key fails when expr is not a
-// valid JMESPath expression.
-//
-// The key function fails with a [*idempotency.KeyError]: wrapping
-// [idempotency.ErrNoKey] when the selection is missing (see the package
-// doc), or the evaluation's error (a body that powertools_json cannot
-// parse, say).
-func Key(expr string) (idempotency.KeyFunc, error) {
+// Expression is a compiled JMESPath expression that selects key material
+// from an SQS record. Its Select method is an [idempotency.KeyFunc], for a
+// key or a validated payload. It is safe for concurrent use.
+type Expression struct {
+	expr             string
+	spelled, valued  api.JMESPath
+	selector, source string
+}
+
+// Compile parses a JMESPath expression, with Powertools' functions (see the
+// package doc). It fails when expr is not a valid expression.
+func Compile(expr string) (*Expression, error) {
 	spelled, err := api.Compile(expr, powertools(true)...)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: JMESPath %q: %w", expr, err)
@@ -38,39 +41,52 @@ func Key(expr string) (idempotency.KeyFunc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: JMESPath %q: %w", expr, err)
 	}
-	selector := "jmespath " + expr
-	source := fmt.Sprintf("JMESPath %q", expr)
-	return func(m events.SQSMessage) (idempotency.Key, error) {
-		fail := func(err error) (idempotency.Key, error) {
-			return idempotency.Key{}, &idempotency.KeyError{MessageID: m.MessageId, Source: source, Err: err}
-		}
-		approx, err := valued.Search(record(m))
-		if err != nil {
-			return fail(err)
-		}
-		if missing(approx) {
-			return fail(fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(approx)))
-		}
-		sel := approx
-		if exact, err := spelled.Search(record(m)); err == nil && reflect.DeepEqual(toDoubles(exact), approx) {
-			sel = exact // the numbers as the message spelled them
-		}
-		b, err := json.Marshal(sel)
-		if err != nil {
-			return fail(err)
-		}
-		return idempotency.Key{Selector: selector, Value: b}, nil
-	}, nil
+	return &Expression{expr: expr, spelled: spelled, valued: valued,
+		selector: "jmespath " + expr, source: fmt.Sprintf("JMESPath %q", expr)}, nil
 }
 
-// MustKey is [Key] for an expression known to be valid: it panics when expr
-// is not.
-func MustKey(expr string) idempotency.KeyFunc {
-	k, err := Key(expr)
+// MustCompile is [Compile] for an expression known to be valid: it panics
+// when expr is not.
+func MustCompile(expr string) *Expression {
+	e, err := Compile(expr)
 	if err != nil {
 		panic(err)
 	}
-	return k
+	return e
+}
+
+// String returns the expression's text.
+func (e *Expression) String() string { return e.expr }
+
+// Select returns the key material e selects from m: the selection as JSON,
+// under the selector "jmespath " followed by the expression's text (so that
+// in the native format a re-spelled expression gives other record ids).
+// Its method value, e.Select, is an [idempotency.KeyFunc].
+//
+// Select fails with a [*idempotency.KeyError]: wrapping
+// [idempotency.ErrNoKey] when the selection is missing (see the package
+// doc), or the evaluation's error (a body that powertools_json cannot
+// parse, say).
+func (e *Expression) Select(m events.SQSMessage) (idempotency.Key, error) {
+	fail := func(err error) (idempotency.Key, error) {
+		return idempotency.Key{}, &idempotency.KeyError{MessageID: m.MessageId, Source: e.source, Err: err}
+	}
+	approx, err := e.valued.Search(record(m))
+	if err != nil {
+		return fail(err)
+	}
+	if missing(approx) {
+		return fail(fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(approx)))
+	}
+	sel := approx
+	if exact, err := e.spelled.Search(record(m)); err == nil && reflect.DeepEqual(toDoubles(exact), approx) {
+		sel = exact // the numbers as the message spelled them
+	}
+	b, err := json.Marshal(sel)
+	if err != nil {
+		return fail(err)
+	}
+	return idempotency.Key{Selector: e.selector, Value: b}, nil
 }
 
 // record is the SQS record as Lambda delivers it to a function, as JSON

@@ -46,11 +46,14 @@ func TestKeyWorkedExamples(t *testing.T) {
 		{`powertools_json(body).[idempotency_key][0]`, idempotency.FormatPowertoolsPython, "068044a7927cd88524adc22442efbed9"},
 		{`powertools_json(powertools_base64(messageAttributes.payload.binaryValue)).idempotency_key`, idempotency.FormatPowertoolsPython, "068044a7927cd88524adc22442efbed9"},
 	} {
-		key, err := jmespath.Key(tc.expr)
+		key, err := jmespath.Compile(tc.expr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, err := key(m)
+		if key.String() != tc.expr {
+			t.Errorf("String() = %q, want %q", key.String(), tc.expr)
+		}
+		k, err := key.Select(m)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.expr, err)
 		}
@@ -86,7 +89,7 @@ func TestKeyKinds(t *testing.T) {
 		{`powertools_json(body).[absent, nul]`, ""},
 	} {
 		t.Run(tc.expr, func(t *testing.T) {
-			k, err := jmespath.MustKey(tc.expr)(m)
+			k, err := jmespath.MustCompile(tc.expr).Select(m)
 			if tc.python == "" {
 				var ke *idempotency.KeyError
 				if !errors.Is(err, idempotency.ErrNoKey) || !errors.As(err, &ke) || ke.MessageID != "m-1" {
@@ -100,8 +103,11 @@ func TestKeyKinds(t *testing.T) {
 			if k.Selector != "jmespath "+tc.expr {
 				t.Errorf("selector %q", k.Selector)
 			}
-			if got, err := idempotency.FormatPowertoolsPython.Spell(k); err != nil || string(got) != tc.python {
-				t.Errorf("selection %s, %v; want %s", got, err, tc.python)
+			// The selection hashes as its Python spelling does.
+			got, err := idempotency.FormatPowertoolsPython.Hash(k)
+			want, werr := idempotency.FormatPowertoolsPython.Hash(idempotency.RawKey([]byte(tc.python)))
+			if err != nil || werr != nil || got != want {
+				t.Errorf("selection %s: hash %s, %v; want the hash of %s, %s (%v)", k.Value, got, err, tc.python, want, werr)
 			}
 		})
 	}
@@ -120,28 +126,36 @@ func ptr(s string) *string { return &s }
 // TestKeyComputed: numbers an expression computes or filters are doubles,
 // as JavaScript has them.
 func TestKeyComputed(t *testing.T) {
-	k, err := jmespath.MustKey("powertools_json(body).b[?@ > `5`]")(events.SQSMessage{Body: `{"b":[1,10.0,7.50]}`})
+	k, err := jmespath.MustCompile("powertools_json(body).b[?@ > `5`]").Select(events.SQSMessage{Body: `{"b":[1,10.0,7.50]}`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := idempotency.FormatPowertoolsTypeScript.Spell(k); err != nil || string(got) != `[10,7.5]` {
-		t.Errorf("selection %s, %v; want [10,7.5]", got, err)
+	if string(k.Value) != `[10,7.5]` {
+		t.Errorf("selection %s; want [10,7.5]", k.Value)
 	}
 }
 
 func TestKeyErrors(t *testing.T) {
-	if _, err := jmespath.Key(`powertools_json(body).[`); err == nil {
-		t.Error("Key of an invalid expression: no error")
+	if _, err := jmespath.Compile(`powertools_json(body).[`); err == nil {
+		t.Error("Compile of an invalid expression: no error")
 	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("MustCompile of an invalid expression did not panic")
+			}
+		}()
+		jmespath.MustCompile(`powertools_json(body).[`)
+	}()
 	for _, body := range []string{`not json`, `{"a":1} trailing`, `{"a":1,"n":` + strings.Repeat("1", 101) + `}`} {
-		_, err := jmespath.MustKey(`powertools_json(body).a`)(events.SQSMessage{MessageId: "m-1", Body: body})
+		_, err := jmespath.MustCompile(`powertools_json(body).a`).Select(events.SQSMessage{MessageId: "m-1", Body: body})
 		var ke *idempotency.KeyError
 		if !errors.As(err, &ke) || errors.Is(err, idempotency.ErrNoKey) || !strings.Contains(err.Error(), "powertools_json") {
 			t.Errorf("body %q: %v; want a *KeyError from powertools_json, not ErrNoKey", body, err)
 		}
 	}
 	bomb := gz(t, strings.Repeat("0", 9<<20))
-	_, err := jmespath.MustKey(`powertools_base64_gzip(body)`)(events.SQSMessage{Body: bomb})
+	_, err := jmespath.MustCompile(`powertools_base64_gzip(body)`).Select(events.SQSMessage{Body: bomb})
 	if err == nil || !strings.Contains(err.Error(), "inflated") {
 		t.Errorf("a gzip body inflating beyond the bound: %v", err)
 	}
@@ -156,11 +170,12 @@ func TestValidateSpelling(t *testing.T) {
 		mismatch bool
 	}{{idempotency.FormatNative, false}, {idempotency.FormatPowertoolsPython, true}, {idempotency.FormatPowertoolsTypeScript, false}} {
 		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns", Format: tc.format,
-			Validate: jmespath.MustKey(`powertools_json(body).amount`), Logger: slog.New(slog.DiscardHandler)})
+			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := idempotency.Wrap(g, jmespath.MustKey(`powertools_json(body).id`),
+		h := idempotency.WrapPayload(g, jmespath.MustCompile(`powertools_json(body).id`).Select,
+			jmespath.MustCompile(`powertools_json(body).amount`).Select,
 			func(context.Context, events.SQSMessage) (int, error) { return 1, nil })
 		if _, err := h(t.Context(), events.SQSMessage{MessageId: "m-1", Body: `{"id":"k","amount":10}`}); err != nil {
 			t.Fatal(err)
@@ -175,7 +190,7 @@ func TestValidateSpelling(t *testing.T) {
 // BenchmarkKey is a JMESPath key of an ordinary body, and the refusal of a
 // 1 MB body whose key is one huge number (decoded, then refused by length).
 func BenchmarkKey(b *testing.B) {
-	key := jmespath.MustKey(`powertools_json(body).idempotency_key`)
+	key := jmespath.MustCompile(`powertools_json(body).idempotency_key`).Select
 	for _, tc := range []struct{ name, body string }{
 		{"small", `{"idempotency_key":"sum-4471-9-7f3c","document":{"id":"4471","version":"9"},"parameters":{"temperature":0.7}}`},
 		{"1MB-number", `{"idempotency_key":` + strings.Repeat("7", 1<<20) + `}`},

@@ -39,12 +39,12 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 	if err := ctx.Err(); err != nil {
 		return idempotency.Record{}, false, err
 	}
-	if rec.Key == "" || rec.Owner == "" {
-		return idempotency.Record{}, false, fmt.Errorf("memstore: acquire %q: a claim needs a key and an owner token", rec.Key)
+	if rec.ID == "" || rec.Owner == "" {
+		return idempotency.Record{}, false, fmt.Errorf("memstore: acquire %q: a claim needs an id and an owner token", rec.ID)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, ok := s.records[rec.Key]
+	old, ok := s.records[rec.ID]
 	if ok && old.Status == idempotency.StatusInProgress && old.Owner == rec.Owner {
 		return idempotency.Record{}, false, nil // this claim, made again
 	}
@@ -54,7 +54,7 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 	}
 	rec = clone(rec)
 	rec.Attached = nil
-	s.records[rec.Key] = rec
+	s.records[rec.ID] = rec
 	if s.writes++; s.writes >= max(sweepEvery, len(s.records)) {
 		s.writes = 0
 		for k, r := range s.records {
@@ -74,21 +74,21 @@ func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
 		return err
 	}
 	if len(rec.Attached) > 0 {
-		return fmt.Errorf("memstore: complete %s: %w", rec.Key, idempotency.ErrAttachUnsupported)
+		return fmt.Errorf("memstore: complete %s: %w", rec.ID, idempotency.ErrAttachUnsupported)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, ok := s.records[rec.Key]
+	old, ok := s.records[rec.ID]
 	if ok && old.Status == idempotency.StatusCompleted && old.Owner != "" && old.Owner == rec.Owner {
 		return nil // this completion, made again
 	}
 	if !ok || old.Status != idempotency.StatusInProgress || old.Owner == "" || old.Owner != rec.Owner {
-		return fmt.Errorf("memstore: complete %s: %w", rec.Key, idempotency.ErrLeaseLost)
+		return fmt.Errorf("memstore: complete %s: %w", rec.ID, idempotency.ErrLeaseLost)
 	}
 	old.Status = idempotency.StatusCompleted
 	old.Data = bytes.Clone(rec.Data)
 	old.ExpiresAt = rec.ExpiresAt
-	s.records[rec.Key] = old
+	s.records[rec.ID] = old
 	return nil
 }
 
@@ -102,25 +102,25 @@ func (s *Store) ValidateAttached(_ string, writes []any) error {
 }
 
 // Release implements [idempotency.Store.Release].
-func (s *Store) Release(ctx context.Context, key, owner string) error {
+func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, ok := s.records[key]
+	old, ok := s.records[id]
 	if !ok || old.Status != idempotency.StatusInProgress || old.Owner == "" || old.Owner != owner {
-		return fmt.Errorf("memstore: release %s: %w", key, idempotency.ErrLeaseLost)
+		return fmt.Errorf("memstore: release %s: %w", id, idempotency.ErrLeaseLost)
 	}
-	delete(s.records, key)
+	delete(s.records, id)
 	return nil
 }
 
-// Get returns the record stored for key, for tests and inspection.
-func (s *Store) Get(key string) (idempotency.Record, bool) {
+// Get returns the record stored under id, for tests and inspection.
+func (s *Store) Get(id string) (idempotency.Record, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok := s.records[key]
+	rec, ok := s.records[id]
 	return clone(rec), ok
 }
 
@@ -131,7 +131,7 @@ func (s *Store) Put(rec idempotency.Record) {
 	defer s.mu.Unlock()
 	rec = clone(rec)
 	rec.Attached = nil
-	s.records[rec.Key] = rec
+	s.records[rec.ID] = rec
 }
 
 // Len returns the number of records held, expired ones included.

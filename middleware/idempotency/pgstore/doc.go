@@ -3,8 +3,8 @@
 // lease owner token, and completion atomic with the operation's own SQL.
 //
 //	pool, err := pgxpool.New(ctx, databaseURL) // built once, by main
-//	err = pgstore.CreateSchema(ctx, pool)      // or run schema.sql in a migration
-//	store, err := pgstore.New(pool)
+//	store, err := pgstore.New(pool)            // or pgstore.New(pool, pgstore.WithTable("records"))
+//	err = store.CreateSchema(ctx)              // or run schema.sql in a migration
 //	guard, err := idempotency.New(idempotency.Config{Store: store, Namespace: "summarise"})
 //
 // The store calls only the methods of [DB], which *pgxpool.Pool satisfies;
@@ -12,9 +12,10 @@
 //
 // # Table
 //
-// [Schema] (the file schema.sql) creates the table "idempotency" in the
-// connection's current schema, with Powertools for AWS Lambda's attribute
-// names as columns:
+// [Store.CreateSchema] creates the store's table, "idempotency" unless
+// [WithTable] names another, in the connection's current schema, with
+// Powertools for AWS Lambda's attribute names as columns ([Schema], the
+// file schema.sql, is the same SQL for the default table):
 //
 //	id                      text PRIMARY KEY   "{namespace}#{digest}"
 //	status                  text               INPROGRESS or COMPLETED
@@ -71,14 +72,14 @@
 // # Expired records
 //
 // PostgreSQL has no TTL. Expired records are claimable like absent ones,
-// but stay in the table until [DeleteExpired] deletes them, in batches of a
+// but stay in the table until [Store.DeleteExpired] deletes them, in batches of a
 // size you choose, each its own short transaction that skips rows a claim
 // holds. Run it on a schedule (pg_cron, a scheduled function).
 //
 // # Errors
 //
 // Every error returned by Acquire, Complete and Release is an
-// [*idempotency.StoreError] with Op and Key set. A lost lease wraps
+// [*idempotency.StoreError] with Op and ID set. A lost lease wraps
 // [idempotency.ErrLeaseLost]; an attached statement that failed wraps a
 // [*StatementError]; a failed statement of the store wraps pgx's error (a
 // *pgconn.PgError, a connection error, a context deadline).

@@ -28,11 +28,11 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := pgstore.CreateSchema(ctx, pool); err != nil {
-		log.Fatal(err)
-	}
 	store, err := pgstore.New(pool)
 	if err != nil {
+		log.Fatal(err)
+	}
+	if err := store.CreateSchema(ctx); err != nil { // or run schema.sql in a migration
 		log.Fatal(err)
 	}
 	guard, err := idempotency.New(idempotency.Config{Store: store, Namespace: "summarise"})

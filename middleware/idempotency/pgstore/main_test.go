@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sqsonce/sqsonce/internal/pgserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/pgserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
@@ -53,7 +53,7 @@ func newPoolOf(t testing.TB, trips *roundTrips, maxConns int32) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := pgstore.CreateSchema(ctx, pool); err != nil {
+	if err := newStore(t, pool).CreateSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return pool

@@ -1,6 +1,6 @@
 -- The idempotency records of sqsonce's pgstore. Safe to run more than once.
 -- Column names are Powertools for AWS Lambda's attribute names.
-CREATE TABLE IF NOT EXISTS idempotency (
+CREATE TABLE IF NOT EXISTS "idempotency" (
     id                     text        PRIMARY KEY,  -- "{namespace}#{digest}"
     status                 text        NOT NULL CHECK (status IN ('INPROGRESS', 'COMPLETED')),
     expiration             timestamptz NOT NULL,     -- the record counts until then
@@ -11,4 +11,4 @@ CREATE TABLE IF NOT EXISTS idempotency (
 );
 
 -- For DeleteExpired: PostgreSQL has no TTL.
-CREATE INDEX IF NOT EXISTS idempotency_expiration_idx ON idempotency (expiration);
+CREATE INDEX IF NOT EXISTS "idempotency_expiration_idx" ON "idempotency" (expiration);

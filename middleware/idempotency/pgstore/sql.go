@@ -1,7 +1,13 @@
 package pgstore
 
-// The statements of the store. Each is one round trip; Table is the
-// record table's name.
+import (
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The statements of the store. Each is one round trip. {{table}} stands for
+// the record table's quoted name (see render).
 
 // claimSQL claims $1 with one INSERT … ON CONFLICT DO UPDATE whose WHERE
 // is the takeover rule: the record expired, or is INPROGRESS with its
@@ -11,9 +17,9 @@ package pgstore
 const claimSQL = `
 WITH old AS (
     SELECT status, expiration, in_progress_expiration, data, validation, lease_owner
-    FROM idempotency WHERE id = $1
+    FROM {{table}} WHERE id = $1
 ), claim AS (
-    INSERT INTO idempotency AS r (id, status, expiration, in_progress_expiration, data, validation, lease_owner)
+    INSERT INTO {{table}} AS r (id, status, expiration, in_progress_expiration, data, validation, lease_owner)
     VALUES ($1, 'INPROGRESS', $2, $3, NULL, NULLIF($4, ''), $5)
     ON CONFLICT (id) DO UPDATE SET
         status = excluded.status, expiration = excluded.expiration,
@@ -30,27 +36,27 @@ FROM (SELECT) AS one LEFT JOIN old AS o ON true`
 // a concurrent claim while the statement ran).
 const readSQL = `
 SELECT status, expiration, in_progress_expiration, data, validation, lease_owner
-FROM idempotency WHERE id = $1`
+FROM {{table}} WHERE id = $1`
 
 // completeSQL completes $1 if it is INPROGRESS and owned by $2, and returns
 // whether it did with the record's status and owner as of the statement's
 // start, to tell a lost lease from the owner's own earlier completion.
 const completeSQL = `
 WITH done AS (
-    UPDATE idempotency SET status = 'COMPLETED', expiration = $3, data = $4
+    UPDATE {{table}} SET status = 'COMPLETED', expiration = $3, data = $4
     WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2
     RETURNING 1
 )
 SELECT EXISTS (SELECT FROM done),
-       (SELECT status FROM idempotency WHERE id = $1),
-       (SELECT lease_owner FROM idempotency WHERE id = $1)`
+       (SELECT status FROM {{table}} WHERE id = $1),
+       (SELECT lease_owner FROM {{table}} WHERE id = $1)`
 
 // completeOrAbortSQL is completeSQL for a batch with attached statements:
 // when the fence fails it divides by zero, which aborts the batch's
 // implicit transaction, so that no attached statement commits.
 const completeOrAbortSQL = `
 WITH done AS (
-    UPDATE idempotency SET status = 'COMPLETED', expiration = $3, data = $4
+    UPDATE {{table}} SET status = 'COMPLETED', expiration = $3, data = $4
     WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2
     RETURNING 1
 )
@@ -58,20 +64,20 @@ SELECT 1 / (SELECT count(*)::int FROM done)`
 
 // stateSQL reads the status and owner of $1, after completeOrAbortSQL
 // failed its fence.
-const stateSQL = `SELECT status, lease_owner FROM idempotency WHERE id = $1`
+const stateSQL = `SELECT status, lease_owner FROM {{table}} WHERE id = $1`
 
 // releaseSQL deletes $1 if it is INPROGRESS and owned by $2, and returns
 // whether it did with the record's status and owner as of the statement's
 // start.
 const releaseSQL = `
 WITH gone AS (
-    DELETE FROM idempotency
+    DELETE FROM {{table}}
     WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2
     RETURNING 1
 )
 SELECT EXISTS (SELECT FROM gone),
-       (SELECT status FROM idempotency WHERE id = $1),
-       (SELECT lease_owner FROM idempotency WHERE id = $1)`
+       (SELECT status FROM {{table}} WHERE id = $1),
+       (SELECT lease_owner FROM {{table}} WHERE id = $1)`
 
 // deleteExpiredSQL deletes up to $1 records past their expiration, oldest
 // first from $2 (NULL: the oldest), skipping rows a claim holds locked, and
@@ -82,8 +88,8 @@ SELECT EXISTS (SELECT FROM gone),
 // on id would make the planner scan the whole table for each batch.
 const deleteExpiredSQL = `
 WITH gone AS (
-    DELETE FROM idempotency WHERE ctid = ANY (ARRAY (
-        SELECT ctid FROM idempotency
+    DELETE FROM {{table}} WHERE ctid = ANY (ARRAY (
+        SELECT ctid FROM {{table}}
         WHERE expiration < now() AND expiration >= COALESCE($2, '-infinity'::timestamptz)
         ORDER BY expiration LIMIT $1
         FOR UPDATE SKIP LOCKED
@@ -97,3 +103,38 @@ SELECT count(*), max(expiration) FROM gone`
 // the schema's implicit transaction ends.
 const schemaLock = `SELECT pg_advisory_xact_lock(hashtext('sqsonce.pgstore.schema'));
 `
+
+// schemaSQL creates the record table and its index, if they do not exist.
+// {{index}} stands for the index's quoted name.
+const schemaSQL = `-- The idempotency records of sqsonce's pgstore. Safe to run more than once.
+-- Column names are Powertools for AWS Lambda's attribute names.
+CREATE TABLE IF NOT EXISTS {{table}} (
+    id                     text        PRIMARY KEY,  -- "{namespace}#{digest}"
+    status                 text        NOT NULL CHECK (status IN ('INPROGRESS', 'COMPLETED')),
+    expiration             timestamptz NOT NULL,     -- the record counts until then
+    in_progress_expiration timestamptz NOT NULL,     -- the lease's end
+    data                   bytea,                    -- the result, JSON
+    validation             text,                     -- payload digest, when validation is on
+    lease_owner            text        NOT NULL      -- the lease owner token (fencing)
+);
+
+-- For DeleteExpired: PostgreSQL has no TTL.
+CREATE INDEX IF NOT EXISTS {{index}} ON {{table}} (expiration);
+`
+
+// queries are the SQL texts of one table.
+type queries struct {
+	claim, read, complete, completeOrAbort, state, release, deleteExpired, schema string
+}
+
+// render returns the statements for the table named table, quoted as one
+// SQL identifier.
+func render(table string) queries {
+	r := strings.NewReplacer("{{table}}", pgx.Identifier{table}.Sanitize(),
+		"{{index}}", pgx.Identifier{table + "_expiration_idx"}.Sanitize())
+	return queries{
+		claim: r.Replace(claimSQL), read: r.Replace(readSQL), complete: r.Replace(completeSQL),
+		completeOrAbort: r.Replace(completeOrAbortSQL), state: r.Replace(stateSQL), release: r.Replace(releaseSQL),
+		deleteExpired: r.Replace(deleteExpiredSQL), schema: r.Replace(schemaSQL),
+	}
+}

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,9 +15,13 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
-// Schema is the SQL that creates the record table and its index, if they
-// do not exist. [CreateSchema] runs it; it is also the file schema.sql of
-// this package, for migration tools.
+// DefaultTable is the record table's name unless [WithTable] says
+// otherwise.
+const DefaultTable = "idempotency"
+
+// Schema is the SQL that creates the table [DefaultTable] and its index, if
+// they do not exist: the file schema.sql of this package, for migration
+// tools. [Store.CreateSchema] runs the same SQL for the store's table.
 //
 //go:embed schema.sql
 var Schema string
@@ -34,21 +39,12 @@ var (
 	_ DB = (*pgx.Conn)(nil)
 )
 
-// CreateSchema creates the table "idempotency" and its index on expiration
-// in db's current schema (the first of its search_path), if they do not
-// exist: running it again, or from several processes at once, is safe.
-func CreateSchema(ctx context.Context, db DB) error {
-	if _, err := db.Exec(ctx, schemaLock+Schema); err != nil {
-		return fmt.Errorf("pgstore: create schema: %w", err)
-	}
-	return nil
-}
-
 // Store is an [idempotency.Store] on a PostgreSQL table created by
-// [CreateSchema]. It is safe for concurrent use; create one with [New] at
-// start-up and share it.
+// [Store.CreateSchema]. It is safe for concurrent use; create one with
+// [New] at start-up and share it.
 type Store struct {
-	db DB
+	db  DB
+	sql queries
 }
 
 var (
@@ -56,17 +52,63 @@ var (
 	_ idempotency.AttachValidator = (*Store)(nil)
 )
 
-// New returns a Store on the table "idempotency" of db (normally a
-// *pgxpool.Pool built once by the caller).
-func New(db DB) (*Store, error) {
-	if db == nil {
-		return nil, errors.New("pgstore: DB is nil")
-	}
-	return &Store{db: db}, nil
+// Option configures a [Store] made by [New].
+type Option func(*options)
+
+type options struct {
+	table string
 }
 
-func storeError(op, key string, err error) error {
-	return &idempotency.StoreError{Op: op, Key: key, Err: err}
+// WithTable keeps the records in the table named name, in the connection's
+// current schema (the first of its search_path), instead of
+// [DefaultTable]. The name is quoted as one SQL identifier, so it is used
+// exactly as given (case included); it must not be empty, hold a NUL byte,
+// or be longer than PostgreSQL's 63 bytes.
+func WithTable(name string) Option {
+	return func(o *options) { o.table = name }
+}
+
+// New returns a Store on db (normally a *pgxpool.Pool built once by the
+// caller). It reports every problem of its arguments at once.
+func New(db DB, opts ...Option) (*Store, error) {
+	o := options{table: DefaultTable}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var errs []error
+	if db == nil {
+		errs = append(errs, errors.New("pgstore: DB is nil"))
+	}
+	switch {
+	case o.table == "":
+		errs = append(errs, errors.New("pgstore: WithTable: empty table name"))
+	case strings.ContainsRune(o.table, 0):
+		errs = append(errs, errors.New("pgstore: WithTable: the table name holds a NUL byte"))
+	case len(o.table) > maxIdentifier:
+		errs = append(errs, fmt.Errorf("pgstore: WithTable: the table name is %d bytes, PostgreSQL keeps %d", len(o.table), maxIdentifier))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Store{db: db, sql: render(o.table)}, nil
+}
+
+// maxIdentifier is the longest identifier PostgreSQL keeps (NAMEDATALEN-1);
+// it truncates longer ones.
+const maxIdentifier = 63
+
+// CreateSchema creates the store's table and its index on expiration, if
+// they do not exist (the SQL of [Schema], for the store's table): running
+// it again, or from several processes at once, is safe.
+func (s *Store) CreateSchema(ctx context.Context) error {
+	if _, err := s.db.Exec(ctx, schemaLock+s.sql.schema); err != nil {
+		return fmt.Errorf("pgstore: create schema: %w", err)
+	}
+	return nil
+}
+
+func storeError(op, id string, err error) error {
+	return &idempotency.StoreError{Op: op, ID: id, Err: err}
 }
 
 // row is a record as read from the table; Status is nil when absent.
@@ -76,11 +118,11 @@ type row struct {
 	data                      []byte
 }
 
-func (r row) record(key string) idempotency.Record {
+func (r row) record(id string) idempotency.Record {
 	if r.status == nil {
 		return idempotency.Record{}
 	}
-	rec := idempotency.Record{Key: key, Status: idempotency.Status(*r.status), Data: r.data}
+	rec := idempotency.Record{ID: id, Status: idempotency.Status(*r.status), Data: r.data}
 	if r.expiration != nil {
 		rec.ExpiresAt = *r.expiration
 	}
@@ -113,11 +155,11 @@ func ownClaim(r, rec idempotency.Record) bool {
 // statement began (so the statement could not see it) does Acquire read
 // it, with one SELECT more.
 func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
-	if rec.Key == "" {
-		return idempotency.Record{}, false, storeError("acquire", "", errors.New("pgstore: empty key"))
+	if rec.ID == "" {
+		return idempotency.Record{}, false, storeError("acquire", "", errors.New("pgstore: empty record id"))
 	}
 	if rec.Owner == "" {
-		return idempotency.Record{}, false, storeError("acquire", rec.Key,
+		return idempotency.Record{}, false, storeError("acquire", rec.ID,
 			errors.New("pgstore: record has no owner: its Complete and Release could not be fenced"))
 	}
 	for range 2 {
@@ -125,32 +167,32 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			claimed bool
 			old     row
 		)
-		err := s.db.QueryRow(ctx, claimSQL, rec.Key, rec.ExpiresAt, rec.LeaseUntil, rec.Validation, rec.Owner, now).
+		err := s.db.QueryRow(ctx, s.sql.claim, rec.ID, rec.ExpiresAt, rec.LeaseUntil, rec.Validation, rec.Owner, now).
 			Scan(&claimed, &old.status, &old.expiration, &old.lease, &old.data, &old.validation, &old.owner)
 		if err != nil {
-			return idempotency.Record{}, false, storeError("acquire", rec.Key, err)
+			return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
 		}
-		prev := old.record(rec.Key)
+		prev := old.record(rec.ID)
 		if claimed {
 			return prev, false, nil
 		}
-		if prev.Key != "" && ownClaim(prev, rec) {
+		if prev.ID != "" && ownClaim(prev, rec) {
 			return idempotency.Record{}, false, nil
 		}
-		if prev.Key != "" && !claimable(prev, now) {
+		if prev.ID != "" && !claimable(prev, now) {
 			return prev, true, nil
 		}
 		// Refused by a record the statement did not see as it is now.
 		var cur row
-		err = s.db.QueryRow(ctx, readSQL, rec.Key).
+		err = s.db.QueryRow(ctx, s.sql.read, rec.ID).
 			Scan(&cur.status, &cur.expiration, &cur.lease, &cur.data, &cur.validation, &cur.owner)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // gone again: claim again
 		}
 		if err != nil {
-			return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("pgstore: read existing record: %w", err))
+			return idempotency.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("pgstore: read existing record: %w", err))
 		}
-		got := cur.record(rec.Key)
+		got := cur.record(rec.ID)
 		if ownClaim(got, rec) {
 			return idempotency.Record{}, false, nil
 		}
@@ -158,7 +200,7 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			return got, true, nil
 		}
 	}
-	return idempotency.Record{}, false, storeError("acquire", rec.Key,
+	return idempotency.Record{}, false, storeError("acquire", rec.ID,
 		errors.New("pgstore: the record changed between the claim and its read, twice; not claimed"))
 }
 
@@ -169,15 +211,15 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 // attempt whose reply was lost, its attached statements committed with it)
 // is a success, and nothing is written again.
 func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
-	if rec.Key == "" {
-		return storeError("complete", "", errors.New("pgstore: empty key"))
+	if rec.ID == "" {
+		return storeError("complete", "", errors.New("pgstore: empty record id"))
 	}
 	stmts, err := statements(rec.Attached)
 	if err != nil {
-		return storeError("complete", rec.Key, err)
+		return storeError("complete", rec.ID, err)
 	}
 	if rec.Owner == "" {
-		return storeError("complete", rec.Key, fmt.Errorf("pgstore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
+		return storeError("complete", rec.ID, fmt.Errorf("pgstore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
 	}
 	if len(stmts) > 0 {
 		return s.completeWith(ctx, rec, stmts)
@@ -186,36 +228,36 @@ func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
 		done          bool
 		status, owner *string
 	)
-	err = s.db.QueryRow(ctx, completeSQL, rec.Key, rec.Owner, rec.ExpiresAt, rec.Data).Scan(&done, &status, &owner)
+	err = s.db.QueryRow(ctx, s.sql.complete, rec.ID, rec.Owner, rec.ExpiresAt, rec.Data).Scan(&done, &status, &owner)
 	if err != nil {
-		return storeError("complete", rec.Key, err)
+		return storeError("complete", rec.ID, err)
 	}
-	return fenced("complete", rec.Key, rec.Owner, done, status, owner)
+	return fenced("complete", rec.ID, rec.Owner, done, status, owner)
 }
 
 // Release implements [idempotency.Store.Release] with one DELETE fenced by
 // status and owner: a completed record is never deleted.
-func (s *Store) Release(ctx context.Context, key, owner string) error {
-	if key == "" {
-		return storeError("release", "", errors.New("pgstore: empty key"))
+func (s *Store) Release(ctx context.Context, id, owner string) error {
+	if id == "" {
+		return storeError("release", "", errors.New("pgstore: empty record id"))
 	}
 	if owner == "" {
-		return storeError("release", key, fmt.Errorf("pgstore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
+		return storeError("release", id, fmt.Errorf("pgstore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
 	}
 	var (
 		done      bool
 		status, o *string
 	)
-	if err := s.db.QueryRow(ctx, releaseSQL, key, owner).Scan(&done, &status, &o); err != nil {
-		return storeError("release", key, err)
+	if err := s.db.QueryRow(ctx, s.sql.release, id, owner).Scan(&done, &status, &o); err != nil {
+		return storeError("release", id, err)
 	}
-	return fenced("release", key, owner, done, status, o)
+	return fenced("release", id, owner, done, status, o)
 }
 
 // fenced is the outcome of a fenced write: done, or the owner's own earlier
 // completion, or a lost lease, judged from the record's status and owner
 // before the write.
-func fenced(op, key, owner string, done bool, status, own *string) error {
+func fenced(op, id, owner string, done bool, status, own *string) error {
 	if done {
 		return nil
 	}
@@ -233,7 +275,7 @@ func fenced(op, key, owner string, done bool, status, own *string) error {
 	default:
 		why = "the record changed while the write ran"
 	}
-	return storeError(op, key, fmt.Errorf("pgstore: %s: %w", why, idempotency.ErrLeaseLost))
+	return storeError(op, id, fmt.Errorf("pgstore: %s: %w", why, idempotency.ErrLeaseLost))
 }
 
 func deref(p *string) string {
@@ -243,14 +285,15 @@ func deref(p *string) string {
 	return *p
 }
 
-// DeleteExpired deletes the records of the table "idempotency" past their
-// expiration (by the server's clock), batchSize rows per statement, each
-// statement its own transaction, until none is left; it returns how many it
-// deleted. Batches walk the expiration index forward, oldest first, so
-// each costs about the same however many came before. PostgreSQL has no TTL: run it periodically (a scheduled function,
-// pg_cron). Rows locked by a running claim are skipped. It stops at ctx's
-// end, returning what it deleted so far and ctx's error.
-func DeleteExpired(ctx context.Context, db DB, batchSize int) (int64, error) {
+// DeleteExpired deletes the store's records past their expiration (by the
+// server's clock), batchSize rows per statement, each statement its own
+// transaction, until none is left; it returns how many it deleted. Batches
+// walk the expiration index forward, oldest first, so each costs about the
+// same however many came before. PostgreSQL has no TTL: run it
+// periodically (a scheduled function, pg_cron). Rows locked by a running
+// claim are skipped. It stops at ctx's end, returning what it deleted so
+// far and ctx's error.
+func (s *Store) DeleteExpired(ctx context.Context, batchSize int) (int64, error) {
 	if batchSize <= 0 {
 		return 0, fmt.Errorf("pgstore: DeleteExpired batch size %d, want > 0", batchSize)
 	}
@@ -266,7 +309,7 @@ func DeleteExpired(ctx context.Context, db DB, batchSize int) (int64, error) {
 			n    int64
 			last *time.Time
 		)
-		if err := db.QueryRow(ctx, deleteExpiredSQL, batchSize, from).Scan(&n, &last); err != nil {
+		if err := s.db.QueryRow(ctx, s.sql.deleteExpired, batchSize, from).Scan(&n, &last); err != nil {
 			return total, fmt.Errorf("pgstore: delete expired records: %w", err)
 		}
 		total += n

@@ -21,7 +21,7 @@ const summariesSQL = `CREATE TABLE summaries (id text PRIMARY KEY, summary text 
 
 func claim(key string, now time.Time, lease time.Duration) idempotency.Record {
 	return idempotency.Record{
-		Key: key, Status: idempotency.StatusInProgress,
+		ID: key, Status: idempotency.StatusInProgress,
 		ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(lease), Owner: rand.Text(),
 	}
 }
@@ -70,17 +70,17 @@ func TestRoundTrips(t *testing.T) {
 		if _, _, err := s.Acquire(ctx, w, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.Acquire(ctx, claim(w.Key, now, time.Minute), now); err != nil {
+		if _, _, err := s.Acquire(ctx, claim(w.ID, now, time.Minute), now); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Release(ctx, w.Key, w.Owner); err != nil {
+		if err := s.Release(ctx, w.ID, w.Owner); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := s.Acquire(ctx, w, now); err != nil {
 			t.Fatal(err)
 		}
 		done := completed(w, `1`)
-		done.Attached = []any{summary(w.Key, "warm")}
+		done.Attached = []any{summary(w.ID, "warm")}
 		if err := s.Complete(ctx, done); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 
 	rec := claim("rt#"+rand.Text(), now, time.Minute)
-	other := claim(rec.Key, now, time.Minute)
+	other := claim(rec.ID, now, time.Minute)
 	freed := claim("rt#"+rand.Text(), now, time.Minute)
 	tx := claim("rt#"+rand.Text(), now, time.Minute)
 	steps := []struct {
@@ -124,14 +124,14 @@ func TestRoundTrips(t *testing.T) {
 			if _, _, err := s.Acquire(ctx, freed, now); err != nil {
 				return err
 			}
-			return s.Release(ctx, freed.Key, freed.Owner)
+			return s.Release(ctx, freed.ID, freed.Owner)
 		}},
 		{"claim then complete with an attached write", 2, func() error {
 			if _, _, err := s.Acquire(ctx, tx, now); err != nil {
 				return err
 			}
 			done := completed(tx, `1`)
-			done.Attached = []any{summary(tx.Key, "text")}
+			done.Attached = []any{summary(tx.ID, "text")}
 			return s.Complete(ctx, done)
 		}},
 	}
@@ -146,7 +146,7 @@ func TestRoundTrips(t *testing.T) {
 			t.Errorf("%s: %d round trips, want %d", st.name, got, st.want)
 		}
 	}
-	if n := count(t, pool, `SELECT count(*) FROM summaries WHERE id = $1`, tx.Key); n != 1 {
+	if n := count(t, pool, `SELECT count(*) FROM summaries WHERE id = $1`, tx.ID); n != 1 {
 		t.Errorf("the attached write was not committed (%d rows)", n)
 	}
 }
@@ -205,15 +205,15 @@ func TestAttachedStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := completed(rec, `1`)
-		done.Attached = []any{summary(rec.Key, "a"), &pgstore.Statement{SQL: `UPDATE summaries SET summary = summary || '!' WHERE id = $1`, Args: []any{rec.Key}}}
+		done.Attached = []any{summary(rec.ID, "a"), &pgstore.Statement{SQL: `UPDATE summaries SET summary = summary || '!' WHERE id = $1`, Args: []any{rec.ID}}}
 		if err := s.Complete(ctx, done); err != nil {
 			t.Fatal(err)
 		}
 		var text string
-		if err := pool.QueryRow(ctx, `SELECT summary FROM summaries WHERE id = $1`, rec.Key).Scan(&text); err != nil || text != "a!" {
+		if err := pool.QueryRow(ctx, `SELECT summary FROM summaries WHERE id = $1`, rec.ID).Scan(&text); err != nil || text != "a!" {
 			t.Errorf("summary = %q, %v; want both statements applied in order (a!)", text, err)
 		}
-		if st := status(rec.Key); st != "COMPLETED" {
+		if st := status(rec.ID); st != "COMPLETED" {
 			t.Errorf("record %s, want COMPLETED", st)
 		}
 	})
@@ -224,19 +224,19 @@ func TestAttachedStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		later := now.Add(2 * time.Second)
-		if _, loaded, err := s.Acquire(ctx, claim(rec.Key, later, time.Minute), later); err != nil || loaded {
+		if _, loaded, err := s.Acquire(ctx, claim(rec.ID, later, time.Minute), later); err != nil || loaded {
 			t.Fatalf("takeover: loaded=%v %v", loaded, err)
 		}
 		done := completed(rec, `1`)
-		done.Attached = []any{summary(rec.Key, "stale")}
+		done.Attached = []any{summary(rec.ID, "stale")}
 		err := s.Complete(ctx, done)
 		if !errors.Is(err, idempotency.ErrLeaseLost) {
 			t.Fatalf("Complete by the stale owner: %v, want ErrLeaseLost", err)
 		}
-		if n := summaries(rec.Key); n != 0 {
+		if n := summaries(rec.ID); n != 0 {
 			t.Errorf("a completion whose lease was lost committed its attached write (%d rows)", n)
 		}
-		if st := status(rec.Key); st != "INPROGRESS" {
+		if st := status(rec.ID); st != "INPROGRESS" {
 			t.Errorf("record %s, want the new owner's INPROGRESS", st)
 		}
 	})
@@ -247,7 +247,7 @@ func TestAttachedStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := completed(rec, `1`)
-		done.Attached = []any{summary(rec.Key, "good"), summary(rec.Key+"-2", "bad")} // the second breaks the CHECK
+		done.Attached = []any{summary(rec.ID, "good"), summary(rec.ID+"-2", "bad")} // the second breaks the CHECK
 		err := s.Complete(ctx, done)
 		var se *pgstore.StatementError
 		var pgErr *pgconn.PgError
@@ -257,14 +257,14 @@ func TestAttachedStatements(t *testing.T) {
 		if errors.Is(err, idempotency.ErrLeaseLost) {
 			t.Errorf("a failed statement reported as a lost lease: %v", err)
 		}
-		if n := summaries(rec.Key); n != 0 {
+		if n := summaries(rec.ID); n != 0 {
 			t.Errorf("the first attached statement committed although the second failed (%d rows)", n)
 		}
-		if st := status(rec.Key); st != "INPROGRESS" {
+		if st := status(rec.ID); st != "INPROGRESS" {
 			t.Errorf("record %s, want still INPROGRESS", st)
 		}
 		// The owner can still complete it (or release it).
-		done.Attached = []any{summary(rec.Key, "good")}
+		done.Attached = []any{summary(rec.ID, "good")}
 		if err := s.Complete(ctx, done); err != nil {
 			t.Fatalf("Complete after fixing the statement: %v", err)
 		}
@@ -273,7 +273,7 @@ func TestAttachedStatements(t *testing.T) {
 		if err := s.Complete(ctx, done); err != nil {
 			t.Fatalf("Complete sent again by its owner: %v", err)
 		}
-		if n := summaries(rec.Key); n != 1 {
+		if n := summaries(rec.ID); n != 1 {
 			t.Errorf("%d summary rows after the completion and its repeat, want 1", n)
 		}
 	})
@@ -284,14 +284,14 @@ func TestAttachedStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := completed(rec, `1`)
-		done.Attached = []any{summary(rec.Key, "good"), pgstore.Statement{SQL: `INSRT INTO summaries VALUES ($1)`, Args: []any{"x"}}}
+		done.Attached = []any{summary(rec.ID, "good"), pgstore.Statement{SQL: `INSRT INTO summaries VALUES ($1)`, Args: []any{"x"}}}
 		err := s.Complete(ctx, done)
 		var se *pgstore.StatementError
 		if !errors.As(err, &se) || !se.Permanent() {
 			t.Fatalf("Complete with a statement that does not parse: %v, want a permanent StatementError", err)
 		}
-		if n := summaries(rec.Key); n != 0 || status(rec.Key) != "INPROGRESS" {
-			t.Errorf("after a refused batch: %d summary rows, record %s; want none, INPROGRESS", n, status(rec.Key))
+		if n := summaries(rec.ID); n != 0 || status(rec.ID) != "INPROGRESS" {
+			t.Errorf("after a refused batch: %d summary rows, record %s; want none, INPROGRESS", n, status(rec.ID))
 		}
 	})
 
@@ -321,7 +321,7 @@ func TestAttachThroughGuard(t *testing.T) {
 		return "summary", pgstore.Attach(ctx, summary(id, "summary"))
 	}
 	for i := range 2 {
-		if v, err := idempotency.Do(context.Background(), g, []byte("doc-1"), op); err != nil || v != "summary" {
+		if v, err := idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("doc-1")), op); err != nil || v != "summary" {
 			t.Fatalf("delivery %d: %q, %v", i+1, v, err)
 		}
 	}
@@ -376,10 +376,10 @@ func TestCompleteReplyLost(t *testing.T) {
 	if err := s.Complete(ctx, completed(rec, `"first"`)); err != nil {
 		t.Fatalf("Complete sent again by its owner: %v, want success", err)
 	}
-	if err := s.Complete(ctx, completed(claim(rec.Key, now, time.Minute), `"other"`)); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.Complete(ctx, completed(claim(rec.ID, now, time.Minute), `"other"`)); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Fatalf("Complete by another owner: %v, want ErrLeaseLost", err)
 	}
-	got, loaded, err := s.Acquire(ctx, claim(rec.Key, now, time.Minute), now)
+	got, loaded, err := s.Acquire(ctx, claim(rec.ID, now, time.Minute), now)
 	if err != nil || !loaded || string(got.Data) != `"first"` {
 		t.Fatalf("record after the retried Complete: %+v loaded=%v %v", got, loaded, err)
 	}
@@ -390,7 +390,7 @@ func TestCreateSchemaTwiceAndConcurrently(t *testing.T) {
 	ctx := context.Background()
 	errs := make(chan error, 4)
 	for range 4 {
-		go func() { errs <- pgstore.CreateSchema(ctx, pool) }()
+		go func() { errs <- newStore(t, pool).CreateSchema(ctx) }()
 	}
 	for range 4 {
 		if err := <-errs; err != nil {
@@ -410,14 +410,14 @@ func TestDeleteExpired(t *testing.T) {
 		SELECT 'old#' || i, 'COMPLETED', now() - interval '1 hour', now(), 'o' FROM generate_series(1, 2500) AS i`)
 	mustExec(t, pool, `INSERT INTO idempotency (id, status, expiration, in_progress_expiration, lease_owner)
 		SELECT 'live#' || i, 'COMPLETED', now() + interval '1 hour', now(), 'o' FROM generate_series(1, 300) AS i`)
-	n, err := pgstore.DeleteExpired(ctx, pool, 1000)
+	n, err := newStore(t, pool).DeleteExpired(ctx, 1000)
 	if err != nil || n != 2500 {
 		t.Fatalf("DeleteExpired = %d, %v; want 2500", n, err)
 	}
 	if left := count(t, pool, `SELECT count(*) FROM idempotency`); left != 300 {
 		t.Errorf("%d records left, want the 300 live ones", left)
 	}
-	if _, err := pgstore.DeleteExpired(ctx, pool, 0); err == nil {
+	if _, err := newStore(t, pool).DeleteExpired(ctx, 0); err == nil {
 		t.Error("DeleteExpired with batch size 0 succeeded")
 	}
 }
@@ -429,6 +429,7 @@ func TestDeleteExpired(t *testing.T) {
 //	go test -run '^$' -bench DeleteExpired -benchtime 1x ./middleware/idempotency/pgstore/
 func BenchmarkDeleteExpired(b *testing.B) {
 	pool := newPool(b, nil)
+	store := newStore(b, pool)
 	ctx := context.Background()
 	const expired, live, batch = 1_000_000, 100_000, 10_000
 	for b.Loop() {
@@ -440,7 +441,7 @@ func BenchmarkDeleteExpired(b *testing.B) {
 			SELECT 'live#' || i, 'COMPLETED', now() + interval '1 hour', now(), 'o' FROM generate_series(1, $1::int) AS i`, live)
 		mustExec(b, pool, `VACUUM ANALYZE idempotency`)
 		b.StartTimer()
-		n, err := pgstore.DeleteExpired(ctx, pool, batch)
+		n, err := store.DeleteExpired(ctx, batch)
 		if err != nil || n != expired {
 			b.Fatalf("DeleteExpired = %d, %v; want %d", n, err, expired)
 		}

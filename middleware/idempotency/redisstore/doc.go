@@ -76,7 +76,7 @@
 // # Errors
 //
 // Every error returned by Acquire, Complete and Release is an
-// [*idempotency.StoreError] with Op and Key set. A lost lease wraps
+// [*idempotency.StoreError] with Op and ID set. A lost lease wraps
 // [idempotency.ErrLeaseLost]; a failed command wraps go-redis's error (a
 // connection error, a context deadline, a redis.Error from the server).
 package redisstore

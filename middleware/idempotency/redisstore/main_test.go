@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sqsonce/sqsonce/internal/redisserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/redisserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"

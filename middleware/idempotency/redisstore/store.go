@@ -15,7 +15,12 @@ import (
 // Store is an [idempotency.Store] on Redis. It is safe for concurrent use;
 // create one with [New] at start-up and share it.
 type Store struct {
-	rdb    redis.UniversalClient
+	rdb redis.UniversalClient
+	options
+}
+
+// options are what the Options set.
+type options struct {
 	prefix string
 }
 
@@ -24,8 +29,8 @@ var (
 	_ idempotency.AttachValidator = (*Store)(nil)
 )
 
-// Option configures a [Store].
-type Option func(*Store)
+// Option configures a [Store] made by [New].
+type Option func(*options)
 
 // WithKeyPrefix puts prefix before every record id to make its Redis key,
 // for example "idempotency:" on a server shared with other data. Default
@@ -33,7 +38,7 @@ type Option func(*Store)
 // hash tag ("{...}") puts every record on one Cluster slot: leave braces out
 // unless that is what you want.
 func WithKeyPrefix(prefix string) Option {
-	return func(s *Store) { s.prefix = prefix }
+	return func(o *options) { o.prefix = prefix }
 }
 
 // New returns a Store on rdb: a *redis.Client, *redis.ClusterClient,
@@ -44,62 +49,62 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	}
 	s := &Store{rdb: rdb}
 	for _, opt := range opts {
-		opt(s)
+		opt(&s.options)
 	}
 	return s, nil
 }
 
-func storeError(op, key string, err error) error {
-	return &idempotency.StoreError{Op: op, Key: key, Err: err}
+func storeError(op, id string, err error) error {
+	return &idempotency.StoreError{Op: op, ID: id, Err: err}
 }
 
-// Key returns the Redis key of record id.
-func (s *Store) Key(id string) string { return s.prefix + id }
+// RedisKey returns the Redis key of record id.
+func (s *Store) RedisKey(id string) string { return s.prefix + id }
 
 // Acquire implements [idempotency.Store.Acquire] with one script (EVALSHA,
 // or EVAL once when the server does not have it cached) that claims the key
 // or returns the record that holds it.
 func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
-	if rec.Key == "" {
-		return idempotency.Record{}, false, storeError("acquire", "", errors.New("redisstore: empty key"))
+	if rec.ID == "" {
+		return idempotency.Record{}, false, storeError("acquire", "", errors.New("redisstore: empty record id"))
 	}
 	if rec.Owner == "" {
-		return idempotency.Record{}, false, storeError("acquire", rec.Key,
+		return idempotency.Record{}, false, storeError("acquire", rec.ID,
 			errors.New("redisstore: record has no owner: its Complete and Release could not be fenced"))
 	}
-	reply, err := claimScript.Run(ctx, s.rdb, []string{s.Key(rec.Key)},
+	reply, err := claimScript.Run(ctx, s.rdb, []string{s.RedisKey(rec.ID)},
 		now.Unix(), now.UnixMilli(), rec.Owner,
 		rec.ExpiresAt.Unix(), rec.LeaseUntil.UnixMilli(), rec.Validation,
 		rec.ExpiresAt.UnixMilli(),
 	).Slice()
 	if err != nil {
-		return idempotency.Record{}, false, storeError("acquire", rec.Key, err)
+		return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
 	}
 	code, fields, err := parseReply(reply)
 	if err != nil {
-		return idempotency.Record{}, false, storeError("acquire", rec.Key, err)
+		return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
 	}
 	switch code {
 	case 0: // claimed; fields are the record replaced, if any
 		if len(fields) == 0 {
 			return idempotency.Record{}, false, nil
 		}
-		old, err := decode(rec.Key, fields)
+		old, err := decode(rec.ID, fields)
 		if err != nil {
 			// The claim holds whatever the old record contained.
-			return idempotency.Record{Key: rec.Key}, false, nil
+			return idempotency.Record{ID: rec.ID}, false, nil
 		}
 		return old, false, nil
 	case 1: // refused
-		old, err := decode(rec.Key, fields)
+		old, err := decode(rec.ID, fields)
 		if err != nil {
-			return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("redisstore: read existing record: %w", err))
+			return idempotency.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("redisstore: read existing record: %w", err))
 		}
 		return old, true, nil
 	case 2: // our own claim, sent again
 		return idempotency.Record{}, false, nil
 	}
-	return idempotency.Record{}, false, storeError("acquire", rec.Key, fmt.Errorf("redisstore: unexpected script reply %v", reply))
+	return idempotency.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("redisstore: unexpected script reply %v", reply))
 }
 
 // Complete implements [idempotency.Store.Complete] with one script that
@@ -108,41 +113,41 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 // reply was lost) is a success and is left as it is. Attached writes are
 // refused with [idempotency.ErrAttachUnsupported].
 func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
-	if rec.Key == "" {
-		return storeError("complete", "", errors.New("redisstore: empty key"))
+	if rec.ID == "" {
+		return storeError("complete", "", errors.New("redisstore: empty record id"))
 	}
-	if err := s.ValidateAttached(rec.Key, rec.Attached); err != nil {
-		return storeError("complete", rec.Key, err)
+	if err := s.ValidateAttached(rec.ID, rec.Attached); err != nil {
+		return storeError("complete", rec.ID, err)
 	}
 	if rec.Owner == "" {
-		return storeError("complete", rec.Key, fmt.Errorf("redisstore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
+		return storeError("complete", rec.ID, fmt.Errorf("redisstore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
 	}
 	hasData, data := "0", ""
 	if rec.Data != nil {
 		hasData, data = "1", string(rec.Data)
 	}
-	reply, err := completeScript.Run(ctx, s.rdb, []string{s.Key(rec.Key)},
+	reply, err := completeScript.Run(ctx, s.rdb, []string{s.RedisKey(rec.ID)},
 		rec.Owner, rec.ExpiresAt.Unix(), rec.ExpiresAt.UnixMilli(), hasData, data).Slice()
 	if err != nil {
-		return storeError("complete", rec.Key, err)
+		return storeError("complete", rec.ID, err)
 	}
-	return s.fenced("complete", rec.Key, rec.Owner, reply)
+	return s.fenced("complete", rec.ID, rec.Owner, reply)
 }
 
 // Release implements [idempotency.Store.Release] with one script that
 // deletes the record only if it is INPROGRESS and owned by owner.
-func (s *Store) Release(ctx context.Context, key, owner string) error {
-	if key == "" {
-		return storeError("release", "", errors.New("redisstore: empty key"))
+func (s *Store) Release(ctx context.Context, id, owner string) error {
+	if id == "" {
+		return storeError("release", "", errors.New("redisstore: empty record id"))
 	}
 	if owner == "" {
-		return storeError("release", key, fmt.Errorf("redisstore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
+		return storeError("release", id, fmt.Errorf("redisstore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
 	}
-	reply, err := releaseScript.Run(ctx, s.rdb, []string{s.Key(key)}, owner).Slice()
+	reply, err := releaseScript.Run(ctx, s.rdb, []string{s.RedisKey(id)}, owner).Slice()
 	if err != nil {
-		return storeError("release", key, err)
+		return storeError("release", id, err)
 	}
-	return s.fenced("release", key, owner, reply)
+	return s.fenced("release", id, owner, reply)
 }
 
 // ValidateAttached implements [idempotency.AttachValidator]: Redis cannot
@@ -158,10 +163,10 @@ func (s *Store) ValidateAttached(_ string, writes []any) error {
 }
 
 // fenced interprets the reply of the completion or release script.
-func (s *Store) fenced(op, key, owner string, reply []any) error {
+func (s *Store) fenced(op, id, owner string, reply []any) error {
 	code, fields, err := parseReply(reply)
 	if err != nil {
-		return storeError(op, key, err)
+		return storeError(op, id, err)
 	}
 	switch code {
 	case 0:
@@ -183,9 +188,9 @@ func (s *Store) fenced(op, key, owner string, reply []any) error {
 		case own != owner:
 			why = "the lease was taken over by another owner"
 		}
-		return storeError(op, key, fmt.Errorf("redisstore: %s: %w", why, idempotency.ErrLeaseLost))
+		return storeError(op, id, fmt.Errorf("redisstore: %s: %w", why, idempotency.ErrLeaseLost))
 	}
-	return storeError(op, key, fmt.Errorf("redisstore: unexpected script reply %v", reply))
+	return storeError(op, id, fmt.Errorf("redisstore: unexpected script reply %v", reply))
 }
 
 // parseReply splits a script's reply into its code and the strings after it
@@ -220,11 +225,11 @@ func fieldAt(fields []string, i int) (string, bool) {
 }
 
 // decode reads a record from its hash's fields, as HGETALL lists them.
-func decode(key string, kv []string) (idempotency.Record, error) {
+func decode(id string, kv []string) (idempotency.Record, error) {
 	if len(kv)%2 != 0 {
 		return idempotency.Record{}, fmt.Errorf("redisstore: record has %d field names and values", len(kv))
 	}
-	rec := idempotency.Record{Key: key}
+	rec := idempotency.Record{ID: id}
 	var errs []error
 	num := func(name, v string) int64 {
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -64,7 +64,7 @@ func (c *counter) take() map[string]int {
 
 func claim(key string, now time.Time, lease time.Duration) idempotency.Record {
 	return idempotency.Record{
-		Key: key, Status: idempotency.StatusInProgress,
+		ID: key, Status: idempotency.StatusInProgress,
 		ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(lease), Owner: rand.Text(),
 	}
 }
@@ -84,7 +84,7 @@ func TestRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	rec := claim("rt#"+rand.Text(), now, time.Minute)
-	other := claim(rec.Key, now, time.Minute)
+	other := claim(rec.ID, now, time.Minute)
 	freed := claim("rt#"+rand.Text(), now, time.Minute)
 	attached := claim("rt#"+rand.Text(), now, time.Minute)
 
@@ -98,7 +98,7 @@ func TestRoundTrips(t *testing.T) {
 	if _, _, err := s.Acquire(ctx, warm, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Release(ctx, warm.Key, warm.Owner); err != nil {
+	if err := s.Release(ctx, warm.ID, warm.Owner); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Acquire(ctx, warm, now); err != nil {
@@ -136,7 +136,7 @@ func TestRoundTrips(t *testing.T) {
 			if _, _, err := s.Acquire(ctx, freed, now); err != nil {
 				return err
 			}
-			return s.Release(ctx, freed.Key, freed.Owner)
+			return s.Release(ctx, freed.ID, freed.Owner)
 		}},
 		{"complete with an attached write (refused, no command)", map[string]int{}, func() error {
 			done := completed(attached, `1`)
@@ -184,19 +184,19 @@ func TestGuardRoundTrips(t *testing.T) {
 	var runs atomic.Int32
 	op := func(context.Context) (string, error) { runs.Add(1); return "summary", nil }
 	// Load the scripts.
-	if _, err := idempotency.Do(ctx, g, []byte("warm"), op); err != nil {
+	if _, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte("warm")), op); err != nil {
 		t.Fatal(err)
 	}
 	calls.take()
 	runs.Store(0)
 
-	if _, err := idempotency.Do(ctx, g, []byte("k1"), op); err != nil {
+	if _, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte("k1")), op); err != nil {
 		t.Fatal(err)
 	}
 	if got := calls.take(); !maps.Equal(got, map[string]int{"evalsha": 2}) || runs.Load() != 1 {
 		t.Errorf("first delivery: %v, %d runs; want 2 evalsha, 1 run", got, runs.Load())
 	}
-	if v, err := idempotency.Do(ctx, g, []byte("k1"), op); err != nil || v != "summary" {
+	if v, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte("k1")), op); err != nil || v != "summary" {
 		t.Fatalf("replay = %q, %v", v, err)
 	}
 	if got := calls.take(); !maps.Equal(got, map[string]int{"evalsha": 1}) || runs.Load() != 1 {
@@ -236,7 +236,7 @@ func TestKeyExpiresWithRecord(t *testing.T) {
 	}
 	checkExpiry := func(what string, want time.Time) {
 		t.Helper()
-		got, err := rdb.Do(ctx, "PEXPIRETIME", s.Key(rec.Key)).Int64()
+		got, err := rdb.Do(ctx, "PEXPIRETIME", s.RedisKey(rec.ID)).Int64()
 		if err != nil {
 			t.Fatalf("%s: PEXPIRETIME: %v", what, err)
 		}
@@ -251,7 +251,7 @@ func TestKeyExpiresWithRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkExpiry("completed", done.ExpiresAt)
-	if n, err := rdb.Exists(ctx, rec.Key).Result(); err != nil || n != 0 {
+	if n, err := rdb.Exists(ctx, rec.ID).Result(); err != nil || n != 0 {
 		t.Errorf("the record was stored without its prefix (exists=%d, %v)", n, err)
 	}
 }
@@ -301,11 +301,11 @@ func TestCompleteReplyLost(t *testing.T) {
 		t.Fatalf("Complete sent again by its owner: %v, want success", err)
 	}
 	// Someone else's completion of it is still refused.
-	stranger := completed(claim(rec.Key, now, time.Minute), `"other"`)
+	stranger := completed(claim(rec.ID, now, time.Minute), `"other"`)
 	if err := s.Complete(ctx, stranger); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Fatalf("Complete by another owner: %v, want ErrLeaseLost", err)
 	}
-	got, loaded, err := s.Acquire(ctx, claim(rec.Key, now, time.Minute), now)
+	got, loaded, err := s.Acquire(ctx, claim(rec.ID, now, time.Minute), now)
 	if err != nil || !loaded || string(got.Data) != `"first"` || got.Status != idempotency.StatusCompleted {
 		t.Fatalf("record after the retried Complete: %+v loaded=%v %v", got, loaded, err)
 	}
@@ -320,7 +320,7 @@ func TestAttachRefusedThroughGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	var attachErr error
-	_, err = idempotency.Do(context.Background(), g, []byte("k"), func(ctx context.Context) (string, error) {
+	_, err = idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("k")), func(ctx context.Context) (string, error) {
 		attachErr = idempotency.Attach(ctx, "write")
 		return "", attachErr
 	})

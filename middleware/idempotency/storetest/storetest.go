@@ -64,7 +64,7 @@ func key(t *testing.T) string {
 
 func claim(k string, now time.Time, lease time.Duration) idempotency.Record {
 	return idempotency.Record{
-		Key:        k,
+		ID:         k,
 		Status:     idempotency.StatusInProgress,
 		ExpiresAt:  now.Add(24 * time.Hour),
 		LeaseUntil: now.Add(lease),
@@ -77,7 +77,7 @@ func mustAcquire(t *testing.T, s idempotency.Store, rec idempotency.Record, now 
 	t.Helper()
 	got, loaded, err := s.Acquire(context.Background(), rec, now)
 	if err != nil {
-		t.Fatalf("Acquire(%s): %v", rec.Key, err)
+		t.Fatalf("Acquire(%s): %v", rec.ID, err)
 	}
 	return got, loaded
 }
@@ -87,7 +87,7 @@ func mustComplete(t *testing.T, s idempotency.Store, rec idempotency.Record, dat
 	rec.Status = idempotency.StatusCompleted
 	rec.Data = []byte(data)
 	if err := s.Complete(context.Background(), rec); err != nil {
-		t.Fatalf("Complete(%s): %v", rec.Key, err)
+		t.Fatalf("Complete(%s): %v", rec.ID, err)
 	}
 	return rec
 }
@@ -95,9 +95,9 @@ func mustComplete(t *testing.T, s idempotency.Store, rec idempotency.Record, dat
 // sameRecord compares the fields a store must keep, at their stored precision.
 func sameRecord(t *testing.T, what string, got, want idempotency.Record) {
 	t.Helper()
-	if got.Key != want.Key || got.Status != want.Status || got.Owner != want.Owner || got.Validation != want.Validation {
-		t.Errorf("%s: got key=%q status=%q owner=%q validation=%q, want key=%q status=%q owner=%q validation=%q",
-			what, got.Key, got.Status, got.Owner, got.Validation, want.Key, want.Status, want.Owner, want.Validation)
+	if got.ID != want.ID || got.Status != want.Status || got.Owner != want.Owner || got.Validation != want.Validation {
+		t.Errorf("%s: got id=%q status=%q owner=%q validation=%q, want id=%q status=%q owner=%q validation=%q",
+			what, got.ID, got.Status, got.Owner, got.Validation, want.ID, want.Status, want.Owner, want.Validation)
 	}
 	if got.ExpiresAt.Unix() != want.ExpiresAt.Unix() {
 		t.Errorf("%s: ExpiresAt = %v, want %v (epoch seconds)", what, got.ExpiresAt, want.ExpiresAt)
@@ -130,7 +130,7 @@ func testAcquireFree(t *testing.T, s idempotency.Store) {
 	if loaded {
 		t.Fatalf("Acquire of a free key: loaded = true (record %+v)", prev)
 	}
-	if prev.Key != "" {
+	if prev.ID != "" {
 		t.Errorf("Acquire of a free key returned a replaced record %+v, want the zero Record", prev)
 	}
 }
@@ -436,7 +436,7 @@ func testSkewedClocks(t *testing.T, s idempotency.Store) {
 			}
 			holder := guard(base)
 			ahead := guard(deadline.Add(-time.Second).Add(2 * time.Second))
-			k := []byte(`"skewed"`)
+			k := idempotency.RawKey([]byte(`"skewed"`))
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			defer cancel()
 

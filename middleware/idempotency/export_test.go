@@ -1,0 +1,23 @@
+package idempotency
+
+import (
+	"encoding/json"
+
+	"github.com/gowebpki/jcs"
+)
+
+// Spell returns the bytes f hashes for k, for tests that compare spellings.
+func Spell(f Format, k Key) ([]byte, error) { return f.spell(k) }
+
+// CanonicalJSON is the canonical JSON (RFC 8785) of v, refusing numbers a
+// double cannot hold exactly, as the native format does.
+func CanonicalJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if err := exactNumbers(b); err != nil {
+		return nil, err
+	}
+	return jcs.Transform(b)
+}

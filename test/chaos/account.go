@@ -1,0 +1,385 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+)
+
+// Report is the accounting of one run.
+type Report struct {
+	Profile Profile
+	Wall    time.Duration
+
+	Keys       int
+	Sent       map[string]int // by kind: first, duplicate, resend
+	Receives   int            // receives logged by workers
+	RecvErrors int            // ReceiveMessage calls that failed (timed out) in workers
+	MaxPerKey  int            // the most receives of one key
+	Kills      map[string]int // by cause: random, after_op, deadline
+	Processes  int            // worker incarnations
+	RunsBegun  int            // operation runs started
+	RunsDone   int            // operation runs that finished (op_done)
+	ExtraRuns  int            // finished runs whose result is not the stored one
+	ExtraKill  int            // ...explained: its worker was killed between the operation and its completion
+	ExtraStore int            // ...explained: its completion failed with a store error (exception 2 of the promise in package idempotency)
+	Acks       int            // deliveries acknowledged (deleted)
+	Paced      int            // visibility changes of failed records (pacing on)
+	PaceFailed int            // ...that SQS refused or that failed
+	Completed  int            // keys COMPLETED at the end
+
+	OwnCompletionReplayed int // calls that ran the operation, stored its result and were reported as something other than claimed
+
+	DLQ          int            // messages in the DLQ
+	DLQCompleted int            // ...of keys that completed anyway
+	DLQReasons   map[string]int // the last failure of each DLQ message (see WriteTable)
+	DLQKeys      int            // keys not completed, with a message in the DLQ
+
+	DupLatency []time.Duration // from a duplicate's or re-send's first receive to its acknowledgement, sorted
+
+	StoreFaults   map[string]int // injected by the proxy, by fault
+	StoreRequests int            // DynamoDB requests through the proxy
+
+	NotDrained int // messages left in the queue when the drain bound passed
+
+	// Violations lists every broken promise; a run passes when it is empty.
+	Violations []string
+}
+
+// Failed reports whether the run broke a promise.
+func (r *Report) Failed() bool { return len(r.Violations) > 0 }
+
+// runInfo is what the logs say about one run of the operation.
+type runInfo struct {
+	key       string
+	inc       string
+	done      bool
+	stored    bool // an outcome says its completion was stored by this call
+	storeFail bool // an outcome says its completion failed with a store error
+}
+
+// account checks the promises against the call logs, the table and the DLQ.
+func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entry, records map[string]storedRecord, dlq []dlqMessage, left int) (*Report, error) {
+	r := &Report{
+		Profile: p, Keys: p.Keys, Processes: len(incs),
+		Sent: map[string]int{}, Kills: map[string]int{}, DLQReasons: map[string]int{},
+		NotDrained: left,
+	}
+	violate := func(format string, args ...any) { r.Violations = append(r.Violations, fmt.Sprintf(format, args...)) }
+	if left > 0 {
+		violate("%d messages still in the queue %v after the faults ended", left, p.Drain)
+	}
+
+	// Map keys to record ids the way the workers' guard does.
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: namespace})
+	if err != nil {
+		return nil, err
+	}
+	keyFn := idempotency.BodyField(KeyField)
+	final := map[string]storedRecord{} // by key
+	for _, s := range sends {
+		if _, ok := final[s.Key]; ok {
+			continue
+		}
+		body := fmt.Sprintf(`{%q:%q}`, KeyField, s.Key)
+		key, err := keyFn(events.SQSMessage{Body: body})
+		if err != nil {
+			return nil, err
+		}
+		id, err := g.ID(key)
+		if err != nil {
+			return nil, err
+		}
+		final[s.Key] = records[id]
+	}
+	stored := func(key string) (storedRecord, bool) {
+		rec := final[key]
+		return rec, rec.Status == string(idempotency.StatusCompleted)
+	}
+
+	killed := map[string]bool{}
+	for _, inc := range incs {
+		if inc.Killed {
+			killed[inc.Name] = true
+			if inc.Random {
+				r.Kills["random"]++
+			}
+		}
+	}
+
+	runs := map[string]*runInfo{}
+	perKey := map[string]int{}
+	firstRecv := map[string]int64{} // by message
+	firstAck := map[string]int64{}
+	type lastSeen struct {
+		t      int64
+		inc    string
+		class  string // the record's failure class; "" while unknown
+		closed bool   // a record entry followed the receive
+		acked  bool   // an ack entry followed the receive
+	}
+	last := map[string]*lastSeen{} // by message: its latest receive
+	for _, inc := range incs {
+		for _, e := range logs[inc.Name] {
+			switch e.Ev {
+			case evRecv:
+				r.Receives++
+				perKey[e.Key]++
+				if _, ok := firstRecv[e.Msg]; !ok {
+					firstRecv[e.Msg] = e.T
+				}
+				if l := last[e.Msg]; l == nil || e.T > l.t {
+					last[e.Msg] = &lastSeen{t: e.T, inc: inc.Name}
+				}
+			case evRecord:
+				if l := last[e.Msg]; l != nil && l.inc == inc.Name {
+					l.closed, l.class = true, e.Class
+				}
+			case evOpStart:
+				r.RunsBegun++
+				runs[e.Run] = &runInfo{key: e.Key, inc: inc.Name}
+			case evOpDone:
+				if ri := runs[e.Run]; ri != nil {
+					ri.done = true
+				}
+			case evOutcome:
+				ri := runs[e.Run]
+				if !e.Ran || ri == nil {
+					continue
+				}
+				if e.Err == "" && (e.Outcome == string(idempotency.OutcomeClaimed) || e.Outcome == string(idempotency.OutcomeTakenOver)) {
+					ri.stored = true
+				}
+				if e.Class == "store_complete" {
+					ri.storeFail = true
+				}
+				if rec, ok := stored(ri.key); ok && rec.Run == e.Run && !ri.stored {
+					r.OwnCompletionReplayed++
+				}
+			case evAck:
+				r.Acks++
+				if l := last[e.Msg]; l != nil && l.inc == inc.Name {
+					l.acked = true
+				}
+				if _, ok := firstAck[e.Msg]; !ok {
+					firstAck[e.Msg] = e.T
+				}
+				rec, ok := stored(e.Key)
+				switch {
+				case !ok:
+					violate("key %s: message %s acknowledged but the key is %q, not COMPLETED", e.Key, e.Msg, rec.Status)
+				case e.Run != rec.Run:
+					violate("key %s: message %s acknowledged with the result of run %q, the stored one is %q", e.Key, e.Msg, e.Run, rec.Run)
+				}
+			case evKill:
+				r.Kills[e.Class]++
+			case evRecvErr:
+				r.RecvErrors++
+			case evPace:
+				r.Paced++
+				if e.Err != "" {
+					r.PaceFailed++
+				}
+			}
+		}
+	}
+
+	// Runs: every finished run but the stored one needs an explanation.
+	byKey := map[string][]string{}
+	for id, ri := range runs {
+		if ri.done {
+			r.RunsDone++
+			byKey[ri.key] = append(byKey[ri.key], id)
+		}
+	}
+	for key, ids := range byKey {
+		sort.Strings(ids)
+		rec, ok := stored(key)
+		if ok && !slices.Contains(ids, rec.Run) {
+			violate("key %s: the stored result is from run %q, which never finished", key, rec.Run)
+		}
+		var unexplained []string
+		for _, id := range ids {
+			if ok && id == rec.Run {
+				continue
+			}
+			ri := runs[id]
+			switch {
+			case killed[ri.inc] && !ri.stored:
+				r.ExtraKill++
+			case ri.storeFail:
+				r.ExtraStore++
+			default:
+				unexplained = append(unexplained, id)
+			}
+		}
+		extra := len(ids)
+		if ok {
+			extra--
+		}
+		if !ok && len(unexplained) > 0 {
+			// Nothing was stored: one unexplained run is the key's single run.
+			unexplained = unexplained[1:]
+			extra--
+		}
+		r.ExtraRuns += max(extra, 0)
+		for _, id := range unexplained {
+			violate("key %s: run %s finished in %s and is not the stored result, and its worker was not killed before completing it", key, id, runs[id].inc)
+		}
+	}
+	for _, n := range perKey {
+		r.MaxPerKey = max(r.MaxPerKey, n)
+	}
+
+	// Keys: completed, or in the DLQ with a reason.
+	inDLQ := map[string][]string{}
+	for _, m := range dlq {
+		r.DLQ++
+		inDLQ[m.Key] = append(inDLQ[m.Key], m.Msg)
+		reason := "receive_lost" // SQS counted receives no worker got (a ReceiveMessage that timed out)
+		if l := last[m.Msg]; l != nil {
+			switch {
+			case l.closed && l.class != "":
+				reason = l.class
+			case !l.closed && killed[l.inc]:
+				reason = "killed"
+			case !l.acked && killed[l.inc]:
+				reason = "killed_before_return"
+			case l.acked:
+				reason = "acked_after_visibility"
+			default:
+				reason = ""
+			}
+		}
+		r.DLQReasons[reason]++
+		if _, ok := stored(m.Key); ok {
+			r.DLQCompleted++
+		} else if reason == "" {
+			violate("key %s: message %s is in the DLQ and no log explains its last failure", m.Key, m.Msg)
+		}
+	}
+	for key := range final {
+		if _, ok := stored(key); ok {
+			r.Completed++
+			continue
+		}
+		if len(inDLQ[key]) == 0 {
+			violate("key %s: neither COMPLETED (%q) nor in the DLQ", key, final[key].Status)
+		} else {
+			r.DLQKeys++
+		}
+	}
+
+	for _, s := range sends {
+		r.Sent[s.Kind]++
+		if s.Kind == "first" {
+			continue
+		}
+		if a, ok := firstAck[s.Msg]; ok {
+			if f, ok := firstRecv[s.Msg]; ok {
+				r.DupLatency = append(r.DupLatency, time.Duration(a-f))
+			}
+		}
+	}
+	slices.Sort(r.DupLatency)
+	sort.Strings(r.Violations)
+	return r, nil
+}
+
+// quantile returns the q-quantile of sorted ds (nearest rank), 0 if empty.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(ds))+0.5) - 1
+	return ds[min(max(i, 0), len(ds)-1)]
+}
+
+// WriteTable prints reports side by side, one column each. The DLQ reasons
+// are the last failure of each DLQ message: a record's failure class
+// (in_progress, not_started, store_acquire, store_complete, deadline, ...),
+// or killed (its worker died while it ran), killed_before_return (it
+// succeeded, and its worker died before the batch returned),
+// acked_after_visibility (acknowledged after its last receive's visibility
+// expired and SQS moved it), receive_lost (no worker logged its last
+// receive: a ReceiveMessage that failed on the client after SQS counted it).
+func WriteTable(w io.Writer, reports ...*Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(label string, f func(r *Report) string) {
+		fmt.Fprint(tw, label+"\t")
+		for _, r := range reports {
+			fmt.Fprint(tw, f(r)+"\t")
+		}
+		fmt.Fprintln(tw)
+	}
+	pacing := func(r *Report) string {
+		if r.Profile.Pacing {
+			return "on"
+		}
+		return "off"
+	}
+	row("profile", func(r *Report) string { return r.Profile.Name })
+	row("pacing", pacing)
+	row("keys / workers", func(r *Report) string { return fmt.Sprintf("%d / %d", r.Keys, r.Profile.Workers) })
+	row("messages sent (first+dup+resend)", func(r *Report) string {
+		return fmt.Sprintf("%d+%d+%d", r.Sent["first"], r.Sent["duplicate"], r.Sent["resend"])
+	})
+	row("receives (per key, max)", func(r *Report) string {
+		return fmt.Sprintf("%d (%.2f, %d)", r.Receives, float64(r.Receives)/float64(max(r.Keys, 1)), r.MaxPerKey)
+	})
+	row("failed ReceiveMessage calls", func(r *Report) string { return fmt.Sprint(r.RecvErrors) })
+	row("worker processes", func(r *Report) string { return fmt.Sprint(r.Processes) })
+	row("SIGKILLs random/after-op/deadline", func(r *Report) string {
+		return fmt.Sprintf("%d/%d/%d", r.Kills["random"], r.Kills["after_op"], r.Kills["deadline"])
+	})
+	row("store faults 5xx/throttle/reset-before/reset-after", func(r *Report) string {
+		f := r.StoreFaults
+		return fmt.Sprintf("%d/%d/%d/%d", f[faultServerError], f[faultThrottle], f[faultResetBefore], f[faultResetAfter])
+	})
+	row("store requests", func(r *Report) string { return fmt.Sprint(r.StoreRequests) })
+	row("runs begun / finished", func(r *Report) string { return fmt.Sprintf("%d / %d", r.RunsBegun, r.RunsDone) })
+	row("extra runs (killed after op / completion failed)", func(r *Report) string {
+		return fmt.Sprintf("%d (%d / %d)", r.ExtraRuns, r.ExtraKill, r.ExtraStore)
+	})
+	row("own completion reported as not claimed", func(r *Report) string { return fmt.Sprint(r.OwnCompletionReplayed) })
+	row("acknowledged deliveries", func(r *Report) string { return fmt.Sprint(r.Acks) })
+	row("visibility changes (failed)", func(r *Report) string { return fmt.Sprintf("%d (%d)", r.Paced, r.PaceFailed) })
+	row("keys COMPLETED", func(r *Report) string { return fmt.Sprint(r.Completed) })
+	row("keys not completed, in DLQ", func(r *Report) string { return fmt.Sprint(r.DLQKeys) })
+	row("DLQ messages (key completed)", func(r *Report) string { return fmt.Sprintf("%d (%d)", r.DLQ, r.DLQCompleted) })
+	row("DLQ reasons", func(r *Report) string { return reasons(r.DLQReasons) })
+	row("dup/resend: receive to ack p50 / p95", func(r *Report) string {
+		return fmt.Sprintf("%v / %v", quantile(r.DupLatency, 0.5).Round(10*time.Millisecond), quantile(r.DupLatency, 0.95).Round(10*time.Millisecond))
+	})
+	row("wall time", func(r *Report) string { return r.Wall.Round(100 * time.Millisecond).String() })
+	row("violations", func(r *Report) string { return fmt.Sprint(len(r.Violations)) })
+	return tw.Flush()
+}
+
+func reasons(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s:%d", k, m[k])
+	}
+	return b.String()
+}

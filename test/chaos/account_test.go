@@ -1,0 +1,157 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+)
+
+// idOf is the record id of key, as the workers' guard makes it.
+func idOf(t *testing.T, key string) string {
+	t.Helper()
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := idempotency.BodyField(KeyField)(events.SQSMessage{Body: `{"idempotency_key":"` + key + `"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := g.ID(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestAccount feeds the account hand-made logs and checks that it finds
+// exactly the broken promises in them.
+func TestAccount(t *testing.T) {
+	const k = "k0001"
+	completed := func(run string) map[string]storedRecord {
+		return map[string]storedRecord{idOf(t, k): {Status: "COMPLETED", Run: run, Key: k}}
+	}
+	inProgress := map[string]storedRecord{idOf(t, k): {Status: "INPROGRESS"}}
+	recv := func(msg string, at int64) entry { return entry{T: at, Ev: evRecv, Msg: msg, Key: k, N: 1} }
+	run := func(ev, msg, id string, at int64) entry { return entry{T: at, Ev: ev, Msg: msg, Key: k, Run: id} }
+	claimed := func(msg, id string, at int64) entry {
+		return entry{T: at, Ev: evOutcome, Msg: msg, Key: k, Run: id, Ran: true, Outcome: "claimed"}
+	}
+	record := func(msg, class string, at int64) entry {
+		return entry{T: at, Ev: evRecord, Msg: msg, Key: k, Class: class}
+	}
+	ack := func(msg, id string, at int64) entry { return entry{T: at, Ev: evAck, Msg: msg, Key: k, Run: id} }
+
+	tests := []struct {
+		name    string
+		incs    []incarnation
+		logs    map[string][]entry
+		records map[string]storedRecord
+		dlq     []dlqMessage
+		want    []string // substrings of the violations, in order
+		check   func(t *testing.T, r *Report)
+	}{{
+		name: "one run, acknowledged",
+		incs: []incarnation{{Name: "a"}},
+		logs: map[string][]entry{"a": {
+			recv("m1", 1), run(evOpStart, "m1", "a-1", 2), run(evOpDone, "m1", "a-1", 3), claimed("m1", "a-1", 4), record("m1", "", 5), ack("m1", "a-1", 6),
+		}},
+		records: completed("a-1"),
+		check: func(t *testing.T, r *Report) {
+			if r.RunsDone != 1 || r.Acks != 1 || r.Completed != 1 || r.ExtraRuns != 0 {
+				t.Errorf("runs %d, acks %d, completed %d, extra %d; want 1, 1, 1, 0", r.RunsDone, r.Acks, r.Completed, r.ExtraRuns)
+			}
+		},
+	}, {
+		name: "second run after a kill between operation and completion",
+		incs: []incarnation{{Name: "a", Killed: true, Random: true}, {Name: "b"}},
+		logs: map[string][]entry{
+			"a": {recv("m1", 1), run(evOpStart, "m1", "a-1", 2), run(evOpDone, "m1", "a-1", 3)},
+			"b": {recv("m1", 10), run(evOpStart, "m1", "b-1", 11), run(evOpDone, "m1", "b-1", 12), claimed("m1", "b-1", 13), record("m1", "", 14), ack("m1", "b-1", 15)},
+		},
+		records: completed("b-1"),
+		check: func(t *testing.T, r *Report) {
+			if r.ExtraRuns != 1 || r.ExtraKill != 1 {
+				t.Errorf("extra runs %d (killed %d), want 1 (1)", r.ExtraRuns, r.ExtraKill)
+			}
+		},
+	}, {
+		name: "second run the kill does not explain",
+		incs: []incarnation{{Name: "a"}, {Name: "b"}},
+		logs: map[string][]entry{
+			"a": {recv("m1", 1), run(evOpStart, "m1", "a-1", 2), run(evOpDone, "m1", "a-1", 3), claimed("m1", "a-1", 4)},
+			"b": {recv("m2", 10), run(evOpStart, "m2", "b-1", 11), run(evOpDone, "m2", "b-1", 12), claimed("m2", "b-1", 13)},
+		},
+		records: completed("b-1"),
+		want:    []string{"run a-1 finished in a and is not the stored result"},
+	}, {
+		name: "a killed worker whose completion was stored does not explain another run",
+		incs: []incarnation{{Name: "a", Killed: true}, {Name: "b"}},
+		logs: map[string][]entry{
+			"a": {recv("m1", 1), run(evOpStart, "m1", "a-1", 2), run(evOpDone, "m1", "a-1", 3), claimed("m1", "a-1", 4)},
+			"b": {recv("m2", 10), run(evOpStart, "m2", "b-1", 11), run(evOpDone, "m2", "b-1", 12), claimed("m2", "b-1", 13)},
+		},
+		records: completed("b-1"),
+		want:    []string{"run a-1 finished in a"},
+	}, {
+		name: "acknowledged with another result",
+		incs: []incarnation{{Name: "a"}},
+		logs: map[string][]entry{"a": {
+			recv("m1", 1), run(evOpStart, "m1", "a-1", 2), run(evOpDone, "m1", "a-1", 3), claimed("m1", "a-1", 4), ack("m1", "a-2", 6),
+		}},
+		records: completed("a-1"),
+		want:    []string{`acknowledged with the result of run "a-2", the stored one is "a-1"`},
+	}, {
+		name:    "acknowledged while in progress",
+		incs:    []incarnation{{Name: "a"}},
+		logs:    map[string][]entry{"a": {recv("m1", 1), ack("m1", "", 2)}},
+		records: inProgress,
+		want:    []string{`acknowledged but the key is "INPROGRESS"`, "neither COMPLETED"},
+	}, {
+		name: "lost key",
+		incs: []incarnation{{Name: "a"}},
+		logs: map[string][]entry{"a": {recv("m1", 1), record("m1", "in_progress", 2)}},
+		want: []string{`neither COMPLETED ("") nor in the DLQ`},
+	}, {
+		name: "key in the DLQ with its reason",
+		incs: []incarnation{{Name: "a"}},
+		logs: map[string][]entry{"a": {recv("m1", 1), record("m1", "in_progress", 2)}},
+		dlq:  []dlqMessage{{Msg: "m1", Key: k}},
+		check: func(t *testing.T, r *Report) {
+			if r.DLQKeys != 1 || r.DLQReasons["in_progress"] != 1 {
+				t.Errorf("DLQ keys %d, reasons %v; want 1, in_progress:1", r.DLQKeys, r.DLQReasons)
+			}
+		},
+	}, {
+		name: "key in the DLQ without a reason",
+		incs: []incarnation{{Name: "a"}},
+		logs: map[string][]entry{"a": {recv("m1", 1)}},
+		dlq:  []dlqMessage{{Msg: "m1", Key: k}},
+		want: []string{"no log explains its last failure"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Profile{Name: "test", Keys: 1}
+			sends := []sent{{Msg: "m1", Key: k, Kind: "first"}, {Msg: "m2", Key: k, Kind: "resend"}}
+			r, err := account(p, sends, tt.incs, tt.logs, tt.records, tt.dlq, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Violations) != len(tt.want) {
+				t.Fatalf("violations:\n%s\nwant %d: %q", strings.Join(r.Violations, "\n"), len(tt.want), tt.want)
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(r.Violations[i], w) {
+					t.Errorf("violation %d = %q, want it to contain %q", i, r.Violations[i], w)
+				}
+			}
+			if tt.check != nil {
+				tt.check(t, r)
+			}
+		})
+	}
+}

@@ -1,0 +1,68 @@
+// Package chaos is the repository's chaos test: an emulator of Lambda's SQS
+// event source mapping on moto_server's SQS and DynamoDB, with all four
+// causes of redelivery and the faults that make them, and an exact account
+// per key of what ran and what was acknowledged.
+//
+//	go test ./test/chaos          # the short profile (part of make test)
+//	make chaos                        # the long runs, 300 keys each
+//
+// # What runs
+//
+// [Run] creates a queue with a redrive policy to a dead-letter queue and a
+// table, starts Workers poller processes (the worker command, built by
+// [BuildWorker]) and a producer. Each worker receives batches, runs the
+// real batch handler (package batch) around the real guard (package
+// idempotency) on the real store (package dynamostore), under an invocation
+// deadline, and deletes the records that did not fail. The operation appends
+// "op_start" and "op_done" to the worker's call log, fsync'd, and returns its
+// run id, which becomes the stored result. The producer sends every key
+// once, some twice byte for byte (a broker duplicate), and some again with a
+// new message id (a producer's re-send).
+//
+// With [Profile.Pacing] the handler paces redelivery (batch.Options.Pacing):
+// the visibility of each failed record's message is changed on the queue
+// through package sqsvisibility, so that it comes back just after the
+// holder's lease can end, or after a backoff. The profiles differ in timing
+// and faults (see [Profiles]); the lambda profile has the shipped stack's
+// proportions, a visibility timeout six times the invocation deadline, and
+// is the one to compare pacing off and on.
+//
+// # Faults
+//
+//   - SIGKILL of a random worker at random moments; a worker SIGKILLs itself
+//     between an operation and its completion; a worker whose batch overruns
+//     its deadline is SIGKILLed, as Lambda ends an invocation. A killed
+//     worker is restarted as a new process.
+//   - Operations slower than the visibility timeout: the message comes back
+//     while its run goes on.
+//   - A proxy in front of DynamoDB answers 5xx and ThrottlingException and
+//     resets connections, before forwarding a request and after the write
+//     was applied.
+//   - Batches with short deadlines.
+//
+// Faults stop after [Profile.FaultsFor]; then the queue must drain.
+//
+// # The account
+//
+// From the call logs, the table and the DLQ, per key: the runs begun and
+// finished, the stored result, every acknowledgement and the result it saw,
+// the DLQ messages and the last failure of each. The run fails (see
+// [Report.Violations]) on
+//
+//   - a finished run whose result is not the stored one, unless its worker
+//     was killed between the operation and its completion, or its completion
+//     failed with a store error: the two exceptions of the promise (see
+//     package github.com/sqsonce/sqsonce/middleware/idempotency);
+//   - an acknowledged delivery that saw another result than the stored one;
+//   - an acknowledgement of a key that is not COMPLETED;
+//   - a key neither COMPLETED nor in the DLQ with a logged reason, or a queue
+//     that does not drain.
+//
+// [WriteTable] prints the reports side by side.
+//
+// # Processes
+//
+// Every worker runs in its own process group and dies with the harness
+// (Pdeathsig on Linux); [Run] stops them all before it returns, SIGTERM first
+// and SIGKILL after a grace period. Every loop is bounded in time.
+package chaos
