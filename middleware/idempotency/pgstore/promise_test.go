@@ -340,8 +340,9 @@ func TestMemoryPerRecord(t *testing.T) {
 	if _, _, err := s.Acquire(ctx, rec, now); err != nil {
 		t.Fatal(err)
 	}
+	done := completed(rec, string(data))
 	var err error
-	complete := allocated(func() { err = s.Complete(ctx, completed(rec, string(data))) })
+	complete := allocated(func() { err = s.Complete(ctx, done) })
 	if err != nil {
 		t.Fatal(err)
 	}
