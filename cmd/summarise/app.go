@@ -146,10 +146,12 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		if err != nil {
 			return nil, fmt.Errorf("summarise: %s: %w", envRedisURL, err)
 		}
+		opts.ContextTimeoutEnabled = true // a step ends at the invocation's deadline
 		rdb := redis.NewClient(opts)
 		a.onClose(rdb.Close)
-		if store, err = redisstore.New(rdb); err != nil {
-			return nil, fmt.Errorf("summarise: %w", err)
+		if store, err = redisstore.New(ctx, rdb, redisstore.WithLogger(out.Logger)); err != nil {
+			_ = a.close()
+			return nil, fmt.Errorf("summarise: %s: %w", envRedisURL, err)
 		}
 	case storePostgres:
 		pool, err := pgxpool.New(ctx, c.PostgresURL)
