@@ -47,12 +47,14 @@ type Config struct {
 	// ExpiresAfter below it. Zero disables the check.
 	MinExpiry time.Duration
 
-	// Lease is how long a claim is held when the context has no deadline;
-	// the operation's context then gets a deadline Lease away, so that an
-	// operation that honours its context stops before its claim can be
-	// taken over (one that ignores it and runs longer can run twice). With
-	// a deadline (as inside Lambda) the lease ends at the deadline plus
-	// SkewMargin. Default [DefaultLease].
+	// Lease is how long a claim is held when the context has no deadline,
+	// counted from before the claim is written. With a deadline (as inside
+	// Lambda) the lease ends at the deadline instead; either way the stored
+	// lease end adds SkewMargin. The operation's context ends a reserve
+	// before the lease (a tenth of it, at most a second), so that an
+	// operation that honours its context returns, and its result is
+	// stored, before its claim can be taken over (one that ignores it and
+	// runs longer can run twice). Default [DefaultLease].
 	Lease time.Duration
 
 	// SkewMargin is added to the end of every lease: a claim stays live

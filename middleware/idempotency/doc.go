@@ -107,9 +107,11 @@
 //     invocation's), else after [Config.Lease], plus [Config.SkewMargin].
 //  2. If a COMPLETED record is there, its result is returned (replayed); if
 //     an INPROGRESS record with a live lease is there, [ErrInProgress].
-//  3. Otherwise the operation runs. If it fails or panics, the claim is
-//     released ([Store.Release], fenced by the owner token) so a retry can run
-//     it; a panic becomes a [*PanicError].
+//  3. Otherwise the operation runs, under a context that ends a reserve
+//     before the lease (a tenth of it, at most a second), so that its result
+//     can be stored in time. If it fails or panics, the claim is released
+//     ([Store.Release], fenced by the owner token) so a retry can run it; a
+//     panic becomes a [*PanicError].
 //  4. The result is stored ([Store.Complete]), only if this worker still owns
 //     the lease. A worker whose lease was taken over never overwrites the new
 //     owner: it claims the key again, and returns the winner's result if the

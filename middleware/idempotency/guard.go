@@ -19,6 +19,10 @@ import (
 // returned when the invocation's own context is already done.
 const fencedWriteTimeout = 5 * time.Second
 
+// maxCompleteReserve caps the time kept at the end of a lease for storing
+// the result (see opContext).
+const maxCompleteReserve = time.Second
+
 // Guard runs operations at most once per idempotency key. Create one with
 // [New] at start-up and share it: it is safe for concurrent use.
 type Guard struct {
@@ -391,6 +395,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 	if err := ctx.Err(); err != nil {
 		return outcome{ev: Event{Outcome: OutcomeFailed, Err: fmt.Errorf("idempotency: not claimed: %w", context.Cause(ctx))}}
 	}
+	claimed := time.Now() // the operation's timer counts from here, before the lease is computed
 	now := g.cfg.Now()
 	rec := g.claim(ctx, id, validation, now)
 	prev, loaded, err := g.cfg.Store.Acquire(ctx, rec, now)
@@ -406,7 +411,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 	}
 
 	att := &attachments{id: id, store: g.cfg.Store}
-	octx, cancel := opContext(ctx, g.cfg.Lease)
+	octx, cancel := g.opContext(ctx, claimed, now)
 	val, err := callOp(context.WithValue(octx, attachKey{}, att), op)
 	cancel()
 	attached := att.close()
@@ -578,16 +583,22 @@ func (g *Guard) release(ctx context.Context, id, owner string) error {
 	return nil
 }
 
-// opContext is the context an operation runs with: ctx, bounded by the
-// lease when ctx has no deadline of its own, so that an operation that
-// honours its context stops before its claim can be taken over (with a
-// deadline, as inside Lambda, the lease already ends after it). Call
+// opContext is the context an operation runs with: ctx, ending a reserve
+// before the lease this worker may rely on ends, so that an operation that
+// honours its context returns in time for its result to be stored before
+// another worker can take the key over. That lease ends at ctx's deadline
+// (as inside Lambda) or, without one, Config.Lease after the claim was
+// made (the stored lease end adds Config.SkewMargin for other workers'
+// clocks). The Lease timer counts from claimed, the real time taken before
+// the claim was written, as the lease does, however long the write took.
+// The reserve is a tenth of the lease, at most maxCompleteReserve. Call
 // cancel when the operation has returned.
-func opContext(ctx context.Context, lease time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
+func (g *Guard) opContext(ctx context.Context, claimed, now time.Time) (context.Context, context.CancelFunc) {
+	end, span := claimed.Add(g.cfg.Lease), g.cfg.Lease
+	if d, ok := ctx.Deadline(); ok && d.After(now) { // as claim decides
+		end, span = d, d.Sub(claimed)
 	}
-	return context.WithTimeout(ctx, lease)
+	return context.WithDeadline(ctx, end.Add(-max(min(span/10, maxCompleteReserve), 0)))
 }
 
 // encode is the JSON encoding of val, with a panic in a MarshalJSON method
