@@ -135,6 +135,13 @@ const (
 	// a store error, a result that could not be encoded (the record is
 	// completed without it), or a shared run that failed.
 	OutcomeFailed Outcome = "failed"
+	// OutcomeDoubleRun: the operation ran in this call, but its lease had
+	// passed and another worker took the key over and ran it too (the
+	// promise's first exception): this call's result is discarded. The call
+	// returns the other worker's stored result, or fails with
+	// [ErrInProgress] while that worker still runs. Count it: it is the one
+	// outcome in which the operation ran twice for a key.
+	OutcomeDoubleRun Outcome = "double_run"
 )
 
 // LevelOff, as the level of an outcome in [Config.LogLevels], turns its
@@ -143,12 +150,12 @@ const LevelOff slog.Level = math.MaxInt
 
 // outcomes lists every Outcome, for validating Config.LogLevels.
 var outcomes = []Outcome{OutcomeClaimed, OutcomeTakenOver, OutcomeReplayed, OutcomeInProgress,
-	OutcomeMismatch, OutcomeReleased, OutcomeFailed}
+	OutcomeMismatch, OutcomeReleased, OutcomeFailed, OutcomeDoubleRun}
 
 // DefaultLogLevel is the level at which the guard logs an outcome unless
 // [Config.LogLevels] says otherwise: success below INFO, duplicates and keys
-// in progress visible, failures at ERROR (the table is in the package doc,
-// under Observability).
+// in progress visible, failures and double runs at ERROR (the table is in
+// the package doc, under Observability).
 func DefaultLogLevel(o Outcome) slog.Level {
 	switch o {
 	case OutcomeClaimed:
@@ -167,7 +174,7 @@ type Event struct {
 	ID        string        // the record id; empty when no key could be made
 	MessageID string        // the SQS message id, when called through Wrap
 	Source    string        // where the outcome came from when not from this call's own claim: "store", "cache" or "shared" (another call's run in this process)
-	Ran       bool          // whether the operation was run by this call
+	Ran       bool          // whether the operation was run by this call (set for double_run too, whose result was discarded)
 	Duration  time.Duration // from the call's start to its outcome
 	Err       error         // the error returned to the caller, if any
 }

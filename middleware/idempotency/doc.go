@@ -117,7 +117,8 @@
 //     owner: it claims the key again, and returns the winner's result if the
 //     winner completed, fails with [ErrInProgress] if the winner still runs,
 //     or, if the key was freed meanwhile, records its own result under the
-//     new claim.
+//     new claim. In the first two cases the operation ran twice, and the
+//     call's outcome says so: [OutcomeDoubleRun].
 //
 // A completion that fails with a store error is retried while the deadline
 // and [Config.CompleteAttempts] allow (not when it cannot succeed: see
@@ -160,6 +161,8 @@
 //	mismatch     ERROR  the key was reused with another payload
 //	released     ERROR  the operation failed, or panicked (the line has the stack)
 //	failed       ERROR  a key, store or encoding error
+//	double_run   ERROR  the operation ran here after its lease passed, and another
+//	                    worker ran it too: the other's result stands
 //
 // Success is below INFO, so a slog handler at INFO logs nothing for a
 // first delivery that succeeds, and one line for each duplicate.

@@ -336,16 +336,18 @@ func ctxErr(err error) bool {
 
 // shared is the outcome of a call that waited for out's run: the same result
 // and error, but nothing ran in it. A waiter fails if the run failed; it is
-// in progress or mismatched if the run was.
+// in progress or mismatched if the run found the key so (a double run that
+// found the winner still running is in progress for its waiters).
 func (out outcome) shared() outcome {
 	ev := Event{Outcome: OutcomeReplayed, Source: "shared", Err: out.ev.Err}
-	if out.ev.Err != nil {
-		switch out.ev.Outcome {
-		case OutcomeInProgress, OutcomeMismatch:
-			ev.Outcome = out.ev.Outcome
-		default:
-			ev.Outcome = OutcomeFailed
-		}
+	switch {
+	case out.ev.Err == nil:
+	case errors.Is(out.ev.Err, ErrInProgress):
+		ev.Outcome = OutcomeInProgress
+	case out.ev.Outcome == OutcomeMismatch:
+		ev.Outcome = OutcomeMismatch
+	default:
+		ev.Outcome = OutcomeFailed
 	}
 	return outcome{data: out.data, ev: ev}
 }
@@ -462,8 +464,9 @@ func (g *Guard) completed(rec Record, stored []byte, val any, ev Event) outcome 
 }
 
 // lost handles a completion that found the lease taken over: the winner's
-// outcome stands if it completed; if the record is free again, this call's
-// result is recorded under a new claim.
+// outcome stands if it completed (or it still runs), and this call reports
+// the double run; if the record is free again, this call's result is
+// recorded under a new claim.
 func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, encErr error) outcome {
 	ctx, cancel := writeContext(ctx)
 	defer cancel()
@@ -474,7 +477,11 @@ func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, 
 		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("acquire", done.ID, errors.Join(ErrLeaseLost, err))}}
 	}
 	if loaded {
-		return g.existing(prev, done.Validation, true)
+		out := g.existing(prev, done.Validation, true)
+		if out.ev.Outcome == OutcomeReplayed || out.ev.Outcome == OutcomeInProgress {
+			out.ev.Outcome = OutcomeDoubleRun // another worker ran it too
+		}
+		return out
 	}
 	rec.Status, rec.Data, rec.Attached, rec.ExpiresAt = StatusCompleted, done.Data, done.Attached, done.ExpiresAt
 	stored, err := g.complete(ctx, rec)
