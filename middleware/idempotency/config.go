@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -106,6 +107,16 @@ type Config struct {
 	// OnOutcome, if set, is called once per outcome, after the log line
 	// (for metrics). It must be safe for concurrent use.
 	OnOutcome func(context.Context, Event)
+
+	// ReplayHook, if set, is called when a call returns a stored result
+	// instead of its own run's (outcomes replayed, and double_run without
+	// an error), with that result as stored (nil when none was stored) and
+	// its record; what it returns is decoded into the call's result
+	// instead. It is never called for a call whose operation's result
+	// stands. An error fails the call (outcome failed). It is Powertools'
+	// responseHook / response_hook; [OnReplay] is its typed form. It must
+	// be safe for concurrent use.
+	ReplayHook func(ctx context.Context, result json.RawMessage, rec Record) (json.RawMessage, error)
 }
 
 // Outcome names what the guard did with one call.

@@ -86,6 +86,27 @@
 // fails the check fails its message with a [*BodyError], before anything
 // is claimed.
 //
+// # Other events
+//
+// [WrapEvent] makes a handler of any event type idempotent, or the
+// per-record function of a stream: an API Gateway, ALB, EventBridge or
+// direct-invocation handler, a Kinesis record's. [EventKeys] takes the key
+// and the validated payload from the event, typed, or with a JMESPath
+// expression over the whole event as Powertools evaluates eventKeyJmesPath
+// (package jmespath's EventKey). A key in progress elsewhere and a key
+// reused with another payload come back as an [*InProgressError] and a
+// [*PayloadMismatchError], which an HTTP handler maps to 409 and 422.
+// [PowertoolsTypeScriptPrefix] and [PowertoolsPythonPrefix] give the
+// Namespace that shares records with a Powertools handler that has no key
+// prefix.
+//
+// # Replay hooks
+//
+// [Config.ReplayHook] (Powertools' responseHook) and its typed form
+// [OnReplay] see every result a call returns from a record rather than
+// from its own run, and can change it: to mark a replayed HTTP response,
+// say.
+//
 // # Payload validation
 //
 // A key reused for other work must not get that work's result. A call

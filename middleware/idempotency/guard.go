@@ -218,10 +218,12 @@ type call struct {
 }
 
 // outcome is what one run produced: the result (val when the operation ran
-// in this call, data as stored) and the event to report.
+// in this call, data as stored), the record it came from when it came from
+// one (for the replay hooks), and the event to report.
 type outcome struct {
 	val  any
 	data []byte
+	rec  Record
 	ev   Event
 }
 
@@ -254,14 +256,32 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 		g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: c.messageID, Err: err})
 		return zero, &reported{err}
 	}
+	hook, _ := ctx.Value(replayHookKey{}).(func(context.Context, T, Record) (T, error))
+	opCtx := ctx
+	if hook != nil { // for this call only, not for calls the operation makes
+		opCtx = context.WithValue(ctx, replayHookKey{}, nil)
+	}
 	op := func(ctx context.Context) (any, error) { return fn(ctx) }
-
-	out := g.run(ctx, id, validation, op)
+	out := g.run(opCtx, id, validation, op)
 	out.ev.ID, out.ev.MessageID = id, c.messageID
+	replay := out.ev.Err == nil && (out.ev.Outcome == OutcomeReplayed || out.ev.Outcome == OutcomeDoubleRun)
+	if replay && g.cfg.ReplayHook != nil {
+		if data, err := g.cfg.ReplayHook(ctx, out.data, out.rec); err != nil {
+			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: replay hook for %s: %w", id, err)
+		} else {
+			out.data, out.val = data, nil
+		}
+	}
 	var v T
 	if out.ev.Err == nil {
 		if err := decode(out, &v); err != nil {
 			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: decode stored result of %s into %T: %w", id, v, err)
+		}
+	}
+	if replay && hook != nil && out.ev.Err == nil {
+		var err error
+		if v, err = hook(ctx, v, out.rec); err != nil {
+			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: replay hook for %s: %w", id, err)
 		}
 	}
 	out.ev.Duration = g.cfg.Now().Sub(start)
@@ -349,7 +369,7 @@ func (out outcome) shared() outcome {
 	default:
 		ev.Outcome = OutcomeFailed
 	}
-	return outcome{data: out.data, ev: ev}
+	return outcome{data: out.data, rec: out.rec, ev: ev}
 }
 
 func (g *Guard) fromCache(id, validation string) (outcome, bool) {
@@ -367,7 +387,7 @@ func (g *Guard) fromCache(id, validation string) (outcome, bool) {
 	if mismatch(rec, validation) {
 		return outcome{ev: Event{Outcome: OutcomeMismatch, Source: "cache", Err: &PayloadMismatchError{ID: id}}}, true
 	}
-	return outcome{data: rec.Data, ev: Event{Outcome: OutcomeReplayed, Source: "cache"}}, true
+	return outcome{data: rec.Data, rec: rec, ev: Event{Outcome: OutcomeReplayed, Source: "cache"}}, true
 }
 
 func (g *Guard) remember(rec Record) {
@@ -458,9 +478,9 @@ func (g *Guard) completed(rec Record, stored []byte, val any, ev Event) outcome 
 	if !bytes.Equal(stored, rec.Data) {
 		val = nil
 	}
-	rec.Data = stored
+	rec.Data, rec.Attached = stored, nil
 	g.remember(rec)
-	return outcome{val: val, data: stored, ev: ev}
+	return outcome{val: val, data: stored, rec: rec, ev: ev}
 }
 
 // lost handles a completion that found the lease taken over: the winner's
@@ -499,7 +519,7 @@ func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
 	switch prev.Status {
 	case StatusCompleted:
 		g.remember(prev)
-		return outcome{data: prev.Data, ev: Event{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
+		return outcome{data: prev.Data, rec: prev, ev: Event{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
 	case StatusInProgress:
 		err := &InProgressError{ID: prev.ID, LeaseUntil: prev.LeaseUntil}
 		return outcome{ev: Event{Outcome: OutcomeInProgress, Ran: ran, Err: err}}
