@@ -194,7 +194,7 @@
 //
 // # Errors
 //
-// When [Do], [Wrap] or [WrapJSON] fail, the error they return wraps one of
+// When [Do], [Wrap], [WrapJSON] or [WrapEvent] fail, the error they return wraps one of
 // these; find it with [errors.As] (or [errors.Is] for the sentinels), not
 // with a type assertion on the returned error itself:
 //
@@ -213,6 +213,8 @@
 //     was completed without it), or the stored result does not decode into
 //     the result type.
 //   - the operation's own error; its claim was released.
+//   - a replay hook's error ([Config.ReplayHook], [OnReplay]), wrapped: the
+//     stored result was not returned.
 //
 // Each is logged once, by the guard, as Observability says.
 //
