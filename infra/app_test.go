@@ -594,8 +594,8 @@ func TestAlarms(t *testing.T) {
 	} {
 		t.Run(tc.stack, func(t *testing.T) {
 			tpl := synth(t).templates[tc.stack]
-			if ids := tpl.ofType("AWS::CloudWatch::Alarm"); len(ids) != 8 {
-				t.Errorf("alarms %v, want 8", ids)
+			if ids := tpl.ofType("AWS::CloudWatch::Alarm"); len(ids) != 9 {
+				t.Errorf("alarms %v, want 9", ids)
 			}
 			queueID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/Queue/")
 			dlqID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/DeadLetterQueue/")
@@ -632,6 +632,7 @@ func TestAlarms(t *testing.T) {
 				{"/Consumer/FailedAlarm/", metrics.Failed, 1},
 				{"/Consumer/InProgressAlarm/", metrics.InProgressRetried, 3},
 				{"/Consumer/TakenOverAlarm/", metrics.TakenOver, 1},
+				{"/Consumer/DoubleRunAlarm/", metrics.DoubleRuns, 1},
 			} {
 				_, r := tpl.only(t, "AWS::CloudWatch::Alarm", a.path)
 				p := r.Properties

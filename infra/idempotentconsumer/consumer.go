@@ -112,6 +112,10 @@ type Consumer struct {
 	// lease, so a holder died or timed out after its claim, and the
 	// operation may have run twice.
 	TakenOverAlarm awscloudwatch.Alarm
+	// DoubleRunAlarm fires when DoubleRuns moves: a run outlived its lease
+	// and found that another worker had taken its key over and run it too,
+	// so the operation did run twice for one key.
+	DoubleRunAlarm awscloudwatch.Alarm
 }
 
 // Alarms returns every alarm of c, for example to add another action.
@@ -119,7 +123,7 @@ func (c *Consumer) Alarms() []awscloudwatch.Alarm {
 	return []awscloudwatch.Alarm{
 		c.DeadLetterAlarm, c.OldestMessageAlarm, c.ErrorsAlarm,
 		c.TableThrottleAlarm, c.TableErrorsAlarm,
-		c.FailedAlarm, c.InProgressAlarm, c.TakenOverAlarm,
+		c.FailedAlarm, c.InProgressAlarm, c.TakenOverAlarm, c.DoubleRunAlarm,
 	}
 }
 
@@ -310,6 +314,8 @@ func (c *Consumer) addAlarms(plan Plan) {
 		"Deliveries refused as in progress for 15 minutes, longer than any lease: a claim is stuck or keys are contended.")
 	c.TakenOverAlarm = alarm(c, "TakenOverAlarm", outcome(metrics.TakenOver), 0, 1,
 		"A run took over a lapsed lease: a holder died or timed out after its claim, and its operation may have run twice.")
+	c.DoubleRunAlarm = alarm(c, "DoubleRunAlarm", outcome(metrics.DoubleRuns), 0, 1,
+		"An operation ran twice for one key: a run outlived its lease (an invocation past its deadline, or clocks apart by more than the skew margin) while another worker took the key over and ran it too. The other run's result stands.")
 }
 
 // tableSum is the sum of a per-operation DynamoDB metric of the table over

@@ -177,9 +177,9 @@ func TestConstructDefaults(t *testing.T) {
 	check(t, "no alarm actions", func() {
 		tpl.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{"AlarmActions": assertions.Match_Absent()})
 	})
-	check(t, "eight alarms", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(len(c.Alarms()))) })
-	if len(c.Alarms()) != 8 {
-		t.Errorf("Alarms() has %d alarms, want 8", len(c.Alarms()))
+	check(t, "nine alarms", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(len(c.Alarms()))) })
+	if len(c.Alarms()) != 9 {
+		t.Errorf("Alarms() has %d alarms, want 9", len(c.Alarms()))
 	}
 
 	// The queue's name: the stack's name, the construct's id, a hash.
@@ -230,7 +230,7 @@ func TestConstructDefaults(t *testing.T) {
 	})
 
 	// Outcome alarms on the EMF metrics, Service = the namespace.
-	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver} {
+	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver, metrics.DoubleRuns} {
 		check(t, m+" alarm", func() {
 			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 				"Namespace":  idempotentconsumer.DefaultMetricsNamespace,
@@ -278,7 +278,7 @@ func TestMetricsNamespaceMatchesRecorder(t *testing.T) {
 	for _, m := range d.Metrics {
 		written[m.Name] = true
 	}
-	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver} {
+	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver, metrics.DoubleRuns} {
 		if !written[m] {
 			t.Errorf("handler/metrics does not write %s, which an alarm watches", m)
 		}

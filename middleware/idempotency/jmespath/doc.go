@@ -37,4 +37,22 @@
 // differ only in case are ordered by code point, where Powertools TypeScript
 // keeps the order sent; strings holding a lone surrogate escape are read as
 // U+FFFD. Select such values with [idempotency.BodyField] to keep them exact.
+//
+// # Whole events
+//
+// [Expression.SelectJSON] evaluates an expression on a whole Lambda event,
+// as Powertools evaluates eventKeyJmesPath for a handler made idempotent
+// with makeIdempotent or @idempotent, and [EventKey] makes it the key
+// function of idempotency.WrapEvent for an event type:
+//
+//	key := jmespath.EventKey[events.APIGatewayV2HTTPRequest](jmespath.MustCompile(`powertools_json(body).order_id`))
+//	h := idempotency.WrapEvent(g, idempotency.EventKeys[events.APIGatewayV2HTTPRequest]{KeyFunc: key}, createOrder)
+//
+// Only what the expression reads of the event is decoded, so a key costs
+// what the key costs, not what the event does: at most 16 times the event
+// plus 4 MiB of allocation, whatever it holds. An expression that reads
+// more than 32,768 values of the event whole (keys(…) of a huge object, a
+// huge array selected as the key) is refused, as are events nested deeper
+// than 512 levels, events that are not valid UTF-8 and events holding a
+// lone surrogate escape, which encoding/json would read as U+FFFD.
 package jmespath

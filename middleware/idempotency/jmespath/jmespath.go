@@ -28,6 +28,7 @@ type Expression struct {
 	expr             string
 	spelled, valued  api.JMESPath
 	selector, source string
+	need             *need // what the expression reads of an event (see SelectJSON); nil: all of it
 }
 
 // Compile parses a JMESPath expression, with Powertools' functions (see the
@@ -42,7 +43,7 @@ func Compile(expr string) (*Expression, error) {
 		return nil, fmt.Errorf("idempotency: JMESPath %q: %w", expr, err)
 	}
 	return &Expression{expr: expr, spelled: spelled, valued: valued,
-		selector: "jmespath " + expr, source: fmt.Sprintf("JMESPath %q", expr)}, nil
+		selector: "jmespath " + expr, source: fmt.Sprintf("JMESPath %q", expr), need: needs(expr)}, nil
 }
 
 // MustCompile is [Compile] for an expression known to be valid: it panics
