@@ -18,7 +18,7 @@ LAMBDA_GOOS   := linux
 LAMBDA_GOARCH := arm64
 EVENT         ?= events/duplicate-delivery.json
 
-.PHONY: all help help-check test test-go test-infra lint fmt vet staticcheck bench bench-peer fuzz chaos build demo invoke synth diff deploy tools clean
+.PHONY: all help help-check test test-go test-infra deploy-local lint fmt vet staticcheck bench bench-peer fuzz chaos build demo invoke synth diff deploy destroy tools clean
 
 ## all: the default target: the same as test.
 all: test
@@ -36,9 +36,10 @@ help-check:
 	           exit bad }' $(firstword $(MAKEFILE_LIST))
 
 # Moto_server and the Lambda Runtime Interface Emulator are started by the
-# tests themselves; infra's tests synthesise the stack and run cfn-lint on it.
-## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), and infra's tests.
-test: lint test-go test-infra
+# tests themselves; infra's tests synthesise the stack and run cfn-lint on it;
+# deploy-local deploys it to moto_server.
+## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), infra's tests and deploy-local.
+test: lint test-go test-infra deploy-local
 
 ## test-go: every Go test of the root module with the race detector.
 test-go: $(RIE) $(PTNODE)
@@ -48,6 +49,12 @@ test-go: $(RIE) $(PTNODE)
 test-infra:
 	$(MAKE) -C infra test
 
+# The test starts moto_server on loopback and installs the pinned CDK CLI
+# (npm) outside the repository; see test/deploy.
+## deploy-local: cdk deploy of the stack to moto_server, read back against its template, its code run under the RIE from its own queue, then updated and destroyed.
+deploy-local: $(RIE)
+	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -tags deploylocal -timeout 10m -v ./test/deploy
+
 ## lint: fmt, vet, staticcheck and help-check.
 lint: fmt vet staticcheck help-check
 
@@ -55,14 +62,15 @@ lint: fmt vet staticcheck help-check
 fmt:
 	@out="$$(gofmt -l $(GOFILES))"; if [ -n "$$out" ]; then echo "gofmt -l reports:"; echo "$$out"; exit 1; fi
 
+# -tags deploylocal: the files of make deploy-local's test too.
 ## vet: go vet, root module and infra.
 vet:
-	$(GO) vet ./...
+	$(GO) vet -tags deploylocal ./...
 	cd infra && $(GO) vet ./...
 
 ## staticcheck: staticcheck, root module and infra.
 staticcheck: $(STATICCHECK)
-	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags deploylocal ./...
 	cd infra && $(STATICCHECK) ./...
 
 ## bench: measure the decorator's overhead per record (BenchmarkBare vs BenchmarkIdempotent).
@@ -112,7 +120,8 @@ invoke: $(RIE)
 ## synth: build, then cdk synth into infra/cdk.out.
 ## diff: build, then cdk diff against the deployed stack (AWS credentials).
 ## deploy: build, then cdk deploy (AWS credentials, a bootstrapped account).
-synth diff deploy: build
+## destroy: build, then cdk destroy; the tables, the documents bucket and the log group are retained.
+synth diff deploy destroy: build
 	$(MAKE) -C infra $@
 
 ## tools: install the pinned staticcheck and Lambda RIE into .tools/.

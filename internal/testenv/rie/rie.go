@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -135,6 +136,9 @@ func Start(c Config) (*Function, error) {
 		if err != nil {
 			return nil, "", err
 		}
+		// An execution environment has nothing to flush, and the emulator
+		// takes seconds to stop on SIGTERM.
+		p.StopSignal = syscall.SIGKILL
 		if err := p.WaitReady(startTimeout, func() error {
 			conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 			if err == nil {
