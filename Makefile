@@ -17,6 +17,8 @@ GOFILES              = $(shell find . \( -path ./infra/node_modules -o -path ./.
 LAMBDA_GOOS   := linux
 LAMBDA_GOARCH := arm64
 EVENT         ?= events/duplicate-delivery.json
+# ENV_VARS: a `sam local invoke --env-vars` file for make invoke, e.g. events/env/stub.json.
+ENV_VARS      ?=
 
 .PHONY: all help help-check test test-go test-infra deploy-local lint fmt vet staticcheck bench bench-peer fuzz chaos build demo invoke synth diff deploy destroy tools clean
 
@@ -111,11 +113,11 @@ demo:
 	$(GO) run ./cmd/summarise -event events/producer-resend.json
 	$(GO) run ./cmd/summarise -event events/mixed-batch.json
 
-## invoke: run the function binary under the Lambda RIE (no Docker) with EVENT (default events/duplicate-delivery.json).
+## invoke: run the function binary under the Lambda RIE (no Docker) with EVENT (default events/duplicate-delivery.json) and ENV_VARS (SAM's --env-vars file), twice.
 invoke: $(RIE)
 	@mkdir -p build/host
 	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -o build/host/bootstrap ./cmd/summarise
-	RIE=$(RIE) ./scripts/invoke.sh build/host/bootstrap $(EVENT)
+	$(GO) run ./tools/invoke -rie $(RIE) $(if $(ENV_VARS),-env-vars $(ENV_VARS)) build/host/bootstrap $(EVENT)
 
 ## synth: build, then cdk synth into infra/cdk.out.
 ## diff: build, then cdk diff against the deployed stack (AWS credentials).
