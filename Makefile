@@ -20,7 +20,7 @@ EVENT         ?= events/duplicate-delivery.json
 # ENV_VARS: a `sam local invoke --env-vars` file for make invoke, e.g. events/env/stub.json.
 ENV_VARS      ?=
 
-.PHONY: all help help-check test test-go test-infra deploy-local lint fmt vet staticcheck bench bench-peer fuzz chaos build demo invoke synth diff deploy destroy tools clean
+.PHONY: all help help-check test test-go test-infra deploy-local lint fmt vet staticcheck bench bench-peer fuzz chaos build demo invoke synth diff deploy destroy bootstrap tools clean
 
 ## all: the default target: the same as test.
 all: test
@@ -123,7 +123,8 @@ invoke: $(RIE)
 ## diff: build, then cdk diff against the deployed stack (AWS credentials).
 ## deploy: build, then cdk deploy (AWS credentials, a bootstrapped account).
 ## destroy: build, then cdk destroy; the tables, the documents bucket and the log group are retained.
-synth diff deploy destroy: build
+## bootstrap: build, then cdk bootstrap (once per account and region, before the first deploy).
+synth diff deploy destroy bootstrap: build
 	$(MAKE) -C infra $@
 
 ## tools: install the pinned staticcheck and Lambda RIE into .tools/.
