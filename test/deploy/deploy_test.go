@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsonce/sqsonce/internal/motoserver"
 )
 
 // statefulTypes are the resource types whose replacement loses data.
@@ -31,25 +33,41 @@ func TestDeployLocal(t *testing.T) {
 		t.Logf("phases:\n%s\n%-26s %6.1fs", strings.Join(phases, "\n"), "total", time.Since(began).Seconds())
 	}()
 
+	// moto starts while the function is built, and the environment is
+	// bootstrapped while the app is synthesised: the bootstrap names its
+	// environment and no app (--app=), so it needs no synth of its own.
 	step := time.Now()
+	started := make(chan error, 1)
+	go func() {
+		_, err := moto.Start()
+		started <- err
+	}()
 	riePath := prerequisites(t)
-	endpoint := moto.Endpoint(t)
+	fn := buildFunction(t)
+	startErr := <-started
+	endpoint := moto.Endpoint(t) // fails or skips the test if moto did not start
+	if startErr != nil {
+		t.Fatal(startErr)
+	}
 	c := newClients(moto.Config(t))
 	x := cdk{endpoint: endpoint}
-	fn := buildFunction(t)
 	phase(t, "tools, moto, build", step, &phases)
 
 	step = time.Now()
+	bootstrapped := make(chan error, 1)
+	go func() {
+		_, err := x.make("bootstrap", "--app=", "aws://"+account+"/"+motoserver.Region)
+		bootstrapped <- err
+	}()
 	dir := t.TempDir()
 	v1, v2 := filepath.Join(dir, "v1"), filepath.Join(dir, "v2")
 	if err := x.synth(v1, fn.zip); err != nil {
 		t.Fatal(err)
 	}
-	phase(t, "synth", step, &phases)
-
-	step = time.Now()
-	x.run(t, "bootstrap", "--app", v1)
-	phase(t, "cdk bootstrap", step, &phases)
+	if err := <-bootstrapped; err != nil {
+		t.Fatal(err)
+	}
+	phase(t, "synth + cdk bootstrap", step, &phases)
 	step = time.Now()
 	x.run(t, "deploy", "--app", v1)
 	phase(t, "cdk deploy (create)", step, &phases)

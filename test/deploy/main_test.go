@@ -43,6 +43,9 @@ const infraDir = "../../infra"
 // stackName is the app's default stack name.
 const stackName = "Sqsonce"
 
+// account is moto's account.
+const account = "123456789012"
+
 // localContext is the context of the deployed stack: the app's defaults
 // but for a stub model and figures that fit the test's time (a 20 s
 // timeout, so a 25 s lease; 2 receives before the dead-letter queue).
