@@ -116,9 +116,10 @@ func TestQueues(t *testing.T) {
 		stack                   string
 		retention, dlqRetention time.Duration
 		maxReceive              int
+		queueName               string
 	}{
-		{defaultStack, idempotentconsumer.DefaultRetention, idempotentconsumer.DefaultDeadLetterRetention, idempotentconsumer.DefaultMaxReceiveCount},
-		{customStack, 24 * time.Hour, 48 * time.Hour, 3},
+		{defaultStack, idempotentconsumer.DefaultRetention, idempotentconsumer.DefaultDeadLetterRetention, idempotentconsumer.DefaultMaxReceiveCount, ""},
+		{customStack, 24 * time.Hour, 48 * time.Hour, 3, "summarise-requests"},
 	} {
 		t.Run(tc.stack, func(t *testing.T) {
 			tpl := synth(t).templates[tc.stack]
@@ -139,17 +140,29 @@ func TestQueues(t *testing.T) {
 			if _, ok := dlq.Properties["RedrivePolicy"]; ok {
 				t.Errorf("the dead-letter queue has a redrive policy of its own")
 			}
-			// Only the queue may use the dead-letter queue: its ARN, spelled
-			// from the queue's fixed name (a reference would be a cycle).
+			// By default CloudFormation names the queue and the dead-letter
+			// queue has no redrive-allow policy; with queueName, only the
+			// queue may use the dead-letter queue: its ARN, spelled from the
+			// name (a reference would be a cycle).
 			_, q := tpl.only(t, "AWS::SQS::Queue", "/Consumer/Queue/")
-			name, _ := q.Properties["QueueName"].(string)
-			if name == "" || !strings.HasPrefix(name, tc.stack+"-Consumer-") {
-				t.Errorf("QueueName %s, want a literal name starting %q", js(q.Properties["QueueName"]), tc.stack+"-Consumer-")
-			}
-			queueArn := join("arn:", pseudo("Partition"), ":sqs:", pseudo("Region"), ":", pseudo("AccountId"), ":"+name)
-			want := js(map[string]any{"redrivePermission": "byQueue", "sourceQueueArns": []any{jsonValue(queueArn)}})
-			if got := js(dlq.Properties["RedriveAllowPolicy"]); got != want {
-				t.Errorf("DLQ RedriveAllowPolicy %s, want %s", got, want)
+			if tc.queueName == "" {
+				for _, p := range []string{"QueueName", "RedriveAllowPolicy"} {
+					if v, ok := q.Properties[p]; ok {
+						t.Errorf("queue %s %s, want none by default", p, js(v))
+					}
+					if v, ok := dlq.Properties[p]; ok {
+						t.Errorf("DLQ %s %s, want none by default", p, js(v))
+					}
+				}
+			} else {
+				if got := q.Properties["QueueName"]; got != tc.queueName {
+					t.Errorf("QueueName %s, want %q", js(got), tc.queueName)
+				}
+				queueArn := join("arn:", pseudo("Partition"), ":sqs:", pseudo("Region"), ":", pseudo("AccountId"), ":"+tc.queueName)
+				want := js(map[string]any{"redrivePermission": "byQueue", "sourceQueueArns": []any{jsonValue(queueArn)}})
+				if got := js(dlq.Properties["RedriveAllowPolicy"]); got != want {
+					t.Errorf("DLQ RedriveAllowPolicy %s, want %s", got, want)
+				}
 			}
 			timeout := secs(t, get(t, functionOf(t, tpl).Properties, "Timeout"))
 			if visibility < idempotentconsumer.VisibilityFactor*timeout {

@@ -75,7 +75,7 @@
 // refuses a margin not below the timeout, and the app logs a warning for
 // each invocation that starts with less time than the margin. The runtime
 // interface emulator's timeout is AWS_LAMBDA_FUNCTION_TIMEOUT (default
-// 300 s); scripts/invoke.sh sets 300. The local runner gives its
+// 300 s), which make invoke keeps. The local runner gives its
 // invocations no deadline, so the margin does not apply there.
 //
 // # Pacing

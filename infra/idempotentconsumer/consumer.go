@@ -1,10 +1,7 @@
 package idempotentconsumer
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -76,7 +73,8 @@ type Consumer struct {
 	// Queue is the queue the function consumes.
 	Queue awssqs.Queue
 	// DeadLetterQueue receives the messages that failed MaxReceiveCount
-	// times. Its redrive-allow policy names Queue only.
+	// times. With [Props.QueueName] its redrive-allow policy names Queue
+	// only; without, it has none.
 	DeadLetterQueue awssqs.Queue
 	// Function is the consumer.
 	Function awslambda.Function
@@ -143,9 +141,6 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	}
 
 	this := constructs.NewConstruct(scope, jsii.String(id))
-	if plan.QueueName == "" {
-		plan.QueueName = defaultQueueName(this, id, plan.FIFO)
-	}
 	c := &Consumer{Construct: this, Plan: plan}
 
 	if plan.NewTable {
@@ -167,11 +162,6 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		c.Table = props.Table
 	}
 
-	// The dead-letter queue's redrive-allow policy names the queue, and the
-	// queue's redrive policy names the dead-letter queue. Referring to each
-	// other's resources would be a cycle, so the policy spells the queue's
-	// ARN from its name: the dead-letter queue is created first, then the
-	// queue.
 	var fifo *bool
 	if plan.FIFO {
 		fifo = jsii.Bool(true)
@@ -180,22 +170,32 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	if props.ContentBasedDeduplication {
 		contentDedup = jsii.Bool(true)
 	}
-	queueArn := awscdk.Stack_Of(this).FormatArn(&awscdk.ArnComponents{
-		Service:  jsii.String("sqs"),
-		Resource: jsii.String(plan.QueueName),
-	})
-	c.DeadLetterQueue = awssqs.NewQueue(this, jsii.String("DeadLetterQueue"), &awssqs.QueueProps{
-		Fifo:            fifo,
-		RetentionPeriod: seconds(plan.DeadLetterRetention),
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{
+	// A redrive-allow policy naming the queue needs the queue's ARN, and
+	// the queue's redrive policy needs the dead-letter queue's: with a
+	// reference each way the template has a cycle. Only a known name
+	// spells the queue's ARN without a reference.
+	var allow *awssqs.RedriveAllowPolicy
+	var queueName *string
+	if plan.QueueName != "" {
+		queueName = jsii.String(plan.QueueName)
+		queueArn := awscdk.Stack_Of(this).FormatArn(&awscdk.ArnComponents{
+			Service:  jsii.String("sqs"),
+			Resource: queueName,
+		})
+		allow = &awssqs.RedriveAllowPolicy{
 			RedrivePermission: awssqs.RedrivePermission_BY_QUEUE,
 			SourceQueues:      &[]awssqs.IQueue{awssqs.Queue_FromQueueArn(this, jsii.String("QueueByName"), queueArn)},
-		},
+		}
+	}
+	c.DeadLetterQueue = awssqs.NewQueue(this, jsii.String("DeadLetterQueue"), &awssqs.QueueProps{
+		Fifo:               fifo,
+		RetentionPeriod:    seconds(plan.DeadLetterRetention),
+		Encryption:         awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:         jsii.Bool(true),
+		RedriveAllowPolicy: allow,
 	})
 	c.Queue = awssqs.NewQueue(this, jsii.String("Queue"), &awssqs.QueueProps{
-		QueueName:                 jsii.String(plan.QueueName),
+		QueueName:                 queueName,
 		Fifo:                      fifo,
 		ContentBasedDeduplication: contentDedup,
 		RetentionPeriod:           seconds(plan.Retention),
@@ -340,31 +340,6 @@ func (c *Consumer) tableSum(metricName string) awscloudwatch.IMetric {
 		Label:        jsii.String(metricName + " of " + expr),
 		Period:       awscdk.Duration_Seconds(jsii.Number(alarmPeriod.Seconds())),
 	})
-}
-
-// queueNameUnsafe matches what SQS does not allow in a queue name.
-var queueNameUnsafe = regexp.MustCompile(`[^A-Za-z0-9_-]`)
-
-// defaultQueueName is the queue's name when Props.QueueName is empty: the
-// stack's name (unique in its account and region) and the construct's id,
-// then a hash of the construct's path (unique in the app), at most 80
-// characters with ".fifo" for a FIFO queue.
-func defaultQueueName(this constructs.Construct, id string, fifo bool) string {
-	sum := sha256.Sum256([]byte(*this.Node().Path()))
-	hash := hex.EncodeToString(sum[:4])
-	prefix := id
-	if name := awscdk.Stack_Of(this).StackName(); name != nil && !*awscdk.Token_IsUnresolved(name) {
-		prefix = *name + "-" + id
-	}
-	prefix = queueNameUnsafe.ReplaceAllString(prefix, "-")
-	if limit := maxQueueName - len(fifoSuffix) - 1 - len(hash); len(prefix) > limit {
-		prefix = prefix[:limit]
-	}
-	name := prefix + "-" + hash
-	if fifo {
-		name += fifoSuffix
-	}
-	return name
 }
 
 // GrantItems lets the function read and write single items of table, with
