@@ -227,7 +227,9 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
 	}
-	a.handle = warnShortDeadline(opts.MinRemaining, out.Logger, rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), opts)))
+	// A record starts with MinRemaining left before the records' deadline,
+	// the invocation's less the default reserve.
+	a.handle = warnShortDeadline(opts.MinRemaining+batch.DefaultReserve, out.Logger, rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), opts)))
 	return a, nil
 }
 

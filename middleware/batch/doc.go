@@ -30,15 +30,25 @@
 //
 // # Deadline
 //
+// A response that reaches Lambda after the invocation's deadline is lost,
+// and the whole batch is delivered again. So the handler keeps
+// [Options.Reserve] (default [DefaultReserve]) free before the context's
+// deadline: the records run under a context that ends then (the records'
+// deadline), and the handler's own calls after the records, pacing's
+// visibility changes, are made only until then: cut short when the
+// records' deadline comes while they run, skipped when it has passed, and
+// logged either way (see Pacing). The handler returns by the records'
+// deadline unless a record function runs past it.
+//
 // A record starts only if the context has no deadline or at least
-// [Options.MinRemaining] (default [DefaultMinRemaining]) is left before it.
-// A record not started in time is reported failed with [ErrDeadline], and
-// in a FIFO group the records after it fail with [ErrGroupFailed]. The
-// deadline is checked only before a record starts: a record that has
-// started is never interrupted by this package, so MinRemaining should
-// exceed the time one record takes. Once the context is canceled, records
-// not yet started are reported failed with an error wrapping
-// [context.Cause].
+// [Options.MinRemaining] (default [DefaultMinRemaining]) is left before the
+// records' deadline. A record not started in time is reported failed with
+// [ErrDeadline], and in a FIFO group the records after it fail with
+// [ErrGroupFailed]. The deadline is checked only before a record starts: a
+// record that has started is never interrupted by this package (its
+// context ends at the records' deadline), so MinRemaining should exceed
+// the time one record takes. Once the context is canceled, records not yet
+// started are reported failed with an error wrapping [context.Cause].
 //
 // # Failures
 //
@@ -78,8 +88,9 @@
 // sqsvisibility makes it on the SQS API): a record in progress elsewhere
 // comes back just after the holder's lease ends, any other failure backs
 // off exponentially by its receive count, and a record not started comes
-// back at once. A failed visibility change is logged and never changes an
-// outcome. See [Pacing] for the rules and defaults.
+// back at once. No change asks for more than SQS accepts: 12 hours since
+// the message was received. A failed visibility change is logged and never
+// changes an outcome. See [Pacing] for the rules and defaults.
 //
 // A record with an empty messageId is still listed when it fails. Lambda
 // treats an empty itemIdentifier as the failure of the whole batch, so every

@@ -16,8 +16,12 @@ const (
 	DefaultConcurrency = 10
 
 	// DefaultMinRemaining is the time that must be left before the
-	// invocation's deadline for a record to start.
+	// records' deadline for a record to start.
 	DefaultMinRemaining = 10 * time.Second
+
+	// DefaultReserve is the time the handler keeps free before the
+	// invocation's deadline to return its response.
+	DefaultReserve = 500 * time.Millisecond
 )
 
 // Options configures the handler built by [SQS]. The zero value of every
@@ -29,14 +33,27 @@ type Options struct {
 	// order. Default [DefaultConcurrency]; negative is invalid.
 	Concurrency int
 
-	// MinRemaining is the time that must be left before the context's
-	// deadline for a record to start: a record that has not started when
-	// less than MinRemaining remains is reported failed without running, so
-	// that SQS redelivers it instead of Lambda killing it half way. It has no
-	// effect when the context has no deadline. Default
-	// [DefaultMinRemaining]; negative is invalid. To start records until the
-	// deadline itself, set a tiny positive value such as [time.Nanosecond].
+	// MinRemaining is the time that must be left before the records'
+	// deadline (the context's, minus Reserve) for a record to start: a
+	// record that has not started when less than MinRemaining remains is
+	// reported failed without running, so that SQS redelivers it instead of
+	// Lambda killing it half way. It has no effect when the context has no
+	// deadline. Default [DefaultMinRemaining]; negative is invalid. To start
+	// records until the records' deadline itself, set a tiny positive value
+	// such as [time.Nanosecond].
 	MinRemaining time.Duration
+
+	// Reserve is the time kept free before the context's deadline (the
+	// invocation's) for the handler to return its response: the records run
+	// under a context that ends Reserve before the deadline, and the
+	// handler's own calls after them (pacing's visibility changes) run
+	// until that moment only, and are skipped once it has passed. A
+	// response Lambda gets after the deadline is lost, and the whole batch
+	// is delivered again. It has no effect when the context has no
+	// deadline. Default [DefaultReserve]; negative is invalid; for
+	// practically none, set a tiny positive value such as
+	// [time.Nanosecond].
+	Reserve time.Duration
 
 	// Logger receives at most one line per failed record, with its
 	// messageId and error (and, after a panic, the stack), never its body:
@@ -76,6 +93,9 @@ func (o Options) Validate() error {
 	if o.MinRemaining < 0 {
 		errs = append(errs, fmt.Errorf("batch: Options.MinRemaining must not be negative, got %v", o.MinRemaining))
 	}
+	if o.Reserve < 0 {
+		errs = append(errs, fmt.Errorf("batch: Options.Reserve must not be negative, got %v", o.Reserve))
+	}
 	return errors.Join(append(errs, o.Pacing.validate())...)
 }
 
@@ -86,6 +106,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MinRemaining == 0 {
 		o.MinRemaining = DefaultMinRemaining
+	}
+	if o.Reserve == 0 {
+		o.Reserve = DefaultReserve
 	}
 	o.Pacing = o.Pacing.withDefaults()
 	return o

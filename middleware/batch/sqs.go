@@ -125,10 +125,12 @@ func (p *processor[T]) handle(ctx context.Context, ev events.SQSEvent) (events.S
 	r := &run[T]{
 		p:       p,
 		ctx:     ctx,
+		parent:  ctx,
 		recs:    recs,
 		errs:    make([]error, len(recs)),
 		started: make([]bool, len(recs)),
 		log:     p.opts.Logger,
+		start:   p.now(),
 	}
 	if r.log == nil {
 		r.log = slog.Default()
@@ -136,7 +138,15 @@ func (p *processor[T]) handle(ctx context.Context, ev events.SQSEvent) (events.S
 	for i := range r.errs {
 		r.errs[i] = errIncomplete
 	}
-	r.deadline, r.hasDeadline = ctx.Deadline()
+	if deadline, ok := ctx.Deadline(); ok {
+		// The records, and the handler's own calls after them, end Reserve
+		// before the invocation's deadline: the response must reach Lambda
+		// before it.
+		r.deadline, r.hasDeadline = deadline.Add(-p.opts.Reserve), true
+		var cancel context.CancelFunc
+		r.ctx, cancel = context.WithDeadline(ctx, r.deadline)
+		defer cancel()
+	}
 	r.lanes = planLanes(recs)
 
 	n := r.lanes.count()
@@ -187,13 +197,15 @@ func (p *processor[T]) handle(ctx context.Context, ev events.SQSEvent) (events.S
 // are done.
 type run[T any] struct {
 	p           *processor[T]
-	ctx         context.Context
+	ctx         context.Context // the records': parent, ending at deadline
+	parent      context.Context // the invocation's
 	recs        []events.SQSMessage
 	errs        []error
 	started     []bool // whether the record function was called
 	log         *slog.Logger
 	lanes       lanes
-	deadline    time.Time
+	start       time.Time // when the invocation began, by p.now
+	deadline    time.Time // the records' deadline: the invocation's minus Reserve
 	hasDeadline bool
 }
 

@@ -531,12 +531,14 @@ func TestSQSDeadline(t *testing.T) {
 			want:       []outcome{{"m1", nil}, {"m2", nil}, {"m3", ErrDeadline}, {"m4", ErrDeadline}},
 		},
 		{
-			// m2 starts with exactly MinRemaining left; m3 with a nanosecond less.
+			// m2 starts with exactly MinRemaining left before the records'
+			// deadline (the context's minus the reserve); m3 with a
+			// nanosecond less.
 			name:         "custom MinRemaining boundary",
 			records:      []events.SQSMessage{std("m1", ""), std("m2", ""), std("m3", "")},
 			minRemaining: time.Minute,
 			deadlineIn:   time.Hour,
-			advance:      map[string]time.Duration{"m1": 59 * time.Minute, "m2": time.Nanosecond},
+			advance:      map[string]time.Duration{"m1": 59*time.Minute - DefaultReserve, "m2": time.Nanosecond},
 			want:         []outcome{{"m1", nil}, {"m2", nil}, {"m3", ErrDeadline}},
 		},
 		{

@@ -178,6 +178,15 @@ type call struct {
 // send makes one call and returns the error of each of its entries.
 func (c *Changer) send(ctx context.Context, cl call, changes []batch.VisibilityChange) []error {
 	errs := make([]error, len(cl.idx))
+	if ctx.Err() != nil {
+		// The caller's time is up (package batch ends it before the
+		// invocation's deadline): a call now could only fail or run late.
+		err := fmt.Errorf("sqsvisibility: not sent: %w", context.Cause(ctx))
+		for j := range errs {
+			errs[j] = err
+		}
+		return errs
+	}
 	entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(cl.idx))
 	for j, i := range cl.idx {
 		entries[j] = types.ChangeMessageVisibilityBatchRequestEntry{
