@@ -30,7 +30,8 @@
 // # Queue URL
 //
 // A record carries its queue's ARN, and the API takes the queue's URL:
-// [QueueURL] derives https://sqs.{region}.amazonaws.com/{account}/{name}
-// (amazonaws.com.cn in the aws-cn partition). Emulators use URLs of their
-// own; [WithQueueURL] replaces the derivation.
+// [QueueURL] derives https://sqs.{region}.{domain}/{account}/{name}, with
+// the domain of the ARN's partition (amazonaws.com, amazonaws.com.cn,
+// amazonaws.eu, and those of the ISO partitions: see [QueueURL]). Emulators
+// use URLs of their own; [WithQueueURL] replaces the derivation.
 package sqsvisibility
