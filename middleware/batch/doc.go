@@ -52,13 +52,21 @@
 //
 // # Failures
 //
-// The handler never returns an error for a record's failure: a batch-level
-// error would make every record of the batch visible again, including
-// those that succeeded. A record fails when its function returns an error,
-// panics (recovered as a [*PanicError] and logged with its stack; the other
-// records are not affected) or is not started. BatchItemFailures lists
-// exactly the failed records' messageIds, in the event's record order, and
-// is empty, never nil, when all succeed.
+// A record's failure never fails the batch: a batch-level error would make
+// every record of the batch visible again, including those that succeeded.
+// A record fails when its function returns an error, panics (recovered as a
+// [*PanicError] and logged with its stack; the other records are not
+// affected) or is not started. BatchItemFailures lists exactly the failed
+// records' messageIds, in the event's record order, and is empty, never
+// nil, when all succeed.
+//
+// When every record of a batch failed, nothing would be kept by a partial
+// response, and the handler returns a [*FullBatchFailureError] with it, as
+// Powertools for AWS Lambda does by default: Lambda then counts the
+// invocation as failed (its Errors metric and alarms see it) and backs
+// off, reducing the concurrency of the SQS event source, while a response
+// that lists every record is a success to Lambda and does not slow its
+// polling. [Options.NoFullBatchError] turns the error off.
 //
 // Every outcome reaches [Options.OnRecord]. Each failure is logged at most
 // once, to [Options.Logger], with the messageId and the error, never the

@@ -73,6 +73,17 @@ type Options struct {
 	// does not change the record's outcome.
 	OnRecord func(ctx context.Context, msg events.SQSMessage, err error)
 
+	// NoFullBatchError, when true, makes a batch in which every record
+	// failed return its response like any other, without an error. By
+	// default such a batch returns a [*FullBatchFailureError], as
+	// Powertools for AWS Lambda does (throwOnFullBatchFailure,
+	// raise_on_entire_batch_failure): Lambda counts the invocation as
+	// failed, which its Errors metric and alarms see, and backs off,
+	// reducing the concurrency of the SQS event source, where a response
+	// listing every record counts as a success and does not slow polling.
+	// Either way every record is delivered again.
+	NoFullBatchError bool
+
 	// Pacing, when its Changer is set, changes the visibility of the failed
 	// records' messages so that they come back when a new attempt can
 	// succeed: just after the lease of a key in progress elsewhere ends, or

@@ -167,9 +167,8 @@ func TestPacingNotStarted(t *testing.T) {
 	ch := &fakeChanger{}
 	recs := []events.SQSMessage{withCount(std("m1", ""), "7"), withCount(std("m2", ""), "7")}
 	opts := Options{Logger: quiet(), Pacing: Pacing{Changer: ch}}
-	if _, err := newProcessor(byBody, opts, func() time.Time { return start }, half).handle(ctx, events.SQSEvent{Records: recs}); err != nil {
-		t.Fatal(err)
-	}
+	resp, err := newProcessor(byBody, opts, func() time.Time { return start }, half).handle(ctx, events.SQSEvent{Records: recs})
+	checkErr(t, resp, err, len(recs))
 	for _, c := range ch.only(t) {
 		if c.Timeout != 0 {
 			t.Errorf("%s not started for lack of time: timeout %v, want 0 (another invocation can run it now)", c.MessageID, c.Timeout)
@@ -260,9 +259,7 @@ func TestPacingOnChangePanicContained(t *testing.T) {
 	ch := &fakeChanger{}
 	opts := Options{Logger: quiet(), Pacing: Pacing{Changer: ch, OnChange: func(context.Context, VisibilityChange, error) { panic("hook") }}}
 	resp, err := SQS(byBody, opts)(t.Context(), events.SQSEvent{Records: []events.SQSMessage{std("m1", "fail")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	checkErr(t, resp, err, 1)
 	if got := failedIDs(t, resp); !slices.Equal(got, []string{"m1"}) {
 		t.Errorf("failed = %q, want [m1]", got)
 	}
@@ -289,9 +286,8 @@ func TestPacingAfterCancellation(t *testing.T) {
 		return "", errRecord
 	}
 	opts := Options{Logger: quiet(), Concurrency: 1, Pacing: Pacing{Changer: ch}}
-	if _, err := SQS(fn, opts)(ctx, events.SQSEvent{Records: []events.SQSMessage{std("m1", ""), std("m2", "")}}); err != nil {
-		t.Fatal(err)
-	}
+	resp, err := SQS(fn, opts)(ctx, events.SQSEvent{Records: []events.SQSMessage{std("m1", ""), std("m2", "")}})
+	checkErr(t, resp, err, 2)
 	if got := ch.only(t); len(got) != 2 || got[1].Timeout != 0 {
 		t.Errorf("changes = %+v, want m1 backed off and m2 (not started) at 0", got)
 	}
@@ -402,9 +398,7 @@ func TestPacingWithinReserve(t *testing.T) {
 			recs := []events.SQSMessage{withCount(std("m1", ""), "1"), withCount(std("m2", ""), "1"), withCount(std("m3", ""), "1")}
 			resp, err := SQS(tt.recordFn, opts)(ctx, events.SQSEvent{Records: recs})
 			returned := time.Now()
-			if err != nil {
-				t.Fatal(err)
-			}
+			checkErr(t, resp, err, len(recs))
 			if !returned.Before(deadline) {
 				t.Errorf("the handler returned %v after the invocation's deadline: Lambda would lose its response", returned.Sub(deadline))
 			}
@@ -529,9 +523,8 @@ func TestPacingVisibilityLimit(t *testing.T) {
 		recs[i].Attributes["MessageGroupId"] = recs[i].MessageId
 	}
 	recs[4].Attributes["MessageGroupId"] = "old"
-	if _, err := p.handle(ctx, events.SQSEvent{Records: recs}); err != nil {
-		t.Fatal(err)
-	}
+	resp, err := p.handle(ctx, events.SQSEvent{Records: recs})
+	checkErr(t, resp, err, len(recs))
 	got := map[string]time.Duration{}
 	for _, c := range ch.only(t) {
 		got[c.MessageID] = c.Timeout

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,30 @@ var (
 	// or was not started in this batch, so this one must not run before it.
 	ErrGroupFailed = errors.New("batch: record not started: an earlier record of its message group failed")
 )
+
+// FullBatchFailureError is the error a handler returns when every record of
+// a non-empty batch failed, unless [Options.NoFullBatchError] is set: Lambda
+// then counts the invocation as failed (its Errors metric and alarms see
+// it, and its event source backs off) and delivers every record again, as
+// it would for the failures listed. The response returned with it still
+// lists every record, for callers that read it despite the error. Powertools
+// for AWS Lambda throws FullBatchFailureError (TypeScript) or
+// BatchProcessingError (Python) in the same case.
+type FullBatchFailureError struct {
+	// Errs holds each record's error, in event order.
+	Errs []error
+}
+
+// Error names the number of records and the first one's error.
+func (e *FullBatchFailureError) Error() string {
+	if len(e.Errs) == 0 {
+		return "batch: every record failed"
+	}
+	return fmt.Sprintf("batch: all %d records failed; the first: %v", len(e.Errs), e.Errs[0])
+}
+
+// Unwrap returns the records' errors, for [errors.Is] and [errors.As].
+func (e *FullBatchFailureError) Unwrap() []error { return e.Errs }
 
 // errNotStarted begins the error of a record not started because the
 // context was canceled.
@@ -71,11 +96,13 @@ func (e *PanicError) Unwrap() error {
 // Lambda ignores the response and deletes every record of the batch, the
 // failed ones included.
 //
-// The handler never returns an error: every failure, whether fn returned an
-// error, panicked, or the record was not started (see [ErrDeadline],
-// [ErrGroupFailed] and context cancellation), is one entry in
-// BatchItemFailures, in the event's record order. BatchItemFailures is
-// never nil, so an all-success batch encodes as {"batchItemFailures":[]}.
+// Every failure, whether fn returned an error, panicked, or the record was
+// not started (see [ErrDeadline], [ErrGroupFailed] and context
+// cancellation), is one entry in BatchItemFailures, in the event's record
+// order. BatchItemFailures is never nil, so an all-success batch encodes as
+// {"batchItemFailures":[]}. The handler returns an error only when every
+// record of the batch failed: a [*FullBatchFailureError], unless
+// [Options.NoFullBatchError] is set.
 //
 // The T results of fn are discarded: fn is generic only so that typed
 // record functions, such as those built by the idempotency package, can be
@@ -189,7 +216,11 @@ func (p *processor[T]) handle(ctx context.Context, ev events.SQSEvent) (events.S
 	if failed > 0 {
 		r.pace()
 	}
-	return events.SQSEventResponse{BatchItemFailures: out}, nil
+	resp := events.SQSEventResponse{BatchItemFailures: out}
+	if failed == len(recs) && !p.opts.NoFullBatchError {
+		return resp, &FullBatchFailureError{Errs: slices.Clone(r.errs)}
+	}
+	return resp, nil
 }
 
 // run is the state of one invocation. errs[i] and started[i] are written
