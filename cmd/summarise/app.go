@@ -227,27 +227,26 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
 	}
-	// A record starts with MinRemaining left before the records' deadline,
-	// the invocation's less the default reserve.
-	a.handle = warnShortDeadline(opts.MinRemaining+batch.DefaultReserve, out.Logger, rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), opts)))
+	a.handle = warnShortDeadline(opts.MinRemaining, batch.DefaultReserve, out.Logger, rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), opts)))
 	return a, nil
 }
 
 // warnShortDeadline returns next, logging a warning for every invocation
-// that starts with less than minRemaining before its deadline: none of its
-// records will start (each fails with batch.ErrDeadline and comes back
-// until the dead-letter queue), because the function's timeout is not
-// above SQSONCE_MIN_REMAINING. Lambda does not tell a function its timeout
-// at init, so this is the first moment the mistake can be seen.
-func warnShortDeadline(minRemaining time.Duration, logger *slog.Logger,
+// that starts with less than minRemaining plus the batch handler's reserve
+// before its deadline: none of its records will start (each fails with
+// batch.ErrDeadline and comes back until the dead-letter queue), because
+// the function's timeout is not above SQSONCE_MIN_REMAINING. Lambda does
+// not tell a function its timeout at init, so this is the first moment the
+// mistake can be seen.
+func warnShortDeadline(minRemaining, reserve time.Duration, logger *slog.Logger,
 	next func(context.Context, events.SQSEvent) (events.SQSEventResponse, error),
 ) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		if deadline, ok := ctx.Deadline(); ok && len(ev.Records) > 0 {
-			if left := time.Until(deadline); left < minRemaining {
+			if left := time.Until(deadline); left < minRemaining+reserve {
 				logger.WarnContext(ctx, "summarise: the invocation starts with less time than "+envMinRemaining+
 					": no record will start; raise the function timeout above it or lower it",
-					"left", left.Round(time.Millisecond).String(), "min_remaining", minRemaining.String(), "records", len(ev.Records))
+					"left", left.Round(time.Millisecond).String(), "min_remaining", minRemaining.String(), "reserve", reserve.String(), "records", len(ev.Records))
 			}
 		}
 		return next(ctx, ev)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/middleware/batch"
 )
 
 // received sends n copies of the fixture's message to a new queue on moto
@@ -87,8 +89,8 @@ func TestPacingWired(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // below the default 90s margin
 			defer cancel()
 			resp, err := a.handle(ctx, ev)
-			if err != nil || len(resp.BatchItemFailures) != 2 || a.calls.Len() != 0 {
-				t.Fatalf("resp = %+v, %v, %d provider calls; want both records failed, not started", resp, err, a.calls.Len())
+			if !errors.As(err, new(*batch.FullBatchFailureError)) || len(resp.BatchItemFailures) != 2 || a.calls.Len() != 0 {
+				t.Fatalf("resp = %+v, %v, %d provider calls; want both records failed, not started, and so the batch", resp, err, a.calls.Len())
 			}
 			within := 20 * time.Second
 			if tc.wantAgain == 0 {
