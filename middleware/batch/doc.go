@@ -85,6 +85,20 @@
 // returned it. The errors of package idempotency's guard are such errors,
 // so a record that fails through the guard gets the guard's line only.
 //
+// # Permanent failures
+//
+// Some failures no new delivery can cure: a body that does not decode, a
+// missing key, a key reused with another payload, an operation that says
+// so. Such an error is a [PermanentError] (package idempotency's
+// BodyError, KeyError and PayloadMismatchError are; [Permanent] marks
+// one's own). With [Options.DeadLetter] set, the handler moves those
+// messages to their queue's dead-letter queue at once, through a
+// [DeadLetterMover] (package sqsdlq makes it on the SQS API), instead of
+// letting SQS deliver them again until maxReceiveCount: the message is
+// sent, then deleted from its queue, never deleted unless sent, and no
+// longer reported failed. A move that fails leaves the message failed, to
+// SQS's own redrive. See [DeadLetter] for the rules.
+//
 // # Pacing
 //
 // Without more, a failed record comes back when the queue's visibility

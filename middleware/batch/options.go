@@ -66,8 +66,9 @@ type Options struct {
 
 	// OnRecord, if set, is called exactly once for every record of every
 	// event, after the record finished or was reported failed without
-	// starting: err is nil on success and otherwise the reason the record is
-	// reported failed. The record function's result is not passed on. It is
+	// starting: err is nil on success and otherwise the reason the record
+	// failed (a message then moved to the dead-letter queue is not reported
+	// in BatchItemFailures: see [DeadLetter]). The record function's result is not passed on. It is
 	// called from the goroutines that run the records, so it must be safe for
 	// concurrent use. A panic inside OnRecord is recovered and logged; it
 	// does not change the record's outcome.
@@ -83,6 +84,12 @@ type Options struct {
 	// listing every record counts as a success and does not slow polling.
 	// Either way every record is delivered again.
 	NoFullBatchError bool
+
+	// DeadLetter, when its Mover is set, moves a message whose record
+	// failed permanently (see [PermanentError]) to its queue's dead-letter
+	// queue at once, instead of letting SQS deliver it again until its
+	// maxReceiveCount. The zero value turns moving off. See [DeadLetter].
+	DeadLetter DeadLetter
 
 	// Pacing, when its Changer is set, changes the visibility of the failed
 	// records' messages so that they come back when a new attempt can
@@ -106,6 +113,9 @@ func (o Options) Validate() error {
 	}
 	if o.Reserve < 0 {
 		errs = append(errs, fmt.Errorf("batch: Options.Reserve must not be negative, got %v", o.Reserve))
+	}
+	if o.DeadLetter.OnMove != nil && o.DeadLetter.Mover == nil {
+		errs = append(errs, errors.New("batch: Options.DeadLetter.OnMove is set without a Mover: it would never be called"))
 	}
 	return errors.Join(append(errs, o.Pacing.validate())...)
 }

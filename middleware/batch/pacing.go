@@ -238,7 +238,7 @@ func (r *run[T]) pace() {
 	var changes []VisibilityChange
 	var beyond []VisibilityChange // past SQS's limit: not asked for
 	for i, err := range r.errs {
-		if err == nil {
+		if err == nil || r.moved[i] {
 			continue
 		}
 		msg := &r.recs[i]

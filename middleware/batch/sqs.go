@@ -198,18 +198,22 @@ func (p *processor[T]) handle(ctx context.Context, ev events.SQSEvent) (events.S
 		wg.Wait()
 	}
 
-	failed := 0
 	for i, err := range r.errs {
 		if err == errIncomplete {
 			r.finish(i, err)
 		}
-		if err != nil {
+	}
+	r.moved = make([]bool, len(recs))
+	r.moveToDeadLetter()
+	failed := 0
+	for i, err := range r.errs {
+		if err != nil && !r.moved[i] {
 			failed++
 		}
 	}
 	out := make([]events.SQSBatchItemFailure, 0, failed)
 	for i, err := range r.errs {
-		if err != nil {
+		if err != nil && !r.moved[i] {
 			out = append(out, events.SQSBatchItemFailure{ItemIdentifier: recs[i].MessageId})
 		}
 	}
@@ -233,6 +237,7 @@ type run[T any] struct {
 	recs        []events.SQSMessage
 	errs        []error
 	started     []bool // whether the record function was called
+	moved       []bool // whether the message was sent to the dead-letter queue
 	log         *slog.Logger
 	lanes       lanes
 	start       time.Time // when the invocation began, by p.now

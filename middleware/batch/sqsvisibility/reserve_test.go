@@ -24,10 +24,9 @@ type slowAPI struct {
 	sqsvisibility.API
 	delay time.Duration
 
-	mu        sync.Mutex
-	sent      int
-	sentLate  int // calls forwarded with their context already done
-	refusedBy []error
+	mu       sync.Mutex
+	sent     int
+	sentLate int // calls forwarded with their context already done
 }
 
 func (s *slowAPI) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
