@@ -24,6 +24,7 @@ import (
 	"github.com/sqsonce/sqsonce/handler/openai"
 	"github.com/sqsonce/sqsonce/handler/s3docs"
 	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
@@ -205,24 +206,36 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		// no margin at all.
 		opts.MinRemaining = time.Nanosecond
 	}
-	if c.Pacing {
-		// Failed records come back when they can succeed: just after the
-		// lease of a key in progress elsewhere, or after a backoff; not
-		// after the queue's visibility timeout (6 × the function's).
+	var client *sqs.Client
+	if c.Pacing || c.DeadLetter {
 		cfg, err := loadAWS()
 		if err != nil {
 			return nil, err
 		}
-		client := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		client = sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 			if c.SQSEndpoint != "" {
 				o.BaseEndpoint = aws.String(c.SQSEndpoint)
 			}
 		})
+	}
+	if c.Pacing {
+		// Failed records come back when they can succeed: just after the
+		// lease of a key in progress elsewhere, or after a backoff; not
+		// after the queue's visibility timeout (6 × the function's).
 		changer, err := sqsvisibility.New(client)
 		if err != nil {
 			return nil, fmt.Errorf("summarise: %w", err)
 		}
 		opts.Pacing = batch.Pacing{Changer: changer}
+	}
+	if c.DeadLetter {
+		// A body that does not decode or a request without a key fails on
+		// every delivery: to the dead-letter queue after the first.
+		mover, err := sqsdlq.New(client)
+		if err != nil {
+			return nil, fmt.Errorf("summarise: %w", err)
+		}
+		opts.DeadLetter = batch.DeadLetter{Mover: mover}
 	}
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
