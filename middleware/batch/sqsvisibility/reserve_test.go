@@ -105,8 +105,8 @@ func TestDeadlineMidPacing(t *testing.T) {
 	if returned := time.Now(); !returned.Before(deadline) {
 		t.Errorf("the handler returned %v after the invocation's deadline", returned.Sub(deadline))
 	}
-	if err != nil || len(resp.BatchItemFailures) != n {
-		t.Fatalf("response %d failures, err %v; want every record failed", len(resp.BatchItemFailures), err)
+	if !errors.As(err, new(*batch.FullBatchFailureError)) || len(resp.BatchItemFailures) != n {
+		t.Fatalf("response %d failures, err %v; want every record failed, and so the batch", len(resp.BatchItemFailures), err)
 	}
 	mu.Lock()
 	nApplied, nCut := len(applied), cut
