@@ -128,7 +128,7 @@ type DeadLetter struct {
 
 // moveToDeadLetter moves the permanent failures, if moving is on, and
 // marks those sent as moved.
-func (r *run[T]) moveToDeadLetter() {
+func (r *sqsRun) moveToDeadLetter() {
 	dl := r.p.opts.DeadLetter
 	if dl.Mover == nil {
 		return
@@ -162,6 +162,9 @@ func (r *run[T]) moveToDeadLetter() {
 	for j, err := range errs {
 		i := idx[j]
 		if err == nil || errors.Is(err, ErrNotDeleted) {
+			if r.moved == nil {
+				r.moved = make([]bool, len(r.recs))
+			}
 			r.moved[i] = true
 			attrs := []slog.Attr{slog.String("messageId", moves[j].Message.MessageId), slog.String("error_type", moves[j].ErrorType)}
 			if err != nil {
@@ -182,7 +185,7 @@ func (r *run[T]) moveToDeadLetter() {
 
 // callMover calls m, and returns one error per move. A panic in m, or a
 // result of the wrong length, fails every move as not sent.
-func (r *run[T]) callMover(ctx context.Context, m DeadLetterMover, moves []DeadLetterMove) (errs []error) {
+func (r *sqsRun) callMover(ctx context.Context, m DeadLetterMover, moves []DeadLetterMove) (errs []error) {
 	all := func(err error) []error {
 		errs := make([]error, len(moves))
 		for i := range errs {
@@ -208,7 +211,7 @@ func (r *run[T]) callMover(ctx context.Context, m DeadLetterMover, moves []DeadL
 }
 
 // onMove calls the OnMove hook, containing a panic inside it.
-func (r *run[T]) onMove(msg *events.SQSMessage, err error) {
+func (r *sqsRun) onMove(msg *events.SQSMessage, err error) {
 	if r.p.opts.DeadLetter.OnMove == nil {
 		return
 	}

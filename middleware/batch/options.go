@@ -3,7 +3,6 @@ package batch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -104,16 +103,7 @@ type Options struct {
 // first to handle the error instead, for instance when the values come from
 // the environment.
 func (o Options) Validate() error {
-	var errs []error
-	if o.Concurrency < 0 {
-		errs = append(errs, fmt.Errorf("batch: Options.Concurrency must not be negative, got %d", o.Concurrency))
-	}
-	if o.MinRemaining < 0 {
-		errs = append(errs, fmt.Errorf("batch: Options.MinRemaining must not be negative, got %v", o.MinRemaining))
-	}
-	if o.Reserve < 0 {
-		errs = append(errs, fmt.Errorf("batch: Options.Reserve must not be negative, got %v", o.Reserve))
-	}
+	errs := validateSettings("Options", o.Concurrency, o.MinRemaining, o.Reserve)
 	if o.DeadLetter.OnMove != nil && o.DeadLetter.Mover == nil {
 		errs = append(errs, errors.New("batch: Options.DeadLetter.OnMove is set without a Mover: it would never be called"))
 	}
@@ -122,15 +112,8 @@ func (o Options) Validate() error {
 
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
-	if o.Concurrency == 0 {
-		o.Concurrency = DefaultConcurrency
-	}
-	if o.MinRemaining == 0 {
-		o.MinRemaining = DefaultMinRemaining
-	}
-	if o.Reserve == 0 {
-		o.Reserve = DefaultReserve
-	}
+	s := newSettings(o.Concurrency, o.MinRemaining, o.Reserve, o.Logger, o.NoFullBatchError)
+	o.Concurrency, o.MinRemaining, o.Reserve = s.concurrency, s.minRemaining, s.reserve
 	o.Pacing = o.Pacing.withDefaults()
 	return o
 }

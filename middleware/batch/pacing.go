@@ -227,7 +227,7 @@ func receiveCount(msg *events.SQSMessage) int {
 
 // pace changes the visibility of the failed records, if pacing is on, by
 // the records' deadline (see [Options.Reserve]).
-func (r *run[T]) pace() {
+func (r *sqsRun) pace() {
 	pc := r.p.opts.Pacing
 	if pc.Changer == nil {
 		return
@@ -238,7 +238,7 @@ func (r *run[T]) pace() {
 	var changes []VisibilityChange
 	var beyond []VisibilityChange // past SQS's limit: not asked for
 	for i, err := range r.errs {
-		if err == nil || r.moved[i] {
+		if err == nil || r.isMoved(i) {
 			continue
 		}
 		msg := &r.recs[i]
@@ -293,38 +293,6 @@ func (r *run[T]) pace() {
 	r.changed(changes, errs, nil)
 }
 
-// tailContext returns the context of the handler's own calls after the
-// records, and the latest moment they can be made. With a deadline that is
-// the records' deadline, and ctx is nil once it has passed (the reserve is
-// reached: make no call). Without one the calls run under the invocation's
-// context, or, once that is done, a detached one bounded by pacingTimeout.
-func (r *run[T]) tailContext() (ctx context.Context, cancel context.CancelFunc, callBy time.Time) {
-	now := r.p.now()
-	if r.hasDeadline {
-		if !now.Before(r.deadline) {
-			return nil, func() {}, r.deadline
-		}
-		end := r.deadline
-		if r.parent.Err() != nil {
-			end = minTime(end, time.Now().Add(pacingTimeout))
-		}
-		ctx, cancel = context.WithDeadline(context.WithoutCancel(r.parent), end)
-		return ctx, cancel, r.deadline
-	}
-	if r.parent.Err() == nil {
-		return r.parent, func() {}, now.Add(pacingTimeout)
-	}
-	ctx, cancel = context.WithTimeout(context.WithoutCancel(r.parent), pacingTimeout)
-	return ctx, cancel, now.Add(pacingTimeout)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
 // limitMargin is taken off the time left under SQS's 12-hour limit for
 // the clocks of SQS and this host to disagree.
 const limitMargin = time.Second
@@ -351,7 +319,7 @@ func visibilityLimit(msg *events.SQSMessage, start, callBy time.Time) time.Durat
 
 // changed passes each change and its outcome to OnChange, if set: errs[i],
 // or err for all when errs is nil.
-func (r *run[T]) changed(changes []VisibilityChange, errs []error, err error) {
+func (r *sqsRun) changed(changes []VisibilityChange, errs []error, err error) {
 	if r.p.opts.Pacing.OnChange == nil {
 		return
 	}
@@ -367,7 +335,7 @@ func (r *run[T]) changed(changes []VisibilityChange, errs []error, err error) {
 // changeVisibility calls c, and returns one error per change (a nil slice
 // when all were applied). A panic in c, or a result of the wrong length,
 // fails every change.
-func (r *run[T]) changeVisibility(ctx context.Context, c VisibilityChanger, changes []VisibilityChange) (errs []error) {
+func (r *sqsRun) changeVisibility(ctx context.Context, c VisibilityChanger, changes []VisibilityChange) (errs []error) {
 	all := func(err error) []error {
 		errs := make([]error, len(changes))
 		for i := range errs {
@@ -391,7 +359,7 @@ func (r *run[T]) changeVisibility(ctx context.Context, c VisibilityChanger, chan
 }
 
 // onChange calls the OnChange hook, containing a panic inside it.
-func (r *run[T]) onChange(c VisibilityChange, err error) {
+func (r *sqsRun) onChange(c VisibilityChange, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			r.log.LogAttrs(r.parent, slog.LevelError, "batch: Pacing.OnChange panicked",
