@@ -5,6 +5,9 @@
 //
 //	lambda.StartHandlerFunc(batch.SQS(handle, batch.Options{}))
 //
+// and does the same for Kinesis Data Streams ([Kinesis]) and DynamoDB
+// Streams ([DynamoDBStream]) records (see Streams).
+//
 // Turn on ReportBatchItemFailures on the event source mapping: Lambda then
 // deletes the records that succeeded and makes only the failed ones visible
 // again. The package imports the standard library and aws-lambda-go/events
@@ -49,6 +52,25 @@
 // context ends at the records' deadline), so MinRemaining should exceed
 // the time one record takes. Once the context is canceled, records not yet
 // started are reported failed with an error wrapping [context.Cause].
+//
+// # Streams
+//
+// [Kinesis] and [DynamoDBStream] run the records of a stream batch with the
+// same engine, ordered by key: the records of one Kinesis partition key, or
+// of one DynamoDB item (its key attributes), run one after another in event
+// order, as a FIFO queue's message group does; different keys run
+// concurrently, at most [StreamOptions.Concurrency] at a time. After a
+// record fails, the later records of its key are reported failed without
+// starting ([ErrGroupFailed]): a key's records never run out of order
+// within a batch. BatchItemFailures lists the sequence numbers of the
+// failed and not started records. Lambda takes the lowest as its
+// checkpoint and delivers every record after it again, the records of other
+// keys that succeeded included: make the record function idempotent
+// (package idempotency, keyed on the record's data) so that those come
+// back as replays. The deadline, panics, logs (by sequence number and event
+// id) and whole-batch failure are as for SQS; there is no pacing and no
+// dead-letter mover: a stream's failed records go to the event source
+// mapping's on-failure destination, after its retry policy.
 //
 // # Failures
 //

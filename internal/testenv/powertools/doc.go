@@ -2,5 +2,6 @@
 // pinned npm packages in testdata (package.json and its package-lock.json,
 // installed with npm ci by make test) driven by testdata/driver.mjs. The
 // interop tests (test/ptinterop) and make bench-peer (tools/benchpeer) run
-// it.
+// it; test/streams runs testdata/streams.mjs, Powertools' BatchProcessor on
+// Kinesis and DynamoDB Streams events.
 package powertools
