@@ -37,10 +37,11 @@
 // and the whole batch is delivered again. So the handler keeps
 // [Options.Reserve] (default [DefaultReserve]) free before the context's
 // deadline: the records run under a context that ends then (the records'
-// deadline), and the handler's own calls after the records, pacing's
-// visibility changes, are made only until then: cut short when the
-// records' deadline comes while they run, skipped when it has passed, and
-// logged either way (see Pacing). The handler returns by the records'
+// deadline), and the handler's own calls after the records (moves to the
+// dead-letter queue, pacing's visibility changes) are made only until
+// then: cut short when the records' deadline comes while they run,
+// skipped when it has passed, and logged either way (see [DeadLetter] and
+// [Pacing]). The handler returns by the records'
 // deadline unless a record function runs past it.
 //
 // A record starts only if the context has no deadline or at least

@@ -45,7 +45,7 @@ type Options struct {
 	// Reserve is the time kept free before the context's deadline (the
 	// invocation's) for the handler to return its response: the records run
 	// under a context that ends Reserve before the deadline, and the
-	// handler's own calls after them (pacing's visibility changes) run
+	// handler's own calls after them (dead-letter moves, visibility changes) run
 	// until that moment only, and are skipped once it has passed. A
 	// response Lambda gets after the deadline is lost, and the whole batch
 	// is delivered again. It has no effect when the context has no
