@@ -537,6 +537,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			idemID, _ := tableWithTTL(t, tpl)
 			sumID, _ := tpl.only(t, "AWS::DynamoDB::Table", "/Summaries/")
 			queueID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/Queue/")
+			dlqID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/DeadLetterQueue/")
 			logsID, _ := tpl.only(t, "AWS::Logs::LogGroup", "/Consumer/Logs/")
 			want := map[string][]string{
 				getAtt(idemID, "Arn"):  items,
@@ -560,8 +561,12 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			// The runtime paces redelivery with ChangeMessageVisibilityBatch,
 			// which needs exactly this action on its queue, in a statement
 			// of the function's own (the event source's grant has it too).
+			// Permanent failures go to the dead-letter queue at once:
+			// SendMessage there, in a statement of its own.
 			wantSids := map[string]string{"PaceRedelivery": js(map[string]any{
 				"Action": idempotentconsumer.VisibilityAction, "Effect": "Allow", "Resource": jsonValue(getAtt(queueID, "Arn")), "Sid": "PaceRedelivery",
+			}), "DeadLetterPermanentFailures": js(map[string]any{
+				"Action": idempotentconsumer.DeadLetterAction, "Effect": "Allow", "Resource": jsonValue(getAtt(dlqID, "Arn")), "Sid": "DeadLetterPermanentFailures",
 			})}
 			if len(bySid) != len(wantSids) {
 				t.Errorf("statements with a Sid %v, want %v", sortedKeys(bySid), sortedKeys(wantSids))

@@ -41,6 +41,12 @@ func ItemActions() []string {
 // (ChangeMessageVisibilityBatch is authorised by this action).
 const VisibilityAction = "sqs:ChangeMessageVisibility"
 
+// DeadLetterAction is the one action the function gets on its dead-letter
+// queue: the runtime sends a message whose record failed permanently
+// there at once (package sqsdlq), and then deletes it from the queue with
+// the event source's sqs:DeleteMessage.
+const DeadLetterAction = "sqs:SendMessage"
+
 // TableOperations are the DynamoDB operations the function makes, as
 // CloudWatch names them in the Operation dimension: the table alarms sum
 // ThrottledRequests and SystemErrors over them.
@@ -270,6 +276,14 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		Sid:       jsii.String("PaceRedelivery"),
 		Actions:   jsii.Strings(VisibilityAction),
 		Resources: jsii.Strings(*c.Queue.QueueArn()),
+	}))
+	// Permanent failures go to the dead-letter queue after one receive:
+	// sending there is all the function may do to it. The queues are
+	// encrypted with SQS-managed keys, so no KMS action is needed.
+	c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("DeadLetterPermanentFailures"),
+		Actions:   jsii.Strings(DeadLetterAction),
+		Resources: jsii.Strings(*c.DeadLetterQueue.QueueArn()),
 	}))
 
 	c.addAlarms(plan)

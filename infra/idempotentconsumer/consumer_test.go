@@ -207,6 +207,20 @@ func TestConstructDefaults(t *testing.T) {
 		})
 	})
 
+	// The function's own grant for permanent failures: exactly SendMessage
+	// on its dead-letter queue.
+	dlqID, _ := resourceOf(t, tpl, "AWS::SQS::Queue", "ConsumerDeadLetterQueue")
+	check(t, "dead-letter grant", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
+			"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{map[string]any{
+				"Sid":      "DeadLetterPermanentFailures",
+				"Effect":   "Allow",
+				"Action":   idempotentconsumer.DeadLetterAction,
+				"Resource": map[string]any{"Fn::GetAtt": []any{dlqID, "Arn"}},
+			}})},
+		})
+	})
+
 	// The expiry covers one redrive from the dead-letter queue.
 	pl := c.Plan
 	if want := idempotentconsumer.DefaultDeadLetterRetention + pl.QueueWindow; pl.DeadLetterWindow != want {

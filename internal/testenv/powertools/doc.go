@@ -3,5 +3,6 @@
 // installed with npm ci by make test) driven by testdata/driver.mjs (SQS
 // batches, [Run]) and testdata/handler.mjs (a handler of any event,
 // [RunHandler]). The interop tests (test/ptinterop) and make bench-peer
-// (tools/benchpeer) run it.
+// (tools/benchpeer) run it; test/streams runs testdata/streams.mjs,
+// Powertools' BatchProcessor on Kinesis and DynamoDB Streams events.
 package powertools
