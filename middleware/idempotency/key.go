@@ -68,11 +68,11 @@ func bodyPath(source string, path []string) KeyFunc {
 		if err != nil {
 			return Key{}, err
 		}
-		raw := trimSpace(values[0])
-		if raw == nil || string(raw) == "null" || string(raw) == `""` {
+		raw := values[0]
+		if raw == "" || raw == "null" || raw == `""` {
 			return Key{}, &KeyError{MessageID: m.MessageId, Source: source, Err: ErrNoKey}
 		}
-		return Key{Selector: selector, Value: raw}, nil
+		return Key{Selector: selector, Value: []byte(raw)}, nil
 	}
 }
 
@@ -107,7 +107,7 @@ func BodySubset(names ...string) KeyFunc {
 		}
 		size := 2
 		for n, raw := range values {
-			if raw = trimSpace(raw); raw == nil || string(raw) == "null" {
+			if raw == "" || raw == "null" {
 				return Key{}, &KeyError{MessageID: m.MessageId, Source: source,
 					Err: fmt.Errorf("%w: field %q is missing", ErrNoKey, names[n])}
 			}
@@ -119,17 +119,10 @@ func BodySubset(names ...string) KeyFunc {
 			if n > 0 {
 				v = append(v, ',')
 			}
-			v = append(append(append(v, quoted[n]...), ':'), trimSpace(raw)...)
+			v = append(append(append(v, quoted[n]...), ':'), raw...)
 		}
 		return Key{Selector: "body fields", Value: append(v, '}')}, nil
 	}
-}
-
-func trimSpace(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return b[skipSpace(b, 0):]
 }
 
 // FirstOf returns a KeyFunc that tries each of fns in order and returns the

@@ -11,11 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/internal/redact"
 )
 
@@ -90,9 +89,13 @@ func WrapJSON[Req, T any](g *Guard, body JSONBody[Req], fn func(context.Context,
 			g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: m.MessageId, Err: err})
 			return zero, &reported{err}
 		}
-		req, err := decodeBody[Req]([]byte(m.Body), body.DisallowUnknownFields)
+		// The body keeps the rules of key material, since the key is taken
+		// from what it decodes to: decoding loses nothing, and two bodies
+		// that decode alike are alike.
+		err := jsonkey.Check(m.Body)
+		var req Req
 		if err == nil {
-			err = lossless([]byte(m.Body))
+			req, err = decodeBody[Req]([]byte(m.Body), body.DisallowUnknownFields)
 		}
 		if err != nil {
 			return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err})
@@ -149,39 +152,6 @@ func decodeBody[Req any](b []byte, strict bool) (Req, error) {
 		return r, errors.New("data after the JSON value")
 	}
 	return r, nil
-}
-
-// lossless reports an error for a body that encoding/json decodes with a
-// loss: invalid UTF-8, or an unpaired surrogate escape (\ud800), both of
-// which it replaces with U+FFFD. Two such bodies would decode to one value
-// and so to one key: they are refused instead, as key functions refuse
-// them.
-func lossless(b []byte) error {
-	if !utf8.Valid(b) {
-		return errors.New("not valid UTF-8")
-	}
-	// b decoded as JSON: every \u escape has its four hex digits.
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' {
-			continue
-		}
-		if i++; b[i] != 'u' {
-			continue // the escaped character
-		}
-		r := hex4(b[i+1 : i+5])
-		i += 4
-		if !utf16.IsSurrogate(r) {
-			continue
-		}
-		if r >= 0xdc00 || i+6 >= len(b) || b[i+1] != '\\' || b[i+2] != 'u' {
-			return errors.New("a string holds an unpaired surrogate escape")
-		}
-		if lo := hex4(b[i+3 : i+7]); lo < 0xdc00 || lo >= 0xe000 {
-			return errors.New("a string holds an unpaired surrogate escape")
-		}
-		i += 6
-	}
-	return nil
 }
 
 // BodyError reports a message body that [WrapJSON] could not take as its
