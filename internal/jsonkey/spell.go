@@ -108,15 +108,15 @@ func (p *speller) value(n int) (err error) {
 	case '[':
 		p.write("[")
 		first := true
-		p.children(n, func(c int) {
-			if err == nil {
-				if !first {
-					p.write(p.comma)
-				}
-				first = false
-				err = p.value(c)
+		for c := range p.children(n) {
+			if !first {
+				p.write(p.comma)
 			}
-		})
+			first = false
+			if err = p.value(c); err != nil {
+				return err
+			}
+		}
 		p.write("]")
 	case '"':
 		p.string(quotedRunes(p.text(n)))
