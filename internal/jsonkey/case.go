@@ -2,6 +2,7 @@ package jsonkey
 
 import (
 	"errors"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -36,50 +37,65 @@ func caseStable(r rune) bool {
 // jsLower is JavaScript's String.prototype.toLowerCase as V8 computes it
 // with ICU: Unicode's full lower-case mapping, with its one unconditional
 // special case (U+0130) and the final sigma, whose context ICU reads by
-// skipping case-ignorable characters before testing for a cased one.
+// skipping case-ignorable characters before testing for a cased one. It
+// returns s itself when s has no upper case.
 func jsLower(s string) string {
-	ascii := true
-	for i := 0; i < len(s) && ascii; i++ {
-		ascii = s[i] < utf8.RuneSelf && (s[i] < 'A' || s[i] > 'Z')
-	}
-	if ascii {
-		return s
-	}
-	rs := []rune(s)
-	out := make([]rune, 0, len(rs))
-	for n, r := range rs {
+	var b strings.Builder
+	lowered := false
+	for i, r := range s {
+		l := r
 		switch {
+		case r < utf8.RuneSelf:
+			if 'A' <= r && r <= 'Z' {
+				l += 'a' - 'A'
+			}
 		case r == 0x130:
-			out = append(out, 'i', 0x307)
-		case r == 0x3a3 && finalSigma(rs, n):
-			out = append(out, 0x3c2)
+			l = -1
+		case r == 0x3a3 && finalSigma(s, i):
+			l = 0x3c2
 		default:
-			out = append(out, unicode.ToLower(r))
+			l = unicode.ToLower(r)
 		}
-	}
-	return string(out)
-}
-
-// finalSigma reports whether the sigma at s[n] ends a word: preceded by a
-// cased letter and not followed by one, skipping case-ignorable characters
-// (ICU's isFollowedByCasedLetter, in both directions).
-func finalSigma(s []rune, n int) bool {
-	before := false
-	for i := n - 1; i >= 0; i-- {
-		if caseIgnorable(s[i]) {
+		if l == r && !lowered {
 			continue
 		}
-		before = cased(s[i])
-		break
+		if !lowered {
+			lowered = true
+			b.Grow(len(s) + 2)
+			b.WriteString(s[:i])
+		}
+		if l < 0 {
+			b.WriteString("i\u0307")
+		} else {
+			b.WriteRune(l)
+		}
+	}
+	if !lowered {
+		return s
+	}
+	return b.String()
+}
+
+// finalSigma reports whether the sigma at s[i] ends a word: preceded by a
+// cased letter and not followed by one, skipping case-ignorable characters
+// (ICU's isFollowedByCasedLetter, in both directions).
+func finalSigma(s string, i int) bool {
+	before := false
+	for j := i; j > 0; {
+		r, n := utf8.DecodeLastRuneInString(s[:j])
+		j -= n
+		if !caseIgnorable(r) {
+			before = cased(r)
+			break
+		}
 	}
 	if !before {
 		return false
 	}
-	for i := n + 1; i < len(s); i++ {
-		if caseIgnorable(s[i]) {
-			continue
+	for _, r := range s[i+len("Σ"):] {
+		if !caseIgnorable(r) {
+			return !cased(r)
 		}
-		return !cased(s[i])
 	}
 	return true
 }

@@ -11,7 +11,7 @@ package jsonkey
 // Select reads text once and decodes nothing but the member names of the
 // objects on the paths.
 func Select(text string, paths [][]string) ([]string, error) {
-	s := scanner{s: text}
+	s := scanner{s: text, dups: true}
 	values := make([]string, len(paths))
 	live := make([]int, len(paths))
 	for n := range live {
