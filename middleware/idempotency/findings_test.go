@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -238,5 +241,40 @@ func TestKeyOfEmptyNumber(t *testing.T) {
 	}{M: "0"}
 	if k, err := idempotency.KeyOf("s", omitted); err != nil || string(k.Value) != `{"m":0}` {
 		t.Errorf("KeyOf of an omitted empty json.Number = %s, %v", k.Value, err)
+	}
+}
+
+// TestTypeScriptKeySortMatchesRuntime (issue 20): the TypeScript format
+// lower-cased keys for its sort with an incomplete final-sigma rule (ª and
+// Ⓐ are cased, ‘ and · are skipped), so objects with such keys got other
+// ids than Powertools TypeScript gives them; keys holding characters whose
+// case differs between Unicode versions (U+0295; U+16EA0, new in 17.0) are
+// now refused, and every other object's id is the runtime's.
+func TestTypeScriptKeySortMatchesRuntime(t *testing.T) {
+	dir, _ := filepath.Abs(filepath.Join("..", "..", "internal", "testenv", "powertools", "testdata"))
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", "@aws-lambda-powertools", "idempotency", "package.json"))
+	}
+	if err != nil {
+		peerMissing(t, "node with @aws-lambda-powertools/idempotency in "+dir, err)
+	}
+	matching := []string{
+		`{"ªΣ":1,"ªς":2}`, `{"ⒶΣ":1,"Ⓐς":2}`, `{"aΣ‘b":1,"aς‘b":2}`, `{"aΣ·":1,"aς·":2}`, `{"ʰΣ":1,"ʰς":2}`,
+		`{"Σ":1,"σ":2,"ς":3}`, `{"ΑΣ":1,"ας":2,"ασ":3}`, `{"İ":1,"i̇":2,"i":3}`, `{"\u212a":1,"k":2,"K":3}`, `{"\u017f":1,"s":2,"S":3}`,
+	}
+	refused := []string{`{"ʕ":1,"a":2}`, `{"` + "\U00016EA0" + `":1,"a":2}`}
+	answers := runPeer(t, dir, matching, node, "--input-type=module", "-e", nodePeer)
+	for i, v := range matching {
+		want, _, _ := strings.Cut(answers[i], " ")
+		got, err := idempotency.FormatPowertoolsTypeScript.Hash(idempotency.Key{Selector: "s", Value: []byte(v)})
+		if err != nil || "fn#"+got != want {
+			t.Errorf("%s: %s, %v; Powertools TypeScript says %s", v, got, err, want)
+		}
+	}
+	for _, v := range refused {
+		if got, err := idempotency.FormatPowertoolsTypeScript.Hash(idempotency.Key{Selector: "s", Value: []byte(v)}); err == nil {
+			t.Errorf("%s: %s; want it refused (its keys sort otherwise in other Unicode versions)", v, got)
+		}
 	}
 }
