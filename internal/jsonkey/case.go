@@ -7,9 +7,14 @@ import (
 	"unicode/utf8"
 )
 
-// ErrCaseVersioned is the rule [WriteTypeScript] adds: see [CaseStable].
-var ErrCaseVersioned = errors.New("an object key holds a character whose lower case differs between Unicode versions, " +
-	"and Powertools TypeScript sorts keys by the lower case of its runtime's version")
+// The rules [WriteTypeScript] adds: see [CaseStable], and WriteTypeScript
+// for ErrSortChanged.
+var (
+	ErrCaseVersioned = errors.New("an object key holds a character whose lower case differs between Unicode versions, " +
+		"and Powertools TypeScript sorts keys by the lower case of its runtime's version")
+	ErrSortChanged = errors.New("an object whose keys an earlier release sorted otherwise (a final sigma after a character " +
+		"such as ª, Ⓐ, ‘ or ·): refused rather than given another record id")
+)
 
 // CaseStable reports whether every character of s has the same lower case,
 // and the same part in the final-sigma rule, in Unicode 15.0 (this
@@ -39,7 +44,13 @@ func caseStable(r rune) bool {
 // special case (U+0130) and the final sigma, whose context ICU reads by
 // skipping case-ignorable characters before testing for a cased one. It
 // returns s itself when s has no upper case.
-func jsLower(s string) string {
+func jsLower(s string) string { return lowerWith(s, cased, caseIgnorable) }
+
+// lowerBefore is jsLower as releases before this one computed it (see
+// sigmaChanged).
+func lowerBefore(s string) string { return lowerWith(s, casedBefore, ignorableBefore) }
+
+func lowerWith(s string, cased, caseIgnorable func(rune) bool) string {
 	var b strings.Builder
 	lowered := false
 	for i, r := range s {
@@ -51,7 +62,7 @@ func jsLower(s string) string {
 			}
 		case r == 0x130:
 			l = -1
-		case r == 0x3a3 && finalSigma(s, i):
+		case r == 0x3a3 && finalSigma(s, i, cased, caseIgnorable):
 			l = 0x3c2
 		default:
 			l = unicode.ToLower(r)
@@ -79,7 +90,7 @@ func jsLower(s string) string {
 // finalSigma reports whether the sigma at s[i] ends a word: preceded by a
 // cased letter and not followed by one, skipping case-ignorable characters
 // (ICU's isFollowedByCasedLetter, in both directions).
-func finalSigma(s string, i int) bool {
+func finalSigma(s string, i int, cased, caseIgnorable func(rune) bool) bool {
 	before := false
 	for j := i; j > 0; {
 		r, n := utf8.DecodeLastRuneInString(s[:j])
@@ -98,6 +109,26 @@ func finalSigma(s string, i int) bool {
 		}
 	}
 	return true
+}
+
+// sigmaChanged reports whether a final sigma of s was read otherwise by the
+// releases before this one, which took Cased as Lu, Ll and Lt alone and
+// Case_Ignorable without most of Word_Break's MidLetter and MidNumLet:
+// their TypeScript ids for objects with such keys were not Powertools'.
+func sigmaChanged(s string) bool {
+	for i, r := range s {
+		if r == 0x3a3 && finalSigma(s, i, cased, caseIgnorable) != finalSigma(s, i, casedBefore, ignorableBefore) {
+			return true
+		}
+	}
+	return false
+}
+
+func casedBefore(r rune) bool { return unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r) }
+
+func ignorableBefore(r rune) bool {
+	return r == '\'' || r == '.' || r == ':' || r == 0xb7 || r == 0x2019 ||
+		unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
 }
 
 // cased is Unicode's Cased property: Lowercase, Uppercase or Lt.

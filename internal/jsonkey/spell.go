@@ -158,7 +158,10 @@ func WritePython(w io.Writer, text string) error { return spell(w, text, python)
 // more keys is refused ([ErrCaseVersioned]) when a key holds a character
 // whose lower case, or whose part in the final-sigma rule, is not the same
 // in every Unicode version from 15.0 on (see [CaseStable]), since the runtime
-// sorts by the lower case of its own Unicode version.
+// sorts by the lower case of its own Unicode version; and an object whose
+// keys the releases before this one ordered otherwise ([ErrSortChanged]: a
+// final sigma after ª, Ⓐ, ‘, ·, …, which they read as not final), so that no
+// id they gave changes.
 func WriteTypeScript(w io.Writer, text string) error { return spell(w, text, typeScript) }
 
 // deepSort orders an object's members as JSON.stringify writes the object
@@ -200,6 +203,25 @@ func (p *speller) deepSort(ms []member) ([]member, error) {
 		return compareUTF16(a.lower, b.lower)
 	}
 	slices.SortStableFunc(keys, cmp)
+	if changed := slices.IndexFunc(ms, func(m member) bool { return sigmaChanged(m.name) }); changed >= 0 {
+		// Earlier releases lower-cased this key otherwise: if they ordered
+		// the object otherwise, its id would change; it is refused instead.
+		before := slices.Clone(keys)
+		for i := range before {
+			before[i].lower = lowerBefore(ms[before[i].m].name)
+		}
+		slices.SortStableFunc(before, func(a, b sortKey) int {
+			if c := cmp(a, b); c != 0 || a.index != notIndex {
+				return c
+			}
+			return cmpInt(int64(a.m), int64(b.m)) // stable: the order sent
+		})
+		for i := range keys {
+			if keys[i].m != before[i].m {
+				return nil, &Error{ErrSortChanged, int(p.nodes[ms[changed].at].at)}
+			}
+		}
+	}
 	// Equal names sort together, among the keys of one lower case.
 	for i := 0; i < len(keys); {
 		j := i + 1

@@ -60,10 +60,15 @@ type JSONBody[Req any] struct {
 // For each message, in order: the body is decoded into a Req, body.KeyFunc
 // takes the key from it, body.Check checks it, body.PayloadFunc takes the
 // payload to validate; then fn runs through [Do] with the decoded request
-// and the message. A body that is not JSON, does not decode into Req, has a
-// field Req lacks (with DisallowUnknownFields) or fails the check fails its
-// message with a [*BodyError]; a request without a key fails with a
-// [*KeyError]. Either way nothing is claimed and fn does not run, and the
+// and the message. The body must keep the rules of key material (see the
+// package doc) and decode without a loss: a member that names a field only
+// by letter case, a number a float or an any does not hold exactly, a
+// string for a json.Number, a non-canonical base64 []byte or an integer map
+// key spelled otherwise than strconv writes it is refused. A body that
+// breaks this, is not JSON, does not decode into Req, has a field Req lacks
+// (with DisallowUnknownFields) or fails the check fails its message with a
+// [*BodyError]; a request without a key, or a [BodyKey] key that does not
+// hash as the body's field, fails with a [*KeyError]. Either way nothing is claimed and fn does not run, and the
 // batch decorator reports the message failed (SQS retries it, and sends it
 // to the dead-letter queue after maxReceiveCount receives). The returned
 // function has the shape [github.com/sqsonce/sqsonce/middleware/batch.SQS]
@@ -205,10 +210,13 @@ func bodySelectorPath(selector string) ([]string, bool) {
 }
 
 // BodyError reports a message body that [WrapJSON] could not take as its
-// request type: not JSON, not decodable into the type, with a field the
-// type lacks (when unknown fields are disallowed), or refused by
+// request type: not JSON, breaking the rules of key material, read by the
+// type with a loss, not decodable into the type, with a field the type
+// lacks (when unknown fields are disallowed), or refused by
 // [JSONBody.Check]. Nothing was claimed and the operation did not run;
-// the same body fails the same way on every delivery.
+// the same body fails the same way on every delivery. Its message names the
+// field, the kind of problem and a digest, never the value; Err is the
+// decoder's or the check's error as it was.
 type BodyError struct {
 	MessageID string // the SQS message
 	Type      string // the request type, e.g. "orders.Order"
