@@ -115,6 +115,15 @@ func ceilingSurfaces() []ceilingSurface {
 	}
 }
 
+// formatGuard is a guard over memory in format f that logs nothing.
+func formatGuard(tb testing.TB, f idempotency.Format) *idempotency.Guard {
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns", Format: f, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
 // allocated returns the bytes fn allocates, averaged over runs.
 func allocated(runs int, fn func()) uint64 {
 	fn() // warm caches, as a running function has them
@@ -141,10 +150,7 @@ func TestMemoryCeilings(t *testing.T) {
 	worst := map[string]string{}
 	worstRatio := map[string]float64{}
 	for _, f := range allFormats {
-		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns", Format: f, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := formatGuard(t, f)
 		for _, s := range ceilingSurfaces() {
 			for _, b := range hostileBodies() {
 				m := events.SQSMessage{MessageId: "m-1", Body: b.body}
@@ -172,10 +178,7 @@ func TestMemoryCeilings(t *testing.T) {
 // is linear in the body: compare with -benchtime and a body cut in half.
 func BenchmarkHostileBodies(b *testing.B) {
 	for _, f := range allFormats {
-		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns", Format: f, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			b.Fatal(err)
-		}
+		g := formatGuard(b, f)
 		for _, s := range ceilingSurfaces() {
 			for _, h := range hostileBodies() {
 				m := events.SQSMessage{MessageId: "m-1", Body: h.body}

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -259,14 +256,7 @@ func TestKeyOfEmptyNumber(t *testing.T) {
 // (U+0295; U+16EA0, new in 17.0); every other object's id is the
 // runtime's.
 func TestTypeScriptKeySortMatchesRuntime(t *testing.T) {
-	dir, _ := filepath.Abs(filepath.Join("..", "..", "internal", "testenv", "powertools", "testdata"))
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "@aws-lambda-powertools", "idempotency", "package.json"))
-	}
-	if err != nil {
-		peerMissing(t, "node with @aws-lambda-powertools/idempotency in "+dir, err)
-	}
+	node, dir := powertoolsNode(t)
 	matching := []string{
 		`{"aΣ·":1,"aς·":2}`, `{"ʰΣ":1,"ʰς":2}`, `{"ªΣ":1}`, `{"ªΣ":1,"b":2}`, `{"Σ":1,"σ":2,"ς":3}`, `{"ΑΣ":1,"ας":2,"ασ":3}`, `{"İ":1,"i̇":2,"i":3}`, `{"\u212a":1,"k":2,"K":3}`, `{"\u017f":1,"s":2,"S":3}`,
 	}

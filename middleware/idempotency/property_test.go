@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -219,7 +218,7 @@ func propValues(n int) []string {
 		`"1"`, `1`, `["1"]`, `[1]`,
 	}
 	for len(out) < n {
-		v := genPropValue(r, 0)
+		v := propGen.value(r, 0)
 		out = append(out, v, respell(r, v))
 	}
 	return out
@@ -232,39 +231,14 @@ var propKeys = []string{"a", "A", "b", "B", "id", "Id", "ID", "iD", "s", "S", "�
 	"Σ", "σ", "ς", "ΑΣ", "ας", "ªΣ", "ªς", "ⒶΣ", "‘Σ", "aΣ‘", "aΣ·", "Σ.a", "ʰΣ", "ǅΣ", "10", "9", "01", "4294967294", "4294967295",
 	"", "__proto__", "user_id", "userId", "😀", `\u00e9`, `\u00c9`, `\ud83d\ude00`, `\ud800`, "x y", `\"q\"`, "ʕ", "\U00016EA0"}
 
-func genPropValue(r *rand.Rand, depth int) string {
-	n := r.IntN(12)
-	if depth >= 3 && n < 3 {
-		n += 3
-	}
-	switch n {
-	case 0, 1:
-		var b strings.Builder
-		b.WriteByte('{')
-		for i := range r.IntN(5) {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString(`"` + propKeys[r.IntN(len(propKeys))] + `":` + genPropValue(r, depth+1))
-		}
-		b.WriteByte('}')
-		return b.String()
-	case 2:
-		parts := make([]string, r.IntN(4))
-		for i := range parts {
-			parts[i] = genPropValue(r, depth+1)
-		}
-		return "[" + strings.Join(parts, ",") + "]"
-	case 3, 4:
-		return genString(r)
-	case 5:
-		return []string{"true", "false", "null", `""`, `"1"`, `"10.0"`}[r.IntN(6)]
-	case 6: // near and beyond a double's precision, and very long
-		return []string{"9007199254740992", "-9007199254740993", "9007199254740994", "12345678901234567890",
-			"0.30000000000000004", "0.3000000000000000444", "1e308", "1e309", "5e-324", "2e-324",
-			strings.Repeat("7", 101), "1." + strings.Repeat("0", 99), strconv.Itoa(r.IntN(1 << 20))}[r.IntN(13)]
-	}
-	return genNumber(r)
+// propGen adds to basicGen's values the ones the property needs: keys of
+// propKeys, strings where numbers are expected, numbers at and beyond a
+// double's precision and over 100 characters.
+var propGen = genSpec{keys: propKeys, maxDepth: 3,
+	literals: []string{"true", "false", "null", `""`, `"1"`, `"10.0"`},
+	numbers: []string{"9007199254740992", "-9007199254740993", "9007199254740994", "12345678901234567890",
+		"0.30000000000000004", "0.3000000000000000444", "1e308", "1e309", "5e-324", "2e-324",
+		strings.Repeat("7", 101), "1." + strings.Repeat("0", 99), "123456"},
 }
 
 // respell writes v otherwise: white space, escaped letters, decimals with
@@ -318,26 +292,8 @@ func respell(r *rand.Rand, v string) string {
 // with every number the double json.Marshal writes); and the JSON to give
 // Powertools TypeScript (for the doubles kind, as json.Marshal writes the
 // decoded value: numbers as above, object keys sorted).
-const propertyOracle = `
-import sys, json, hashlib
+const propertyOracle = pythonIJSON + `
 from decimal import Decimal
-class Duplicate(Exception):
-    pass
-def unique(pairs):
-    d = {}
-    for k, v in pairs:
-        if k in d:
-            raise Duplicate()
-        d[k] = v
-    return d
-def wellformed(x):
-    if isinstance(x, str):
-        return not any(0xd800 <= ord(c) <= 0xdfff for c in x)
-    if isinstance(x, list):
-        return all(wellformed(e) for e in x)
-    if isinstance(x, dict):
-        return all(wellformed(k) and wellformed(v) for k, v in x.items())
-    return True
 def exact(s):
     if not any(c in s for c in '.eE'):
         return abs(int(s)) <= 2**53
@@ -352,10 +308,6 @@ out = []
 for line in sys.stdin:
     q = json.loads(line)
     text = q['v']
-    try:
-        ijson = wellformed(json.loads(text, object_pairs_hook=unique))
-    except Duplicate:
-        ijson = False
     spelled = []
     def record(s):
         spelled.append(s)
@@ -378,7 +330,7 @@ for line in sys.stdin:
     ts = text
     if q['k'] == 1 and ok:  # the JSON json.Marshal writes for it: map keys sorted
         ts = json.dumps(value, sort_keys=True, separators=(',', ':'))
-    out.append('%d %d %d %d %s %s %s' % (ijson, ok, okgo, long, native, py, ts))
+    out.append('%d %d %d %d %s %s %s' % (ijson(text), ok, okgo, long, native, py, ts))
 print('\n'.join(out))
 `
 
@@ -527,17 +479,7 @@ func propertyVerdicts(t *testing.T, cases []*propCase) map[selKind]map[string]pr
 	if err != nil {
 		peerMissing(t, "python3", err)
 	}
-	dir, _ := filepath.Abs(filepath.Join("..", "..", "internal", "testenv", "powertools", "testdata"))
-	if d := os.Getenv("SQSONCE_POWERTOOLS_NODE_DIR"); d != "" {
-		dir = d
-	}
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "@aws-lambda-powertools", "idempotency", "package.json"))
-	}
-	if err != nil {
-		peerMissing(t, "node with @aws-lambda-powertools/idempotency in "+dir, err)
-	}
+	node, dir := powertoolsNode(t)
 	type query struct {
 		kind      selKind
 		selector  string

@@ -1,7 +1,6 @@
 package idempotency_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"math/big"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -101,24 +99,6 @@ func leakBodies() []string {
 	return append(bodies, textSentinel, `"`+textSentinel+`"`, numberSentinel, `{"key":"`+textSentinel)
 }
 
-// syncBuffer is a bytes.Buffer for several goroutines' log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestNoMessageContentInErrors (issue 15 #5 and item 5): every body of
 // leakBodies goes through every surface of this package that reads message
 // content (each key source, WrapJSON with every field type, lenient and
@@ -126,7 +106,7 @@ func (s *syncBuffer) String() string {
 // a sentinel. A body that fails is refused by name: a field path, a kind,
 // an offset, a digest.
 func TestNoMessageContentInErrors(t *testing.T) {
-	var logs syncBuffer
+	var logs logCapture
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ok := func(context.Context, events.SQSMessage) (int, error) { return 1, nil }
 	typed := func(context.Context, leakReq, events.SQSMessage) (int, error) { return 1, nil }
@@ -198,7 +178,10 @@ func TestNoMessageContentInErrors(t *testing.T) {
 			}
 		}
 	}
-	if all := logs.String(); strings.Contains(all, textSentinel) || strings.Contains(all, numberSentinel) {
+	logs.mu.Lock()
+	all := logs.buf.String()
+	logs.mu.Unlock()
+	if strings.Contains(all, textSentinel) || strings.Contains(all, numberSentinel) {
 		i := max(strings.Index(all, textSentinel), strings.Index(all, numberSentinel))
 		t.Errorf("a log line quotes the message: %s", all[max(0, i-300):min(len(all), i+100)])
 	}
