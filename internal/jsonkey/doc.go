@@ -1,11 +1,11 @@
 // Package jsonkey reads JSON for idempotency keys and spells it as each
 // record-id format hashes it. It is the one place where ids are derived
-// from JSON: the rules every key's JSON must keep ([Check]), the scanner
-// that selects body fields ([Select]), the number rule of the native format
-// ([ExactNumber]), and the three spellings: RFC 8785's canonical form
-// ([WriteCanonical]), Python's json.dumps(sort_keys=True) ([WritePython])
-// and JavaScript's JSON.stringify of Powertools' deepSort
-// ([WriteTypeScript]).
+// from JSON: the rules every key's JSON must keep ([Check], and [Decode]
+// and [Index] for readers that keep them), the scanner that selects body
+// fields ([Select]), the number rule of the native format ([ExactNumber]),
+// and the three spellings: RFC 8785's canonical form ([WriteCanonical]),
+// Python's json.dumps(sort_keys=True) ([WritePython]) and JavaScript's
+// JSON.stringify of Powertools' deepSort ([WriteTypeScript]).
 //
 // # The rules
 //
