@@ -76,14 +76,16 @@ bench-peer: $(PTNODE)
 	$(GO) run ./tools/benchpeer -driver $(PTDIR) $(BENCHPEER_FLAGS)
 
 # FUZZTIME is how long each fuzzer runs; PROPERTY_CASES how many values the
-# record-id property test generates (make test: 600).
+# record-id property test generates (make test: 600), from PROPERTY_SEED
+# (make test: 15; here a new one each run, printed by the test).
 FUZZTIME ?= 30s
 PROPERTY_CASES ?= 20000
-## fuzz: fuzz key extraction, the JSON rules and the spellings for FUZZTIME each (default 30s), then the record-id property test on PROPERTY_CASES values (default 20000, about 4 minutes).
+PROPERTY_SEED ?= $(shell date +%s)
+## fuzz: fuzz key extraction, the JSON rules and the spellings for FUZZTIME each (default 30s), then the record-id property test on PROPERTY_CASES values (default 20000) from a new PROPERTY_SEED.
 fuzz: $(PTNODE)
 	$(GO) test -run '^$$' -fuzz FuzzBodyKeys -fuzztime $(FUZZTIME) ./middleware/idempotency/
 	$(GO) test -run '^$$' -fuzz FuzzRules -fuzztime $(FUZZTIME) ./internal/jsonkey/
-	$(GO) test -count=1 -run '^TestRecordIDProperty$$' -timeout 60m ./middleware/idempotency/ -property.cases=$(PROPERTY_CASES)
+	$(GO) test -count=1 -v -run '^TestRecordIDProperty$$' -timeout 60m ./middleware/idempotency/ -property.cases=$(PROPERTY_CASES) -property.seed=$(PROPERTY_SEED)
 
 # The chaos test's long runs: 300 keys, 4 worker processes each; the process
 # and store fault profiles with pacing on, then all and lambda (visibility 6x

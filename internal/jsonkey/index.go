@@ -198,10 +198,18 @@ func Index(text string) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Duplicate names are found on the index, which knows each object's
-	// size: one sorted list of names at a time, allocated to size.
+	if err := t.duplicates(0, len(t.nodes)); err != nil {
+		return nil, err
+	}
+	return &Tree{t}, nil
+}
+
+// duplicates refuses an object among nodes from to to (a value and all it
+// holds) that names a member twice. Each object's names are sorted in one
+// list at a time, allocated to the largest object.
+func (t *tree) duplicates(from, to int) error {
 	var names []string
-	for n := range t.nodes {
+	for n := from; n < to; n++ {
 		if t.kind(n) != '{' {
 			continue
 		}
@@ -221,12 +229,12 @@ func Index(text string) (*Tree, error) {
 			slices.Sort(names)
 			for k := 1; k < len(names); k++ {
 				if names[k] == names[k-1] {
-					return nil, &Error{ErrDuplicateName, t.second(n, names[k])}
+					return &Error{ErrDuplicateName, t.second(n, names[k])}
 				}
 			}
 		}
 	}
-	return &Tree{t}, nil
+	return nil
 }
 
 // second returns the offset of the second member of object n named s.

@@ -113,3 +113,24 @@ func TestSelect(t *testing.T) {
 		}
 	}
 }
+
+// TestSpellingsRefuseDuplicates: each spelling finds a duplicate name
+// wherever it is, in the value of a "__proto__" key too, which the
+// TypeScript spelling drops.
+func TestSpellingsRefuseDuplicates(t *testing.T) {
+	for _, text := range []string{
+		`{"a":1,"a":2}`, `{"a":1,"A":2,"a":3}`, `[{"x":{"b":1,"b":2}}]`, `{"__proto__":1,"__proto__":2}`,
+		`{"__proto__":{"b":1,"c":{"d":1,"d":2}}}`, `{"` + strings.Repeat(`k":0,"`, 30) + `k":1}`,
+	} {
+		for _, write := range []func(*bytes.Buffer, string) error{
+			func(b *bytes.Buffer, s string) error { return jsonkey.WritePython(b, s) },
+			func(b *bytes.Buffer, s string) error { return jsonkey.WriteTypeScript(b, s) },
+			func(b *bytes.Buffer, s string) error { return jsonkey.WriteCanonical(b, s) },
+		} {
+			var b bytes.Buffer
+			if err := write(&b, text); !errors.Is(err, jsonkey.ErrDuplicateName) {
+				t.Errorf("%.50s: %v, want ErrDuplicateName", text, err)
+			}
+		}
+	}
+}

@@ -183,6 +183,11 @@ func (p *speller) deepSort(ms []member) ([]member, error) {
 			if protos++; protos > 1 {
 				return nil, &Error{ErrDuplicateName, int(p.nodes[m.at].at)}
 			}
+			// Its value is not spelled, and so not sorted: its names are
+			// checked here.
+			if err := p.duplicates(int(m.value), int(p.nodes[m.value].next)); err != nil {
+				return nil, err
+			}
 			proto = i
 			continue
 		}

@@ -46,7 +46,10 @@ import (
 // A source may refuse more than the reference says it must where its doc
 // says so (WrapJSON's lossless decoding); such refusals are counted.
 
-var propertyCases = flag.Int("property.cases", 600, "generated values per run of TestRecordIDProperty (make fuzz runs more)")
+var (
+	propertyCases = flag.Int("property.cases", 600, "generated values per run of TestRecordIDProperty (make fuzz runs more)")
+	propertySeed  = flag.Uint64("property.seed", 15, "the seed of TestRecordIDProperty's values (make fuzz picks one)")
+)
 
 // selKind says how the references read a selection.
 type selKind int
@@ -206,7 +209,7 @@ type propCase struct {
 // propValues generates n values: each generated value, then spellings of
 // it that are equal in some formats and not in others.
 func propValues(n int) []string {
-	r := rand.New(rand.NewPCG(15, 20))
+	r := rand.New(rand.NewPCG(*propertySeed, 20))
 	out := []string{
 		`"k"`, `"\u006b"`, `10`, `10.0`, `1e1`, `100e-1`, `-0`, `-0.0`, `0.7`, `0.70`, `7e-1`,
 		`9007199254740992`, `9007199254740993`, `9007199254740993.0`, `0.10000000000000000001`, `0.1`, `1e400`,
@@ -356,7 +359,8 @@ func TestRecordIDProperty(t *testing.T) {
 
 	// Determinism in a second process: Go's map order and the like differ.
 	out := filepath.Join(t.TempDir(), "child")
-	child := exec.Command(os.Args[0], "-test.run=^TestRecordIDProperty$", "-test.count=1", fmt.Sprintf("-property.cases=%d", n))
+	child := exec.Command(os.Args[0], "-test.run=^TestRecordIDProperty$", "-test.count=1",
+		fmt.Sprintf("-property.cases=%d", n), fmt.Sprintf("-property.seed=%d", *propertySeed))
 	child.Env = append(os.Environ(), "SQSONCE_PROPERTY_CHILD="+out)
 	if b, err := child.CombinedOutput(); err != nil {
 		t.Fatalf("second process: %v\n%s", err, b)
@@ -425,7 +429,8 @@ func TestRecordIDProperty(t *testing.T) {
 		t.Logf("%v: %d cases, %d ids; refused: %d as the references require, %d as the source documents, %d without a key (null, \"\")",
 			f, len(cases), len(byID), refusedAsRequired[fi], refusedAsDocumented[fi], noKey[fi])
 	}
-	t.Logf("%d values × %d sources × %d formats, each evaluated 3 times here and once in a second process", n, len(propertySources), len(allFormats))
+	t.Logf("%d values (seed %d) × %d sources × %d formats, each evaluated 3 times here and once in a second process",
+		n, *propertySeed, len(propertySources), len(allFormats))
 }
 
 // evalProperty evaluates every source on every value in every format,
