@@ -43,9 +43,10 @@ help-check:
 ## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), infra's tests and deploy-local.
 test: lint test-go test-infra deploy-local
 
-## test-go: every Go test of the root module with the race detector.
+## test-go: every Go test of the root module with the race detector, then the memory ceilings without it (the race detector changes what allocates).
 test-go: $(RIE) $(PTNODE)
 	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -run '^TestMemoryCeilings$$' ./middleware/idempotency/
 
 ## test-infra: infra's tests: CDK synth assertions and cfn-lint on the templates.
 test-infra:
@@ -84,11 +85,17 @@ BENCHPEER_FLAGS ?=
 bench-peer: $(PTNODE)
 	$(GO) run ./tools/benchpeer -driver $(PTDIR) $(BENCHPEER_FLAGS)
 
-# FUZZTIME is how long the fuzzer runs.
+# FUZZTIME is how long each fuzzer runs; PROPERTY_CASES how many values the
+# record-id property test generates (make test: 600), from PROPERTY_SEED
+# (make test: 15; here a new one each run, printed by the test).
 FUZZTIME ?= 30s
-## fuzz: fuzz key extraction and canonicalisation for FUZZTIME (default 30s).
-fuzz:
+PROPERTY_CASES ?= 20000
+PROPERTY_SEED ?= $(shell date +%s)
+## fuzz: fuzz key extraction, the JSON rules and the spellings for FUZZTIME each (default 30s), then the record-id property test on PROPERTY_CASES values (default 20000) from a new PROPERTY_SEED.
+fuzz: $(PTNODE)
 	$(GO) test -run '^$$' -fuzz FuzzBodyKeys -fuzztime $(FUZZTIME) ./middleware/idempotency/
+	$(GO) test -run '^$$' -fuzz FuzzRules -fuzztime $(FUZZTIME) ./internal/jsonkey/
+	$(GO) test -count=1 -v -run '^TestRecordIDProperty$$' -timeout 60m ./middleware/idempotency/ -property.cases=$(PROPERTY_CASES) -property.seed=$(PROPERTY_SEED)
 
 # The chaos test's long runs: 300 keys, 4 worker processes each; the process
 # and store fault profiles with pacing on, then all and lambda (visibility 6x

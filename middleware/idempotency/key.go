@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -25,8 +27,10 @@ type KeyFunc func(events.SQSMessage) (Key, error)
 // BodyField("idempotency_key") takes a top-level field, and
 // BodyField("document", "id") takes 4471 from {"document":{"id":4471}}.
 // The field's value is the key, so "abc" and 123 are keys while null, ""
-// and an absent field are not. Its selector is "body" and the names as a
-// JSON array: `body ["document","id"]`.
+// and an absent field are not. A member on the path must appear once in its
+// object, and the value must keep the rules of key material (see the
+// package doc). Its selector is "body" and the names as a JSON array:
+// `body ["document","id"]`.
 //
 // BodyField panics when a name is empty.
 func BodyField(name string, nested ...string) KeyFunc {
@@ -46,7 +50,9 @@ func BodyField(name string, nested ...string) KeyFunc {
 // body whose field holds v: for a typed handler ([WrapJSON]) that decoded
 // the body itself and must find the records written through [Wrap] with
 // BodyField. BodyKey fails for an empty name, and with [ErrNoKey] when v
-// encodes to null or "".
+// encodes to null or "" or holds an empty json.Number. WrapJSON checks
+// that the key hashes as the body's field does, and fails the message with
+// a [*KeyError] when it does not (the type read the field with a loss).
 func BodyKey(v any, name string, nested ...string) (Key, error) {
 	path := append([]string{name}, nested...)
 	if slices.Contains(path, "") {
@@ -68,11 +74,11 @@ func bodyPath(source string, path []string) KeyFunc {
 		if err != nil {
 			return Key{}, err
 		}
-		raw := trimSpace(values[0])
-		if raw == nil || string(raw) == "null" || string(raw) == `""` {
+		raw := values[0]
+		if raw == "" || raw == "null" || raw == `""` {
 			return Key{}, &KeyError{MessageID: m.MessageId, Source: source, Err: ErrNoKey}
 		}
-		return Key{Selector: selector, Value: raw}, nil
+		return Key{Selector: selector, Value: []byte(raw)}, nil
 	}
 }
 
@@ -107,7 +113,7 @@ func BodySubset(names ...string) KeyFunc {
 		}
 		size := 2
 		for n, raw := range values {
-			if raw = trimSpace(raw); raw == nil || string(raw) == "null" {
+			if raw == "" || raw == "null" {
 				return Key{}, &KeyError{MessageID: m.MessageId, Source: source,
 					Err: fmt.Errorf("%w: field %q is missing", ErrNoKey, names[n])}
 			}
@@ -119,17 +125,10 @@ func BodySubset(names ...string) KeyFunc {
 			if n > 0 {
 				v = append(v, ',')
 			}
-			v = append(append(append(v, quoted[n]...), ':'), trimSpace(raw)...)
+			v = append(append(append(v, quoted[n]...), ':'), raw...)
 		}
 		return Key{Selector: "body fields", Value: append(v, '}')}, nil
 	}
-}
-
-func trimSpace(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return b[skipSpace(b, 0):]
 }
 
 // FirstOf returns a KeyFunc that tries each of fns in order and returns the
@@ -173,16 +172,92 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // KeyOf returns a [Key] with the given selector whose value is v encoded as
 // JSON, for a [KeyFunc] of your own: name the selector after what the
 // function selects (a name no other KeyFunc of the guard uses), so that in
-// the native format its keys never equal another function's.
+// the native format its keys never equal another function's. KeyOf fails
+// with [ErrNoKey] when v holds an empty json.Number (an absent field, which
+// json.Marshal writes as 0).
 func KeyOf(selector string, v any) (Key, error) {
 	if selector == "" {
 		return Key{}, errors.New("idempotency: KeyOf: empty selector")
+	}
+	if emptyNumber(reflect.ValueOf(v), 0) {
+		return Key{}, fmt.Errorf("%w: key material holds an empty json.Number (a field the body does not have), which encodes as 0", ErrNoKey)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return Key{}, fmt.Errorf("idempotency: key material: %w", err)
 	}
 	return Key{Selector: selector, Value: b}, nil
+}
+
+// emptyNumber reports whether json.Marshal would encode an empty
+// json.Number in v: as 0, the same as a present 0.
+func emptyNumber(v reflect.Value, depth int) bool {
+	if !v.IsValid() || depth > 1000 || !mayHoldNumber(v.Type()) {
+		return false
+	}
+	if v.Type() == numberType {
+		return v.String() == ""
+	}
+	if v.Type().Implements(marshalerType) {
+		return false // it encodes itself
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && emptyNumber(v.Elem(), depth+1)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			sf := v.Type().Field(i)
+			tag := sf.Tag.Get("json")
+			name, opts, _ := strings.Cut(tag, ",")
+			if !sf.IsExported() && !sf.Anonymous || name == "-" && opts == "" ||
+				strings.Contains(","+opts+",", ",omitempty,") && v.Field(i).IsZero() {
+				continue
+			}
+			if emptyNumber(v.Field(i), depth+1) {
+				return true
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if emptyNumber(it.Value(), depth+1) {
+				return true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if emptyNumber(v.Index(i), depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var marshalerType = reflect.TypeFor[json.Marshaler]()
+
+var mayHoldCache sync.Map // reflect.Type: bool
+
+// mayHoldNumber reports whether a value of t can hold a json.Number.
+func mayHoldNumber(t reflect.Type) bool {
+	if b, ok := mayHoldCache.Load(t); ok {
+		return b.(bool)
+	}
+	mayHoldCache.Store(t, true) // while t is looked into: a type that holds itself
+	held := false
+	switch t.Kind() {
+	case reflect.Interface:
+		held = true
+	case reflect.String:
+		held = t == numberType
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		held = mayHoldNumber(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			held = held || mayHoldNumber(t.Field(i).Type)
+		}
+	}
+	mayHoldCache.Store(t, held)
+	return held
 }
 
 // RawKey returns raw key material: bytes that identify the work, such as
