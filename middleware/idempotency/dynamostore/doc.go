@@ -28,6 +28,7 @@
 //	data_encoding           S     "gzip" when data is compressed (sqsonce only)
 //	data_omitted            BOOL  the result was too large to store (sqsonce only)
 //	data_format             S     the data format of a stored result (sqsonce only)
+//	release_call            S     marks a released claim (sqsonce only)
 //
 // [WithAttributes] renames any of them.
 //
@@ -48,7 +49,12 @@
 //     failed condition returns the record: found COMPLETED under :me, it is
 //     this completion applied by an attempt whose response was lost (the
 //     SDK retried it), and Complete succeeds with no further call.
-//   - Release: one DeleteItem with the same condition.
+//   - Release: one UpdateItem with the same condition, or this call's own
+//     token in release_call: the claim is released in place, its lease
+//     ended (in_progress_expiration 0) and its owner removed, so that any
+//     claim takes it at once and reports no record replaced, and the
+//     SDK's retry of a release whose response was lost succeeds instead of
+//     reporting a lost lease. The item expires with the claim (TTL).
 //
 // Through the guard: a first delivery is 2 calls (put, update), a replay 1,
 // a replay from the guard's cache 0, and a duplicate of a key running in the
@@ -118,7 +124,9 @@
 // released by a worker that did not claim it. Powertools neither checks nor
 // keeps the lease owner: its claim of a record whose lease has passed
 // replaces the item, after which this store's completion of the old claim
-// fails with [idempotency.ErrLeaseLost]. Powertools cannot read a
+// fails with [idempotency.ErrLeaseLost]. A claim this store released is
+// an in-progress item whose lease has ended: Powertools' claim takes it
+// over as it takes over a crashed worker's. Powertools cannot read a
 // compressed result, which is why the Powertools formats never compress.
 //
 // # Errors

@@ -33,9 +33,14 @@ const (
 // "powertools-typescript"). Only this store writes it; Powertools ignores it.
 const AttrDataFormat = "data_format"
 
+// AttrReleaseCall is the default name of the attribute that marks a
+// released claim (S: a token of the Release call). Only this store writes
+// it; Powertools ignores it.
+const AttrReleaseCall = "release_call"
+
 // Attributes names the attributes of a stored record. An empty field takes
 // its default, the [idempotency] Attr constant of the same meaning
-// ([AttrDataFormat] for DataFormat).
+// ([AttrDataFormat] for DataFormat, [AttrReleaseCall] for ReleaseCall).
 type Attributes struct {
 	ID           string // default [idempotency.AttrID]; the table's partition key (S)
 	Status       string // default [idempotency.AttrStatus]
@@ -47,6 +52,7 @@ type Attributes struct {
 	DataEncoding string // default [idempotency.AttrDataEncoding]
 	DataOmitted  string // default [idempotency.AttrDataOmitted]
 	DataFormat   string // default [AttrDataFormat]
+	ReleaseCall  string // default [AttrReleaseCall]
 }
 
 func (a *Attributes) fill() error {
@@ -65,9 +71,10 @@ func (a *Attributes) fill() error {
 	def(&a.DataEncoding, idempotency.AttrDataEncoding)
 	def(&a.DataOmitted, idempotency.AttrDataOmitted)
 	def(&a.DataFormat, AttrDataFormat)
+	def(&a.ReleaseCall, AttrReleaseCall)
 	seen := map[string]bool{}
 	var errs []error
-	for _, n := range []string{a.ID, a.Status, a.Expiration, a.LeaseExpiry, a.Data, a.Validation, a.Owner, a.DataEncoding, a.DataOmitted, a.DataFormat} {
+	for _, n := range []string{a.ID, a.Status, a.Expiration, a.LeaseExpiry, a.Data, a.Validation, a.Owner, a.DataEncoding, a.DataOmitted, a.DataFormat, a.ReleaseCall} {
 		if seen[n] {
 			errs = append(errs, fmt.Errorf("dynamostore: attribute name %q is used twice", n))
 		}

@@ -126,7 +126,7 @@ func TestRoundTrips(t *testing.T) {
 			got, loaded, err := e.store.Acquire(ctx, other, now)
 			return want(err, loaded && string(got.Data) == `{"summary":"ok"}`, "loaded with its data")
 		}},
-		{"Acquire then Release", map[string]int{"PutItem": 1, "DeleteItem": 1}, func() error {
+		{"Acquire then Release", map[string]int{"PutItem": 1, "UpdateItem": 1}, func() error {
 			if _, _, err := e.store.Acquire(ctx, freed, now); err != nil {
 				return err
 			}
@@ -279,7 +279,7 @@ func TestTakeoverFencing(t *testing.T) {
 		t.Fatalf("winner's Complete: %v", err)
 	}
 	if err := e.store.Release(ctx, winner.ID, winner.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
-		t.Errorf("Release of a completed record: %v, want ErrLeaseLost (a completed record is never deleted)", err)
+		t.Errorf("Release of a completed record: %v, want ErrLeaseLost (a completed record is never released)", err)
 	}
 	got, loaded, err := e.store.Acquire(ctx, claim(stale.ID, later, time.Minute), later)
 	if err != nil || !loaded || string(got.Data) != `"winner"` {
