@@ -13,8 +13,8 @@
 //
 // # Table
 //
-// Partition key "id" (S), no sort key, on-demand billing recommended, TTL
-// enabled on "expiration". The items use Powertools for AWS Lambda's
+// Partition key "id" (S), no sort key (or one: see Tables with a sort
+// key), on-demand billing recommended, TTL enabled on "expiration". The items use Powertools for AWS Lambda's
 // attribute names and types, so the two can share a table:
 //
 //	id                      S     "{namespace}#{digest}"
@@ -31,6 +31,24 @@
 //	release_call            S     marks a released claim (sqsonce only)
 //
 // [WithAttributes] renames any of them.
+//
+// # Tables with a sort key
+//
+// A table whose primary key is a partition key and a sort key (both S), as
+// in a single-table design, takes [WithSortKey], Powertools'
+// sort_key_attr / sortKeyAttr: the partition key holds one static value
+// for every record of the store, by default "idempotency#" and the
+// function's name (Powertools' default; pass the name, the store reads no
+// environment variable), and the sort key holds the record id:
+//
+//	store, err := dynamostore.New(db, "app-table",
+//		dynamostore.WithAttributes(dynamostore.Attributes{ID: "pk"}),
+//		dynamostore.WithSortKey(dynamostore.SortKey{Attr: "sk", FunctionName: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}))
+//
+// Every step is the same request as on a table without a sort key, with
+// the two-attribute key: the claim's condition, ALL_OLD on failure, the
+// fenced completion, its transaction and the release. New refuses a sort
+// key attribute equal to the partition key attribute, as Powertools does.
 //
 // # Round trips
 //

@@ -78,8 +78,21 @@ func storeError(op, id string, err error) error {
 	return &idempotency.StoreError{Op: op, ID: id, Err: err}
 }
 
+// key is the primary key of the record id: the id as partition key, or
+// with a sort key, the partition value and the id as sort key.
 func (s *Store) key(id string) map[string]types.AttributeValue {
+	if s.sortKeySet {
+		return map[string]types.AttributeValue{s.attrs.ID: attrS(s.sortKey.Partition), s.sortKey.Attr: attrS(id)}
+	}
 	return map[string]types.AttributeValue{s.attrs.ID: attrS(id)}
+}
+
+// idAttr is the attribute that holds the record id.
+func (s *Store) idAttr() string {
+	if s.sortKeySet {
+		return s.sortKey.Attr
+	}
+	return s.attrs.ID
 }
 
 // Acquire implements [idempotency.Store.Acquire] with one conditional

@@ -95,8 +95,9 @@ func randomJSON(t *testing.T, size int) []byte {
 }
 
 // TestRoundTrips counts the HTTP requests of each store path on moto.
-func TestRoundTrips(t *testing.T) {
-	e := newEnv(t)
+func TestRoundTrips(t *testing.T) { testRoundTrips(t, newEnv(t)) }
+
+func testRoundTrips(t *testing.T, e env) {
 	ctx := context.Background()
 	now := time.Now()
 	rec := claim("ns#rt-"+rand.Text(), now, time.Minute)
@@ -167,8 +168,9 @@ func want(err error, cond bool, what string) error {
 // TestGuardRoundTrips counts the requests of the guard's paths with this
 // store: first delivery, replay, cached replay, a duplicate running at the
 // same time in the process, and a completion with an attached write.
-func TestGuardRoundTrips(t *testing.T) {
-	e := newEnv(t)
+func TestGuardRoundTrips(t *testing.T) { testGuardRoundTrips(t, newEnv(t)) }
+
+func testGuardRoundTrips(t *testing.T, e env) {
 	summaries := motoserver.NewTable(t, e.db)
 	ctx := context.Background()
 	newGuard := func(cache int) *idempotency.Guard {
