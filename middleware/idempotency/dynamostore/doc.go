@@ -14,8 +14,9 @@
 // # Table
 //
 // Partition key "id" (S), no sort key (or one: see Tables with a sort
-// key), on-demand billing recommended, TTL enabled on "expiration". The items use Powertools for AWS Lambda's
-// attribute names and types, so the two can share a table:
+// key), on-demand billing recommended, TTL enabled on "expiration". The
+// items use Powertools for AWS Lambda's attribute names and types, so the
+// two can share a table:
 //
 //	id                      S     "{namespace}#{digest}"
 //	status                  S     INPROGRESS or COMPLETED
@@ -67,12 +68,12 @@
 //     failed condition returns the record: found COMPLETED under :me, it is
 //     this completion applied by an attempt whose response was lost (the
 //     SDK retried it), and Complete succeeds with no further call.
-//   - Release: one UpdateItem with the same condition, or this call's own
-//     token in release_call: the claim is released in place, its lease
-//     ended (in_progress_expiration 0) and its owner removed, so that any
-//     claim takes it at once and reports no record replaced, and the
-//     SDK's retry of a release whose response was lost succeeds instead of
-//     reporting a lost lease. The item expires with the claim (TTL).
+//   - Release: one UpdateItem with the same condition (or this call's own
+//     token in release_call) that releases the claim in place: its lease
+//     ends (in_progress_expiration 0), its owner is removed and the call's
+//     token set. Any claim takes it at once and reports no record
+//     replaced; the SDK's retry of a release whose response was lost finds
+//     the token and succeeds. The item expires with the claim (TTL).
 //
 // Through the guard: a first delivery is 2 calls (put, update), a replay 1,
 // a replay from the guard's cache 0, and a duplicate of a key running in the
