@@ -150,11 +150,18 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	c := &Consumer{Construct: this, Plan: plan}
 
 	if plan.NewTable {
+		partitionKey := idempotency.AttrID
+		var sortKey *awsdynamodb.Attribute
+		if plan.SortKey.Attribute != "" {
+			partitionKey = plan.SortKey.PartitionKey
+			sortKey = &awsdynamodb.Attribute{Name: jsii.String(plan.SortKey.Attribute), Type: awsdynamodb.AttributeType_STRING}
+		}
 		c.Table = awsdynamodb.NewTable(this, jsii.String("Table"), &awsdynamodb.TableProps{
 			PartitionKey: &awsdynamodb.Attribute{
-				Name: jsii.String(idempotency.AttrID),
+				Name: jsii.String(partitionKey),
 				Type: awsdynamodb.AttributeType_STRING,
 			},
+			SortKey:             sortKey,
 			BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
 			TimeToLiveAttribute: jsii.String(idempotency.AttrExpiration),
 			PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
@@ -235,6 +242,11 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	env[EnvNamespace] = jsii.String(props.Namespace)
 	env[EnvExpiresAfter] = jsii.String(GoSeconds(plan.ExpiresAfter))
 	env[EnvQueueWindow] = jsii.String(GoSeconds(plan.QueueWindow))
+	if sk := plan.SortKey; sk.Attribute != "" {
+		env[EnvPartitionKey] = jsii.String(sk.PartitionKey)
+		env[EnvSortKey] = jsii.String(sk.Attribute)
+		env[EnvStaticPartition] = jsii.String(sk.Partition)
+	}
 
 	runtime := props.Runtime
 	if runtime == nil {

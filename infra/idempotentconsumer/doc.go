@@ -13,7 +13,9 @@
 //     [idempotency.AttrID] (string), TTL on [idempotency.AttrExpiration],
 //     on-demand billing, point-in-time recovery, encryption with the AWS
 //     managed key, deletion protection, retained when it leaves the stack.
-//     Or none: [Props.Table] takes an existing table.
+//     With [Props.SortKey], a partition key and a sort key instead, as a
+//     table shared with Powertools' sortKeyAttr. Or none: [Props.Table]
+//     takes an existing table.
 //   - A queue and a dead-letter queue (both standard, or both FIFO with
 //     [Props.FIFO]), SQS-managed encryption, a policy that denies requests
 //     without TLS, a redrive after [Props.MaxReceiveCount] receives, and a

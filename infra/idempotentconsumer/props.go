@@ -72,7 +72,34 @@ const (
 	// EnvQueueWindow is the queue's window ([idempotency.QueueWindow]) as a
 	// Go duration in whole seconds. The runtime refuses an expiry below it.
 	EnvQueueWindow = "SQSONCE_QUEUE_WINDOW"
+	// EnvPartitionKey, EnvSortKey and EnvStaticPartition are
+	// [Props.SortKey]'s PartitionKey, Attribute and Partition, set only
+	// with it: pass them to dynamostore.WithAttributes (ID) and
+	// dynamostore.WithSortKey (Attr, Partition).
+	EnvPartitionKey    = "SQSONCE_PARTITION_KEY"
+	EnvSortKey         = "SQSONCE_SORT_KEY"
+	EnvStaticPartition = "SQSONCE_STATIC_PARTITION"
 )
+
+// maxPartitionValue is DynamoDB's limit on a partition key value, in bytes.
+const maxPartitionValue = 2048
+
+// SortKey is the key of an idempotency table with a sort key, as a table
+// shared with Powertools for AWS Lambda configured with keyAttr,
+// sortKeyAttr and staticPkValue (dynamostore.WithSortKey on the function's
+// side). The zero SortKey is none.
+type SortKey struct {
+	// Attribute is the sort key attribute (S), which holds the record id.
+	Attribute string
+	// PartitionKey is the partition key attribute (S). Default
+	// idempotency.AttrID.
+	PartitionKey string
+	// Partition is the partition key value of every record the function
+	// writes: Powertools' staticPkValue. Required with Attribute: a fixed
+	// string, since Powertools' default, "idempotency#" and the function's
+	// name, changes with the name CloudFormation generates.
+	Partition string
+}
 
 // Limits of the services, checked by [Props.Plan].
 const (
@@ -134,8 +161,9 @@ type Props struct {
 	Tracing awslambda.Tracing
 
 	// Table is an existing idempotency table to use instead of creating
-	// one: partition key idempotency.AttrID (string) and TTL on
-	// idempotency.AttrExpiration, which the construct cannot check. The
+	// one: partition key idempotency.AttrID (string), or the keys of
+	// SortKey, and TTL on idempotency.AttrExpiration, which the construct
+	// cannot check. The
 	// construct only grants [ItemActions] on it, so TableRemovalPolicy and
 	// DisableDeletionProtection may not be set with it. Default: a new table.
 	Table awsdynamodb.ITable
@@ -149,6 +177,13 @@ type Props struct {
 	// table. Default false: the table has deletion protection, and
 	// DeleteTable fails until it is turned off.
 	DisableDeletionProtection bool
+
+	// SortKey gives the idempotency table a sort key: a new table gets its
+	// partition key and sort key, and Table must have them (not checkable
+	// at synth time). The function gets [EnvPartitionKey], [EnvSortKey] and
+	// [EnvStaticPartition]. Default: none, partition key idempotency.AttrID
+	// alone.
+	SortKey SortKey
 
 	// FIFO makes the queue and its dead-letter queue FIFO queues. The
 	// function still keys on the message body, never on the
@@ -277,6 +312,10 @@ type Plan struct {
 	OldestMessageAlarm time.Duration
 	MetricsNamespace   string
 	MetricsService     string
+
+	// SortKey is Props.SortKey with its default partition key; Attribute
+	// empty: none.
+	SortKey SortKey
 }
 
 // queueNameChars are the characters SQS allows in a queue name.
@@ -311,7 +350,7 @@ func (p Props) Plan() (Plan, error) {
 	if p.Namespace == "" {
 		bad("Props.Namespace is required: a fixed string, not the function name")
 	}
-	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow} {
+	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition} {
 		if _, ok := p.Environment[k]; ok {
 			bad("Props.Environment sets %s, which the construct derives", k)
 		}
@@ -335,6 +374,7 @@ func (p Props) Plan() (Plan, error) {
 		MaxConcurrency:      pickInt(p.MaxConcurrency, DefaultMaxConcurrency),
 		LogRetention:        p.LogRetention,
 		NewTable:            p.Table == nil,
+		SortKey:             p.SortKey,
 		TableRemovalPolicy:  p.TableRemovalPolicy,
 		DeletionProtection:  p.Table == nil && !p.DisableDeletionProtection,
 		QueueName:           p.QueueName,
@@ -350,6 +390,26 @@ func (p Props) Plan() (Plan, error) {
 	}
 	if pl.LogRetention == "" {
 		pl.LogRetention = awslogs.RetentionDays_ONE_MONTH
+	}
+	if sk := &pl.SortKey; *sk != (SortKey{}) {
+		if sk.PartitionKey == "" {
+			sk.PartitionKey = idempotency.AttrID
+		}
+		switch sk.Attribute {
+		case "":
+			bad("SortKey.Attribute, the sort key attribute, is required with SortKey's other fields")
+		case sk.PartitionKey:
+			bad("SortKey.Attribute %q and the partition key attribute %q cannot be the same", sk.Attribute, sk.PartitionKey)
+		case idempotency.AttrStatus, idempotency.AttrExpiration, idempotency.AttrLeaseExpiry, idempotency.AttrData,
+			idempotency.AttrValidation, idempotency.AttrOwner, idempotency.AttrDataEncoding, idempotency.AttrDataOmitted:
+			bad("SortKey.Attribute %q is an attribute of the records", sk.Attribute)
+		}
+		if sk.Partition == "" {
+			bad("SortKey.Partition is required with a sort key: a fixed string (Powertools' staticPkValue), since Powertools' default, idempotency#{function name}, changes with the generated function name")
+		}
+		if len(sk.Partition) > maxPartitionValue {
+			bad("SortKey.Partition is %d bytes, above DynamoDB's %d", len(sk.Partition), maxPartitionValue)
+		}
 	}
 	if pl.NewTable && pl.TableRemovalPolicy == "" {
 		pl.TableRemovalPolicy = awscdk.RemovalPolicy_RETAIN

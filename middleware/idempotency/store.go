@@ -104,9 +104,11 @@ type Store interface {
 	Complete(ctx context.Context, rec Record) error
 
 	// Release deletes the record id, only if it is INPROGRESS and owned
-	// by owner, so that a later delivery can run the operation again. A
-	// record owned by someone else, a completed record, or no record at all
-	// is left alone and Release returns an error that wraps [ErrLeaseLost].
+	// by owner, so that a later delivery can run the operation again; a
+	// store may instead keep a released mark that Acquire treats as no
+	// record. A record owned by someone else, a completed record, or no
+	// record at all is left alone and Release returns an error that wraps
+	// [ErrLeaseLost].
 	Release(ctx context.Context, id, owner string) error
 }
 

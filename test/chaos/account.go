@@ -341,6 +341,12 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 	}
 	row("profile", func(r *Report) string { return r.Profile.Name })
 	row("pacing", pacing)
+	row("table key", func(r *Report) string {
+		if r.Profile.SortKey {
+			return TableKey.Partition + " + " + TableKey.Sort
+		}
+		return "id"
+	})
 	row("keys / workers", func(r *Report) string { return fmt.Sprintf("%d / %d", r.Keys, r.Profile.Workers) })
 	row("messages sent (first+dup+resend)", func(r *Report) string {
 		return fmt.Sprintf("%d+%d+%d", r.Sent["first"], r.Sent["duplicate"], r.Sent["resend"])

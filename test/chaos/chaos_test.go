@@ -16,7 +16,9 @@ func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
 
 // TestShortProfile runs the short profile end to end: worker processes on
 // moto_server, every fault, and the account. Any broken promise fails it.
-func TestShortProfile(t *testing.T) {
+func TestShortProfile(t *testing.T) { testShortProfile(t, Short(1)) }
+
+func testShortProfile(t *testing.T, p Profile) {
 	if testing.Short() {
 		t.Skip("the chaos run takes about 20 s; skipped with -short")
 	}
@@ -28,7 +30,6 @@ func TestShortProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Short(1)
 	r, err := Run(ctx, Env{Endpoint: endpoint, Worker: bin, Dir: dir}, p)
 	if err != nil {
 		t.Fatal(err)

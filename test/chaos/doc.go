@@ -3,13 +3,14 @@
 // causes of redelivery and the faults that make them, and an exact account
 // per key of what ran and what was acknowledged.
 //
-//	go test ./test/chaos          # the short profile (part of make test)
+//	go test ./test/chaos          # the short profile, on both table layouts (part of make test)
 //	make chaos                        # the long runs, 300 keys each
 //
 // # What runs
 //
 // [Run] creates a queue with a redrive policy to a dead-letter queue and a
-// table, starts Workers poller processes (the worker command, built by
+// table (keyed by id, or with [Profile.SortKey] by a partition key and a
+// sort key, as a table shared with Powertools' sortKeyAttr), starts Workers poller processes (the worker command, built by
 // [BuildWorker]) and a producer. Each worker receives batches, runs the
 // real batch handler (package batch) around the real guard (package
 // idempotency) on the real store (package dynamostore), under an invocation

@@ -62,7 +62,7 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 	db := dynamodb.NewFromConfig(cfg)
 	name := "chaos-" + p.Name + "-" + strings.ToLower(rand.Text()[:8])
 
-	if err := createTable(ctx, db, name); err != nil {
+	if err := createTable(ctx, db, name, p.SortKey); err != nil {
 		return nil, err
 	}
 	defer cleanup(func(ctx context.Context) error {
@@ -118,6 +118,7 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 		KillAfterOpProb: p.KillAfterOpProb,
 		SkewMargin:      p.SkewMargin,
 		Pacing:          p.Pacing,
+		SortKey:         p.SortKey,
 		MaxLife:         limit,
 	}, p.ClockSkew, p.Workers)
 	fl.start(ctx)
@@ -163,7 +164,7 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	records, err := scanTable(ctx, db, name)
+	records, err := scanTable(ctx, db, name, p.SortKey)
 	if err != nil {
 		return nil, err
 	}
@@ -347,8 +348,12 @@ type storedRecord struct {
 	Key    string
 }
 
-// scanTable reads every record, by id.
-func scanTable(ctx context.Context, db *dynamodb.Client, table string) (map[string]storedRecord, error) {
+// scanTable reads every record, by id (the sort key with sortKey).
+func scanTable(ctx context.Context, db *dynamodb.Client, table string, sortKey bool) (map[string]storedRecord, error) {
+	idAttr := "id"
+	if sortKey {
+		idAttr = TableKey.Sort
+	}
 	out := map[string]storedRecord{}
 	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
@@ -358,7 +363,7 @@ func scanTable(ctx context.Context, db *dynamodb.Client, table string) (map[stri
 		}
 		for _, item := range page.Items {
 			var r storedRecord
-			id := str(item["id"])
+			id := str(item[idAttr])
 			r.Status = str(item["status"])
 			if d := str(item["data"]); d != "" {
 				var res Result
@@ -401,13 +406,29 @@ func readLogs(dir string, incs []incarnation) (map[string][]entry, error) {
 	return out, nil
 }
 
-func createTable(ctx context.Context, db *dynamodb.Client, name string) error {
-	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+// TableKey is the key of the table of a run with [Profile.SortKey]: a
+// single-table design's partition key and sort key, and the partition
+// value of every record, as a table shared with Powertools' sortKeyAttr.
+var TableKey = struct{ Partition, Sort, Value string }{"pk", "sk", "idempotency#chaos"}
+
+func createTable(ctx context.Context, db *dynamodb.Client, name string, sortKey bool) error {
+	in := &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		AttributeDefinitions: []dbtypes.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: dbtypes.ScalarAttributeTypeS}},
 		KeySchema:            []dbtypes.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: dbtypes.KeyTypeHash}},
 		BillingMode:          dbtypes.BillingModePayPerRequest,
-	})
+	}
+	if sortKey {
+		in.AttributeDefinitions = []dbtypes.AttributeDefinition{
+			{AttributeName: aws.String(TableKey.Partition), AttributeType: dbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(TableKey.Sort), AttributeType: dbtypes.ScalarAttributeTypeS},
+		}
+		in.KeySchema = []dbtypes.KeySchemaElement{
+			{AttributeName: aws.String(TableKey.Partition), KeyType: dbtypes.KeyTypeHash},
+			{AttributeName: aws.String(TableKey.Sort), KeyType: dbtypes.KeyTypeRange},
+		}
+	}
+	_, err := db.CreateTable(ctx, in)
 	if err != nil {
 		return fmt.Errorf("chaos: create table %s: %w", name, err)
 	}

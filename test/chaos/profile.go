@@ -14,6 +14,7 @@ type Profile struct {
 	Workers int    // poller processes
 	Seed    uint64 // seeds the producer, the proxy, the killer and the workers
 	Pacing  bool   // pace redelivery with visibility changes
+	SortKey bool   // the table has a sort key; the store uses dynamostore.WithSortKey (see [TableKey])
 
 	Visibility   time.Duration // the queue's visibility timeout (whole seconds)
 	MaxReceives  int           // receives before the queue moves a message to the DLQ

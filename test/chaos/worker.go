@@ -79,6 +79,7 @@ type WorkerConfig struct {
 	ClockOffset time.Duration // added to the guard's clock
 
 	Pacing  bool          // pace redelivery with visibility changes
+	SortKey bool          // the table has a sort key: see TableKey
 	MaxLife time.Duration // the process exits after this long whatever happens
 }
 
@@ -135,7 +136,12 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, logPath string) error {
 		rng:  rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 	}
 	db := dynamodb.NewFromConfig(awsConfig(cfg.DynamoEndpoint))
-	store, err := dynamostore.New(db, cfg.Table, dynamostore.WithLogger(w.slog))
+	storeOpts := []dynamostore.Option{dynamostore.WithLogger(w.slog)}
+	if cfg.SortKey {
+		storeOpts = append(storeOpts, dynamostore.WithAttributes(dynamostore.Attributes{ID: TableKey.Partition}),
+			dynamostore.WithSortKey(dynamostore.SortKey{Attr: TableKey.Sort, Partition: TableKey.Value}))
+	}
+	store, err := dynamostore.New(db, cfg.Table, storeOpts...)
 	if err != nil {
 		return err
 	}

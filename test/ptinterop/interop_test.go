@@ -44,9 +44,16 @@ type table struct {
 	endpoint, name string
 	store          *dynamostore.Store
 	db             *dynamodb.Client
+	layout         layout // the key settings of both sides
 }
 
+// newTable is a table with Powertools' default key: partition key "id".
 func newTable(t *testing.T) table {
+	t.Helper()
+	return newLayoutTable(t, layout{})
+}
+
+func newLayoutTable(t *testing.T, l layout) table {
 	t.Helper()
 	if err := ptinterop.Available(driverDir); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -55,12 +62,12 @@ func newTable(t *testing.T) table {
 		t.Skip(err)
 	}
 	db := moto.DynamoDB(t)
-	name := motoserver.NewTable(t, db)
-	store, err := dynamostore.New(db, name, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript))
+	name := l.create(t, db)
+	store, err := dynamostore.New(db, name, append(l.options(), dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return table{endpoint: moto.Endpoint(t), name: name, store: store, db: db}
+	return table{endpoint: moto.Endpoint(t), name: name, store: store, db: db, layout: l}
 }
 
 // guardOptions adjust the sqsonce side's configuration.
@@ -212,6 +219,7 @@ func powertools(t *testing.T, tb table, mod func(*ptinterop.Request), msgs ...ev
 		Endpoint: tb.endpoint, Table: tb.name, KeyPrefix: keyPrefix, EventKeyJMESPath: keyJMESPath,
 		RemainingMs: 60_000, Events: []events.SQSEvent{{Records: msgs}},
 	}
+	tb.layout.request(&req)
 	if mod != nil {
 		mod(&req)
 	}
@@ -254,8 +262,9 @@ var completedResults = []struct{ name, json string }{
 // TestCompleted: keys completed by one runtime are replayed by the other
 // without running, with each result as the writer's handler returned it.
 // Each direction runs every result in one batch.
-func TestCompleted(t *testing.T) {
-	tb := newTable(t)
+func TestCompleted(t *testing.T) { testCompleted(t, newTable(t)) }
+
+func testCompleted(t *testing.T, tb table) {
 	t.Run("powertools writes, sqsonce replays", func(t *testing.T) {
 		var first, again []events.SQSMessage
 		for _, tc := range completedResults {
@@ -310,8 +319,9 @@ func TestCompleted(t *testing.T) {
 // TestInProgress: a live lease held by one runtime refuses the other: a
 // batch item failure in sqsonce, IdempotencyAlreadyInProgressError in
 // Powertools; neither runs.
-func TestInProgress(t *testing.T) {
-	tb := newTable(t)
+func TestInProgress(t *testing.T) { testInProgress(t, newTable(t)) }
+
+func testInProgress(t *testing.T, tb table) {
 	t.Run("powertools holds, sqsonce reports a batch item failure", func(t *testing.T) {
 		key := "k-" + rand.Text()
 		first := message(key, nil, `"first"`)
@@ -360,8 +370,9 @@ func TestInProgress(t *testing.T) {
 
 // TestReclaim: a record whose lease has passed (its worker died) or whose
 // expiry has passed is taken over and run by the other runtime.
-func TestReclaim(t *testing.T) {
-	tb := newTable(t)
+func TestReclaim(t *testing.T) { testReclaim(t, newTable(t)) }
+
+func testReclaim(t *testing.T, tb table) {
 	t.Run("powertools lease passed, sqsonce takes over", func(t *testing.T) {
 		key := "k-" + rand.Text()
 		first := message(key, nil, `"first"`)
@@ -446,8 +457,9 @@ func TestReclaim(t *testing.T) {
 
 // TestValidation: a payload hash written by one runtime is checked by the
 // other: the same payload replays, another payload is refused.
-func TestValidation(t *testing.T) {
-	tb := newTable(t)
+func TestValidation(t *testing.T) { testValidation(t, newTable(t)) }
+
+func testValidation(t *testing.T, tb table) {
 	payload := map[string]any{"document_id": "d-1", "Version": 3, "model": "m", "prompt": "Résumé"}
 	other := map[string]any{"document_id": "d-1", "Version": 4, "model": "m", "prompt": "Résumé"}
 	withPath := func(r *ptinterop.Request) { r.PayloadValidationJMESPath = validationPath }
@@ -498,8 +510,9 @@ func TestValidation(t *testing.T) {
 
 // TestRecordIDs: the record Powertools writes for a key is at the id
 // sqsonce computes for it (the worked example of a UUID key).
-func TestRecordIDs(t *testing.T) {
-	tb := newTable(t)
+func TestRecordIDs(t *testing.T) { testRecordIDs(t, newTable(t)) }
+
+func testRecordIDs(t *testing.T, tb table) {
 	g, err := idempotency.New(idempotency.Config{Store: tb.store, Namespace: keyPrefix, Format: idempotency.FormatPowertoolsTypeScript})
 	if err != nil {
 		t.Fatal(err)
@@ -519,7 +532,7 @@ func TestRecordIDs(t *testing.T) {
 	}
 	powertools(t, tb, nil, msg)
 	out, err := tb.db.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(tb.name), Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}}, ConsistentRead: aws.Bool(true),
+		TableName: aws.String(tb.name), Key: tb.layout.key(id), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -532,8 +545,9 @@ func TestRecordIDs(t *testing.T) {
 // TestMissingKey: a message without the key is run unprotected by
 // Powertools (its default; throwOnNoIdempotencyKey changes it) and refused by
 // sqsonce, which never runs an operation without a claim.
-func TestMissingKey(t *testing.T) {
-	tb := newTable(t)
+func TestMissingKey(t *testing.T) { testMissingKey(t, newTable(t)) }
+
+func testMissingKey(t *testing.T, tb table) {
 	msg := message("", nil, `"unprotected"`)
 	rep := powertools(t, tb, nil, msg)
 	if !slices.Equal(rep.Ran, []string{msg.MessageId}) || rep.Events[0].Records[0].Status != "success" {
@@ -551,8 +565,9 @@ func TestMissingKey(t *testing.T) {
 // Powertools completes with an unconditional UpdateItem, so a Powertools
 // worker whose lease passed while its handler ran overwrites the result of
 // the sqsonce worker that took the key over.
-func TestPowertoolsLateCompletion(t *testing.T) {
-	tb := newTable(t)
+func TestPowertoolsLateCompletion(t *testing.T) { testPowertoolsLateCompletion(t, newTable(t)) }
+
+func testPowertoolsLateCompletion(t *testing.T, tb table) {
 	key := "k-" + rand.Text()
 	slow := message(key, nil, `"powertools"`)
 	type outcome struct {
@@ -563,10 +578,12 @@ func TestPowertoolsLateCompletion(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		rep, err := ptinterop.Run(ctx, driverDir, ptinterop.Request{
+		req := ptinterop.Request{
 			Endpoint: tb.endpoint, Table: tb.name, KeyPrefix: keyPrefix, EventKeyJMESPath: keyJMESPath,
 			RemainingMs: 1, ModelMs: 5000, Events: []events.SQSEvent{{Records: []events.SQSMessage{slow}}},
-		})
+		}
+		tb.layout.request(&req)
+		rep, err := ptinterop.Run(ctx, driverDir, req)
 		done <- outcome{rep, err}
 	}()
 
@@ -584,7 +601,7 @@ func TestPowertoolsLateCompletion(t *testing.T) {
 	}
 	status := func() string {
 		out, err := tb.db.GetItem(context.Background(), &dynamodb.GetItemInput{
-			TableName: aws.String(tb.name), Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}}, ConsistentRead: aws.Bool(true),
+			TableName: aws.String(tb.name), Key: tb.layout.key(id), ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -96,14 +96,41 @@ func NewQueue(t testing.TB, client *sqs.Client, attributes map[string]string) Qu
 // active and deletes it when the test ends.
 func CreateTable(t testing.TB, db *dynamodb.Client, name string) {
 	t.Helper()
+	createTable(t, db, name, "id", "")
+}
+
+// CreateTableWithSortKey creates table name as [CreateTable] does, with
+// the partition key partitionKey (S) and the sort key sortKey (S): the
+// schema of a table Powertools uses with sort_key_attr / sortKeyAttr.
+func CreateTableWithSortKey(t testing.TB, db *dynamodb.Client, name, partitionKey, sortKey string) {
+	t.Helper()
+	createTable(t, db, name, partitionKey, sortKey)
+}
+
+// NewTableWithSortKey creates a table named after the test, unique to this
+// call, with [CreateTableWithSortKey], and returns its name.
+func NewTableWithSortKey(t testing.TB, db *dynamodb.Client, partitionKey, sortKey string) string {
+	t.Helper()
+	name := TableName(t)
+	CreateTableWithSortKey(t, db, name, partitionKey, sortKey)
+	return name
+}
+
+func createTable(t testing.TB, db *dynamodb.Client, name, partitionKey, sortKey string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+	in := &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(partitionKey), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(partitionKey), KeyType: types.KeyTypeHash}},
 		BillingMode:          types.BillingModePayPerRequest,
-	})
+	}
+	if sortKey != "" {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(sortKey), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(sortKey), KeyType: types.KeyTypeRange})
+	}
+	_, err := db.CreateTable(ctx, in)
 	if err != nil {
 		t.Fatalf("motoserver: create table %s: %v", name, err)
 	}

@@ -16,10 +16,15 @@ import (
 )
 
 // Request is what the driver runs: SQS events through makeIdempotent inside
-// a BatchProcessor, against a DynamoDB table.
+// a BatchProcessor, against a DynamoDB table. KeyAttr, SortKeyAttr and
+// StaticPkValue are the persistence layer's options of those names (empty:
+// Powertools' defaults); Run sets AWS_LAMBDA_FUNCTION_NAME to [FunctionName].
 type Request struct {
 	Endpoint                  string            `json:"endpoint"`
 	Table                     string            `json:"table"`
+	KeyAttr                   string            `json:"keyAttr,omitempty"`
+	SortKeyAttr               string            `json:"sortKeyAttr,omitempty"`
+	StaticPkValue             string            `json:"staticPkValue,omitempty"`
 	KeyPrefix                 string            `json:"keyPrefix"`
 	EventKeyJMESPath          string            `json:"eventKeyJmesPath"`
 	PayloadValidationJMESPath string            `json:"payloadValidationJmesPath,omitempty"`
@@ -76,11 +81,14 @@ func Available(dir string) error {
 	return nil
 }
 
+// FunctionName is the driver's AWS_LAMBDA_FUNCTION_NAME.
+const FunctionName = "pt-interop"
+
 // Run runs the driver in dir (the testdata folder) with req.
 func Run(ctx context.Context, dir string, req Request) (Report, error) {
 	cmd := exec.CommandContext(ctx, "node", "driver.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_NAME=pt-interop", "POWERTOOLS_IDEMPOTENCY_DISABLED=false")
+	cmd.Env = append(os.Environ(), "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_NAME="+FunctionName, "POWERTOOLS_IDEMPOTENCY_DISABLED=false")
 	return RunProcess(cmd, req)
 }
 

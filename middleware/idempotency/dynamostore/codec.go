@@ -35,13 +35,11 @@ func attrN(v int64) *types.AttributeValueMemberN {
 // claimItem is the item Acquire writes.
 func (s *Store) claimItem(rec idempotency.Record) map[string]types.AttributeValue {
 	a := s.attrs
-	item := map[string]types.AttributeValue{
-		a.ID:          attrS(rec.ID),
-		a.Status:      attrS(string(idempotency.StatusInProgress)),
-		a.Expiration:  attrN(rec.ExpiresAt.Unix()),
-		a.LeaseExpiry: attrN(rec.LeaseUntil.UnixMilli()),
-		a.Owner:       attrS(rec.Owner),
-	}
+	item := s.key(rec.ID)
+	item[a.Status] = attrS(string(idempotency.StatusInProgress))
+	item[a.Expiration] = attrN(rec.ExpiresAt.Unix())
+	item[a.LeaseExpiry] = attrN(rec.LeaseUntil.UnixMilli())
+	item[a.Owner] = attrS(rec.Owner)
 	if rec.Validation != "" {
 		item[a.Validation] = attrS(rec.Validation)
 	}
@@ -69,7 +67,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (stored, error) {
 	a := s.attrs
 	var st stored
 	var errs []error
-	st.rec.ID = stringAttr(item[a.ID])
+	st.rec.ID = stringAttr(item[s.idAttr()])
 	st.rec.Status = idempotency.Status(stringAttr(item[a.Status]))
 	st.rec.Validation = stringAttr(item[a.Validation])
 	st.rec.Owner = stringAttr(item[a.Owner])
@@ -407,8 +405,11 @@ const numberSize = 21
 // DynamoDB's rules (attribute names plus values).
 func (s *Store) completedSize(rec idempotency.Record) int {
 	a := s.attrs
-	n := len(a.ID) + len(rec.ID) +
-		len(a.Status) + len(idempotency.StatusCompleted) +
+	n := 0
+	for k, v := range s.key(rec.ID) {
+		n += len(k) + len(stringAttr(v))
+	}
+	n += len(a.Status) + len(idempotency.StatusCompleted) +
 		len(a.Expiration) + numberSize +
 		len(a.LeaseExpiry) + numberSize +
 		len(a.Owner) + len(rec.Owner) +

@@ -13,9 +13,10 @@
 //
 // # Table
 //
-// Partition key "id" (S), no sort key, on-demand billing recommended, TTL
-// enabled on "expiration". The items use Powertools for AWS Lambda's
-// attribute names and types, so the two can share a table:
+// Partition key "id" (S), no sort key (or one: see Tables with a sort
+// key), on-demand billing recommended, TTL enabled on "expiration". The
+// items use Powertools for AWS Lambda's attribute names and types, so the
+// two can share a table:
 //
 //	id                      S     "{namespace}#{digest}"
 //	status                  S     INPROGRESS or COMPLETED
@@ -28,8 +29,27 @@
 //	data_encoding           S     "gzip" when data is compressed (sqsonce only)
 //	data_omitted            BOOL  the result was too large to store (sqsonce only)
 //	data_format             S     the data format of a stored result (sqsonce only)
+//	release_call            S     marks a released claim (sqsonce only)
 //
 // [WithAttributes] renames any of them.
+//
+// # Tables with a sort key
+//
+// A table whose primary key is a partition key and a sort key (both S), as
+// in a single-table design, takes [WithSortKey], Powertools'
+// sort_key_attr / sortKeyAttr: the partition key holds one static value
+// for every record of the store, by default "idempotency#" and the
+// function's name (Powertools' default; pass the name, the store reads no
+// environment variable), and the sort key holds the record id:
+//
+//	store, err := dynamostore.New(db, "app-table",
+//		dynamostore.WithAttributes(dynamostore.Attributes{ID: "pk"}),
+//		dynamostore.WithSortKey(dynamostore.SortKey{Attr: "sk", FunctionName: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}))
+//
+// Every step is the same request as on a table without a sort key, with
+// the two-attribute key: the claim's condition, ALL_OLD on failure, the
+// fenced completion, its transaction and the release. New refuses a sort
+// key attribute equal to the partition key attribute, as Powertools does.
 //
 // # Round trips
 //
@@ -48,7 +68,12 @@
 //     failed condition returns the record: found COMPLETED under :me, it is
 //     this completion applied by an attempt whose response was lost (the
 //     SDK retried it), and Complete succeeds with no further call.
-//   - Release: one DeleteItem with the same condition.
+//   - Release: one UpdateItem with the same condition (or this call's own
+//     token in release_call) that releases the claim in place: its lease
+//     ends (in_progress_expiration 0), its owner is removed and the call's
+//     token set. Any claim takes it at once and reports no record
+//     replaced; the SDK's retry of a release whose response was lost finds
+//     the token and succeeds. The item expires with the claim (TTL).
 //
 // Through the guard: a first delivery is 2 calls (put, update), a replay 1,
 // a replay from the guard's cache 0, and a duplicate of a key running in the
@@ -118,7 +143,9 @@
 // released by a worker that did not claim it. Powertools neither checks nor
 // keeps the lease owner: its claim of a record whose lease has passed
 // replaces the item, after which this store's completion of the old claim
-// fails with [idempotency.ErrLeaseLost]. Powertools cannot read a
+// fails with [idempotency.ErrLeaseLost]. A claim this store released is
+// an in-progress item whose lease has ended: Powertools' claim takes it
+// over as it takes over a crashed worker's. Powertools cannot read a
 // compressed result, which is why the Powertools formats never compress.
 //
 // # Errors

@@ -29,9 +29,6 @@ func (u *updates) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ 
 	u.data = append(u.data, in.ExpressionAttributeValues[":data"])
 	return &dynamodb.UpdateItemOutput{}, nil
 }
-func (u *updates) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return &dynamodb.DeleteItemOutput{}, nil
-}
 func (u *updates) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	return &dynamodb.TransactWriteItemsOutput{}, nil
 }

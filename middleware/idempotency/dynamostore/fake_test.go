@@ -33,13 +33,11 @@ type fakeAPI struct {
 	puts     []*dynamodb.PutItemInput
 	gets     []*dynamodb.GetItemInput
 	updates  []*dynamodb.UpdateItemInput
-	deletes  []*dynamodb.DeleteItemInput
 	transact []*dynamodb.TransactWriteItemsInput
 
 	putReplies      []reply[dynamodb.PutItemOutput]
 	getReplies      []reply[dynamodb.GetItemOutput]
 	updateReplies   []reply[dynamodb.UpdateItemOutput]
-	deleteReplies   []reply[dynamodb.DeleteItemOutput]
 	transactReplies []reply[dynamodb.TransactWriteItemsOutput]
 }
 
@@ -86,13 +84,6 @@ func (f *fakeAPI) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ 
 	return next(f.t, "UpdateItem", &f.updateReplies)
 }
 
-func (f *fakeAPI) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.deletes = append(f.deletes, in)
-	return next(f.t, "DeleteItem", &f.deleteReplies)
-}
-
 func (f *fakeAPI) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -103,7 +94,7 @@ func (f *fakeAPI) TransactWriteItems(_ context.Context, in *dynamodb.TransactWri
 func (f *fakeAPI) calls() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.puts) + len(f.gets) + len(f.updates) + len(f.deletes) + len(f.transact)
+	return len(f.puts) + len(f.gets) + len(f.updates) + len(f.transact)
 }
 
 func newFake(t *testing.T, f *fakeAPI, opts ...dynamostore.Option) *dynamostore.Store {
@@ -339,6 +330,7 @@ func TestCompleteErrors(t *testing.T) {
 		"completed":          {err: ccf(completedItem("ns#k", "1")), wantLost: true, wantMessage: "record is COMPLETED"},
 		"gone (no Item)":     {err: ccf(nil), wantLost: true, wantMessage: "gone"},
 		"ownerless (legacy)": {err: ccf(map[string]types.AttributeValue{"status": s("INPROGRESS")}), wantLost: true, wantMessage: "no lease owner"},
+		"released":           {err: ccf(map[string]types.AttributeValue{"status": s("INPROGRESS"), "release_call": s("c")}), wantLost: true, wantMessage: "claim was released"},
 	}
 	for name, cause := range transient() {
 		tests[name] = struct {
@@ -350,8 +342,7 @@ func TestCompleteErrors(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeAPI{
-				updateReplies: []reply[dynamodb.UpdateItemOutput]{fail[dynamodb.UpdateItemOutput](tc.err)},
-				deleteReplies: []reply[dynamodb.DeleteItemOutput]{fail[dynamodb.DeleteItemOutput](tc.err)},
+				updateReplies: []reply[dynamodb.UpdateItemOutput]{fail[dynamodb.UpdateItemOutput](tc.err), fail[dynamodb.UpdateItemOutput](tc.err)},
 			}
 			st := newFake(t, f)
 			rec := record("ns#k")

@@ -2,6 +2,8 @@ package dynamostore_test
 
 import (
 	"context"
+	"crypto/rand"
+	"errors"
 	"io"
 	"maps"
 	"net/http"
@@ -22,12 +24,13 @@ import (
 )
 
 // afterApply is an HTTP client that forwards every request to the server
-// and, for the first drop requests of operation op, throws the server's
-// answer away and answers 500 instead: the write was applied, its response
-// lost.
+// and, for the first drop requests of operation op (any operation when op
+// is empty) after the first skip of them, throws the server's answer away
+// and answers 500 instead: the write was applied, its response lost.
 type afterApply struct {
 	next aws.HTTPClient
 	op   string
+	skip atomic.Int32
 	drop atomic.Int32
 }
 
@@ -43,7 +46,8 @@ func (f *afterApply) option() func(*dynamodb.Options) {
 
 func (f *afterApply) Do(req *http.Request) (*http.Response, error) {
 	resp, err := f.next.Do(req)
-	if err != nil || !strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+f.op) || f.drop.Add(-1) < 0 {
+	match := f.op == "" || strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+f.op)
+	if err != nil || !match || f.skip.Add(-1) >= 0 || f.drop.Add(-1) < 0 {
 		return resp, err
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
@@ -131,4 +135,89 @@ func TestCompletionResponseLost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReleaseResponseLost: the response to a release that DynamoDB applied
+// is lost, and the SDK sends the request again. The retry is the release's
+// success, not a lost lease; a new Release call is still refused, and the
+// key is free: the next claim takes it and reports no record replaced.
+func TestReleaseResponseLost(t *testing.T) {
+	setup := func(t *testing.T) (*dynamostore.Store, *afterApply, *motoserver.Counter) {
+		calls := &motoserver.Counter{}
+		fault := &afterApply{} // any operation: the test does not assume which one releases
+		db := moto.DynamoDB(t, calls.Option(), fault.option(), func(o *dynamodb.Options) {
+			o.RetryMaxAttempts = 0
+			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+				so.MaxAttempts, so.MaxBackoff = 3, 20*time.Millisecond
+			})
+		})
+		store, err := dynamostore.New(db, motoserver.NewTable(t, db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store, fault, calls
+	}
+
+	t.Run("store", func(t *testing.T) {
+		store, fault, calls := setup(t)
+		ctx := t.Context()
+		now := time.Now()
+		rec := claim("ns#release-"+rand.Text(), now, time.Minute)
+		if _, loaded, err := store.Acquire(ctx, rec, now); err != nil || loaded {
+			t.Fatalf("Acquire: loaded=%v err=%v", loaded, err)
+		}
+		calls.Reset()
+		fault.drop.Store(1)
+		if err := store.Release(ctx, rec.ID, rec.Owner); err != nil {
+			t.Fatalf("Release whose first response was lost: %v, want success", err)
+		}
+		if fault.drop.Load() >= 0 {
+			t.Fatal("no response was dropped: the test proves nothing")
+		}
+		if c := calls.Calls(); len(c) != 1 || c["UpdateItem"] != 2 {
+			t.Errorf("calls = %v, want the release sent twice (UpdateItem), nothing else", c)
+		}
+		if err := store.Release(ctx, rec.ID, rec.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Errorf("a second Release call: %v, want ErrLeaseLost", err)
+		}
+		prev, loaded, err := store.Acquire(ctx, claim(rec.ID, now, time.Minute), now)
+		if err != nil || loaded || prev.ID != "" {
+			t.Errorf("Acquire after the release: %+v, loaded=%v, err=%v; want claimed, no record replaced", prev, loaded, err)
+		}
+	})
+
+	t.Run("through the guard", func(t *testing.T) {
+		store, fault, _ := setup(t)
+		var mu sync.Mutex
+		var events []idempotency.Event
+		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "lost", Logger: discard(),
+			OnOutcome: func(_ context.Context, ev idempotency.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				events = append(events, ev)
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fault.skip.Store(1) // the claim
+		fault.drop.Store(1) // the release
+		failure := errors.New("the operation failed")
+		runs := 0
+		op := func(context.Context) (string, error) { runs++; return "", failure }
+		if _, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"k"`)), op); !errors.Is(err, failure) || errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Do = %v, want the operation's error alone", err)
+		}
+		if fault.drop.Load() >= 0 {
+			t.Fatal("no response was dropped: the test proves nothing")
+		}
+		ok := func(context.Context) (string, error) { runs++; return "done", nil }
+		if v, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"k"`)), ok); err != nil || v != "done" {
+			t.Fatalf("second Do = %q, %v; want the operation run again", v, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(events) != 2 || events[0].Outcome != idempotency.OutcomeReleased || events[1].Outcome != idempotency.OutcomeClaimed || runs != 2 {
+			t.Errorf("events = %+v, runs %d; want released, then claimed (not taken over), two runs", events, runs)
+		}
+	})
 }

@@ -33,11 +33,16 @@ const (
 // "powertools-typescript"). Only this store writes it; Powertools ignores it.
 const AttrDataFormat = "data_format"
 
+// AttrReleaseCall is the default name of the attribute that marks a
+// released claim (S: a token of the Release call). Only this store writes
+// it; Powertools ignores it.
+const AttrReleaseCall = "release_call"
+
 // Attributes names the attributes of a stored record. An empty field takes
 // its default, the [idempotency] Attr constant of the same meaning
-// ([AttrDataFormat] for DataFormat).
+// ([AttrDataFormat] for DataFormat, [AttrReleaseCall] for ReleaseCall).
 type Attributes struct {
-	ID           string // default [idempotency.AttrID]; the table's partition key (S)
+	ID           string // default [idempotency.AttrID]; the table's partition key (S): the record id, or with [WithSortKey] the partition value
 	Status       string // default [idempotency.AttrStatus]
 	Expiration   string // default [idempotency.AttrExpiration]; the table's TTL attribute
 	LeaseExpiry  string // default [idempotency.AttrLeaseExpiry]
@@ -47,6 +52,7 @@ type Attributes struct {
 	DataEncoding string // default [idempotency.AttrDataEncoding]
 	DataOmitted  string // default [idempotency.AttrDataOmitted]
 	DataFormat   string // default [AttrDataFormat]
+	ReleaseCall  string // default [AttrReleaseCall]
 }
 
 func (a *Attributes) fill() error {
@@ -65,9 +71,10 @@ func (a *Attributes) fill() error {
 	def(&a.DataEncoding, idempotency.AttrDataEncoding)
 	def(&a.DataOmitted, idempotency.AttrDataOmitted)
 	def(&a.DataFormat, AttrDataFormat)
+	def(&a.ReleaseCall, AttrReleaseCall)
 	seen := map[string]bool{}
 	var errs []error
-	for _, n := range []string{a.ID, a.Status, a.Expiration, a.LeaseExpiry, a.Data, a.Validation, a.Owner, a.DataEncoding, a.DataOmitted, a.DataFormat} {
+	for _, n := range []string{a.ID, a.Status, a.Expiration, a.LeaseExpiry, a.Data, a.Validation, a.Owner, a.DataEncoding, a.DataOmitted, a.DataFormat, a.ReleaseCall} {
 		if seen[n] {
 			errs = append(errs, fmt.Errorf("dynamostore: attribute name %q is used twice", n))
 		}
@@ -86,6 +93,8 @@ type options struct {
 	compressSet   bool // WithCompressAbove was given
 	itemLimit     int
 	format        DataFormat
+	sortKey       SortKey // with sortKeySet; Partition filled in by validate
+	sortKeySet    bool    // WithSortKey was given
 }
 
 // WithAttributes sets the attribute names of the records. Empty fields keep
@@ -123,6 +132,11 @@ func (o *options) validate() error {
 	if err := o.attrs.fill(); err != nil {
 		errs = append(errs, err)
 	}
+	if o.sortKeySet {
+		if err := o.sortKey.fill(o.attrs); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
@@ -142,6 +156,69 @@ func (o *options) validate() error {
 		errs = append(errs, fmt.Errorf("dynamostore: WithItemLimit(%d) is outside (%d, %d]", o.itemLimit, sizeMargin, DefaultItemLimit))
 	}
 	return errors.Join(errs...)
+}
+
+// DefaultPartitionPrefix starts the default partition value of a table with
+// a sort key, as in Powertools for AWS Lambda: "idempotency#" and the
+// function's name.
+const DefaultPartitionPrefix = "idempotency#"
+
+// maxPartitionKey is DynamoDB's limit on a partition key value, in bytes.
+const maxPartitionKey = 2048
+
+// SortKey configures a table whose primary key has a sort key, as
+// Powertools for AWS Lambda's sort_key_attr / sortKeyAttr does: the
+// partition key attribute ([Attributes].ID) holds one value for every
+// record of the store, and the sort key attribute holds the record id.
+type SortKey struct {
+	// Attr is the table's sort key attribute (S). Required; it may not be
+	// the partition key attribute, nor another attribute of the record.
+	Attr string
+
+	// Partition is the partition key value of every record: Powertools'
+	// static_pk_value / staticPkValue. Default [DefaultPartitionPrefix]
+	// followed by FunctionName, Powertools' default.
+	Partition string
+
+	// FunctionName is the Lambda function's name (AWS_LAMBDA_FUNCTION_NAME,
+	// which the store does not read), for the default Partition. One of
+	// Partition and FunctionName is required.
+	FunctionName string
+}
+
+func (k *SortKey) fill(a Attributes) error {
+	var errs []error
+	switch k.Attr {
+	case "":
+		errs = append(errs, errors.New("dynamostore: WithSortKey: SortKey.Attr, the sort key attribute, is empty"))
+	case a.ID:
+		errs = append(errs, fmt.Errorf("dynamostore: WithSortKey: the partition key attribute %q and the sort key attribute %q cannot be the same", a.ID, k.Attr))
+	default:
+		for _, n := range []string{a.Status, a.Expiration, a.LeaseExpiry, a.Data, a.Validation, a.Owner, a.DataEncoding, a.DataOmitted, a.DataFormat, a.ReleaseCall} {
+			if n == k.Attr {
+				errs = append(errs, fmt.Errorf("dynamostore: WithSortKey: the sort key attribute %q is also a record attribute", k.Attr))
+			}
+		}
+	}
+	if k.Partition == "" {
+		if k.FunctionName == "" {
+			errs = append(errs, errors.New("dynamostore: WithSortKey: set SortKey.FunctionName (Powertools' default partition is "+DefaultPartitionPrefix+"{AWS_LAMBDA_FUNCTION_NAME}) or SortKey.Partition"))
+		}
+		k.Partition = DefaultPartitionPrefix + k.FunctionName
+	}
+	if len(k.Partition) > maxPartitionKey {
+		errs = append(errs, fmt.Errorf("dynamostore: WithSortKey: the partition value is %d bytes, above DynamoDB's %d", len(k.Partition), maxPartitionKey))
+	}
+	return errors.Join(errs...)
+}
+
+// WithSortKey stores records in a table whose primary key is the partition
+// key [Attributes].ID and the sort key k.Attr, both strings: the partition
+// key holds k.Partition and the sort key the record id, as Powertools for
+// AWS Lambda writes them with the same settings. Default: no sort key, the
+// record id is the partition key.
+func WithSortKey(k SortKey) Option {
+	return func(o *options) { o.sortKey, o.sortKeySet = k, true }
 }
 
 // DataFormat is how the data attribute holds a result. The store writes and

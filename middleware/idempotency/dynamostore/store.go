@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,7 +23,6 @@ type API interface {
 	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
@@ -78,8 +78,21 @@ func storeError(op, id string, err error) error {
 	return &idempotency.StoreError{Op: op, ID: id, Err: err}
 }
 
+// key is the primary key of the record id: the id as partition key, or
+// with a sort key, the partition value and the id as sort key.
 func (s *Store) key(id string) map[string]types.AttributeValue {
+	if s.sortKeySet {
+		return map[string]types.AttributeValue{s.attrs.ID: attrS(s.sortKey.Partition), s.sortKey.Attr: attrS(id)}
+	}
 	return map[string]types.AttributeValue{s.attrs.ID: attrS(id)}
+}
+
+// idAttr is the attribute that holds the record id.
+func (s *Store) idAttr() string {
+	if s.sortKeySet {
+		return s.sortKey.Attr
+	}
+	return s.attrs.ID
 }
 
 // Acquire implements [idempotency.Store.Acquire] with one conditional
@@ -168,10 +181,11 @@ func ownClaim(existing, rec idempotency.Record) bool {
 	return existing.Status == idempotency.StatusInProgress && existing.Owner != "" && existing.Owner == rec.Owner
 }
 
-// replaced decodes the record a successful claim replaced. The claim holds
-// whatever that record contained, so a problem decoding it is only logged.
+// replaced decodes the record a successful claim replaced: none when it
+// replaced a released claim. The claim holds whatever that record
+// contained, so a problem decoding it is only logged.
 func (s *Store) replaced(ctx context.Context, id string, item map[string]types.AttributeValue) idempotency.Record {
-	if len(item) == 0 {
+	if len(item) == 0 || s.isReleased(item) {
 		return idempotency.Record{}
 	}
 	st, err := s.decode(item)
@@ -421,9 +435,19 @@ func tooLarge(err error) bool {
 		strings.Contains(strings.ToLower(ae.ErrorMessage()), "size")
 }
 
-// Release implements [idempotency.Store.Release] with one DeleteItem,
+// The condition of a release: as fenceCondition, or already released by
+// this very call (its first attempt applied, the response lost).
+const releaseCondition = "(#st = :inprogress AND #own = :me) OR #call = :call"
+
+// Release implements [idempotency.Store.Release] with one UpdateItem,
 // conditional on the record being in progress and owned by owner: a
-// completed record is never deleted.
+// completed record is never released. The record is not deleted but
+// released in place: its lease ends (in_progress_expiration 0, which any
+// claim, this store's or Powertools', takes over at once and reports as no
+// record), its owner is removed, and a token of this call is set in the
+// ReleaseCall attribute. So when the SDK sends the request again after a
+// first attempt whose response was lost, the retry finds its own token and
+// succeeds; another Release of the key fails with [idempotency.ErrLeaseLost].
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if id == "" {
 		return storeError("release", "", errors.New("dynamostore: empty id"))
@@ -432,14 +456,19 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 		return storeError("release", id, fmt.Errorf("dynamostore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
 	}
 	a := s.attrs
-	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      s.key(id),
-		ConditionExpression:      aws.String(fenceCondition),
-		ExpressionAttributeNames: map[string]string{"#st": a.Status, "#own": a.Owner},
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 s.key(id),
+		ConditionExpression: aws.String(releaseCondition),
+		UpdateExpression:    aws.String("SET #lease = :ended, #call = :call REMOVE #own"),
+		ExpressionAttributeNames: map[string]string{
+			"#st": a.Status, "#own": a.Owner, "#lease": a.LeaseExpiry, "#call": a.ReleaseCall,
+		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":inprogress": attrS(string(idempotency.StatusInProgress)),
 			":me":         attrS(owner),
+			":ended":      attrN(0),
+			":call":       attrS(rand.Text()),
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -454,6 +483,12 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	}
 }
 
+// isReleased reports whether item is a claim released by Release.
+func (s *Store) isReleased(item map[string]types.AttributeValue) bool {
+	_, ok := item[s.attrs.ReleaseCall]
+	return ok
+}
+
 // leaseLost is the error of a fenced write whose condition failed; item is
 // the record as the condition saw it, when the server returned it.
 func (s *Store) leaseLost(op, id, owner string, item map[string]types.AttributeValue) error {
@@ -461,6 +496,8 @@ func (s *Store) leaseLost(op, id, owner string, item map[string]types.AttributeV
 	if len(item) > 0 {
 		st, _ := s.decode(item) // only for the message
 		switch {
+		case s.isReleased(item):
+			why = "the claim was released"
 		case st.rec.Status != idempotency.StatusInProgress:
 			why = fmt.Sprintf("the record is %s", st.rec.Status)
 		case st.rec.Owner == "":

@@ -55,10 +55,16 @@ func (s *Store) ValidateAttached(id string, writes []any) error {
 	return nil
 }
 
-// isRecordKey reports whether an item key (or a whole item) names the record id.
+// isRecordKey reports whether an item key (or a whole item) is the record
+// id's primary key.
 func (s *Store) isRecordKey(key map[string]types.AttributeValue, id string) bool {
-	v, ok := key[s.attrs.ID].(*types.AttributeValueMemberS)
-	return ok && v.Value == id
+	for name, want := range s.key(id) {
+		v, ok := key[name].(*types.AttributeValueMemberS)
+		if !ok || v.Value != stringAttr(want) {
+			return false
+		}
+	}
+	return true
 }
 
 // writeTarget returns the table and key (or item, for a Put) a write names.

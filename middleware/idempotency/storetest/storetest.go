@@ -288,8 +288,12 @@ func testReleaseFrees(t *testing.T, s idempotency.Store) {
 	if err := s.Release(context.Background(), k, rec.Owner); err != nil {
 		t.Fatalf("Release by the owner: %v", err)
 	}
-	if _, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now); loaded {
+	prev, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now)
+	if loaded {
 		t.Fatal("Acquire after Release found the record still there")
+	}
+	if prev.ID != "" {
+		t.Errorf("Acquire after Release reported replacing a record %+v, want none: a released claim is no record", prev)
 	}
 }
 

@@ -5,6 +5,8 @@
 //
 // Request:
 //   endpoint, table        the DynamoDB endpoint (moto) and table
+//   keyAttr, sortKeyAttr, staticPkValue (optional) the persistence layer's
+//                          key settings, for a table with a sort key
 //   keyPrefix              Powertools' keyPrefix
 //   eventKeyJmesPath       e.g. "powertools_json(body).idempotency_key"
 //   payloadValidationJmesPath (optional)
@@ -37,7 +39,13 @@ const client = new DynamoDBClient({
   region: 'us-east-1',
   credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
 });
-const persistenceStore = new DynamoDBPersistenceLayer({ tableName: req.table, awsSdkV3Client: client });
+const persistenceStore = new DynamoDBPersistenceLayer({
+  tableName: req.table,
+  awsSdkV3Client: client,
+  keyAttr: req.keyAttr,
+  sortKeyAttr: req.sortKeyAttr,
+  staticPkValue: req.staticPkValue,
+});
 const config = new IdempotencyConfig({
   eventKeyJmesPath: req.eventKeyJmesPath,
   payloadValidationJmesPath: req.payloadValidationJmesPath,

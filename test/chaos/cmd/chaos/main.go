@@ -31,6 +31,7 @@ func run() int {
 	workers := flag.Int("workers", 4, "poller processes")
 	seed := flag.Uint64("seed", 1, "seed of the producer, the faults and the workers")
 	pacing := flag.String("pacing", "on", "pace redelivery with visibility changes, for profiles without :on or :off: off, on, or both (each profile twice, same seed)")
+	sortKey := flag.Bool("sort-key", false, "run on a table with a sort key (partition key pk, sort key sk), as shared with Powertools' sortKeyAttr")
 	dir := flag.String("dir", "", "keep the call logs here (default: a temporary directory, removed after a passing run)")
 	flag.Parse()
 
@@ -54,6 +55,7 @@ func run() int {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
 		}
+		p.SortKey = *sortKey
 		if strings.Contains(name, ":") { // its own pacing
 			runs = append(runs, p)
 			continue
