@@ -22,16 +22,23 @@ func String(s string) string {
 			p = p[:len(p)-1]
 		}
 	}
-	sum := sha256.Sum256([]byte(s))
 	b := strconv.AppendQuote(make([]byte, 0, 64), p)
 	if len(p) < len(s) {
 		b = append(b, "…"...)
 	}
 	b = append(b, " ("...)
 	b = strconv.AppendInt(b, int64(len(s)), 10)
-	b = append(b, " bytes, sha256:"...)
-	b = hex.AppendEncode(b, sum[:4])
+	b = append(b, " bytes, "...)
+	b = append(b, Digest(s)...)
 	return string(append(b, ')'))
+}
+
+// Digest describes s by the first 8 hex digits of its SHA-256 alone, e.g.
+// "sha256:5f1d2a0c": for text that may begin with a value, such as another
+// package's error message.
+func Digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:4])
 }
 
 // Bytes is [String] of b.

@@ -153,12 +153,44 @@ func peerMissing(t *testing.T, what string, err error) {
 	t.Skipf("%s not available: %v", what, err)
 }
 
+// pythonPeer answers each line with the md5 of json.dumps(sort_keys=True),
+// whether the line is I-JSON (1 or 0: no duplicate member name, no lone
+// surrogate, valid UTF-8), and the spelling hashed.
 const pythonPeer = `
 import sys, json, hashlib
+class Duplicate(Exception):
+    pass
+def unique(pairs):
+    d = {}
+    for k, v in pairs:
+        if k in d:
+            raise Duplicate()
+        d[k] = v
+    return d
+def wellformed(x):
+    if isinstance(x, str):
+        return not any(0xd800 <= ord(c) <= 0xdfff for c in x)
+    if isinstance(x, list):
+        return all(wellformed(e) for e in x)
+    if isinstance(x, dict):
+        return all(wellformed(k) and wellformed(v) for k, v in x.items())
+    return True
 for line in sys.stdin.buffer:
-    s = json.dumps(json.loads(line), sort_keys=True)
-    print(hashlib.md5(s.encode()).hexdigest(), s)
+    try:
+        v = json.loads(line, object_pairs_hook=unique)
+        ijson = wellformed(v)
+    except Duplicate:
+        v, ijson = json.loads(line), False
+    s = json.dumps(v, sort_keys=True)
+    print(hashlib.md5(s.encode()).hexdigest(), int(ijson), s)
 `
+
+// pythonAnswer splits a pythonPeer answer.
+func pythonAnswer(answer string) (hash string, ijson bool, spelling string) {
+	hash, rest, _ := strings.Cut(answer, " ")
+	flag, spelling, _ := strings.Cut(rest, " ")
+	return hash, flag == "1", spelling
+}
 
 // TestPowertoolsPythonDifferential compares FormatPowertoolsPython with
 // python3's own json.dumps(sort_keys=True) and hashlib.md5, for the record
@@ -176,11 +208,18 @@ func TestPowertoolsPythonDifferential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failures := 0
+	failures, refused := 0, 0
 	for i, sel := range sels {
-		wantHash, wantSpelling, _ := strings.Cut(answers[i], " ")
+		wantHash, ijson, wantSpelling := pythonAnswer(answers[i])
 		k := idempotency.Key{Selector: "differential", Value: []byte(sel)}
 		id, err := g.ID(k)
+		if !ijson { // refused, never hashed with a loss
+			if err == nil {
+				t.Errorf("selection %s is not I-JSON (python3), yet has the id %s", sel, id)
+			}
+			refused++
+			continue
+		}
 		if want := "fn.app.handler#" + wantHash; err != nil || id != want {
 			got, _ := idempotency.Spell(idempotency.FormatPowertoolsPython, k)
 			t.Errorf("selection %s:\n id %s, %v\nwant %s\n our spelling    %s\n python spelling %s", sel, id, err, want, got, wantSpelling)
@@ -199,7 +238,7 @@ func TestPowertoolsPythonDifferential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d selections agree with python3", len(sels))
+	t.Logf("%d selections agree with python3, %d of them refused as not I-JSON", len(sels), refused)
 }
 
 const nodePeer = `
@@ -239,17 +278,29 @@ func TestPowertoolsTypeScriptDifferential(t *testing.T) {
 	}
 	sels := selections()
 	answers := runPeer(t, dir, sels, node, "--input-type=module", "-e", nodePeer)
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		peerMissing(t, "python3", err)
+	}
+	verdicts := runPeer(t, "", sels, python, "-c", pythonPeer)
 	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "fn",
 		Format: idempotency.FormatPowertoolsTypeScript, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	failures := 0
+	failures, refused := 0, 0
 	for i, sel := range sels {
 		wantID, wantValidation, _ := strings.Cut(answers[i], " ")
 		k := idempotency.Key{Selector: "differential", Value: []byte(sel)}
 		id, err := g.ID(k)
 		validation, verr := idempotency.FormatPowertoolsTypeScript.Hash(k)
+		if _, ijson, _ := pythonAnswer(verdicts[i]); !ijson {
+			if err == nil || verr == nil {
+				t.Errorf("selection %s is not I-JSON (python3), yet has the id %s", sel, id)
+			}
+			refused++
+			continue
+		}
 		if err != nil || verr != nil || id != wantID || validation != wantValidation {
 			got, _ := idempotency.Spell(idempotency.FormatPowertoolsTypeScript, k)
 			t.Errorf("selection %s:\n id %s, validation %s, %v %v\nwant %s, %s\n our spelling %s", sel, id, validation, err, verr, wantID, wantValidation, got)
@@ -258,5 +309,5 @@ func TestPowertoolsTypeScriptDifferential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d selections agree with Powertools TypeScript", len(sels))
+	t.Logf("%d selections agree with Powertools TypeScript, %d of them refused as not I-JSON", len(sels), refused)
 }

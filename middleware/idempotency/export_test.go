@@ -1,9 +1,10 @@
 package idempotency
 
 import (
+	"bytes"
 	"encoding/json"
 
-	"github.com/gowebpki/jcs"
+	"github.com/sqsonce/sqsonce/internal/jsonkey"
 )
 
 // Spell returns the bytes f hashes for k, for tests that compare spellings.
@@ -16,8 +17,7 @@ func CanonicalJSON(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := exactNumbers(b); err != nil {
-		return nil, err
-	}
-	return jcs.Transform(b)
+	var out bytes.Buffer
+	err = jsonkey.WriteCanonical(&out, string(b))
+	return out.Bytes(), err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/gowebpki/jcs"
+	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -82,11 +83,10 @@ func TestFormatSpelling(t *testing.T) {
 		{`1e-7`, `1e-07`, `1e-7`},
 		{`1e400`, `Infinity`, `null`},
 		{`123456789012345678901234567890`, `123456789012345678901234567890`, `1.2345678901234568e+29`},
-		{`"\u007f\u00e9\ud83d\ude00\ud800"`, `"\u007f\u00e9\ud83d\ude00\ud800"`, "\"\x7fé😀\\ud800\""},
+		{`"\u007f\u00e9\ud83d\ude00"`, `"\u007f\u00e9\ud83d\ude00"`, "\"\x7fé😀\""},
 		{`{"b":1,"B":2,"a":[true,null,{"Z":1,"y":2}],"10":0,"9":0}`,
 			`{"10": 0, "9": 0, "B": 2, "a": [true, null, {"Z": 1, "y": 2}], "b": 1}`,
 			`{"9":0,"10":0,"a":[true,null,{"y":2,"Z":1}],"b":1,"B":2}`},
-		{`{"a":1,"a":2}`, `{"a": 2}`, `{"a":2}`},
 		{`{"__proto__":1,"x":2}`, `{"__proto__": 1, "x": 2}`, `{"x":2}`},
 	} {
 		k := idempotency.Key{Selector: "test", Value: []byte(tc.value)}
@@ -157,7 +157,11 @@ func FuzzFormats(f *testing.F) {
 			if err == nil && h == "" {
 				t.Fatalf("%v: empty hash without an error", format)
 			}
-			if format != idempotency.FormatNative && json.Valid([]byte(value)) && len(value) <= 100 && err != nil {
+			// The Powertools formats refuse JSON only by the rules of key
+			// material: I-JSON, and key case for TypeScript.
+			if format != idempotency.FormatNative && json.Valid([]byte(value)) && len(value) <= 100 && err != nil &&
+				!errors.Is(err, jsonkey.ErrLoneSurrogate) && !errors.Is(err, jsonkey.ErrInvalidUTF8) &&
+				!errors.Is(err, jsonkey.ErrDuplicateName) && !errors.Is(err, jsonkey.ErrCaseVersioned) {
 				t.Fatalf("%v refused the JSON value %q: %v", format, value, err)
 			}
 		}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -68,11 +70,11 @@ func bodyPath(source string, path []string) KeyFunc {
 		if err != nil {
 			return Key{}, err
 		}
-		raw := trimSpace(values[0])
-		if raw == nil || string(raw) == "null" || string(raw) == `""` {
+		raw := values[0]
+		if raw == "" || raw == "null" || raw == `""` {
 			return Key{}, &KeyError{MessageID: m.MessageId, Source: source, Err: ErrNoKey}
 		}
-		return Key{Selector: selector, Value: raw}, nil
+		return Key{Selector: selector, Value: []byte(raw)}, nil
 	}
 }
 
@@ -107,7 +109,7 @@ func BodySubset(names ...string) KeyFunc {
 		}
 		size := 2
 		for n, raw := range values {
-			if raw = trimSpace(raw); raw == nil || string(raw) == "null" {
+			if raw == "" || raw == "null" {
 				return Key{}, &KeyError{MessageID: m.MessageId, Source: source,
 					Err: fmt.Errorf("%w: field %q is missing", ErrNoKey, names[n])}
 			}
@@ -119,17 +121,10 @@ func BodySubset(names ...string) KeyFunc {
 			if n > 0 {
 				v = append(v, ',')
 			}
-			v = append(append(append(v, quoted[n]...), ':'), trimSpace(raw)...)
+			v = append(append(append(v, quoted[n]...), ':'), raw...)
 		}
 		return Key{Selector: "body fields", Value: append(v, '}')}, nil
 	}
-}
-
-func trimSpace(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return b[skipSpace(b, 0):]
 }
 
 // FirstOf returns a KeyFunc that tries each of fns in order and returns the
@@ -178,11 +173,85 @@ func KeyOf(selector string, v any) (Key, error) {
 	if selector == "" {
 		return Key{}, errors.New("idempotency: KeyOf: empty selector")
 	}
+	if emptyNumber(reflect.ValueOf(v), 0) {
+		return Key{}, fmt.Errorf("%w: key material holds an empty json.Number (a field the body does not have), which encodes as 0", ErrNoKey)
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return Key{}, fmt.Errorf("idempotency: key material: %w", err)
 	}
 	return Key{Selector: selector, Value: b}, nil
+}
+
+// emptyNumber reports whether json.Marshal would encode an empty
+// json.Number in v: as 0, the same as a present 0.
+func emptyNumber(v reflect.Value, depth int) bool {
+	if !v.IsValid() || depth > 1000 || !mayHoldNumber(v.Type()) {
+		return false
+	}
+	if v.Type() == numberType {
+		return v.String() == ""
+	}
+	if v.Type().Implements(marshalerType) {
+		return false // it encodes itself
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && emptyNumber(v.Elem(), depth+1)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			sf := v.Type().Field(i)
+			tag := sf.Tag.Get("json")
+			name, opts, _ := strings.Cut(tag, ",")
+			if !sf.IsExported() && !sf.Anonymous || name == "-" && opts == "" ||
+				strings.Contains(","+opts+",", ",omitempty,") && v.Field(i).IsZero() {
+				continue
+			}
+			if emptyNumber(v.Field(i), depth+1) {
+				return true
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if emptyNumber(it.Value(), depth+1) {
+				return true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if emptyNumber(v.Index(i), depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var marshalerType = reflect.TypeFor[json.Marshaler]()
+
+var mayHoldCache sync.Map // reflect.Type: bool
+
+// mayHoldNumber reports whether a value of t can hold a json.Number.
+func mayHoldNumber(t reflect.Type) bool {
+	if b, ok := mayHoldCache.Load(t); ok {
+		return b.(bool)
+	}
+	mayHoldCache.Store(t, true) // while t is looked into: a type that holds itself
+	held := false
+	switch t.Kind() {
+	case reflect.Interface:
+		held = true
+	case reflect.String:
+		held = t == numberType
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		held = mayHoldNumber(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			held = held || mayHoldNumber(t.Field(i).Type)
+		}
+	}
+	mayHoldCache.Store(t, held)
+	return held
 }
 
 // RawKey returns raw key material: bytes that identify the work, such as

@@ -8,14 +8,11 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"strconv"
 	"strings"
-	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/internal/redact"
 )
 
@@ -83,35 +80,49 @@ func WrapJSON[Req, T any](g *Guard, body JSONBody[Req], fn func(context.Context,
 	case fn == nil:
 		panic("idempotency: WrapJSON: nil operation")
 	}
-	typeName := reflect.TypeFor[Req]().String()
+	reqType := reflect.TypeFor[Req]()
+	typeName := reqType.String()
 	return func(ctx context.Context, m events.SQSMessage) (T, error) {
 		var zero T
 		fail := func(err error) (T, error) {
 			g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: m.MessageId, Err: err})
 			return zero, &reported{err}
 		}
-		req, err := decodeBody[Req]([]byte(m.Body), body.DisallowUnknownFields)
+		// The body keeps the rules of key material, and decodes into Req
+		// without a loss, since the key is taken from what it decodes to:
+		// two bodies that decode alike are alike.
+		tree, err := jsonkey.Index(m.Body)
+		var opaques []opaque
 		if err == nil {
-			err = lossless([]byte(m.Body))
+			opaques, err = exactDecode(tree, reqType, body.DisallowUnknownFields)
+		}
+		var req Req
+		if err == nil {
+			req, err = decodeBody[Req]([]byte(m.Body), body.DisallowUnknownFields)
 		}
 		if err != nil {
-			return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err})
+			return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err, at: placeError(err, opaques)})
 		}
 		c := call{messageID: m.MessageId, source: typeName}
 		if c.key, err = body.KeyFunc(req); err == nil && len(c.key.Value) == 0 {
 			err = ErrNoKey
+		}
+		if err == nil {
+			err = g.sameAsBody(m.Body, c.key)
 		}
 		if err != nil {
 			return fail(keyError(m.MessageId, typeName, err))
 		}
 		if body.Check != nil {
 			if err := body.Check(req); err != nil {
-				return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err})
+				return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err, check: true})
 			}
 		}
 		if body.PayloadFunc != nil {
 			c.validate = true
-			c.payload, err = body.PayloadFunc(req)
+			if c.payload, err = body.PayloadFunc(req); err == nil {
+				err = g.sameAsBody(m.Body, c.payload)
+			}
 		}
 		if err != nil {
 			return fail(keyError(m.MessageId, typeName, fmt.Errorf("payload for validation: %w", err)))
@@ -151,37 +162,42 @@ func decodeBody[Req any](b []byte, strict bool) (Req, error) {
 	return r, nil
 }
 
-// lossless reports an error for a body that encoding/json decodes with a
-// loss: invalid UTF-8, or an unpaired surrogate escape (\ud800), both of
-// which it replaces with U+FFFD. Two such bodies would decode to one value
-// and so to one key: they are refused instead, as key functions refuse
-// them.
-func lossless(b []byte) error {
-	if !utf8.Valid(b) {
-		return errors.New("not valid UTF-8")
+// sameAsBody reports an error for a key that [BodyKey] made (its selector
+// is a body field's) whose digest differs from that of the field the body
+// holds: the request type read the field with a loss (a number spelled 10.0
+// in a float64 for the Python format, a string in a json.Number), or the
+// value was not the field's, so the key would not be [BodyField]'s.
+func (g *Guard) sameAsBody(body string, k Key) error {
+	path, ok := bodySelectorPath(k.Selector)
+	if !ok {
+		return nil
 	}
-	// b decoded as JSON: every \u escape has its four hex digits.
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' {
-			continue
-		}
-		if i++; b[i] != 'u' {
-			continue // the escaped character
-		}
-		r := hex4(b[i+1 : i+5])
-		i += 4
-		if !utf16.IsSurrogate(r) {
-			continue
-		}
-		if r >= 0xdc00 || i+6 >= len(b) || b[i+1] != '\\' || b[i+2] != 'u' {
-			return errors.New("a string holds an unpaired surrogate escape")
-		}
-		if lo := hex4(b[i+3 : i+7]); lo < 0xdc00 || lo >= 0xe000 {
-			return errors.New("a string holds an unpaired surrogate escape")
-		}
-		i += 6
+	values, err := jsonkey.Select(body, [][]string{path})
+	if err != nil {
+		return err
 	}
-	return nil
+	if raw := values[0]; raw == "" || raw == "null" || raw == `""` {
+		return fmt.Errorf("%w: the body has no %s, where BodyKey's value comes from", ErrNoKey, k.Selector)
+	} else if want, err := g.cfg.Format.Hash(Key{Selector: k.Selector, Value: []byte(raw)}); err != nil {
+		return err
+	} else if got, err := g.cfg.Format.Hash(k); err != nil || got == want {
+		return err
+	}
+	return fmt.Errorf("the body's %s is not the value the request type gave for it (read with a loss, or not the field's): its record id would not be BodyField's", k.Selector)
+}
+
+// bodySelectorPath returns the path of a body field's selector,
+// `body ["document","id"]`.
+func bodySelectorPath(selector string) ([]string, bool) {
+	quoted, ok := strings.CutPrefix(selector, "body [")
+	if !ok {
+		return nil, false
+	}
+	var path []string
+	if json.Unmarshal([]byte("["+quoted), &path) != nil || len(path) == 0 {
+		return nil, false
+	}
+	return path, true
 }
 
 // BodyError reports a message body that [WrapJSON] could not take as its
@@ -193,22 +209,34 @@ type BodyError struct {
 	MessageID string // the SQS message
 	Type      string // the request type, e.g. "orders.Order"
 	Err       error  // the decoder's or the check's error
+
+	check bool   // Err is the check's
+	at    string // the field whose own decoding returned Err, when known
 }
 
 func (e *BodyError) Error() string {
-	return fmt.Sprintf("idempotency: body of message %s is not a valid %s: %s", e.MessageID, e.Type, describeDecode(e.Err))
+	what := detail(e.Err)
+	if !e.check {
+		what = describeDecode(e.Err, e.at)
+	}
+	return fmt.Sprintf("idempotency: body of message %s is not a valid %s: %s", e.MessageID, e.Type, what)
 }
 
-// describeDecode is err's message without quoting the body, since errors
-// reach the logs: the offset of a syntax error, the field and the kinds of
-// a type error, an unknown field's name and a time value reduced (see
-// internal/redact). Errors of a request type's own UnmarshalJSON are its
-// own: they should not quote the body either.
-func describeDecode(err error) string {
+// describeDecode is a decoding error's message without quoting the body,
+// since errors reach the logs: this package's own errors and
+// encoding/json's syntax and type errors name the rule, the offset or the
+// field and the kinds; any other error (a type's own UnmarshalJSON or
+// UnmarshalText, a ",string" field) is named by its Go type, the field
+// that returned it when known, and a digest of its message, which may
+// quote the value.
+func describeDecode(err error, at string) string {
+	var ke *jsonkey.Error
+	var le *lossError
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
-	var pe *time.ParseError
 	switch {
+	case errors.As(err, &ke), errors.As(err, &le):
+		return err.Error()
 	case errors.As(err, &se):
 		return fmt.Sprintf("not valid JSON (at byte %d)", se.Offset)
 	case errors.As(err, &te):
@@ -217,17 +245,30 @@ func describeDecode(err error) string {
 			return fmt.Sprintf("a JSON %s, want %s", kind, te.Type)
 		}
 		return fmt.Sprintf("field %s is a JSON %s, want %s", te.Field, kind, te.Type)
-	case errors.As(err, &pe): // time.Time's UnmarshalJSON quotes the value
-		return fmt.Sprintf("a time %s is not in the layout %s", redact.String(pe.Value), pe.Layout)
 	}
-	msg := detail(err)
-	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		if n, uerr := strconv.Unquote(name); uerr == nil {
-			name = n
+	where := "a value"
+	if at != "" {
+		where = "field " + at
+	}
+	return fmt.Sprintf("%s does not decode (%T, message %s)", where, err, redact.Digest(err.Error()))
+}
+
+// placeError returns the path of the value that decodes itself and fails
+// with err, found by decoding each such value alone; "" when none does.
+func placeError(err error, opaques []opaque) string {
+	if err == nil {
+		return ""
+	}
+	for _, o := range opaques {
+		v := reflect.New(o.typ)
+		if e := json.Unmarshal([]byte(o.text), v.Interface()); e != nil && e.Error() == err.Error() {
+			if o.path == "" {
+				return "(the body)"
+			}
+			return o.path
 		}
-		return "unknown field " + redact.String(name)
 	}
-	return msg
+	return ""
 }
 
 func (e *BodyError) Unwrap() error { return e.Err }

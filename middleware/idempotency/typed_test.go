@@ -120,13 +120,13 @@ func TestWrapJSONBadBodies(t *testing.T) {
 		keyErr bool   // a *KeyError rather than a *BodyError
 	}{
 		{"not JSON", false, `{"id": `, "not valid JSON (at byte 7)", false},
-		{"not JSON, strict", true, `{"id": `, "unexpected EOF", false},
+		{"not JSON, strict", true, `{"id": `, "not valid JSON (at byte 7)", false},
 		{"empty", false, ``, "not valid JSON (at byte 0)", false},
-		{"empty, strict", true, ``, "empty body", false},
+		{"empty, strict", true, ``, "not valid JSON (at byte 0)", false},
 		{"array", false, `[1,2]`, "a JSON array, want idempotency_test.order", false},
 		{"wrong type", false, `{"id":"o-1","amount":"12"}`, "field amount is a JSON string, want int", false},
-		{"trailing data", false, `{"id":"o-1","amount":1} {}`, "not valid JSON (at byte 25)", false},
-		{"trailing data, strict", true, `{"id":"o-1","amount":1} {}`, "data after the JSON value", false},
+		{"trailing data", false, `{"id":"o-1","amount":1} {}`, "not valid JSON (at byte 24)", false},
+		{"trailing data, strict", true, `{"id":"o-1","amount":1} {}`, "not valid JSON (at byte 24)", false},
 		{"unknown field, strict", true, `{"id":"o-1","amount":1,"coupon":"x"}`, `unknown field "coupon"`, false},
 		{"lone high surrogate", false, `{"id":"o-\ud800","amount":1}`, "unpaired surrogate escape", false},
 		{"lone low surrogate", false, `{"id":"o-\udc00","amount":1}`, "unpaired surrogate escape", false},

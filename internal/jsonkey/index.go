@@ -1,0 +1,216 @@
+package jsonkey
+
+import (
+	"iter"
+	"math"
+)
+
+// node is one value or member name of checked text, in document order:
+// where it begins and ends, and the index of the node after it and all it
+// holds (its next sibling, when it has one).
+type node struct{ at, end, next int32 }
+
+// tree is checked text with the nodes of its values, so that an object's
+// members can be taken in another order without scanning a value twice.
+type tree struct {
+	s     string
+	nodes []node
+}
+
+// newTree indexes text, which Check accepted.
+func newTree(text string) (*tree, error) {
+	if len(text) > math.MaxInt32 {
+		return nil, &Error{ErrSyntax, math.MaxInt32}
+	}
+	t := &tree{s: text, nodes: make([]node, 0, countNodes(text))}
+	t.add(Space(text, 0))
+	return t, nil
+}
+
+// countNodes counts the values and member names of checked text.
+func countNodes(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"':
+			n++
+			for i++; s[i] != '"'; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[', 't', 'f', 'n':
+			n++
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			n++
+			for i+1 < len(s) && isNumberByte(s[i+1]) {
+				i++
+			}
+		}
+	}
+	return n
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// add indexes the value at s[i] and returns the index after it.
+func (t *tree) add(i int) int {
+	s := t.s
+	n := len(t.nodes)
+	t.nodes = append(t.nodes, node{at: int32(i)})
+	end := i + 1
+	switch c := s[i]; {
+	case c == '"':
+		for ; s[end] != '"'; end++ {
+			if s[end] == '\\' {
+				end++
+			}
+		}
+		end++
+	case c == '{' || c == '[':
+		end = Space(s, end)
+		for s[end] != '}' && s[end] != ']' {
+			if c == '{' {
+				end = Space(s, t.add(end)+1) // the name, then the ':'
+			}
+			end = Space(s, t.add(end))
+			if s[end] == ',' {
+				end = Space(s, end+1)
+			}
+		}
+		end++
+	case c == 't' || c == 'n':
+		end = i + 4
+	case c == 'f':
+		end = i + 5
+	default:
+		for end < len(s) && isNumberByte(s[end]) {
+			end++
+		}
+	}
+	t.nodes[n].end, t.nodes[n].next = int32(end), int32(len(t.nodes))
+	return end
+}
+
+// text is the text of node n.
+func (t *tree) text(n int) string { return t.s[t.nodes[n].at:t.nodes[n].end] }
+
+// kind is the first byte of node n.
+func (t *tree) kind(n int) byte { return t.s[t.nodes[n].at] }
+
+// children are the nodes an array or object n holds, in order: its
+// elements, or its members' names and values alternately.
+func (t *tree) children(n int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for c := n + 1; c < int(t.nodes[n].next); c = int(t.nodes[c].next) {
+			if !yield(c) {
+				return
+			}
+		}
+	}
+}
+
+// pairs are object n's members: the node of each name and of its value.
+func (t *tree) pairs(n int) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		name := -1
+		for c := range t.children(n) {
+			if name < 0 {
+				name = c
+				continue
+			}
+			if !yield(name, c) {
+				return
+			}
+			name = -1
+		}
+	}
+}
+
+// member is an object member: its name, where the name is, and its value.
+type member struct {
+	name  string
+	at    int // the name's node
+	value int // the value's node
+}
+
+// members returns object n's members in the order sent.
+func (t *tree) members(n int) []member {
+	count := 0
+	for range t.children(n) {
+		count++
+	}
+	ms := make([]member, 0, count/2)
+	for name, value := range t.pairs(n) {
+		s, _ := Unquote(t.text(name))
+		ms = append(ms, member{name: s, at: name, value: value})
+	}
+	return ms
+}
+
+// Tree is JSON text that keeps the rules, indexed so that it can be walked
+// value by value without scanning any value twice. Its memory is about
+// twelve bytes per value and member name.
+type Tree struct{ t *tree }
+
+// Index checks text (see [Check]) and indexes it.
+func Index(text string) (*Tree, error) {
+	if err := Check(text); err != nil {
+		return nil, err
+	}
+	t, err := newTree(text)
+	if err != nil {
+		return nil, err
+	}
+	return &Tree{t}, nil
+}
+
+// Root is the tree's value.
+func (t *Tree) Root() Node { return Node{t.t, 0} }
+
+// Node is one value of a [Tree].
+type Node struct {
+	t *tree
+	n int
+}
+
+// Kind is the first byte of the value: '{', '[', '"', 't', 'f', 'n', or
+// '-' or a digit for a number.
+func (v Node) Kind() byte { return v.t.kind(v.n) }
+
+// Text is the value as the text spells it.
+func (v Node) Text() string { return v.t.text(v.n) }
+
+// Offset is the byte offset of the value in the text.
+func (v Node) Offset() int { return int(v.t.nodes[v.n].at) }
+
+// Str is the string a string value spells.
+func (v Node) Str() string {
+	s, _ := Unquote(v.Text())
+	return s
+}
+
+// Elements are an array's elements, in order.
+func (v Node) Elements() iter.Seq[Node] {
+	return func(yield func(Node) bool) {
+		for c := range v.t.children(v.n) {
+			if !yield(Node{v.t, c}) {
+				return
+			}
+		}
+	}
+}
+
+// Members are an object's members, in the order sent: each name (decoded)
+// and value.
+func (v Node) Members() iter.Seq2[string, Node] {
+	return func(yield func(string, Node) bool) {
+		for name, value := range v.t.pairs(v.n) {
+			if !yield(Node{v.t, name}.Str(), Node{v.t, value}) {
+				return
+			}
+		}
+	}
+}

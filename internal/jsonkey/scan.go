@@ -1,0 +1,343 @@
+package jsonkey
+
+import (
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// scanner validates JSON text in one pass. Every value is checked for
+// syntax and depth; a strict value also keeps the rest of the rules (see
+// the package doc).
+type scanner struct {
+	s string
+	// names holds the member names of the strict objects being scanned,
+	// each object's after the ones of the objects around it, for the
+	// duplicate check.
+	names []string
+}
+
+// smallObject is the number of members up to which duplicates are found
+// by comparing names; a larger object gets a set.
+const smallObject = 16
+
+// Space returns the index of the first byte at or after i in text that is
+// not JSON white space.
+func Space(text string, i int) int {
+	for i < len(text) && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func (s *scanner) space(i int) int { return Space(s.s, i) }
+
+// value scans the value at s[i], depth levels deep, and returns the index
+// after it.
+func (s *scanner) value(i, depth int, strict bool) (int, error) {
+	b := s.s
+	if i >= len(b) {
+		return 0, &Error{ErrSyntax, i}
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return s.str(i, strict)
+	case c == '{':
+		return s.object(i, depth, strict)
+	case c == '[':
+		i, depth, more, err := s.open(i, depth, ']')
+		for more {
+			if i, err = s.value(i, depth, strict); err != nil {
+				return 0, err
+			}
+			i, more, err = s.next(s.space(i), ']')
+		}
+		return i, err
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number(i, strict)
+	case c == 't':
+		return s.literal(i, "true")
+	case c == 'f':
+		return s.literal(i, "false")
+	case c == 'n':
+		return s.literal(i, "null")
+	}
+	return 0, &Error{ErrSyntax, i}
+}
+
+// object scans the object at s[i]; a strict one may not name a member
+// twice.
+func (s *scanner) object(i, depth int, strict bool) (int, error) {
+	i, depth, more, err := s.open(i, depth, '}')
+	start := len(s.names)
+	var set map[string]struct{}
+	for more {
+		at := i
+		var quoted string
+		if quoted, i, err = s.member(i, strict); err != nil {
+			return 0, err
+		}
+		if strict {
+			name, _ := Unquote(quoted) // valid: the string was scanned strictly
+			if s.seen(start, &set, name) {
+				return 0, &Error{ErrDuplicateName, at}
+			}
+		}
+		if i, err = s.value(i, depth, strict); err != nil {
+			return 0, err
+		}
+		i, more, err = s.next(s.space(i), '}')
+	}
+	s.names = s.names[:start]
+	return i, err
+}
+
+// seen reports whether the object whose names begin at s.names[start] (or
+// are in *set, once it has many) already has name, and adds it.
+func (s *scanner) seen(start int, set *map[string]struct{}, name string) bool {
+	if *set != nil {
+		if _, ok := (*set)[name]; ok {
+			return true
+		}
+		(*set)[name] = struct{}{}
+		return false
+	}
+	for _, n := range s.names[start:] {
+		if n == name {
+			return true
+		}
+	}
+	s.names = append(s.names, name)
+	if len(s.names)-start > smallObject {
+		*set = make(map[string]struct{}, 2*smallObject)
+		for _, n := range s.names[start:] {
+			(*set)[n] = struct{}{}
+		}
+		s.names = s.names[:start]
+	}
+	return false
+}
+
+// open enters the object or array that opens at s[i], one level deeper
+// than depth, and returns the index of its first member or element (more)
+// or, when it is empty, the index after its closing byte.
+func (s *scanner) open(i, depth int, closing byte) (next, inner int, more bool, err error) {
+	if depth++; depth > MaxDepth {
+		return 0, 0, false, &Error{ErrTooDeep, i}
+	}
+	i = s.space(i + 1)
+	if i < len(s.s) && s.s[i] == closing {
+		return i + 1, depth, false, nil
+	}
+	return i, depth, true, nil
+}
+
+// member scans an object member's `"name":` at s[i] and returns the name
+// as written (quoted) and the index of its value.
+func (s *scanner) member(i int, strict bool) (quoted string, value int, err error) {
+	b := s.s
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, &Error{ErrSyntax, i}
+	}
+	end, err := s.str(i, strict)
+	if err != nil {
+		return "", 0, err
+	}
+	quoted = b[i:end]
+	i = s.space(end)
+	if i >= len(b) || b[i] != ':' {
+		return "", 0, &Error{ErrSyntax, i}
+	}
+	return quoted, s.space(i + 1), nil
+}
+
+// next scans what follows a member or element at s[i]: a comma (more, and
+// the index of the next one) or closing (the index after it).
+func (s *scanner) next(i int, closing byte) (int, bool, error) {
+	if i < len(s.s) {
+		if c := s.s[i]; c == ',' {
+			return s.space(i + 1), true, nil
+		} else if c == closing {
+			return i + 1, false, nil
+		}
+	}
+	return 0, false, &Error{ErrSyntax, i}
+}
+
+func (s *scanner) literal(i int, lit string) (int, error) {
+	if !strings.HasPrefix(s.s[i:], lit) {
+		return 0, &Error{ErrSyntax, i}
+	}
+	return i + len(lit), nil
+}
+
+// number scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at s[i]; a
+// strict one is refused after MaxNumberLen+1 of its bytes.
+func (s *scanner) number(i int, strict bool) (int, error) {
+	b, start := s.s, i
+	limit := len(b)
+	if strict && limit-start > MaxNumberLen+1 {
+		limit = start + MaxNumberLen + 1
+	}
+	digits := func(i int) (int, bool) {
+		j := i
+		for j < limit && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		return j, j > i
+	}
+	if b[i] == '-' {
+		i++
+	}
+	ok := true
+	if i < limit && b[i] == '0' {
+		i++
+	} else {
+		i, ok = digits(i)
+	}
+	if ok && i < limit && b[i] == '.' {
+		i, ok = digits(i + 1)
+	}
+	if ok && i < limit && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < limit && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		i, ok = digits(i)
+	}
+	switch {
+	case strict && i-start > MaxNumberLen:
+		return 0, &Error{ErrNumberTooLong, start}
+	case !ok:
+		return 0, &Error{ErrSyntax, i}
+	}
+	return i, nil
+}
+
+// str scans the string at s[i] and returns the index after it. A strict
+// string must be valid UTF-8 and pair every surrogate escape.
+func (s *scanner) str(i int, strict bool) (int, error) {
+	b := s.s
+	for i++; i < len(b); {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			if i+1 >= len(b) {
+				return 0, &Error{ErrSyntax, i}
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				r, ok := hex4(b, i+2)
+				if !ok {
+					return 0, &Error{ErrSyntax, i}
+				}
+				at := i
+				if i += 6; strict && utf16.IsSurrogate(r) {
+					if _, i, ok = pair(b, i, r); !ok {
+						return 0, &Error{ErrLoneSurrogate, at}
+					}
+				}
+			default:
+				return 0, &Error{ErrSyntax, i}
+			}
+		case c < 0x20:
+			return 0, &Error{ErrSyntax, i}
+		case c < utf8.RuneSelf || !strict:
+			i++
+		default:
+			r, n := utf8.DecodeRuneInString(b[i:])
+			if r == utf8.RuneError && n == 1 {
+				return 0, &Error{ErrInvalidUTF8, i}
+			}
+			i += n
+		}
+	}
+	return 0, &Error{ErrSyntax, len(b)}
+}
+
+// hex4 reads the four hex digits at b[i:i+4].
+func hex4(b string, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(b[i : i+4]) {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// pair reads the low surrogate escape at b[i] that must follow the
+// surrogate r, and returns the code point of the two and the index after
+// them; false when r is not a high surrogate or no low one follows.
+func pair(b string, i int, r rune) (rune, int, bool) {
+	lo, ok := hex4(b, i+2)
+	if r >= 0xdc00 || !strings.HasPrefix(b[i:], `\u`) || !ok || lo < 0xdc00 || lo >= 0xe000 {
+		return 0, i, false
+	}
+	return utf16.DecodeRune(r, lo), i + 6, true
+}
+
+// Unquote returns the string that quoted, a JSON string as written
+// (quotes included) in text that is JSON, spells. It reports false when
+// the string breaks a rule (invalid UTF-8, an unpaired surrogate escape):
+// such a string equals no Go string, and is never replaced by one.
+func Unquote(quoted string) (string, bool) {
+	inner := quoted[1 : len(quoted)-1]
+	if strings.IndexByte(inner, '\\') < 0 {
+		return inner, utf8.ValidString(inner)
+	}
+	out := make([]byte, 0, len(inner))
+	for i := 0; i < len(inner); {
+		c := inner[i]
+		if c != '\\' {
+			r, n := utf8.DecodeRuneInString(inner[i:])
+			if r == utf8.RuneError && n == 1 {
+				return "", false
+			}
+			out = append(out, inner[i:i+n]...)
+			i += n
+			continue
+		}
+		e := inner[i+1]
+		i += 2
+		switch e {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, _ := hex4(inner, i)
+			i += 4
+			if utf16.IsSurrogate(r) {
+				var ok bool
+				if r, i, ok = pair(inner, i, r); !ok {
+					return "", false
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default: // " \ /
+			out = append(out, e)
+		}
+	}
+	return string(out), true
+}
