@@ -98,8 +98,8 @@ func refuseType(fn, want, got string) error {
 	return &evalError{kind: errType, fn: fn, detail: fmt.Sprintf("expects %s, got %s", want, got)}
 }
 
-// refuseJSON is JSON text that the rules refuse; err (a *jsonError) names
-// an offset and a reason.
+// refuseJSON is JSON text that the rules refuse; err (a *jsonkey.Error)
+// names the rule and an offset.
 func refuseJSON(err error) error { return &evalError{kind: errJSON, detail: err.Error()} }
 
 // inFunction names the function an error happened in.

@@ -1,6 +1,9 @@
 package jmespath
 
-import "unsafe"
+import (
+	"strings"
+	"unsafe"
+)
 
 // Budgets of one evaluation, in proportion to the bytes it reads (the
 // record's strings and what powertools_base64(_gzip) decoded): what it may
@@ -139,6 +142,11 @@ func (ev *evaluator) each(v value, fn func(key string, e value) (bool, error)) e
 		if err = ev.step(1); err != nil {
 			return false
 		}
+		if strings.IndexByte(key, '\\') >= 0 {
+			if err = ev.charge(2 * int64(len(key))); err != nil {
+				return false
+			}
+		}
 		if key != "" {
 			key = decodeString(key)
 		}
@@ -185,14 +193,23 @@ func (ev *evaluator) member(v value, name string) (value, bool, error) {
 	var found value
 	ok := false
 	n := int64(0)
+	var err error
 	eachRaw(v.s, func(key, text string) bool {
 		n++
+		if strings.IndexByte(key, '\\') >= 0 {
+			if err = ev.charge(2 * int64(len(key))); err != nil {
+				return false
+			}
+		}
 		if keyEquals(key, name) {
 			found, ok = rawValue(text), true
 			return false
 		}
 		return true
 	})
+	if err != nil {
+		return value{}, false, err
+	}
 	return found, ok, ev.step(n)
 }
 
@@ -201,7 +218,7 @@ func (ev *evaluator) text(v value) (string, error) {
 	if !v.raw() {
 		return v.s, nil
 	}
-	if err := ev.charge(int64(len(v.s))); err != nil {
+	if err := ev.charge(2 * int64(len(v.s))); err != nil {
 		return "", err
 	}
 	return decodeString(v.s), nil

@@ -2,7 +2,6 @@ package jmespath
 
 import (
 	"encoding/base64"
-	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -744,7 +743,7 @@ func fnToNumber(ev *evaluator, a []value) (value, error) {
 		if err != nil {
 			return value{}, err
 		}
-		if len(s) > maxNumberLen || s == "" || validJSON(s) != nil || s[0] != '-' && (s[0] < '0' || s[0] > '9') || s != trimJSONSpace(s) {
+		if len(s) > maxNumberLen || s == "" || s[0] != '-' && (s[0] < '0' || s[0] > '9') || s != trimJSONSpace(s) || (*evaluator)(nil).checkJSON(s) != nil {
 			return value{}, refuse(errNotANumber)
 		}
 		return number(s), nil
@@ -771,7 +770,7 @@ func fnToString(ev *evaluator, a []value) (value, error) {
 }
 
 // fnPowertoolsJSON reads JSON text under the package's rules (see
-// validJSON): json.loads in Python, JSON.parse in TypeScript.
+// jsonrules.go): json.loads in Python, JSON.parse in TypeScript.
 func fnPowertoolsJSON(ev *evaluator, a []value) (value, error) {
 	if a[0].k != kString {
 		return value{}, typeError("powertools_json", "a string", a[0])
@@ -787,12 +786,8 @@ func fnPowertoolsJSON(ev *evaluator, a []value) (value, error) {
 	if err := ev.step(int64(len(s))); err != nil {
 		return value{}, err
 	}
-	if err := validJSONCharged(s, ev.charge); err != nil {
-		var refused *evalError
-		if errors.As(err, &refused) {
-			return value{}, err
-		}
-		return value{}, refuseJSON(err)
+	if err := ev.checkJSON(s); err != nil {
+		return value{}, err
 	}
 	v := rawValue(trimJSONSpace(s))
 	ev.remember(key, v)

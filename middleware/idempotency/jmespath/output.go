@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/sqsonce/sqsonce/internal/jsonkey"
 )
 
 // spell appends v as JSON.stringify writes it, which is to_string's
@@ -114,42 +116,7 @@ func (ev *evaluator) appendString(dst []byte, s string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return appendString(dst, s), nil
-}
-
-// appendString appends s as a JSON string, as JavaScript's JSON.stringify
-// escapes it (and Python's json.dumps, for ASCII).
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	u := func(dst []byte, r rune) []byte {
-		return append(dst, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
-	}
-	dst = append(dst, '"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		default:
-			if r < 0x20 {
-				dst = u(dst, r)
-			} else {
-				dst = utf8.AppendRune(dst, r)
-			}
-		}
-	}
-	return append(dst, '"')
+	return jsonkey.AppendString(dst, s), nil
 }
 
 // keyJSON is the selection as JSON text, the key's value: raw values as

@@ -709,7 +709,7 @@ func literal(t token) (value, error) {
 		return str(t.text), nil
 	}
 	text := trimJSONSpace(t.text)
-	if err := validJSON(text); err != nil {
+	if err := (*evaluator)(nil).checkJSON(text); err != nil {
 		return value{}, errAt(t.start, "JSON literal: %v", err)
 	}
 	return rawValue(text), nil
@@ -717,7 +717,7 @@ func literal(t token) (value, error) {
 
 // decodeLiteralString decodes a quoted JSON string of the expression.
 func decodeLiteralString(quoted string) (string, error) {
-	if err := validJSON(quoted); err != nil {
+	if err := (*evaluator)(nil).checkJSON(quoted); err != nil {
 		return "", err
 	}
 	if quoted[0] != '"' {

@@ -2,9 +2,9 @@ package jmespath
 
 import (
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 	"unsafe"
+
+	"github.com/sqsonce/sqsonce/internal/jsonkey"
 )
 
 // kind is a value's JMESPath type, plus the two kinds that only the
@@ -127,7 +127,7 @@ func (v value) identity() identity {
 	return identity{p: unsafe.Pointer(unsafe.StringData(v.s)), n: len(v.s)}
 }
 
-// JSON text helpers. They read text that validJSON accepted, so they
+// JSON text helpers. They read text that jsonkey.Check accepted, so they
 // check nothing.
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -222,42 +222,8 @@ func eachRaw(s string, fn func(key, val string) bool) {
 
 // decodeString decodes the quoted JSON string q.
 func decodeString(q string) string {
-	inner := q[1 : len(q)-1]
-	if strings.IndexByte(inner, '\\') < 0 {
-		return inner
-	}
-	b := make([]byte, 0, len(inner))
-	for i := 0; i < len(inner); i++ {
-		c := inner[i]
-		if c != '\\' {
-			b = append(b, c)
-			continue
-		}
-		i++
-		switch inner[i] {
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			r := hex4(inner[i+1 : i+5])
-			i += 4
-			if utf16.IsSurrogate(r) && i+6 < len(inner) && inner[i+1] == '\\' && inner[i+2] == 'u' {
-				r = utf16.DecodeRune(r, hex4(inner[i+3:i+7]))
-				i += 6
-			}
-			b = utf8.AppendRune(b, r)
-		default: // " \ /
-			b = append(b, inner[i])
-		}
-	}
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	s, _ := jsonkey.Unquote(q) // checked text: always valid
+	return s
 }
 
 // keyEquals reports whether the quoted JSON string q spells name, without
@@ -268,21 +234,4 @@ func keyEquals(q, name string) bool {
 		return inner == name
 	}
 	return decodeString(q) == name
-}
-
-func hex4(s string) rune {
-	var r rune
-	for i := range 4 {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		default:
-			c -= 'A' - 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
 }
