@@ -89,18 +89,6 @@ func (ev *evaluator) checkStale(v value) error {
 	return nil
 }
 
-// containsStale refuses a raw array or object that holds an array
-// TypeScript reordered in place.
-func (ev *evaluator) containsStale(v value) error {
-	start := uintptr(unsafe.Pointer(unsafe.StringData(v.s)))
-	for id := range ev.stale {
-		if p := uintptr(id.p); id.n > 0 && p >= start && p < start+uintptr(len(v.s)) {
-			return refuse(errMutated)
-		}
-	}
-	return nil
-}
-
 // length returns the number of elements of an array or members of an
 // object.
 func (ev *evaluator) length(v value) (int, error) {

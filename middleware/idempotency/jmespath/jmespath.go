@@ -69,31 +69,36 @@ func (e *Expression) String() string { return e.expr }
 // powertools_json cannot read, a value the Powertools runtimes would
 // compute differently; see the package doc). No error quotes the message.
 func (e *Expression) Select(m events.SQSMessage) (idempotency.Key, error) {
-	fail := func(err error) (idempotency.Key, error) {
+	rec, size := record(m)
+	k, err := e.key(newEvaluator(size), rec)
+	if err != nil {
 		return idempotency.Key{}, &idempotency.KeyError{MessageID: m.MessageId, Source: e.source, Err: err}
 	}
-	rec, size := record(m)
-	ev := newEvaluator(size)
-	sel, err := ev.visit(e.ast, rec)
+	return k, nil
+}
+
+// key evaluates e on v and returns the selection as key material.
+func (e *Expression) key(ev *evaluator, v value) (idempotency.Key, error) {
+	sel, err := ev.visit(e.ast, v)
 	if err != nil {
-		return fail(err)
+		return idempotency.Key{}, err
 	}
 	if sel.k == kUndef {
-		return fail(refuse(errUndef))
+		return idempotency.Key{}, refuse(errUndef)
 	}
 	missing, err := ev.missing(sel)
 	if err != nil {
-		return fail(err)
+		return idempotency.Key{}, err
 	}
 	if missing {
-		return fail(fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(sel)))
+		return idempotency.Key{}, fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(sel))
 	}
 	b, err := ev.reserve(nil, keySize(sel))
 	if err != nil {
-		return fail(err)
+		return idempotency.Key{}, err
 	}
 	if b, err = ev.keyJSON(b, sel); err != nil {
-		return fail(err)
+		return idempotency.Key{}, err
 	}
 	return idempotency.Key{Selector: e.selector, Value: b}, nil
 }

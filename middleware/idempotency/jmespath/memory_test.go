@@ -148,9 +148,9 @@ func recordBytes(m events.SQSMessage) int {
 // 16 times the record's bytes and what was decoded, plus 1 MiB.
 func ceiling(h hostile) uint64 { return uint64(16*(recordBytes(h.m)+h.decoded) + mib) }
 
-// allocated is the bytes one call of Select allocates (the most of three,
+// allocatedBy is the bytes one call of Select allocates (the most of three,
 // after one to warm up).
-func allocated(e *jmespath.Expression, m events.SQSMessage) (uint64, error) {
+func allocatedBy(e *jmespath.Expression, m events.SQSMessage) (uint64, error) {
 	var err error
 	_, err = e.Select(m)
 	worst := uint64(0)
@@ -175,7 +175,7 @@ func TestAllocationCeiling(t *testing.T) {
 	}
 	for _, h := range hostileMessages() {
 		t.Run(h.name, func(t *testing.T) {
-			got, err := allocated(jmespath.MustCompile(h.expr), h.m)
+			got, err := allocatedBy(jmespath.MustCompile(h.expr), h.m)
 			limit := ceiling(h)
 			outcome := "accepted"
 			if err != nil {

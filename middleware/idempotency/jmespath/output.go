@@ -119,8 +119,9 @@ func (ev *evaluator) appendString(dst []byte, s string) ([]byte, error) {
 	return jsonkey.AppendString(dst, s), nil
 }
 
-// keyJSON is the selection as JSON text, the key's value: raw values as
-// the message spelled them.
+// keyJSON is the selection as JSON text, the key's value: strings as
+// JSON.stringify writes them, numbers as the message spelled them,
+// arrays and objects without space, members in the order sent.
 func (ev *evaluator) keyJSON(dst []byte, v value) ([]byte, error) {
 	if err := ev.step(1); err != nil {
 		return nil, err
@@ -135,31 +136,17 @@ func (ev *evaluator) keyJSON(dst []byte, v value) ([]byte, error) {
 		}
 		return append(dst, v.s...), nil
 	case kString:
-		if v.raw() {
-			if dst, err = ev.reserve(dst, len(v.s)); err != nil {
-				return nil, err
-			}
-			return append(dst, v.s...), nil
-		}
-		if !utf8.ValidString(v.s) {
-			return nil, refuse(errUTF8)
-		}
-		return ev.appendString(dst, v.s)
-	case kArray, kObject:
-		if err := ev.checkStale(v); err != nil {
+		s, err := ev.text(v)
+		if err != nil {
 			return nil, err
 		}
+		if !utf8.ValidString(s) {
+			return nil, refuse(errUTF8)
+		}
+		return ev.appendString(dst, s)
+	case kArray, kObject:
 		if v.f&fOpaque != 0 {
 			return nil, refuse(errOpaque)
-		}
-		if v.raw() {
-			if err := ev.containsStale(v); err != nil {
-				return nil, err
-			}
-			if dst, err = ev.reserve(dst, len(v.s)); err != nil {
-				return nil, err
-			}
-			return append(dst, v.s...), nil
 		}
 		if v.f&fUnordered != 0 && caseTies(v.c.keys) {
 			// Powertools TypeScript orders names that differ only in case
@@ -174,29 +161,33 @@ func (ev *evaluator) keyJSON(dst []byte, v value) ([]byte, error) {
 			return nil, err
 		}
 		dst = append(dst, open)
-		for i, e := range v.c.vals {
-			if i > 0 {
+		first := true
+		err := ev.each(v, func(key string, e value) (bool, error) {
+			var err error
+			if !first {
 				if dst, err = ev.reserve(dst, 1); err != nil {
-					return nil, err
+					return false, err
 				}
 				dst = append(dst, ',')
 			}
+			first = false
 			if v.k == kObject {
-				k := v.c.keys[i]
-				if !utf8.ValidString(k) {
-					return nil, refuse(errUTF8)
+				if !utf8.ValidString(key) {
+					return false, refuse(errUTF8)
 				}
-				if dst, err = ev.appendString(dst, k); err != nil {
-					return nil, err
+				if dst, err = ev.appendString(dst, key); err != nil {
+					return false, err
 				}
 				if dst, err = ev.reserve(dst, 1); err != nil {
-					return nil, err
+					return false, err
 				}
 				dst = append(dst, ':')
 			}
-			if dst, err = ev.keyJSON(dst, e); err != nil {
-				return nil, err
-			}
+			dst, err = ev.keyJSON(dst, e)
+			return true, err
+		})
+		if err != nil {
+			return nil, err
 		}
 		if dst, err = ev.reserve(dst, 1); err != nil {
 			return nil, err
