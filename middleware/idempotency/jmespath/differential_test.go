@@ -108,9 +108,16 @@ func runRef(t *testing.T, dir string, cases []diffCase, name string, args ...str
 		in.Write(line)
 		in.WriteByte('\n')
 	}
+	return runLines(t, dir, in.Bytes(), len(cases), name, args...)
+}
+
+// runLines runs a command on input, one JSON line a case, and returns its
+// n answer lines.
+func runLines(t *testing.T, dir string, input []byte, n int, name string, args ...string) []string {
+	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
-	cmd.Stdin = &in
+	cmd.Stdin = bytes.NewReader(input)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -123,8 +130,8 @@ func runRef(t *testing.T, dir string, cases []diffCase, name string, args ...str
 	for sc.Scan() {
 		answers = append(answers, sc.Text())
 	}
-	if len(answers) != len(cases) {
-		t.Fatalf("%s answered %d lines for %d cases\n%s", name, len(answers), len(cases), stderr.Bytes())
+	if len(answers) != n {
+		t.Fatalf("%s answered %d lines for %d cases\n%s", name, len(answers), n, stderr.Bytes())
 	}
 	return answers
 }
@@ -137,8 +144,10 @@ func peerMissing(t *testing.T, what string, err error) {
 	t.Skipf("%s not available: %v", what, err)
 }
 
-// references returns the two references' answers for the cases.
-func references(t *testing.T, cases []diffCase) (py, ts []string) {
+// peers returns python3 (with the jmespath module), node, and the folder
+// of the pinned Powertools TypeScript packages; a test without them is
+// skipped, or fails under CI=true.
+func peers(t *testing.T) (python, node, dir string) {
 	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err == nil {
@@ -147,14 +156,21 @@ func references(t *testing.T, cases []diffCase) (py, ts []string) {
 	if err != nil {
 		peerMissing(t, "python3 with the jmespath module (it comes with boto3 and moto)", err)
 	}
-	dir, _ := filepath.Abs(filepath.Join("..", "..", "..", "internal", "testenv", "powertools", "testdata"))
-	node, err := exec.LookPath("node")
+	dir, _ = filepath.Abs(filepath.Join("..", "..", "..", "internal", "testenv", "powertools", "testdata"))
+	node, err = exec.LookPath("node")
 	if err == nil {
 		_, err = os.Stat(filepath.Join(dir, "node_modules", "@aws-lambda-powertools", "idempotency", "package.json"))
 	}
 	if err != nil {
 		peerMissing(t, "node with @aws-lambda-powertools/idempotency in "+dir, err)
 	}
+	return python, node, dir
+}
+
+// references returns the two references' answers for the cases.
+func references(t *testing.T, cases []diffCase) (py, ts []string) {
+	t.Helper()
+	python, node, dir := peers(t)
 	return runRef(t, "", cases, python, "-c", pythonRef), runRef(t, dir, cases, node, "--input-type=module", "-e", typescriptRef)
 }
 

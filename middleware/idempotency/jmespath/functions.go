@@ -732,8 +732,10 @@ func fnToArray(ev *evaluator, a []value) (value, error) {
 
 // fnToNumber: a number is itself; a string that spells a JSON number is
 // that number (Python's int() or float() and JavaScript's Number() read it
-// alike); other strings are refused (each runtime accepts spellings the
-// other does not, and Number("") is 0); anything else is null.
+// alike); an ASCII string that neither Python's int() and float() nor
+// JavaScript's Number() read is null in both; other strings are refused
+// (one runtime reads them, the other not or otherwise: " 12", "1_000",
+// "0x10", "Infinity", and Number("") is 0); anything else is null.
 func fnToNumber(ev *evaluator, a []value) (value, error) {
 	switch a[0].k {
 	case kNumber:
@@ -743,12 +745,93 @@ func fnToNumber(ev *evaluator, a []value) (value, error) {
 		if err != nil {
 			return value{}, err
 		}
-		if len(s) > maxNumberLen || s == "" || s[0] != '-' && (s[0] < '0' || s[0] > '9') || s != trimJSONSpace(s) || (*evaluator)(nil).checkJSON(s) != nil {
-			return value{}, refuse(errNotANumber)
+		if len(s) <= maxNumberLen && s != "" && (s[0] == '-' || s[0] >= '0' && s[0] <= '9') &&
+			s == trimJSONSpace(s) && (*evaluator)(nil).checkJSON(s) == nil {
+			return number(s), nil
 		}
-		return number(s), nil
+		if plainASCII(s) && !jsNumeric(s) && !pyNumeric(s) {
+			return null, nil
+		}
+		return value{}, refuse(errNotANumber)
 	}
 	return null, nil
+}
+
+// plainASCII reports whether s is printable ASCII (control characters
+// are white space to one runtime and not the other).
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// jsNumeric reports whether JavaScript's Number() reads the printable
+// ASCII string s as a number (ECMAScript's StringNumericLiteral).
+func jsNumeric(s string) bool {
+	s = strings.Trim(s, " ")
+	if s == "" {
+		return true // 0
+	}
+	if len(s) > 2 && s[0] == '0' {
+		digits := map[byte]string{'x': "0123456789abcdefABCDEF", 'X': "0123456789abcdefABCDEF",
+			'o': "01234567", 'O': "01234567", 'b': "01", 'B': "01"}[s[1]]
+		if digits != "" {
+			return strings.Trim(s[2:], digits) == ""
+		}
+	}
+	s = strings.TrimLeft(s[:1], "+-") + s[1:]
+	return s == "Infinity" || decimal(s, false)
+}
+
+// pyNumeric reports whether Python's int() or float() reads the printable
+// ASCII string s.
+func pyNumeric(s string) bool {
+	s = strings.Trim(s, " ")
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	switch strings.ToLower(s) {
+	case "inf", "infinity", "nan":
+		return true
+	}
+	return decimal(s, true)
+}
+
+// decimal reports whether s is digits, an optional fraction and an
+// optional exponent ("5.", ".5" and "5" included), with single underscores
+// between digits when underscores is set.
+func decimal(s string, underscores bool) bool {
+	digits := func(s string) (rest string, n int) {
+		for len(s) > 0 && (s[0] >= '0' && s[0] <= '9' || underscores && s[0] == '_' && n > 0 && len(s) > 1 && s[1] >= '0' && s[1] <= '9') {
+			if s[0] != '_' {
+				n++
+			}
+			s = s[1:]
+		}
+		return s, n
+	}
+	s, whole := digits(s)
+	frac := 0
+	if len(s) > 0 && s[0] == '.' {
+		s, frac = digits(s[1:])
+	}
+	if whole+frac == 0 {
+		return false
+	}
+	if len(s) > 0 && (s[0] == 'e' || s[0] == 'E') {
+		s = s[1:]
+		if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+			s = s[1:]
+		}
+		var exp int
+		if s, exp = digits(s); exp == 0 {
+			return false
+		}
+	}
+	return s == ""
 }
 
 func fnType(_ *evaluator, a []value) (value, error) {
