@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 )
@@ -189,6 +190,9 @@ func TestDifferential(t *testing.T) {
 	py, ts := references(t, cases)
 	accepted, refused, failures := 0, map[string]int{}, 0
 	agree := [2]int{}
+	// Injectivity in the native format: two accepted cases with one record
+	// id select the same value under RFC 8785, under one expression.
+	native := map[string]string{}
 	for i, c := range cases {
 		k, err := selectKey(c)
 		ref := [2]string{py[i], ts[i]}
@@ -202,6 +206,17 @@ func TestDifferential(t *testing.T) {
 			continue
 		}
 		accepted++
+		if id, err := idempotency.FormatNative.Hash(k); err == nil {
+			var canon bytes.Buffer
+			if err := jsonkey.WriteCanonical(&canon, string(k.Value)); err != nil {
+				t.Fatalf("%s: selection %s: %v", c.expr, k.Value, err)
+			}
+			sel := k.Selector + "\x00" + canon.String()
+			if prev, ok := native[id]; ok && prev != sel {
+				t.Errorf("native id %s for two selections:\n %q\n %q", id, prev, sel)
+			}
+			native[id] = sel
+		}
 		ours := [2]string{}
 		for r, f := range []idempotency.Format{idempotency.FormatPowertoolsPython, idempotency.FormatPowertoolsTypeScript} {
 			h, err := f.Hash(k)
@@ -309,6 +324,12 @@ func corpus() []diffCase {
 	add("powertools_json(body).k | [@ < 'b']", `{"k":"a"}`, `{"k":"c"}`)
 	add("powertools_json(body).k[?@ < 'b']", `{"k":["a","c"]}`)
 	add("powertools_json(body).k | max(@)", `{"k":["\ue000","😀"]}`, `{"k":[1,1.0]}`)
+	add("sort(powertools_json(body).k)", `{"k":["b","a10","a9"]}`, `{"k":[3,1.5,2]}`)
+	add("to_string(powertools_json(body).k)", `{"k":{"a":"<&>"}}`, `{"k":[1,-2]}`)
+	add("powertools_base64(powertools_json(body).k)", `{"k":"w6k="}`)
+	add("powertools_base64_gzip(powertools_json(body).k)", `{"k":"`+gzipBase64("\ufeffa")+`"}`, `{"k":"`+gzipBase64("\xff")+`"}`)
+	add("keys(powertools_json(body))", `{"b":1,"a":2,"c":3}`)
+	add("length(powertools_json(body).k)", `{"k":"é中"}`)
 	return out
 }
 

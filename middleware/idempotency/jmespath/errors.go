@@ -78,6 +78,7 @@ type evalError struct {
 	kind   refusal
 	fn     string
 	detail string
+	err    error // a *jsonkey.Error, for errJSON
 }
 
 func (e *evalError) Error() string {
@@ -100,7 +101,10 @@ func refuseType(fn, want, got string) error {
 
 // refuseJSON is JSON text that the rules refuse; err (a *jsonkey.Error)
 // names the rule and an offset.
-func refuseJSON(err error) error { return &evalError{kind: errJSON, detail: err.Error()} }
+func refuseJSON(err error) error { return &evalError{kind: errJSON, detail: err.Error(), err: err} }
+
+// Unwrap returns the JSON rule's error of an errJSON refusal.
+func (e *evalError) Unwrap() error { return e.err }
 
 // inFunction names the function an error happened in.
 func inFunction(fn string, err error) error {
