@@ -98,9 +98,15 @@ func (ev *evaluator) length(v value) (int, error) {
 	if !v.raw() {
 		return len(v.c.vals), nil
 	}
+	// Reading a raw value's members skips over their text: the steps
+	// count its bytes, so reading nested values again and again (deep
+	// nesting) stays within the budget.
+	if err := ev.step(int64(len(v.s))); err != nil {
+		return 0, err
+	}
 	n := 0
 	eachRaw(v.s, func(string, string) bool { n++; return true })
-	return n, ev.step(int64(n))
+	return n, nil
 }
 
 // each calls fn with each element of the array v, or each member of the
@@ -125,11 +131,11 @@ func (ev *evaluator) each(v value, fn func(key string, e value) (bool, error)) e
 		}
 		return nil
 	}
+	if err := ev.step(int64(len(v.s))); err != nil {
+		return err
+	}
 	var err error
 	eachRaw(v.s, func(key, text string) bool {
-		if err = ev.step(1); err != nil {
-			return false
-		}
 		if strings.IndexByte(key, '\\') >= 0 {
 			if err = ev.charge(2 * int64(len(key))); err != nil {
 				return false
@@ -180,10 +186,9 @@ func (ev *evaluator) member(v value, name string) (value, bool, error) {
 	}
 	var found value
 	ok := false
-	n := int64(0)
+	scanned := int64(len(v.s))
 	var err error
 	eachRaw(v.s, func(key, text string) bool {
-		n++
 		if strings.IndexByte(key, '\\') >= 0 {
 			if err = ev.charge(2 * int64(len(key))); err != nil {
 				return false
@@ -191,6 +196,7 @@ func (ev *evaluator) member(v value, name string) (value, bool, error) {
 		}
 		if keyEquals(key, name) {
 			found, ok = rawValue(text), true
+			scanned = offset(v.s, text) + int64(len(text))
 			return false
 		}
 		return true
@@ -198,7 +204,12 @@ func (ev *evaluator) member(v value, name string) (value, bool, error) {
 	if err != nil {
 		return value{}, false, err
 	}
-	return found, ok, ev.step(n)
+	return found, ok, ev.step(scanned)
+}
+
+// offset is the position of sub, a substring of s, in s.
+func offset(s, sub string) int64 {
+	return int64(uintptr(unsafe.Pointer(unsafe.StringData(sub))) - uintptr(unsafe.Pointer(unsafe.StringData(s))))
 }
 
 // text returns the string value v, decoded.

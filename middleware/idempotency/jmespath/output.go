@@ -148,7 +148,10 @@ func (ev *evaluator) keyJSON(dst []byte, v value) ([]byte, error) {
 		if v.f&fOpaque != 0 {
 			return nil, refuse(errOpaque)
 		}
-		if v.f&fUnordered != 0 && caseTies(v.c.keys) {
+		if v.raw() && len(ev.stale) == 0 {
+			return ev.compact(dst, v.s)
+		}
+		if v.f&fUnordered != 0 && !v.raw() && caseTies(v.c.keys) {
 			// Powertools TypeScript orders names that differ only in case
 			// as they were sent, which Lambda's event does not fix.
 			return nil, refuse(errUnordered)
@@ -195,6 +198,35 @@ func (ev *evaluator) keyJSON(dst []byte, v value) ([]byte, error) {
 		return append(dst, closing), nil
 	}
 	return nil, refuse(errUndef)
+}
+
+// compact appends the raw array or object text without space, its strings
+// as JSON.stringify writes them, in one pass.
+func (ev *evaluator) compact(dst []byte, text string) ([]byte, error) {
+	if err := ev.step(int64(len(text))); err != nil {
+		return nil, err
+	}
+	dst, err := ev.reserve(dst, len(text))
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; {
+		case isSpace(c):
+		case c == '"':
+			end := skipString(text, i)
+			q := text[i:end]
+			if strings.IndexByte(q, '\\') < 0 {
+				dst = append(dst, q...) // already as JSON.stringify writes it
+			} else if dst, err = ev.appendString(dst, decodeString(q)); err != nil {
+				return nil, err
+			}
+			i = end - 1
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst, nil
 }
 
 // caseTies reports whether two names differ only in case.
