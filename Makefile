@@ -76,9 +76,10 @@ bench-peer: $(PTNODE)
 
 # FUZZTIME is how long the fuzzer runs.
 FUZZTIME ?= 30s
-## fuzz: fuzz key extraction and canonicalisation for FUZZTIME (default 30s).
-fuzz:
+## fuzz: fuzz key extraction and canonicalisation for FUZZTIME (default 30s); jmespath's differential test, long.
+fuzz: $(PTNODE)
 	$(GO) test -run '^$$' -fuzz FuzzBodyKeys -fuzztime $(FUZZTIME) ./middleware/idempotency/
+	$(GO) test -count=1 -run '^TestDifferential$$' ./middleware/idempotency/jmespath/ -args -long
 
 # The chaos test's long runs: 300 keys, 4 worker processes each; the process
 # and store fault profiles with pacing on, then all and lambda (visibility 6x
