@@ -12,7 +12,8 @@
 // Powertools eventKeyJmesPath or payloadValidationJmesPath carries over
 // unchanged; with [idempotency.FormatPowertoolsPython] or
 // [idempotency.FormatPowertoolsTypeScript] it gives the same record ids and
-// validation hashes as that runtime.
+// validation hashes as that runtime. [Expression.SelectJSON] and [EventKey]
+// evaluate the same way on a whole Lambda event of another kind.
 //
 // # Missing keys fail closed
 //
@@ -37,8 +38,9 @@
 //     than 10,000;
 //   - numbers: integers beyond ±2^53 compared, summed or ordered (Python
 //     is exact, TypeScript uses doubles); a sum or avg whose additions
-//     round; ceil and floor beyond a double's range; avg of an empty array;
-//     to_number of a string that is not a JSON number;
+//     round; ceil and floor of ±Infinity; avg of an empty array (null in
+//     Python, NaN in TypeScript); to_number of a string that is not a JSON
+//     number but that one runtime reads (" 12", "1_000", "0x10", "");
 //   - strings: length and reverse of strings with characters beyond U+FFFF
 //     (code points against UTF-16 units); ordering strings where code point
 //     and UTF-16 order differ; sort of strings other than ASCII digits with
