@@ -202,6 +202,9 @@ func TestDifferential(t *testing.T) {
 			}
 		}
 		if err != nil {
+			if strings.Contains(err.Error(), "internal error") {
+				t.Errorf("%s on %s: %v", c.expr, c.m.Body, err)
+			}
 			refused[reason(err)]++
 			continue
 		}

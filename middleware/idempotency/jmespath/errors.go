@@ -46,7 +46,7 @@ var refusalText = [numRefusals]string{
 	errPrecision:   "numbers beyond ±2^53 that Python (exact) and TypeScript (doubles) compare or add differently: send them as strings",
 	errInexactSum:  "a sum that doubles round, which Python 3.12+ (compensated) and TypeScript add differently",
 	errEmptyAvg:    "avg of an empty array (Python: null; TypeScript: NaN)",
-	errOverflow:    "a number beyond a double's range here (Python raises, TypeScript goes on with Infinity)",
+	errOverflow:    "a number too large here (Python raises or writes every digit, TypeScript goes on with a double)",
 	errNotANumber:  "a string that is not a JSON number (Python's int()/float() and JavaScript's Number() read other strings differently)",
 	errEquality:    "values that Python and TypeScript compare differently (a boolean against a number inside an array or object, or numbers beyond ±2^53)",
 	errReference:   "an array or object looked for among arrays or objects (TypeScript compares them by reference, Python by value)",

@@ -2,6 +2,7 @@ package jmespath
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -77,8 +78,17 @@ func (e *Expression) Select(m events.SQSMessage) (idempotency.Key, error) {
 	return k, nil
 }
 
+// errInternal is the error of an evaluation that panicked: a bug of this
+// package, reported as the message's failure rather than the batch's.
+var errInternal = errors.New("internal error while evaluating the expression (a bug of package jmespath)")
+
 // key evaluates e on v and returns the selection as key material.
-func (e *Expression) key(ev *evaluator, v value) (idempotency.Key, error) {
+func (e *Expression) key(ev *evaluator, v value) (k idempotency.Key, err error) {
+	defer func() {
+		if recover() != nil {
+			k, err = idempotency.Key{}, errInternal
+		}
+	}()
 	sel, err := ev.visit(e.ast, v)
 	if err != nil {
 		return idempotency.Key{}, err
