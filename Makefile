@@ -40,9 +40,10 @@ help-check:
 ## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), and infra's tests.
 test: lint test-go test-infra
 
-## test-go: every Go test of the root module with the race detector.
+## test-go: every Go test of the root module with the race detector, then the memory ceilings without it (the race detector changes what allocates).
 test-go: $(RIE) $(PTNODE)
 	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -run '^TestMemoryCeilings$$' ./middleware/idempotency/
 
 ## test-infra: infra's tests: CDK synth assertions and cfn-lint on the templates.
 test-infra:
@@ -74,11 +75,15 @@ BENCHPEER_FLAGS ?=
 bench-peer: $(PTNODE)
 	$(GO) run ./tools/benchpeer -driver $(PTDIR) $(BENCHPEER_FLAGS)
 
-# FUZZTIME is how long the fuzzer runs.
+# FUZZTIME is how long each fuzzer runs; PROPERTY_CASES how many values the
+# record-id property test generates (make test: 600).
 FUZZTIME ?= 30s
-## fuzz: fuzz key extraction and canonicalisation for FUZZTIME (default 30s); jmespath's differential test, long.
+PROPERTY_CASES ?= 20000
+## fuzz: fuzz key extraction, the JSON rules and the spellings for FUZZTIME each (default 30s), then the record-id property test on PROPERTY_CASES values (default 20000, about 4 minutes) and jmespath's differential test, long.
 fuzz: $(PTNODE)
 	$(GO) test -run '^$$' -fuzz FuzzBodyKeys -fuzztime $(FUZZTIME) ./middleware/idempotency/
+	$(GO) test -run '^$$' -fuzz FuzzRules -fuzztime $(FUZZTIME) ./internal/jsonkey/
+	$(GO) test -count=1 -run '^TestRecordIDProperty$$' -timeout 60m ./middleware/idempotency/ -property.cases=$(PROPERTY_CASES)
 	$(GO) test -count=1 -run '^TestDifferential$$' ./middleware/idempotency/jmespath/ -args -long
 
 # The chaos test's long runs: 300 keys, 4 worker processes each; the process

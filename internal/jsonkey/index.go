@@ -3,12 +3,15 @@ package jsonkey
 import (
 	"iter"
 	"math"
+	"slices"
 )
 
 // node is one value or member name of checked text, in document order:
-// where it begins and ends, and the index of the node after it and all it
-// holds (its next sibling, when it has one).
-type node struct{ at, end, next int32 }
+// where it begins, and the index of the node after it and all it holds
+// (its next sibling, when it has one). Where it ends is found again when
+// needed (see end): eight bytes a value, where a long array of short
+// values has about two bytes of text each.
+type node struct{ at, next int32 }
 
 // tree is checked text with the nodes of its values, so that an object's
 // members can be taken in another order without scanning a value twice.
@@ -90,12 +93,44 @@ func (t *tree) add(i int) int {
 			end++
 		}
 	}
-	t.nodes[n].end, t.nodes[n].next = int32(end), int32(len(t.nodes))
+	t.nodes[n].next = int32(len(t.nodes))
 	return end
 }
 
+// end returns the index after node n's text.
+func (t *tree) end(n int) int {
+	s, i := t.s, int(t.nodes[n].at)
+	switch c := s[i]; {
+	case c == '"':
+		for i++; s[i] != '"'; i++ {
+			if s[i] == '\\' {
+				i++
+			}
+		}
+		return i + 1
+	case c == '{' || c == '[':
+		last := -1
+		for c := range t.children(n) {
+			last = c
+		}
+		if last >= 0 {
+			i = t.end(last)
+		} else {
+			i++
+		}
+		return Space(s, i) + 1
+	case c == 't' || c == 'n':
+		return i + 4
+	case c == 'f':
+		return i + 5
+	}
+	for i++; i < len(s) && isNumberByte(s[i]); i++ {
+	}
+	return i
+}
+
 // text is the text of node n.
-func (t *tree) text(n int) string { return t.s[t.nodes[n].at:t.nodes[n].end] }
+func (t *tree) text(n int) string { return t.s[t.nodes[n].at:t.end(n)] }
 
 // kind is the first byte of node n.
 func (t *tree) kind(n int) byte { return t.s[t.nodes[n].at] }
@@ -131,9 +166,8 @@ func (t *tree) pairs(n int) iter.Seq2[int, int] {
 
 // member is an object member: its name, where the name is, and its value.
 type member struct {
-	name  string
-	at    int // the name's node
-	value int // the value's node
+	name      string
+	at, value int32 // the nodes of the name and of the value
 }
 
 // members returns object n's members in the order sent.
@@ -145,7 +179,7 @@ func (t *tree) members(n int) []member {
 	ms := make([]member, 0, count/2)
 	for name, value := range t.pairs(n) {
 		s, _ := Unquote(t.text(name))
-		ms = append(ms, member{name: s, at: name, value: value})
+		ms = append(ms, member{name: s, at: int32(name), value: int32(value)})
 	}
 	return ms
 }
@@ -157,14 +191,56 @@ type Tree struct{ t *tree }
 
 // Index checks text (see [Check]) and indexes it.
 func Index(text string) (*Tree, error) {
-	if err := Check(text); err != nil {
+	if err := check(text, false); err != nil {
 		return nil, err
 	}
 	t, err := newTree(text)
 	if err != nil {
 		return nil, err
 	}
+	// Duplicate names are found on the index, which knows each object's
+	// size: one sorted list of names at a time, allocated to size.
+	var names []string
+	for n := range t.nodes {
+		if t.kind(n) != '{' {
+			continue
+		}
+		count := 0
+		for range t.pairs(n) {
+			count++
+		}
+		if cap(names) < count {
+			names = make([]string, 0, count)
+		}
+		names = names[:0]
+		for name := range t.pairs(n) {
+			s, _ := Unquote(t.text(name))
+			names = append(names, s)
+		}
+		if len(names) > 1 {
+			slices.Sort(names)
+			for k := 1; k < len(names); k++ {
+				if names[k] == names[k-1] {
+					return nil, &Error{ErrDuplicateName, t.second(n, names[k])}
+				}
+			}
+		}
+	}
 	return &Tree{t}, nil
+}
+
+// second returns the offset of the second member of object n named s.
+func (t *tree) second(n int, s string) int {
+	seen := false
+	for name := range t.pairs(n) {
+		if u, _ := Unquote(t.text(name)); u == s {
+			if seen {
+				return int(t.nodes[name].at)
+			}
+			seen = true
+		}
+	}
+	return int(t.nodes[n].at)
 }
 
 // Root is the tree's value.
@@ -213,4 +289,26 @@ func (v Node) Members() iter.Seq2[string, Node] {
 			}
 		}
 	}
+}
+
+// Get returns the value at path, a list of member names from v, and
+// whether it is there (every value on the way an object that has the
+// member).
+func (v Node) Get(path ...string) (Node, bool) {
+	for _, want := range path {
+		if v.Kind() != '{' {
+			return Node{}, false
+		}
+		found := false
+		for name, m := range v.Members() {
+			if name == want {
+				v, found = m, true
+				break
+			}
+		}
+		if !found {
+			return Node{}, false
+		}
+	}
+	return v, true
 }

@@ -41,8 +41,11 @@ func (e *Error) Unwrap() error { return e.Kind }
 
 // Check reports whether text is one JSON value that keeps the rules (see
 // the package doc), with an [*Error] when it is not.
-func Check(text string) error {
-	s := scanner{s: text}
+func Check(text string) error { return check(text, true) }
+
+// check is Check, with or without the duplicate-name rule.
+func check(text string, dups bool) error {
+	s := scanner{s: text, dups: dups}
 	i := s.space(0)
 	end, err := s.value(i, 0, true)
 	if err != nil {

@@ -94,7 +94,8 @@ func TestSelect(t *testing.T) {
 		{`{"doc":{"id":1},"doc":{}}`, nil, jsonkey.ErrDuplicateName},              // an earlier duplicate parent
 		{`{"doc":{"id":1,"id":2}}`, nil, jsonkey.ErrDuplicateName},                // a duplicate on the path
 		{`{"doc":{"id":1},"x":1,"x":2}`, []string{"1", "", ""}, nil},              // off the paths: no rule but syntax
-		{`{"\ud800":1,"x":"\udfff"}`, []string{"", "", ""}, nil},                  // a lone surrogate is not U+FFFD
+		{`{"\ud800x":1,"x":"\udfff"}`, []string{"", "", ""}, nil},                 // a lone surrogate is not U+FFFD
+		{`{"\ud800":1}`, nil, jsonkey.ErrLoneSurrogate},                           // nor read as it: refused
 		{`{"\ufffd":2,"doc":{"id":[1,"\ud800"]}}`, nil, jsonkey.ErrLoneSurrogate}, // a selected value keeps the rules
 		{`{"doc":1,"k":[` + strings.Repeat("1", 200) + `]}`, nil, jsonkey.ErrNumberTooLong},
 		{`{"doc":"x","n":` + strings.Repeat("1", 200) + `}`, []string{"", "", ""}, nil},

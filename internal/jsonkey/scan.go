@@ -1,6 +1,7 @@
 package jsonkey
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -8,9 +9,10 @@ import (
 
 // scanner validates JSON text in one pass. Every value is checked for
 // syntax and depth; a strict value also keeps the rest of the rules (see
-// the package doc).
+// the package doc), duplicate names only when dups is set.
 type scanner struct {
-	s string
+	s    string
+	dups bool
 	// names holds the member names of the strict objects being scanned,
 	// each object's after the ones of the objects around it, for the
 	// duplicate check.
@@ -18,7 +20,8 @@ type scanner struct {
 }
 
 // smallObject is the number of members up to which duplicates are found
-// by comparing names; a larger object gets a set.
+// as each name comes, by comparing it with the others; a larger object's
+// names are sorted once it ends.
 const smallObject = 16
 
 // Space returns the index of the first byte at or after i in text that is
@@ -68,54 +71,61 @@ func (s *scanner) value(i, depth int, strict bool) (int, error) {
 // object scans the object at s[i]; a strict one may not name a member
 // twice.
 func (s *scanner) object(i, depth int, strict bool) (int, error) {
+	begin := i
 	i, depth, more, err := s.open(i, depth, '}')
 	start := len(s.names)
-	var set map[string]struct{}
 	for more {
 		at := i
 		var quoted string
 		if quoted, i, err = s.member(i, strict); err != nil {
 			return 0, err
 		}
-		if strict {
-			name, _ := Unquote(quoted) // valid: the string was scanned strictly
-			if s.seen(start, &set, name) {
+		if strict && s.dups {
+			n, _ := Unquote(quoted) // valid: the string was scanned strictly
+			if len(s.names)-start < smallObject && slices.Contains(s.names[start:], n) {
 				return 0, &Error{ErrDuplicateName, at}
 			}
+			if len(s.names) == cap(s.names) { // double: append grows large slices by a quarter, allocating five times their size
+				s.names = slices.Grow(s.names, max(len(s.names), smallObject))
+			}
+			s.names = append(s.names, n)
 		}
 		if i, err = s.value(i, depth, strict); err != nil {
 			return 0, err
 		}
 		i, more, err = s.next(s.space(i), '}')
 	}
+	if names := s.names[start:]; err == nil && len(names) > smallObject {
+		// Equal names sort together; the offset is found again, as an
+		// error is rare and offsets would double the names' memory.
+		slices.Sort(names)
+		for k := 1; k < len(names); k++ {
+			if names[k] == names[k-1] {
+				err = &Error{ErrDuplicateName, s.second(begin, names[k])}
+				break
+			}
+		}
+	}
 	s.names = s.names[:start]
 	return i, err
 }
 
-// seen reports whether the object whose names begin at s.names[start] (or
-// are in *set, once it has many) already has name, and adds it.
-func (s *scanner) seen(start int, set *map[string]struct{}, name string) bool {
-	if *set != nil {
-		if _, ok := (*set)[name]; ok {
-			return true
+// second returns the offset of the second member named n of the checked
+// object at s[i].
+func (s *scanner) second(i int, n string) int {
+	seen := false
+	for i = s.space(i + 1); ; {
+		at := i
+		quoted, v, _ := s.member(i, false)
+		if name, _ := Unquote(quoted); name == n {
+			if seen {
+				return at
+			}
+			seen = true
 		}
-		(*set)[name] = struct{}{}
-		return false
+		i, _ = s.value(v, 0, false)
+		i, _, _ = s.next(s.space(i), '}')
 	}
-	for _, n := range s.names[start:] {
-		if n == name {
-			return true
-		}
-	}
-	s.names = append(s.names, name)
-	if len(s.names)-start > smallObject {
-		*set = make(map[string]struct{}, 2*smallObject)
-		for _, n := range s.names[start:] {
-			(*set)[n] = struct{}{}
-		}
-		s.names = s.names[:start]
-	}
-	return false
 }
 
 // open enters the object or array that opens at s[i], one level deeper

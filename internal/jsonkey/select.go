@@ -1,17 +1,24 @@
 package jsonkey
 
+import (
+	"encoding/json"
+	"slices"
+)
+
 // Select scans text, one JSON value, and returns the values at the given
 // paths, each a list of object member names from the top, as text spells
 // them: "" for a path that is absent (a member missing, or a value on the
 // way that is not an object). The whole text must be JSON, nested at most
 // [MaxDepth] levels; the other rules apply to what the paths read: a member
 // on a path must appear once in its object, and a selected value must keep
-// every rule. A member name that breaks a rule matches no path.
+// every rule. A member name that breaks a rule matches no path, and is
+// refused if it would read as a path's name with U+FFFD in place of its
+// flaws.
 //
 // Select reads text once and decodes nothing but the member names of the
 // objects on the paths.
 func Select(text string, paths [][]string) ([]string, error) {
-	s := scanner{s: text}
+	s := scanner{s: text, dups: true}
 	values := make([]string, len(paths))
 	live := make([]int, len(paths))
 	for n := range live {
@@ -73,17 +80,26 @@ func (s *scanner) selectObject(i, depth int, paths [][]string, live []int, level
 			return 0, err
 		}
 		next = next[:0]
-		if name, ok := Unquote(quoted); ok {
-			for k, n := range live {
-				if paths[n][level] != name {
-					continue
-				}
-				if followed[k] {
-					return 0, &Error{ErrDuplicateName, at}
-				}
-				followed[k] = true
-				next = append(next, n)
+		name, ok := Unquote(quoted)
+		if !ok {
+			// A name that breaks a rule matches no path; one that
+			// encoding/json would read as a path's name (U+FFFD in place of
+			// each flaw), as earlier releases did, is refused instead.
+			var lossy string
+			if json.Unmarshal([]byte(quoted), &lossy) == nil && slices.ContainsFunc(live, func(n int) bool { return paths[n][level] == lossy }) {
+				_, err := (&scanner{s: s.s}).str(at, true)
+				return 0, err
 			}
+		}
+		for k, n := range live {
+			if !ok || paths[n][level] != name {
+				continue
+			}
+			if followed[k] {
+				return 0, &Error{ErrDuplicateName, at}
+			}
+			followed[k] = true
+			next = append(next, n)
 		}
 		if i, err = s.selectValue(i, depth, paths, next, level+1, values); err != nil {
 			return 0, err

@@ -22,21 +22,18 @@ type style struct {
 }
 
 var (
-	python = style{comma: ", ", colon: ": ",
-		order: func(_ *speller, ms []member) ([]member, error) {
-			slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.name, b.name) })
-			return ms, nil
+	python = style{comma: ", ", colon: ": ", ascii: true,
+		order: func(p *speller, ms []member) ([]member, error) {
+			return p.sorted(ms, func(a, b member) int { return strings.Compare(a.name, b.name) })
 		},
-		ascii:  true,
 		number: func(dst []byte, n string) ([]byte, error) { return appendPythonNumber(dst, n), nil },
 	}
 	typeScript = style{comma: ",", colon: ":", order: (*speller).deepSort,
 		number: func(dst []byte, n string) ([]byte, error) { return appendJSNumber(dst, n), nil },
 	}
 	canonical = style{comma: ",", colon: ":",
-		order: func(_ *speller, ms []member) ([]member, error) {
-			slices.SortFunc(ms, func(a, b member) int { return compareUTF16(a.name, b.name) })
-			return ms, nil
+		order: func(p *speller, ms []member) ([]member, error) {
+			return p.sorted(ms, func(a, b member) int { return compareUTF16(a.name, b.name) })
 		},
 		number: func(dst []byte, n string) ([]byte, error) {
 			if err := ExactNumber(n); err != nil {
@@ -46,6 +43,19 @@ var (
 		},
 	}
 )
+
+// sorted sorts ms by cmp, an order of names in which only equal names
+// compare equal, and refuses two equal ones: the spellings check for
+// duplicate names as they sort, not before.
+func (p *speller) sorted(ms []member, cmp func(a, b member) int) ([]member, error) {
+	slices.SortFunc(ms, cmp)
+	for k := 1; k < len(ms); k++ {
+		if ms[k].name == ms[k-1].name {
+			return nil, &Error{ErrDuplicateName, int(p.nodes[max(ms[k].at, ms[k-1].at)].at)}
+		}
+	}
+	return ms, nil
+}
 
 // speller writes a spelling of a tree to w, in pieces of about flushAt.
 type speller struct {
@@ -57,7 +67,7 @@ type speller struct {
 }
 
 func spell(w io.Writer, text string, st style) error {
-	if err := Check(text); err != nil {
+	if err := check(text, false); err != nil { // duplicate names are found as members are sorted
 		return err
 	}
 	t, err := newTree(text)
@@ -100,7 +110,7 @@ func (p *speller) value(n int) (err error) {
 			}
 			p.string(runesOf(m.name))
 			p.write(p.colon)
-			if err := p.value(m.value); err != nil {
+			if err := p.value(int(m.value)); err != nil {
 				return err
 			}
 		}
@@ -148,45 +158,111 @@ func WritePython(w io.Writer, text string) error { return spell(w, text, python)
 // more keys is refused ([ErrCaseVersioned]) when a key holds a character
 // whose lower case, or whose part in the final-sigma rule, is not the same
 // in every Unicode version from 15.0 on (see [CaseStable]), since the runtime
-// sorts by the lower case of its own Unicode version.
+// sorts by the lower case of its own Unicode version; and an object whose
+// keys the releases before this one ordered otherwise ([ErrSortChanged]: a
+// final sigma after ª, Ⓐ, ‘, ·, …, which they read as not final), so that no
+// id they gave changes.
 func WriteTypeScript(w io.Writer, text string) error { return spell(w, text, typeScript) }
 
 // deepSort orders an object's members as JSON.stringify writes the object
 // that Powertools' deepSort builds.
 func (p *speller) deepSort(ms []member) ([]member, error) {
 	type sortKey struct {
-		member
-		index int64 // an array-index key's number, else -1
 		lower string
+		index uint32 // an array-index key's number, or notIndex
+		m     int32  // the member, in ms
 	}
+	const notIndex = 1<<32 - 1
 	keys := make([]sortKey, 0, len(ms))
-	for _, m := range ms {
+	protos, proto := 0, -1
+	for i, m := range ms {
 		if len(ms) > 1 && !CaseStable(m.name) {
 			return nil, &Error{ErrCaseVersioned, int(p.nodes[m.at].at)}
 		}
 		if m.name == "__proto__" { // acc["__proto__"] = … sets the prototype: no own property
+			if protos++; protos > 1 {
+				return nil, &Error{ErrDuplicateName, int(p.nodes[m.at].at)}
+			}
+			proto = i
 			continue
 		}
-		keys = append(keys, sortKey{member: m, index: arrayIndex(m.name), lower: jsLower(m.name)})
+		index := uint32(notIndex)
+		if n := arrayIndex(m.name); n >= 0 {
+			index = uint32(n)
+		}
+		keys = append(keys, sortKey{lower: jsLower(m.name), index: index, m: int32(i)})
 	}
 	// JavaScript enumerates array-index keys first, in numeric order, then
 	// the others in the order deepSort created them: a stable sort by lower
 	// case (V8's sort is stable, and the comparator's 1 for equal keys keeps
 	// them in the order sent).
-	slices.SortStableFunc(keys, func(a, b sortKey) int {
-		switch {
-		case a.index >= 0 && b.index >= 0:
-			return cmpInt(a.index, b.index)
-		case a.index >= 0:
-			return -1
-		case b.index >= 0:
-			return 1
+	cmp := func(a, b sortKey) int {
+		if c := cmpInt(int64(a.index), int64(b.index)); c != 0 || a.index != notIndex {
+			return c
 		}
 		return compareUTF16(a.lower, b.lower)
-	})
-	ms = ms[:len(keys)]
-	for i, k := range keys {
-		ms[i] = k.member
+	}
+	slices.SortStableFunc(keys, cmp)
+	if changed := slices.IndexFunc(ms, func(m member) bool { return sigmaChanged(m.name) }); changed >= 0 {
+		// Earlier releases lower-cased this key otherwise: if they ordered
+		// the object otherwise, its id would change; it is refused instead.
+		before := slices.Clone(keys)
+		for i := range before {
+			before[i].lower = lowerBefore(ms[before[i].m].name)
+		}
+		slices.SortStableFunc(before, func(a, b sortKey) int {
+			if c := cmp(a, b); c != 0 || a.index != notIndex {
+				return c
+			}
+			return cmpInt(int64(a.m), int64(b.m)) // stable: the order sent
+		})
+		for i := range keys {
+			if keys[i].m != before[i].m {
+				return nil, &Error{ErrSortChanged, int(p.nodes[ms[changed].at].at)}
+			}
+		}
+	}
+	// Equal names sort together, among the keys of one lower case.
+	for i := 0; i < len(keys); {
+		j := i + 1
+		for j < len(keys) && cmp(keys[i], keys[j]) == 0 {
+			j++
+		}
+		if j-i > 1 {
+			run := make([]member, 0, j-i)
+			for _, k := range keys[i:j] {
+				run = append(run, ms[k.m])
+			}
+			if _, err := p.sorted(run, func(a, b member) int { return strings.Compare(a.name, b.name) }); err != nil {
+				return nil, err
+			}
+		}
+		i = j
+	}
+	// Put ms in the order of keys, in place: ms[k] becomes ms[keys[k].m],
+	// cycle by cycle.
+	ms = slices.DeleteFunc(ms, func(m member) bool { return m.name == "__proto__" })
+	if protos > 0 { // the indices of keys are those of ms before the deletion
+		for k := range keys {
+			if int(keys[k].m) > proto {
+				keys[k].m--
+			}
+		}
+	}
+	for start := range keys {
+		if keys[start].m < 0 {
+			continue
+		}
+		first, k := ms[start], start
+		for {
+			next := int(keys[k].m)
+			keys[k].m = -1
+			if next == start {
+				ms[k] = first
+				break
+			}
+			ms[k], k = ms[next], next
+		}
 	}
 	return ms, nil
 }

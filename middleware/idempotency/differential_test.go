@@ -35,7 +35,7 @@ func selections() []string {
 		var members []string
 		for j := range 40 + r.IntN(40) {
 			k := genKeys[r.IntN(len(genKeys))] + []string{"", "k", "K"}[r.IntN(3)] + strconv.Itoa(j%7)
-			members = append(members, `"`+strings.ReplaceAll(k, `"`, `\"`)+`":`+strconv.Itoa(j))
+			members = append(members, `"`+k+`":`+strconv.Itoa(j))
 		}
 		out = append(out, "{"+strings.Join(members, ",")+"}")
 	}
@@ -43,11 +43,27 @@ func selections() []string {
 }
 
 var genKeys = []string{"a", "A", "b", "B", "ab", "Ab", "aB", "AB", "id", "Id", "ID", "é", "É", "ß", "İ", "i", "Σ", "ΑΣ", "ας",
-	"10", "9", "01", "4294967294", "4294967295", "", "user_id", "userId", "_x", "z", "Z", "😀", "\u00e9", `\u00c9`, "x y", `"q"`}
+	"10", "9", "01", "4294967294", "4294967295", "", "user_id", "userId", "_x", "z", "Z", "😀", "\u00e9", `\u00c9`, "x y", `\"q\"`}
 
-func genValue(r *rand.Rand, depth int) string {
+// genSpec says what a generator of JSON values makes.
+type genSpec struct {
+	keys     []string // object keys, written as they are (already escaped)
+	literals []string // scalars beside generated strings and numbers
+	numbers  []string // hand-picked numbers, sometimes given instead of generated ones
+	maxDepth int      // the depth from which containers become rare
+}
+
+// basicGen is the generator of the differential tests.
+var basicGen = genSpec{keys: genKeys, literals: []string{"true", "false", "null"}, maxDepth: 4}
+
+func genValue(r *rand.Rand, depth int) string { return basicGen.value(r, depth) }
+
+func (g genSpec) value(r *rand.Rand, depth int) string {
 	n := r.IntN(10)
-	if depth >= 4 && n < 3 {
+	if len(g.numbers) > 0 && r.IntN(6) == 0 {
+		return g.numbers[r.IntN(len(g.numbers))]
+	}
+	if depth >= g.maxDepth && n < 3 {
 		n += 3
 	}
 	switch n {
@@ -58,21 +74,20 @@ func genValue(r *rand.Rand, depth int) string {
 			if i > 0 {
 				b.WriteString(", "[:1+r.IntN(2)])
 			}
-			k := genKeys[r.IntN(len(genKeys))]
-			b.WriteString(`"` + strings.ReplaceAll(k, `"`, `\"`) + `":` + genValue(r, depth+1))
+			b.WriteString(`"` + g.keys[r.IntN(len(g.keys))] + `":` + g.value(r, depth+1))
 		}
 		b.WriteByte('}')
 		return b.String()
 	case 2: // an array
 		parts := make([]string, r.IntN(4))
 		for i := range parts {
-			parts[i] = genValue(r, depth+1)
+			parts[i] = g.value(r, depth+1)
 		}
 		return "[" + strings.Join(parts, ",") + "]"
 	case 3, 4:
 		return genString(r)
 	case 5:
-		return []string{"true", "false", "null"}[r.IntN(3)]
+		return g.literals[r.IntN(len(g.literals))]
 	}
 	return genNumber(r)
 }
@@ -143,6 +158,25 @@ func runPeer(t *testing.T, dir string, lines []string, name string, args ...stri
 	return answers
 }
 
+// powertoolsNode returns node and the directory of the pinned Powertools
+// TypeScript packages (SQSONCE_POWERTOOLS_NODE_DIR, or the one make
+// installs), failing under CI=true when they are missing.
+func powertoolsNode(t *testing.T) (node, dir string) {
+	t.Helper()
+	dir, _ = filepath.Abs(filepath.Join("..", "..", "internal", "testenv", "powertools", "testdata"))
+	if d := os.Getenv("SQSONCE_POWERTOOLS_NODE_DIR"); d != "" {
+		dir = d
+	}
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", "@aws-lambda-powertools", "idempotency", "package.json"))
+	}
+	if err != nil {
+		peerMissing(t, "node with @aws-lambda-powertools/idempotency in "+dir, err)
+	}
+	return node, dir
+}
+
 // peerMissing skips a test whose peer is not installed, except under
 // CI=true, where it fails.
 func peerMissing(t *testing.T, what string, err error) {
@@ -153,10 +187,10 @@ func peerMissing(t *testing.T, what string, err error) {
 	t.Skipf("%s not available: %v", what, err)
 }
 
-// pythonPeer answers each line with the md5 of json.dumps(sort_keys=True),
-// whether the line is I-JSON (1 or 0: no duplicate member name, no lone
-// surrogate, valid UTF-8), and the spelling hashed.
-const pythonPeer = `
+// pythonIJSON defines ijson(text): whether JSON text is I-JSON (no
+// duplicate member name, no lone surrogate; json.loads refuses invalid
+// UTF-8 itself), for the python3 peers.
+const pythonIJSON = `
 import sys, json, hashlib
 class Duplicate(Exception):
     pass
@@ -175,14 +209,19 @@ def wellformed(x):
     if isinstance(x, dict):
         return all(wellformed(k) and wellformed(v) for k, v in x.items())
     return True
-for line in sys.stdin.buffer:
+def ijson(text):
     try:
-        v = json.loads(line, object_pairs_hook=unique)
-        ijson = wellformed(v)
+        return wellformed(json.loads(text, object_pairs_hook=unique))
     except Duplicate:
-        v, ijson = json.loads(line), False
-    s = json.dumps(v, sort_keys=True)
-    print(hashlib.md5(s.encode()).hexdigest(), int(ijson), s)
+        return False
+`
+
+// pythonPeer answers each line with the md5 of json.dumps(sort_keys=True),
+// whether the line is I-JSON (1 or 0), and the spelling hashed.
+const pythonPeer = pythonIJSON + `
+for line in sys.stdin.buffer:
+    s = json.dumps(json.loads(line), sort_keys=True)
+    print(hashlib.md5(s.encode()).hexdigest(), int(ijson(line)), s)
 `
 
 // pythonAnswer splits a pythonPeer answer.
@@ -265,17 +304,7 @@ console.log(out.join('\n'));
 // getHashedPayload (the pinned package, installed by npm ci in
 // internal/testenv/powertools/testdata).
 func TestPowertoolsTypeScriptDifferential(t *testing.T) {
-	dir, _ := filepath.Abs(filepath.Join("..", "..", "internal", "testenv", "powertools", "testdata"))
-	if d := os.Getenv("SQSONCE_POWERTOOLS_NODE_DIR"); d != "" {
-		dir = d
-	}
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "@aws-lambda-powertools", "idempotency", "package.json"))
-	}
-	if err != nil {
-		peerMissing(t, "node with @aws-lambda-powertools/idempotency in "+dir, err)
-	}
+	node, dir := powertoolsNode(t)
 	sels := selections()
 	answers := runPeer(t, dir, sels, node, "--input-type=module", "-e", nodePeer)
 	python, err := exec.LookPath("python3")

@@ -73,18 +73,28 @@
 //     Powertools for AWS Lambda's recipes, byte for byte, for sharing a table
 //     with that runtime; they keep its collisions.
 //
-// In every format a number longer than 100 characters in a key is refused
-// before it is parsed. A message without a key fails with a [*KeyError];
-// the operation never runs unprotected.
+// Key material keeps one set of rules in every format, whatever selected
+// it: it is I-JSON (RFC 7493: valid UTF-8, no unpaired surrogate escape
+// such as \ud800, no object naming a member twice), nested at most 10,000
+// levels, with no number longer than 100 characters (refused before it is
+// parsed). Nothing is replaced: what breaks a rule is refused, so two
+// different requests never read as one. Body selectors apply the rules to
+// what they read (the members on their path, each of which must appear
+// once, and the selected value); [WrapJSON] to the whole body.
+// [FormatPowertoolsTypeScript] also refuses an object whose keys hold a
+// character whose lower case differs between Unicode versions (see the
+// format). A message without a key, or whose key breaks a rule, fails with
+// a [*KeyError]; the operation never runs unprotected.
 //
 // # Typed requests
 //
 // [WrapJSON] decodes each body once into the operation's request type
 // (strictly, with [JSONBody.DisallowUnknownFields], or not), takes the key,
 // a well-formedness check and the validated payload from the decoded
-// value, and calls the operation with it. A body that does not decode or
-// fails the check fails its message with a [*BodyError], before anything
-// is claimed.
+// value, and calls the operation with it. It decodes without a loss or not
+// at all: a body that does not decode, that the type would read with a
+// loss (see [WrapJSON]) or that fails the check fails its message with a
+// [*BodyError], before anything is claimed.
 //
 // # Payload validation
 //

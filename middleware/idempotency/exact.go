@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -17,7 +18,7 @@ import (
 )
 
 // exactDecode reports an error for a body (which keeps the rules of key
-// material) that encoding/json would decode into a T with a loss, so that
+// material) that encoding/json would decode into a typ with a loss, so that
 // two requests that differ would decode alike, or a request would be read
 // other than the producer and Powertools read it:
 //
@@ -33,24 +34,62 @@ import (
 //
 // With strict, a member that names no field is refused too, as
 // DisallowUnknownFields does. Values that decode themselves (json.Unmarshaler,
-// encoding.TextUnmarshaler) are not looked into: exactDecode returns their
-// paths and types, so that an error of theirs can be placed.
-func exactDecode(t *jsonkey.Tree, typ reflect.Type, strict bool) ([]opaque, error) {
+// encoding.TextUnmarshaler) are not looked into.
+func exactDecode(t *jsonkey.Tree, typ reflect.Type, strict bool) error {
 	w := walker{strict: strict}
-	err := w.value(t.Root(), typ, "", false)
-	return w.opaque, err
+	return w.value(t.Root(), typ, false)
 }
 
-// opaque is a value that decodes itself, with where it is.
-type opaque struct {
-	path string
-	typ  reflect.Type
-	text string
+// placeError returns the path of the value that decodes itself and fails
+// with err, found by walking the body again and decoding each such value
+// alone; "" when none does. It runs only for a body that failed.
+func placeError(t *jsonkey.Tree, typ reflect.Type, err error) string {
+	if t == nil || err == nil {
+		return ""
+	}
+	w := walker{probe: func(vt reflect.Type, text string) bool {
+		e := json.Unmarshal([]byte(text), reflect.New(vt).Interface())
+		return e != nil && e.Error() == err.Error()
+	}}
+	if w.value(t.Root(), typ, false) != errFound {
+		return ""
+	}
+	if w.found == "" {
+		return "(the body)"
+	}
+	return w.found
 }
+
+// errFound stops a walk that found what its probe looks for.
+var errFound = errors.New("found")
 
 type walker struct {
 	strict bool
-	opaque []opaque
+	path   []string // where the walk is: field names, "[]" for an element, "{}" for a map value
+	// probe, when set, is asked about every value that decodes itself;
+	// the walk stops with errFound, and found set, at the first it accepts.
+	probe func(t reflect.Type, text string) bool
+	found string
+}
+
+// at is the walk's path, as in "items[].price".
+func (w *walker) at() string {
+	var b strings.Builder
+	for i, p := range w.path {
+		if i > 0 && p != "[]" && p != "{}" {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// in walks v into t one step further along the path.
+func (w *walker) in(step string, v jsonkey.Node, t reflect.Type, quoted bool) error {
+	w.path = append(w.path, step)
+	err := w.value(v, t, quoted)
+	w.path = w.path[:len(w.path)-1]
+	return err
 }
 
 // lossError is a body that would decode with a loss. It names the field's
@@ -81,7 +120,7 @@ func decodesItself(t reflect.Type, c byte) bool {
 
 // value checks v, decoded into t at path; quoted says the field has the
 // ",string" option.
-func (w *walker) value(v jsonkey.Node, t reflect.Type, path string, quoted bool) error {
+func (w *walker) value(v jsonkey.Node, t reflect.Type, quoted bool) error {
 	c := v.Kind()
 	if c == 'n' {
 		return nil
@@ -90,47 +129,84 @@ func (w *walker) value(v jsonkey.Node, t reflect.Type, path string, quoted bool)
 		t = t.Elem()
 	}
 	if decodesItself(t, c) || t.Kind() != reflect.Interface && reflect.PointerTo(t).Implements(textUnmarshalerType) {
-		w.opaque = append(w.opaque, opaque{path: path, typ: t, text: v.Text()})
+		if w.probe != nil && w.probe(t, v.Text()) {
+			w.found = w.at()
+			return errFound
+		}
 		return nil
 	}
+	if quoted {
+		if w.probe != nil {
+			return nil
+		}
+		return quotedValue(v, t, w.at())
+	}
 	if t == numberType {
-		if c == '"' && !quoted {
-			return &lossError{path, "a JSON string where a number is expected (json.Number would read it as one)"}
+		if c == '"' {
+			return &lossError{w.at(), "a JSON string where a number is expected (json.Number would read it as one)"}
 		}
 		return nil
 	}
 	switch t.Kind() {
 	case reflect.Interface:
 		if t.NumMethod() == 0 {
-			return w.any(v, path)
+			return w.any(v)
 		}
 	case reflect.Struct:
-		return w.object(v, t, path)
+		return w.object(v, t)
 	case reflect.Map:
-		return w.mapValue(v, t, path)
+		return w.mapValue(v, t)
 	case reflect.Slice:
 		if c == '"' && t.Elem().Kind() == reflect.Uint8 {
 			if s := v.Str(); !canonicalBase64(s) {
-				return &lossError{path, "a base64 string spelled otherwise than the canonical way (line breaks, unused bits), which two spellings of one []byte would share"}
+				return &lossError{w.at(), "a base64 string spelled otherwise than the canonical way (line breaks, unused bits), which two spellings of one []byte would share"}
 			}
 			return nil
 		}
-		return w.elements(v, t.Elem(), path)
+		return w.elements(v, t.Elem())
 	case reflect.Array:
-		return w.elements(v, t.Elem(), path)
+		return w.elements(v, t.Elem())
 	case reflect.Float32, reflect.Float64:
-		n := v.Text()
-		if quoted && c == '"' {
-			n = v.Str()
-		}
-		if c == '"' && !quoted || jsonkey.Check(n) != nil {
+		if c == '"' {
 			return nil // encoding/json refuses it
 		}
-		bits := 64
-		if t.Kind() == reflect.Float32 {
-			bits = 32
+		return exactFloat(v.Text(), floatBits(t), w.at())
+	}
+	return nil
+}
+
+func floatBits(t reflect.Type) int {
+	if t.Kind() == reflect.Float32 {
+		return 32
+	}
+	return 64
+}
+
+// quotedValue checks the value of a field with the ",string" option, as
+// encoding/json reads it: a JSON string that holds a literal of the
+// field's kind, or null.
+func quotedValue(v jsonkey.Node, t reflect.Type, path string) error {
+	if v.Kind() != '"' {
+		return &lossError{path, "a \",string\" field holds a JSON value that is not a string"}
+	}
+	lit := v.Str()
+	if lit == "null" {
+		return nil
+	}
+	ok := jsonkey.Check(lit) == nil
+	switch t.Kind() {
+	case reflect.String:
+		ok = ok && lit[0] == '"'
+	case reflect.Bool:
+		ok = lit == "true" || lit == "false"
+	default: // a number
+		ok = ok && (lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9')
+		if ok && (t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64) {
+			return exactFloat(lit, floatBits(t), path)
 		}
-		return exactFloat(n, bits, path)
+	}
+	if !ok {
+		return &lossError{path, fmt.Sprintf("a \",string\" field holds a string that is not a quoted %s", t.Kind())}
 	}
 	return nil
 }
@@ -162,41 +238,44 @@ func canonicalBase64(s string) bool {
 
 // any checks a value decoded into an empty interface: its numbers become
 // float64s.
-func (w *walker) any(v jsonkey.Node, path string) error {
+func (w *walker) any(v jsonkey.Node) error {
 	switch v.Kind() {
-	case '{':
-		for name, m := range v.Members() {
-			_ = name // names are kept exactly as map keys
-			if err := w.any(m, path+"{}"); err != nil {
+	case '{': // names are kept exactly, as map keys
+		w.path = append(w.path, "{}")
+		defer func() { w.path = w.path[:len(w.path)-1] }()
+		for _, m := range v.Members() {
+			if err := w.any(m); err != nil {
 				return err
 			}
 		}
 	case '[':
+		w.path = append(w.path, "[]")
+		defer func() { w.path = w.path[:len(w.path)-1] }()
 		for e := range v.Elements() {
-			if err := w.any(e, path+"[]"); err != nil {
+			if err := w.any(e); err != nil {
 				return err
 			}
 		}
 	case '"', 't', 'f', 'n':
 	default:
-		return exactFloat(v.Text(), 64, path)
+		return exactFloat(v.Text(), 64, w.at())
 	}
 	return nil
 }
 
-func (w *walker) elements(v jsonkey.Node, elem reflect.Type, path string) error {
+func (w *walker) elements(v jsonkey.Node, elem reflect.Type) error {
 	if v.Kind() != '[' {
 		return nil // encoding/json refuses it
 	}
 	for e := range v.Elements() {
-		if err := w.value(e, elem, path+"[]", false); err != nil {
+		if err := w.in("[]", e, elem, false); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *walker) mapValue(v jsonkey.Node, t reflect.Type, path string) error {
+func (w *walker) mapValue(v jsonkey.Node, t reflect.Type) error {
 	if v.Kind() != '{' {
 		return nil
 	}
@@ -204,9 +283,9 @@ func (w *walker) mapValue(v jsonkey.Node, t reflect.Type, path string) error {
 	intKey := !reflect.PointerTo(k).Implements(textUnmarshalerType) && k.Kind() != reflect.String
 	for name, m := range v.Members() {
 		if intKey && !canonicalInt(name, k.Kind()) {
-			return &lossError{path, "a map key spelled otherwise than its integer is (\"01\" and \"1\" would be one key)"}
+			return &lossError{w.at(), "a map key spelled otherwise than its integer is (\"01\" and \"1\" would be one key)"}
 		}
-		if err := w.value(m, t.Elem(), path+"{}", false); err != nil {
+		if err := w.in("{}", m, t.Elem(), false); err != nil {
 			return err
 		}
 	}
@@ -225,7 +304,7 @@ func canonicalInt(s string, k reflect.Kind) bool {
 	return true
 }
 
-func (w *walker) object(v jsonkey.Node, t reflect.Type, path string) error {
+func (w *walker) object(v jsonkey.Node, t reflect.Type) error {
 	if v.Kind() != '{' {
 		return nil
 	}
@@ -234,27 +313,21 @@ func (w *walker) object(v jsonkey.Node, t reflect.Type, path string) error {
 		candidates, ok := fs.exact[name]
 		if !ok {
 			if field, folds := fs.folded[foldName(name)]; folds {
-				return &lossError{joinPath(path, field), "a member " + redact.String(name) + " names the field only by letter case (encoding/json would fill the field from it)"}
+				w.path = append(w.path, field)
+				return &lossError{w.at(), "a member " + redact.String(name) + " names the field only by letter case (encoding/json would fill the field from it)"}
 			}
 			if w.strict {
-				return &lossError{path, "unknown field " + redact.String(name)}
+				return &lossError{w.at(), "unknown field " + redact.String(name)}
 			}
 			continue
 		}
 		for _, f := range candidates {
-			if err := w.value(m, f.typ, joinPath(path, name), f.quoted); err != nil {
+			if err := w.in(name, m, f.typ, f.quoted); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
 }
 
 // structFields are the JSON names of a struct type's fields, as

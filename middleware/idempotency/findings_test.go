@@ -78,14 +78,20 @@ func TestBodyFieldDuplicateParent(t *testing.T) {
 }
 
 // TestBodyFieldLoneSurrogateName (issue 20): member names were matched
-// through encoding/json, which reads "\ud800" as U+FFFD.
+// through encoding/json, which reads "\ud800" as U+FFFD. Such a name
+// matches no field now, and one that would have matched is refused (not
+// skipped, which would give FirstOf's next source, another key).
 func TestBodyFieldLoneSurrogateName(t *testing.T) {
 	for _, name := range []string{"\ufffd", "\ufffdx"} {
 		body := `{"\ud800` + strings.TrimPrefix(name, "\ufffd") + `":"a"}`
 		id, err := fieldID(t, idempotency.FormatNative, body, name)
-		if !errors.Is(err, idempotency.ErrNoKey) {
-			t.Errorf("field %q of %s: id %q, %v; want no key", name, body, id, err)
+		var ke *idempotency.KeyError
+		if !errors.As(err, &ke) || errors.Is(err, idempotency.ErrNoKey) || !strings.Contains(err.Error(), "unpaired surrogate") {
+			t.Errorf("field %q of %s: id %q, %v; want it refused", name, body, id, err)
 		}
+	}
+	if _, err := fieldID(t, idempotency.FormatNative, `{"\ud800x":"a","k":1}`, "k"); err != nil {
+		t.Errorf("a lone surrogate in a name off the path: %v", err)
 	}
 	if _, err := fieldID(t, idempotency.FormatNative, `{"\ufffd":"a"}`, "\ufffd"); err != nil {
 		t.Errorf("U+FFFD itself: %v", err)
@@ -238,5 +244,35 @@ func TestKeyOfEmptyNumber(t *testing.T) {
 	}{M: "0"}
 	if k, err := idempotency.KeyOf("s", omitted); err != nil || string(k.Value) != `{"m":0}` {
 		t.Errorf("KeyOf of an omitted empty json.Number = %s, %v", k.Value, err)
+	}
+}
+
+// TestTypeScriptKeySortMatchesRuntime (issue 20): the TypeScript format
+// lower-cased keys for its sort with an incomplete final-sigma rule (ª and
+// Ⓐ are cased, ‘ and · are skipped), so objects with such keys got other
+// ids than Powertools TypeScript gives them. An object whose order that
+// rule got wrong is now refused (its id is not changed), as is one whose
+// keys hold characters whose case differs between Unicode versions
+// (U+0295; U+16EA0, new in 17.0); every other object's id is the
+// runtime's.
+func TestTypeScriptKeySortMatchesRuntime(t *testing.T) {
+	node, dir := powertoolsNode(t)
+	matching := []string{
+		`{"aΣ·":1,"aς·":2}`, `{"ʰΣ":1,"ʰς":2}`, `{"ªΣ":1}`, `{"ªΣ":1,"b":2}`, `{"Σ":1,"σ":2,"ς":3}`, `{"ΑΣ":1,"ας":2,"ασ":3}`, `{"İ":1,"i̇":2,"i":3}`, `{"\u212a":1,"k":2,"K":3}`, `{"\u017f":1,"s":2,"S":3}`,
+	}
+	refused := []string{`{"ʕ":1,"a":2}`, `{"` + "\U00016EA0" + `":1,"a":2}`,
+		`{"ªΣ":1,"ªς":2}`, `{"ⒶΣ":1,"Ⓐς":2}`, `{"aΣ‘b":1,"aς‘b":2}`}
+	answers := runPeer(t, dir, matching, node, "--input-type=module", "-e", nodePeer)
+	for i, v := range matching {
+		want, _, _ := strings.Cut(answers[i], " ")
+		got, err := idempotency.FormatPowertoolsTypeScript.Hash(idempotency.Key{Selector: "s", Value: []byte(v)})
+		if err != nil || "fn#"+got != want {
+			t.Errorf("%s: %s, %v; Powertools TypeScript says %s", v, got, err, want)
+		}
+	}
+	for _, v := range refused {
+		if got, err := idempotency.FormatPowertoolsTypeScript.Hash(idempotency.Key{Selector: "s", Value: []byte(v)}); err == nil {
+			t.Errorf("%s: %s; want it refused (its keys sort otherwise in other Unicode versions)", v, got)
+		}
 	}
 }

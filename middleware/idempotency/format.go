@@ -47,12 +47,17 @@ const (
 	// recipe: md5 of JSON.stringify(deepSort(value)), written in base64.
 	// The value is spelled as JavaScript spells what JSON.parse made of it:
 	// compact, object keys sorted case-insensitively (by their toLowerCase
-	// in UTF-16 order, ties in the order sent; keys that are array indices,
-	// such as "7", first in numeric order; "__proto__" dropped), non-ASCII
-	// characters as UTF-8, numbers as doubles in JavaScript's spelling
-	// (9007199254740993 becomes 9007199254740992, 1e400 becomes null). The
-	// selector is not hashed and Powertools' collisions are kept, as for
-	// [FormatPowertoolsPython].
+	// in UTF-16 order, as V8 lower-cases, final sigma included; ties in the
+	// order sent; keys that are array indices, such as "7", first in
+	// numeric order; "__proto__" dropped), non-ASCII characters as UTF-8,
+	// numbers as doubles in JavaScript's spelling (9007199254740993 becomes
+	// 9007199254740992, 1e400 becomes null). An object of two or more keys
+	// is refused when a key holds a character unassigned in Unicode 15.0 or
+	// whose case changed since (U+0295, U+1171E): runtimes of other Unicode
+	// versions sort it otherwise; so is one whose keys earlier releases
+	// ordered otherwise (a final sigma after ª, Ⓐ, ‘, …), so that no id they
+	// gave changes. The selector is not hashed and Powertools' collisions
+	// are kept, as for [FormatPowertoolsPython].
 	FormatPowertoolsTypeScript
 )
 
@@ -93,7 +98,9 @@ type Key struct {
 
 // Hash returns the digest of k in format f: the part of a record id after
 // the "#", or the hash stored for payload validation. It fails when k's
-// value is not JSON or holds a number that f refuses.
+// value breaks the rules of key material (see the package doc: not I-JSON,
+// too deep, a number over 100 characters) or holds a number or key that f
+// refuses; raw material ([RawKey]) is hashed as given in the native format.
 func (f Format) Hash(k Key) (string, error) {
 	b, err := f.appendHash(nil, k)
 	return string(b), err

@@ -27,8 +27,10 @@ type KeyFunc func(events.SQSMessage) (Key, error)
 // BodyField("idempotency_key") takes a top-level field, and
 // BodyField("document", "id") takes 4471 from {"document":{"id":4471}}.
 // The field's value is the key, so "abc" and 123 are keys while null, ""
-// and an absent field are not. Its selector is "body" and the names as a
-// JSON array: `body ["document","id"]`.
+// and an absent field are not. A member on the path must appear once in its
+// object, and the value must keep the rules of key material (see the
+// package doc). Its selector is "body" and the names as a JSON array:
+// `body ["document","id"]`.
 //
 // BodyField panics when a name is empty.
 func BodyField(name string, nested ...string) KeyFunc {
@@ -48,7 +50,9 @@ func BodyField(name string, nested ...string) KeyFunc {
 // body whose field holds v: for a typed handler ([WrapJSON]) that decoded
 // the body itself and must find the records written through [Wrap] with
 // BodyField. BodyKey fails for an empty name, and with [ErrNoKey] when v
-// encodes to null or "".
+// encodes to null or "" or holds an empty json.Number. WrapJSON checks
+// that the key hashes as the body's field does, and fails the message with
+// a [*KeyError] when it does not (the type read the field with a loss).
 func BodyKey(v any, name string, nested ...string) (Key, error) {
 	path := append([]string{name}, nested...)
 	if slices.Contains(path, "") {
@@ -168,7 +172,9 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // KeyOf returns a [Key] with the given selector whose value is v encoded as
 // JSON, for a [KeyFunc] of your own: name the selector after what the
 // function selects (a name no other KeyFunc of the guard uses), so that in
-// the native format its keys never equal another function's.
+// the native format its keys never equal another function's. KeyOf fails
+// with [ErrNoKey] when v holds an empty json.Number (an absent field, which
+// json.Marshal writes as 0).
 func KeyOf(selector string, v any) (Key, error) {
 	if selector == "" {
 		return Key{}, errors.New("idempotency: KeyOf: empty selector")

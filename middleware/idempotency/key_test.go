@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,6 +150,8 @@ func FuzzBodyKeys(f *testing.F) {
 		`{"document_id":` + strings.Repeat(`{"a":`, 9998) + `1` + strings.Repeat("}", 9998) + `,"version":1}`,
 		`{"document_id":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `,"version":1}`,
 		`{"idempotency_key":"` + strings.Repeat(`\u00e9x`, 20000) + `"}`,
+		`{"idempotency_key":1,"idempotency_key":2}`, `{"version":1,"document_id":"a","version":1}`, `{"x":1,"x":2,"idempotency_key":"k"}`,
+		`{"idempotency_key":"\ud800"}`, `{"idempotency_\u006bey":"k","idempotency_key":"k"}`,
 	} {
 		f.Add(s)
 	}
@@ -201,11 +204,15 @@ func canonicalKey(fn idempotency.KeyFunc, body string) ([]byte, error) {
 	return idempotency.CanonicalJSON(k.Value)
 }
 
-// referenceKey is BodyField (one name) or BodyFields done the plain way,
-// decoding the whole body into a map, for the fuzzer to compare with.
+// referenceKey is BodyField (one name) or BodySubset done the plain way,
+// decoding the whole body into a map, for the fuzzer to compare with: a
+// name it reads that the body has twice is refused.
 func referenceKey(body string, names []string) ([]byte, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return nil, err
+	}
+	if err := twiceAtTop(body, names); err != nil {
 		return nil, err
 	}
 	if m == nil {
@@ -227,6 +234,32 @@ func referenceKey(body string, names []string) ([]byte, error) {
 		sub[n] = m[n]
 	}
 	return idempotency.CanonicalJSON(sub)
+}
+
+// twiceAtTop reports an error when the JSON object body has one of names
+// twice at its top level.
+func twiceAtTop(body string, names []string) error {
+	d := json.NewDecoder(strings.NewReader(body))
+	if _, err := d.Token(); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := tok.(string)
+		if seen[name] && slices.Contains(names, name) {
+			return errors.New("a name read twice")
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // BenchmarkBodyField is key extraction from a summarise-shaped body, which

@@ -60,10 +60,15 @@ type JSONBody[Req any] struct {
 // For each message, in order: the body is decoded into a Req, body.KeyFunc
 // takes the key from it, body.Check checks it, body.PayloadFunc takes the
 // payload to validate; then fn runs through [Do] with the decoded request
-// and the message. A body that is not JSON, does not decode into Req, has a
-// field Req lacks (with DisallowUnknownFields) or fails the check fails its
-// message with a [*BodyError]; a request without a key fails with a
-// [*KeyError]. Either way nothing is claimed and fn does not run, and the
+// and the message. The body must keep the rules of key material (see the
+// package doc) and decode without a loss: a member that names a field only
+// by letter case, a number a float or an any does not hold exactly, a
+// string for a json.Number, a non-canonical base64 []byte or an integer map
+// key spelled otherwise than strconv writes it is refused. A body that
+// breaks this, is not JSON, does not decode into Req, has a field Req lacks
+// (with DisallowUnknownFields) or fails the check fails its message with a
+// [*BodyError]; a request without a key, or a [BodyKey] key that does not
+// hash as the body's field, fails with a [*KeyError]. Either way nothing is claimed and fn does not run, and the
 // batch decorator reports the message failed (SQS retries it, and sends it
 // to the dead-letter queue after maxReceiveCount receives). The returned
 // function has the shape [github.com/sqsonce/sqsonce/middleware/batch.SQS]
@@ -92,23 +97,25 @@ func WrapJSON[Req, T any](g *Guard, body JSONBody[Req], fn func(context.Context,
 		// without a loss, since the key is taken from what it decodes to:
 		// two bodies that decode alike are alike.
 		tree, err := jsonkey.Index(m.Body)
-		var opaques []opaque
 		if err == nil {
-			opaques, err = exactDecode(tree, reqType, body.DisallowUnknownFields)
+			err = exactDecode(tree, reqType, body.DisallowUnknownFields)
 		}
 		var req Req
 		if err == nil {
 			req, err = decodeBody[Req]([]byte(m.Body), body.DisallowUnknownFields)
+			if err != nil {
+				return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err, at: placeError(tree, reqType, err)})
+			}
 		}
 		if err != nil {
-			return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err, at: placeError(err, opaques)})
+			return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err})
 		}
 		c := call{messageID: m.MessageId, source: typeName}
 		if c.key, err = body.KeyFunc(req); err == nil && len(c.key.Value) == 0 {
 			err = ErrNoKey
 		}
 		if err == nil {
-			err = g.sameAsBody(m.Body, c.key)
+			err = g.sameAsBody(tree, c.key)
 		}
 		if err != nil {
 			return fail(keyError(m.MessageId, typeName, err))
@@ -121,7 +128,7 @@ func WrapJSON[Req, T any](g *Guard, body JSONBody[Req], fn func(context.Context,
 		if body.PayloadFunc != nil {
 			c.validate = true
 			if c.payload, err = body.PayloadFunc(req); err == nil {
-				err = g.sameAsBody(m.Body, c.payload)
+				err = g.sameAsBody(tree, c.payload)
 			}
 		}
 		if err != nil {
@@ -167,17 +174,19 @@ func decodeBody[Req any](b []byte, strict bool) (Req, error) {
 // holds: the request type read the field with a loss (a number spelled 10.0
 // in a float64 for the Python format, a string in a json.Number), or the
 // value was not the field's, so the key would not be [BodyField]'s.
-func (g *Guard) sameAsBody(body string, k Key) error {
+func (g *Guard) sameAsBody(body *jsonkey.Tree, k Key) error {
 	path, ok := bodySelectorPath(k.Selector)
 	if !ok {
 		return nil
 	}
-	values, err := jsonkey.Select(body, [][]string{path})
-	if err != nil {
-		return err
+	var raw string
+	if v, ok := body.Root().Get(path...); ok {
+		raw = v.Text()
 	}
-	if raw := values[0]; raw == "" || raw == "null" || raw == `""` {
+	if raw == "" || raw == "null" || raw == `""` {
 		return fmt.Errorf("%w: the body has no %s, where BodyKey's value comes from", ErrNoKey, k.Selector)
+	} else if raw == string(k.Value) {
+		return nil
 	} else if want, err := g.cfg.Format.Hash(Key{Selector: k.Selector, Value: []byte(raw)}); err != nil {
 		return err
 	} else if got, err := g.cfg.Format.Hash(k); err != nil || got == want {
@@ -201,10 +210,13 @@ func bodySelectorPath(selector string) ([]string, bool) {
 }
 
 // BodyError reports a message body that [WrapJSON] could not take as its
-// request type: not JSON, not decodable into the type, with a field the
-// type lacks (when unknown fields are disallowed), or refused by
+// request type: not JSON, breaking the rules of key material, read by the
+// type with a loss, not decodable into the type, with a field the type
+// lacks (when unknown fields are disallowed), or refused by
 // [JSONBody.Check]. Nothing was claimed and the operation did not run;
-// the same body fails the same way on every delivery.
+// the same body fails the same way on every delivery. Its message names the
+// field, the kind of problem and a digest, never the value; Err is the
+// decoder's or the check's error as it was.
 type BodyError struct {
 	MessageID string // the SQS message
 	Type      string // the request type, e.g. "orders.Order"
@@ -251,24 +263,6 @@ func describeDecode(err error, at string) string {
 		where = "field " + at
 	}
 	return fmt.Sprintf("%s does not decode (%T, message %s)", where, err, redact.Digest(err.Error()))
-}
-
-// placeError returns the path of the value that decodes itself and fails
-// with err, found by decoding each such value alone; "" when none does.
-func placeError(err error, opaques []opaque) string {
-	if err == nil {
-		return ""
-	}
-	for _, o := range opaques {
-		v := reflect.New(o.typ)
-		if e := json.Unmarshal([]byte(o.text), v.Interface()); e != nil && e.Error() == err.Error() {
-			if o.path == "" {
-				return "(the body)"
-			}
-			return o.path
-		}
-	}
-	return ""
 }
 
 func (e *BodyError) Unwrap() error { return e.Err }
