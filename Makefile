@@ -17,8 +17,10 @@ GOFILES              = $(shell find . \( -path ./infra/node_modules -o -path ./.
 LAMBDA_GOOS   := linux
 LAMBDA_GOARCH := arm64
 EVENT         ?= events/duplicate-delivery.json
+# ENV_VARS: a `sam local invoke --env-vars` file for make invoke, e.g. events/env/stub.json.
+ENV_VARS      ?=
 
-.PHONY: all help help-check test test-go test-infra lint fmt vet staticcheck bench bench-peer fuzz chaos build demo invoke synth diff deploy tools clean
+.PHONY: all help help-check test test-go test-infra deploy-local lint fmt vet staticcheck bench bench-peer fuzz chaos build demo invoke synth diff deploy destroy bootstrap tools clean
 
 ## all: the default target: the same as test.
 all: test
@@ -36,9 +38,10 @@ help-check:
 	           exit bad }' $(firstword $(MAKEFILE_LIST))
 
 # Moto_server and the Lambda Runtime Interface Emulator are started by the
-# tests themselves; infra's tests synthesise the stack and run cfn-lint on it.
-## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), and infra's tests.
-test: lint test-go test-infra
+# tests themselves; infra's tests synthesise the stack and run cfn-lint on it;
+# deploy-local deploys it to moto_server.
+## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), infra's tests and deploy-local.
+test: lint test-go test-infra deploy-local
 
 ## test-go: every Go test of the root module with the race detector, then the memory ceilings without it (the race detector changes what allocates).
 test-go: $(RIE) $(PTNODE)
@@ -49,6 +52,12 @@ test-go: $(RIE) $(PTNODE)
 test-infra:
 	$(MAKE) -C infra test
 
+# The test starts moto_server on loopback and installs the pinned CDK CLI
+# (npm) outside the repository; see test/deploy.
+## deploy-local: cdk deploy of the stack to moto_server, read back against its template, its code run under the RIE from its own queue, then updated and destroyed.
+deploy-local: $(RIE)
+	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -tags deploylocal -timeout 10m -v ./test/deploy
+
 ## lint: fmt, vet, staticcheck and help-check.
 lint: fmt vet staticcheck help-check
 
@@ -56,14 +65,15 @@ lint: fmt vet staticcheck help-check
 fmt:
 	@out="$$(gofmt -l $(GOFILES))"; if [ -n "$$out" ]; then echo "gofmt -l reports:"; echo "$$out"; exit 1; fi
 
+# -tags deploylocal: the files of make deploy-local's test too.
 ## vet: go vet, root module and infra.
 vet:
-	$(GO) vet ./...
+	$(GO) vet -tags deploylocal ./...
 	cd infra && $(GO) vet ./...
 
 ## staticcheck: staticcheck, root module and infra.
 staticcheck: $(STATICCHECK)
-	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags deploylocal ./...
 	cd infra && $(STATICCHECK) ./...
 
 ## bench: measure the decorator's overhead per record (BenchmarkBare vs BenchmarkIdempotent).
@@ -109,16 +119,18 @@ demo:
 	$(GO) run ./cmd/summarise -event events/producer-resend.json
 	$(GO) run ./cmd/summarise -event events/mixed-batch.json
 
-## invoke: run the function binary under the Lambda RIE (no Docker) with EVENT (default events/duplicate-delivery.json).
+## invoke: run the function binary under the Lambda RIE (no Docker) with EVENT (default events/duplicate-delivery.json) and ENV_VARS (SAM's --env-vars file), twice.
 invoke: $(RIE)
 	@mkdir -p build/host
 	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -o build/host/bootstrap ./cmd/summarise
-	RIE=$(RIE) ./scripts/invoke.sh build/host/bootstrap $(EVENT)
+	$(GO) run ./tools/invoke -rie $(RIE) $(if $(ENV_VARS),-env-vars $(ENV_VARS)) build/host/bootstrap $(EVENT)
 
 ## synth: build, then cdk synth into infra/cdk.out.
 ## diff: build, then cdk diff against the deployed stack (AWS credentials).
 ## deploy: build, then cdk deploy (AWS credentials, a bootstrapped account).
-synth diff deploy: build
+## destroy: build, then cdk destroy; the tables, the documents bucket and the log group are retained.
+## bootstrap: build, then cdk bootstrap (once per account and region, before the first deploy).
+synth diff deploy destroy bootstrap: build
 	$(MAKE) -C infra $@
 
 ## tools: install the pinned staticcheck and Lambda RIE into .tools/.

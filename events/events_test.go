@@ -1,7 +1,8 @@
 // Package events_test checks the SQS event fixtures in this folder: each is
 // a Lambda SQS event (the shape sam local invoke -e and the runtime emulator
 // take) that round-trips through events.SQSEvent, and each shows the
-// redelivery cause its name says.
+// redelivery cause its name says; and the Kinesis and DynamoDB Streams
+// fixtures in streams/.
 package events_test
 
 import (

@@ -116,9 +116,10 @@ func TestQueues(t *testing.T) {
 		stack                   string
 		retention, dlqRetention time.Duration
 		maxReceive              int
+		queueName               string
 	}{
-		{defaultStack, idempotentconsumer.DefaultRetention, idempotentconsumer.DefaultDeadLetterRetention, idempotentconsumer.DefaultMaxReceiveCount},
-		{customStack, 24 * time.Hour, 48 * time.Hour, 3},
+		{defaultStack, idempotentconsumer.DefaultRetention, idempotentconsumer.DefaultDeadLetterRetention, idempotentconsumer.DefaultMaxReceiveCount, ""},
+		{customStack, 24 * time.Hour, 48 * time.Hour, 3, "summarise-requests"},
 	} {
 		t.Run(tc.stack, func(t *testing.T) {
 			tpl := synth(t).templates[tc.stack]
@@ -139,17 +140,29 @@ func TestQueues(t *testing.T) {
 			if _, ok := dlq.Properties["RedrivePolicy"]; ok {
 				t.Errorf("the dead-letter queue has a redrive policy of its own")
 			}
-			// Only the queue may use the dead-letter queue: its ARN, spelled
-			// from the queue's fixed name (a reference would be a cycle).
+			// By default CloudFormation names the queue and the dead-letter
+			// queue has no redrive-allow policy; with queueName, only the
+			// queue may use the dead-letter queue: its ARN, spelled from the
+			// name (a reference would be a cycle).
 			_, q := tpl.only(t, "AWS::SQS::Queue", "/Consumer/Queue/")
-			name, _ := q.Properties["QueueName"].(string)
-			if name == "" || !strings.HasPrefix(name, tc.stack+"-Consumer-") {
-				t.Errorf("QueueName %s, want a literal name starting %q", js(q.Properties["QueueName"]), tc.stack+"-Consumer-")
-			}
-			queueArn := join("arn:", pseudo("Partition"), ":sqs:", pseudo("Region"), ":", pseudo("AccountId"), ":"+name)
-			want := js(map[string]any{"redrivePermission": "byQueue", "sourceQueueArns": []any{jsonValue(queueArn)}})
-			if got := js(dlq.Properties["RedriveAllowPolicy"]); got != want {
-				t.Errorf("DLQ RedriveAllowPolicy %s, want %s", got, want)
+			if tc.queueName == "" {
+				for _, p := range []string{"QueueName", "RedriveAllowPolicy"} {
+					if v, ok := q.Properties[p]; ok {
+						t.Errorf("queue %s %s, want none by default", p, js(v))
+					}
+					if v, ok := dlq.Properties[p]; ok {
+						t.Errorf("DLQ %s %s, want none by default", p, js(v))
+					}
+				}
+			} else {
+				if got := q.Properties["QueueName"]; got != tc.queueName {
+					t.Errorf("QueueName %s, want %q", js(got), tc.queueName)
+				}
+				queueArn := join("arn:", pseudo("Partition"), ":sqs:", pseudo("Region"), ":", pseudo("AccountId"), ":"+tc.queueName)
+				want := js(map[string]any{"redrivePermission": "byQueue", "sourceQueueArns": []any{jsonValue(queueArn)}})
+				if got := js(dlq.Properties["RedriveAllowPolicy"]); got != want {
+					t.Errorf("DLQ RedriveAllowPolicy %s, want %s", got, want)
+				}
 			}
 			timeout := secs(t, get(t, functionOf(t, tpl).Properties, "Timeout"))
 			if visibility < idempotentconsumer.VisibilityFactor*timeout {
@@ -524,6 +537,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			idemID, _ := tableWithTTL(t, tpl)
 			sumID, _ := tpl.only(t, "AWS::DynamoDB::Table", "/Summaries/")
 			queueID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/Queue/")
+			dlqID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/DeadLetterQueue/")
 			logsID, _ := tpl.only(t, "AWS::Logs::LogGroup", "/Consumer/Logs/")
 			want := map[string][]string{
 				getAtt(idemID, "Arn"):  items,
@@ -547,8 +561,12 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			// The runtime paces redelivery with ChangeMessageVisibilityBatch,
 			// which needs exactly this action on its queue, in a statement
 			// of the function's own (the event source's grant has it too).
+			// Permanent failures go to the dead-letter queue at once:
+			// SendMessage there, in a statement of its own.
 			wantSids := map[string]string{"PaceRedelivery": js(map[string]any{
 				"Action": idempotentconsumer.VisibilityAction, "Effect": "Allow", "Resource": jsonValue(getAtt(queueID, "Arn")), "Sid": "PaceRedelivery",
+			}), "DeadLetterPermanentFailures": js(map[string]any{
+				"Action": idempotentconsumer.DeadLetterAction, "Effect": "Allow", "Resource": jsonValue(getAtt(dlqID, "Arn")), "Sid": "DeadLetterPermanentFailures",
 			})}
 			if len(bySid) != len(wantSids) {
 				t.Errorf("statements with a Sid %v, want %v", sortedKeys(bySid), sortedKeys(wantSids))
@@ -594,8 +612,8 @@ func TestAlarms(t *testing.T) {
 	} {
 		t.Run(tc.stack, func(t *testing.T) {
 			tpl := synth(t).templates[tc.stack]
-			if ids := tpl.ofType("AWS::CloudWatch::Alarm"); len(ids) != 8 {
-				t.Errorf("alarms %v, want 8", ids)
+			if ids := tpl.ofType("AWS::CloudWatch::Alarm"); len(ids) != 9 {
+				t.Errorf("alarms %v, want 9", ids)
 			}
 			queueID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/Queue/")
 			dlqID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/DeadLetterQueue/")
@@ -632,6 +650,7 @@ func TestAlarms(t *testing.T) {
 				{"/Consumer/FailedAlarm/", metrics.Failed, 1},
 				{"/Consumer/InProgressAlarm/", metrics.InProgressRetried, 3},
 				{"/Consumer/TakenOverAlarm/", metrics.TakenOver, 1},
+				{"/Consumer/DoubleRunAlarm/", metrics.DoubleRuns, 1},
 			} {
 				_, r := tpl.only(t, "AWS::CloudWatch::Alarm", a.path)
 				p := r.Properties

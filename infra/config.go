@@ -114,6 +114,7 @@ func readConfig(get func(key string) any) (config, error) {
 	}
 	c.Consumer = idempotentconsumer.Props{
 		Namespace:           str("namespace", defaultNamespace),
+		QueueName:           str("queueName", ""),
 		MemorySize:          num("memorySize"),
 		Timeout:             dur("timeout"),
 		VisibilityTimeout:   dur("visibilityTimeout"),

@@ -4,7 +4,8 @@
 // table and the documents bucket.
 //
 //	make -C .. build          # build/bootstrap.zip
-//	make deploy               # npx cdk deploy, CDK CLI pinned in package.json
+//	make deploy               # cdk deploy, CDK CLI pinned in cdk-cli/package.json
+//	make destroy              # cdk destroy; the tables, bucket and log group are retained
 //	make test                 # go test ./... and cfn-lint on the template
 //
 // # Settings
@@ -16,9 +17,16 @@
 //
 // # Local invocation
 //
-// The function has the fixed logical id SummariseFunction, so
+// The function has the fixed logical id SummariseFunction, so from the
+// repository's root
 //
-//	sam local invoke -t cdk.out/Sqsonce.template.json SummariseFunction -e ../events/duplicate-delivery.json
+//	sam local invoke -t infra/cdk.out/Sqsonce.template.json SummariseFunction -e events/duplicate-delivery.json --env-vars events/env/stub.json
 //
-// runs it under SAM (which needs Docker).
+// runs it under SAM (which needs Docker); make invoke takes the same files.
+//
+// # On moto_server
+//
+// make bootstrap, deploy, diff and destroy with ENDPOINT=http://127.0.0.1:PORT
+// target a moto_server instead of AWS; make deploy-local at the root does
+// that from a test.
 package main

@@ -40,6 +40,7 @@ func customContext() map[string]any {
 		"retention":           "24h",
 		"deadLetterRetention": "48h",
 		"maxReceiveCount":     "3",
+		"queueName":           "summarise-requests",
 		"expiryMargin":        "2h",
 		"batchSize":           "20",
 		"maxBatchingWindow":   "10s",

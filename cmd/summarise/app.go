@@ -24,6 +24,7 @@ import (
 	"github.com/sqsonce/sqsonce/handler/openai"
 	"github.com/sqsonce/sqsonce/handler/s3docs"
 	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
@@ -146,10 +147,12 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		if err != nil {
 			return nil, fmt.Errorf("summarise: %s: %w", envRedisURL, err)
 		}
+		opts.ContextTimeoutEnabled = true // a step ends at the invocation's deadline
 		rdb := redis.NewClient(opts)
 		a.onClose(rdb.Close)
-		if store, err = redisstore.New(rdb); err != nil {
-			return nil, fmt.Errorf("summarise: %w", err)
+		if store, err = redisstore.New(ctx, rdb, redisstore.WithLogger(out.Logger)); err != nil {
+			_ = a.close()
+			return nil, fmt.Errorf("summarise: %s: %w", envRedisURL, err)
 		}
 	case storePostgres:
 		pool, err := pgxpool.New(ctx, c.PostgresURL)
@@ -205,47 +208,60 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		// no margin at all.
 		opts.MinRemaining = time.Nanosecond
 	}
-	if c.Pacing {
-		// Failed records come back when they can succeed: just after the
-		// lease of a key in progress elsewhere, or after a backoff; not
-		// after the queue's visibility timeout (6 × the function's).
+	var client *sqs.Client
+	if c.Pacing || c.DeadLetter {
 		cfg, err := loadAWS()
 		if err != nil {
 			return nil, err
 		}
-		client := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		client = sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 			if c.SQSEndpoint != "" {
 				o.BaseEndpoint = aws.String(c.SQSEndpoint)
 			}
 		})
+	}
+	if c.Pacing {
+		// Failed records come back when they can succeed: just after the
+		// lease of a key in progress elsewhere, or after a backoff; not
+		// after the queue's visibility timeout (6 × the function's).
 		changer, err := sqsvisibility.New(client)
 		if err != nil {
 			return nil, fmt.Errorf("summarise: %w", err)
 		}
 		opts.Pacing = batch.Pacing{Changer: changer}
 	}
+	if c.DeadLetter {
+		// A body that does not decode or a request without a key fails on
+		// every delivery: to the dead-letter queue after the first.
+		mover, err := sqsdlq.New(client)
+		if err != nil {
+			return nil, fmt.Errorf("summarise: %w", err)
+		}
+		opts.DeadLetter = batch.DeadLetter{Mover: mover}
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
 	}
-	a.handle = warnShortDeadline(opts.MinRemaining, out.Logger, rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), opts)))
+	a.handle = warnShortDeadline(opts.MinRemaining, batch.DefaultReserve, out.Logger, rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), opts)))
 	return a, nil
 }
 
 // warnShortDeadline returns next, logging a warning for every invocation
-// that starts with less than minRemaining before its deadline: none of its
-// records will start (each fails with batch.ErrDeadline and comes back
-// until the dead-letter queue), because the function's timeout is not
-// above SQSONCE_MIN_REMAINING. Lambda does not tell a function its timeout
-// at init, so this is the first moment the mistake can be seen.
-func warnShortDeadline(minRemaining time.Duration, logger *slog.Logger,
+// that starts with less than minRemaining plus the batch handler's reserve
+// before its deadline: none of its records will start (each fails with
+// batch.ErrDeadline and comes back until the dead-letter queue), because
+// the function's timeout is not above SQSONCE_MIN_REMAINING. Lambda does
+// not tell a function its timeout at init, so this is the first moment the
+// mistake can be seen.
+func warnShortDeadline(minRemaining, reserve time.Duration, logger *slog.Logger,
 	next func(context.Context, events.SQSEvent) (events.SQSEventResponse, error),
 ) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		if deadline, ok := ctx.Deadline(); ok && len(ev.Records) > 0 {
-			if left := time.Until(deadline); left < minRemaining {
+			if left := time.Until(deadline); left < minRemaining+reserve {
 				logger.WarnContext(ctx, "summarise: the invocation starts with less time than "+envMinRemaining+
 					": no record will start; raise the function timeout above it or lower it",
-					"left", left.Round(time.Millisecond).String(), "min_remaining", minRemaining.String(), "records", len(ev.Records))
+					"left", left.Round(time.Millisecond).String(), "min_remaining", minRemaining.String(), "reserve", reserve.String(), "records", len(ev.Records))
 			}
 		}
 		return next(ctx, ev)

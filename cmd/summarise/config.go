@@ -34,7 +34,8 @@ const (
 	envRedisURL         = "SQSONCE_REDIS_URL"         // redis:// or rediss:// URL (Redis store)
 	envPostgresURL      = "SQSONCE_POSTGRES_URL"      // postgres:// URL or DSN (PostgreSQL store)
 	envPacing           = "SQSONCE_PACING"            // on | off: paced redelivery of failed records; default on inside Lambda, off outside
-	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override for pacing, e.g. moto's
+	envDeadLetter       = "SQSONCE_DEAD_LETTER"       // on | off: permanent failures to the dead-letter queue at once; default on inside Lambda, off outside
+	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override for pacing and dead-lettering, e.g. moto's
 	envRuntimeAPI       = "AWS_LAMBDA_RUNTIME_API"    // set by Lambda and by the runtime emulator
 )
 
@@ -88,6 +89,7 @@ type config struct {
 	OpenAIBaseURL    string
 	OpenAIAPIKey     string
 	Pacing           bool // change failed records' visibility (batch.Options.Pacing) through SQS
+	DeadLetter       bool // move permanent failures to the dead-letter queue (batch.Options.DeadLetter) through SQS
 	SQSEndpoint      string
 
 	// testProvider and testStore, set by tests only, replace the provider
@@ -169,14 +171,20 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 	// Pacing calls SQS with the records' receipt handles: on by default
 	// where they are real (inside Lambda), off for the local runner's
 	// event files.
-	switch v := getenv(envPacing); v {
-	case "":
-		c.Pacing = c.Lambda
-	case "on":
-		c.Pacing = true
-	case "off":
-	default:
-		errs = append(errs, fmt.Errorf("%s=%q is not on or off", envPacing, v))
+	// So does moving permanent failures to the dead-letter queue.
+	for _, s := range []struct {
+		env string
+		on  *bool
+	}{{envPacing, &c.Pacing}, {envDeadLetter, &c.DeadLetter}} {
+		switch v := getenv(s.env); v {
+		case "":
+			*s.on = c.Lambda
+		case "on":
+			*s.on = true
+		case "off":
+		default:
+			errs = append(errs, fmt.Errorf("%s=%q is not on or off", s.env, v))
+		}
 	}
 
 	switch c.Store {

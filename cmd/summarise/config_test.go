@@ -33,7 +33,7 @@ func TestLoadConfig(t *testing.T) {
 			want := config{Lambda: true, Store: storeDynamoDB, Table: "records", SummariesTable: "summaries", Namespace: "prod-summarise",
 				ExpiresAfter: 360 * time.Hour, QueueWindow: 98 * time.Hour, Provider: providerBedrock,
 				Model: "anthropic.claude-3-haiku-20240307-v1:0", DocumentsBucket: "docs", DocumentsPrefix: "in/", Concurrency: 4,
-				MinRemaining: 2 * time.Minute, Pacing: true}
+				MinRemaining: 2 * time.Minute, Pacing: true, DeadLetter: true}
 			if c != want {
 				t.Errorf("config\n got %+v\nwant %+v", c, want)
 			}
@@ -128,6 +128,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"deadline margin without a unit", map[string]string{envMinRemaining: "90"}, "", "", []string{envMinRemaining, `"90"`}},
 		{"stub delay with bedrock", map[string]string{envStubDelay: "1s"}, "", "bedrock", []string{envStubDelay}},
 		{"bad pacing", map[string]string{envPacing: "yes"}, "", "", []string{envPacing, `"yes"`}},
+		{"bad dead letter", map[string]string{envDeadLetter: "yes"}, "", "", []string{envDeadLetter, `"yes"`}},
 		{"bucket and dir", map[string]string{envDocumentsBucket: "b", envDocumentsDir: "d"}, "", "", []string{"not both"}},
 	}
 	for _, tt := range tests {

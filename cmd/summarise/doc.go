@@ -39,6 +39,8 @@
 //	                           a Go duration; default 90s; 0 starts records until the deadline itself
 //	SQSONCE_PACING             on or off: paced redelivery of failed records (see Pacing); default on inside
 //	                           Lambda, off outside (the local runner's receipt handles are not real)
+//	SQSONCE_DEAD_LETTER        on or off: a message whose body does not decode or has no key goes to the queue's
+//	                           dead-letter queue at once (batch.DeadLetter); default on inside Lambda, off outside
 //
 // For local runs and tests:
 //
@@ -50,7 +52,7 @@
 //	                           the PostgreSQL store; the table "idempotency" is created there at start-up if missing
 //	SQSONCE_REQUEST_LOG        request log file (JSON lines, one per provider call); default: log lines
 //	SQSONCE_DYNAMODB_ENDPOINT  DynamoDB endpoint, e.g. moto's http://127.0.0.1:5000
-//	SQSONCE_SQS_ENDPOINT       SQS endpoint for pacing, e.g. moto's
+//	SQSONCE_SQS_ENDPOINT       SQS endpoint for pacing and the dead-letter queue, e.g. moto's
 //	SQSONCE_DOCUMENTS_DIR      local documents folder, {dir}/{id}/{version}.txt; default samples/documents outside Lambda
 //	SQSONCE_STUB_DELAY         how long each stub call takes, a Go duration; default 0; stub provider only
 //	OPENAI_BASE_URL            OpenAI-compatible base URL, e.g. https://api.openai.com/v1; required with provider openai
@@ -75,7 +77,7 @@
 // refuses a margin not below the timeout, and the app logs a warning for
 // each invocation that starts with less time than the margin. The runtime
 // interface emulator's timeout is AWS_LAMBDA_FUNCTION_TIMEOUT (default
-// 300 s); scripts/invoke.sh sets 300. The local runner gives its
+// 300 s), which make invoke keeps. The local runner gives its
 // invocations no deadline, so the margin does not apply there.
 //
 // # Pacing

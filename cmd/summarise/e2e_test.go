@@ -318,6 +318,31 @@ func (e *emulator) invoke(t *testing.T, ev events.SQSEvent) events.SQSEventRespo
 	return out
 }
 
+// invokeError invokes the function with ev, which must fail as a whole,
+// and returns the error Lambda reports (errorType, errorMessage).
+func (e *emulator) invokeError(t *testing.T, ev events.SQSEvent) map[string]string {
+	t.Helper()
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(b))
+	e.invoked.Add(1)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("invoke: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var out map[string]string
+	if err := json.Unmarshal(body, &out); err != nil || out["errorType"] == "" {
+		t.Errorf("invoke: response %s is not an invocation error: %v", body, err)
+	}
+	return out
+}
+
 // logLines returns the emulator's JSON log lines with the given msg.
 func (e *emulator) logLines(t *testing.T, msg string) []map[string]any {
 	t.Helper()
@@ -471,7 +496,7 @@ func TestE2E(t *testing.T) {
 		}
 	})
 
-	t.Run("3 in progress elsewhere: batch item failure, then acked without a call", func(t *testing.T) {
+	t.Run("3 in progress elsewhere: the record fails (and so its batch), then acked without a call", func(t *testing.T) {
 		d := newDeployment(t, map[string]string{envStubDelay: "3s"})
 		a, b := d.start(t, rie, bootstrap), d.start(t, rie, bootstrap)
 		// Initialise both execution environments first.
@@ -479,7 +504,6 @@ func TestE2E(t *testing.T) {
 		wantFailed(t, "warm-up b", b.invoke(t, events.SQSEvent{Records: []events.SQSMessage{}}))
 
 		ev := loadFixture(t, "duplicate-delivery.json")
-		msgID := ev.Records[0].MessageId
 		first := make(chan events.SQSEventResponse, 1)
 		go func() { first <- a.invoke(t, ev) }()
 		// The call is logged before it is made: wait for the line, then
@@ -487,7 +511,10 @@ func TestE2E(t *testing.T) {
 		poll.Until(t, 20*time.Second, "the first invocation's provider call", func() bool {
 			return len(requestLog(t, d.requestLog)) > 0
 		})
-		wantFailed(t, "concurrent delivery", b.invoke(t, ev), msgID)
+		// Its only record is in progress elsewhere: the batch fails as a whole.
+		if got := b.invokeError(t, ev); got["errorType"] != "FullBatchFailureError" || !strings.Contains(got["errorMessage"], "in progress") {
+			t.Errorf("concurrent delivery: invocation error %v, want a FullBatchFailureError for the key in progress", got)
+		}
 		wantFailed(t, "first delivery", <-first)
 		wantFailed(t, "redelivery after completion", b.invoke(t, ev))
 		if calls := requestLog(t, d.requestLog); len(calls) != 1 {
@@ -533,7 +560,10 @@ func TestE2EShortTimeout(t *testing.T) {
 	d := newDeployment(t, map[string]string{"AWS_LAMBDA_FUNCTION_TIMEOUT": "60"})
 	e := d.start(t, rie, bootstrap)
 	ev := loadFixture(t, "duplicate-delivery.json")
-	wantFailed(t, "delivery with 60s left and a 90s margin", e.invoke(t, ev), ev.Records[0].MessageId)
+	// Its only record is not started: the invocation fails as a whole.
+	if got := e.invokeError(t, ev); got["errorType"] != "FullBatchFailureError" {
+		t.Errorf("delivery with 60s left and a 90s margin: invocation error %v, want a FullBatchFailureError", got)
+	}
 	if calls := requestLog(t, d.requestLog); len(calls) != 0 {
 		t.Errorf("request log has %d lines, want none: %+v", len(calls), calls)
 	}

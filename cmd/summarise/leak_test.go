@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/handler"
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -151,8 +152,9 @@ func TestNoMessageContentInLogs(t *testing.T) {
 		}
 	}
 	storeFails := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "store-error", Body: valid("store-error", "ok")}}}
-	if resp, err := build(failingStore{memstore.New()}).handle(ctx, storeFails); err != nil || len(resp.BatchItemFailures) != 1 {
-		t.Fatalf("store error: %v, %v; want the record failed", resp, err)
+	// Its only record fails: the batch returns a *batch.FullBatchFailureError.
+	if resp, err := build(failingStore{memstore.New()}).handle(ctx, storeFails); !errors.As(err, new(*batch.FullBatchFailureError)) || len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("store error: %v, %v; want the record failed, and so the batch", resp, err)
 	}
 
 	all := logs.String() + deflt.String() + metricsOut.String()

@@ -35,7 +35,7 @@ func runLambda() int {
 		logger.Warn("summarise: in-memory idempotency store (" + envStore + "=memory): duplicates are caught within this execution environment only")
 	}
 	logger.Info("summarise: ready", "store", c.Store, "table", c.Table, "summaries_table", c.SummariesTable,
-		"namespace", c.Namespace, "provider", c.Provider, "model", c.Model, "pacing", c.Pacing)
+		"namespace", c.Namespace, "provider", c.Provider, "model", c.Model, "pacing", c.Pacing, "dead_letter", c.DeadLetter)
 	lambda.StartHandlerFunc(a.handle)
 	return 0
 }

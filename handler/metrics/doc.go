@@ -20,6 +20,7 @@
 //	InProgressRetried      Count  delivery handed back to SQS: its key is in progress elsewhere
 //	TakenOver              Count  run that took over a lapsed lease or an expired record
 //	Failed                 Count  delivery the guard failed (see below)
+//	DoubleRuns             Count  run whose lease passed while it ran, and whose key another worker ran too
 //
 // The line also carries "Records", the batch size, as a property (not a
 // metric).
@@ -42,12 +43,13 @@
 //
 //	claimed                 (none)
 //	taken_over              TakenOver
-//	replayed, Ran unset     DuplicatesSuppressed: from the store, the cache, or a run shared in process
-//	replayed, Ran set       (none: it ran, lost its lease, and the winner's result stands)
+//	replayed                DuplicatesSuppressed: from the store, the cache, or a run shared in process
 //	in_progress             InProgressRetried
 //	failed                  Failed: a key or body error, a store error, a result that could not be stored
 //	released                Failed: the operation failed and its claim was released
 //	mismatch                Failed: the key was reused with another payload
+//	double_run              DoubleRuns: it ran, lost its lease, and another worker's run stands
+//	                        (whether that run had completed or, handed back to SQS, still ran)
 //
 // Calls that waited for another call's run of the same key in process
 // (Source "shared") report with Ran unset: replayed when that run

@@ -23,6 +23,7 @@ const (
 	InProgressRetried    = "InProgressRetried"
 	TakenOver            = "TakenOver"
 	Failed               = "Failed"
+	DoubleRuns           = "DoubleRuns"
 )
 
 // Counts are the outcomes of one batch.
@@ -51,6 +52,11 @@ type Counts struct {
 	// shared a run that failed. Records the batch never started (not
 	// enough time left) reach no guard and are not counted.
 	Failed int64
+	// DoubleRuns counts runs of the operation whose lease passed while they
+	// ran and whose key another worker took over and ran too (outcome
+	// double_run): the one case in which a key's operation ran twice, which
+	// the promise allows when a worker outlives its lease. Alarm on it.
+	DoubleRuns int64
 }
 
 // Config configures a [Recorder].
@@ -96,7 +102,7 @@ type countsKey struct{}
 
 // counters are the Counts of one batch, updated concurrently.
 type counters struct {
-	calls, replayed, inProgress, takenOver, failed atomic.Int64
+	calls, replayed, inProgress, takenOver, failed, doubleRuns atomic.Int64
 }
 
 // Observe counts ev into the batch running in ctx; use it as (or from)
@@ -119,6 +125,8 @@ func (r *Recorder) Observe(ctx context.Context, ev idempotency.Event) {
 		c.takenOver.Add(1)
 	case idempotency.OutcomeFailed, idempotency.OutcomeReleased, idempotency.OutcomeMismatch:
 		c.failed.Add(1)
+	case idempotency.OutcomeDoubleRun:
+		c.doubleRuns.Add(1)
 	}
 }
 
@@ -157,6 +165,7 @@ func (r *Recorder) Batch(next func(context.Context, events.SQSEvent) (events.SQS
 			InProgressRetried:    c.inProgress.Load(),
 			TakenOver:            c.takenOver.Load(),
 			Failed:               c.failed.Load(),
+			DoubleRuns:           c.doubleRuns.Load(),
 		}, len(ev.Records))
 		return resp, err
 	}
@@ -200,6 +209,7 @@ type line struct {
 	InProgressRetried    int64    `json:"InProgressRetried"`
 	TakenOver            int64    `json:"TakenOver"`
 	Failed               int64    `json:"Failed"`
+	DoubleRuns           int64    `json:"DoubleRuns"`
 }
 
 // Line returns counts as one EMF JSON line, ending in a newline.
@@ -216,6 +226,7 @@ func (r *Recorder) Line(counts Counts, records int) ([]byte, error) {
 					{InProgressRetried, "Count"},
 					{TakenOver, "Count"},
 					{Failed, "Count"},
+					{DoubleRuns, "Count"},
 				},
 			}},
 		},
@@ -226,6 +237,7 @@ func (r *Recorder) Line(counts Counts, records int) ([]byte, error) {
 		InProgressRetried:    counts.InProgressRetried,
 		TakenOver:            counts.TakenOver,
 		Failed:               counts.Failed,
+		DoubleRuns:           counts.DoubleRuns,
 	}
 	b, err := json.Marshal(l)
 	if err != nil {

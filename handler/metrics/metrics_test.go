@@ -16,7 +16,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
-var names = []string{metrics.ProviderCalls, metrics.DuplicatesSuppressed, metrics.InProgressRetried, metrics.TakenOver, metrics.Failed}
+var names = []string{metrics.ProviderCalls, metrics.DuplicatesSuppressed, metrics.InProgressRetried, metrics.TakenOver, metrics.Failed, metrics.DoubleRuns}
 
 // checkEMF checks line against the Embedded Metric Format specification:
 // an _aws object with an integer millisecond Timestamp and CloudWatchMetrics
@@ -86,6 +86,7 @@ func TestBatch(t *testing.T) {
 		{Outcome: idempotency.OutcomeReleased, Ran: true, Err: errors.New("model down")},
 		{Outcome: idempotency.OutcomeMismatch, Err: idempotency.ErrPayloadMismatch},
 		{Outcome: idempotency.OutcomeFailed, Err: idempotency.ErrNoKey},
+		{Outcome: idempotency.OutcomeDoubleRun, Ran: true, Source: "store"},
 	}
 	provider := rec.Provider(handler.Stub{})
 	fn := rec.Batch(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -104,7 +105,7 @@ func TestBatch(t *testing.T) {
 	}
 	root := checkEMF(t, buf.Bytes())
 	want := map[string]string{
-		"ProviderCalls": "3", "DuplicatesSuppressed": "2", "InProgressRetried": "1", "TakenOver": "1", "Failed": "3", "Records": "8",
+		"ProviderCalls": "3", "DuplicatesSuppressed": "2", "InProgressRetried": "1", "TakenOver": "1", "Failed": "3", "DoubleRuns": "1", "Records": "9",
 	}
 	for k, v := range want {
 		if got := fmt.Sprint(root[k]); got != v {
@@ -144,14 +145,14 @@ func TestObserve(t *testing.T) {
 			metrics.Counts{DuplicatesSuppressed: 1}},
 		{"shared a run that succeeded", idempotency.Event{Outcome: idempotency.OutcomeReplayed, Source: "shared"},
 			metrics.Counts{DuplicatesSuppressed: 1}},
-		{"ran, lost the lease, the winner's result stands", idempotency.Event{Outcome: idempotency.OutcomeReplayed, Source: "store", Ran: true},
-			metrics.Counts{}},
+		{"ran, lost the lease, the winner's result stands", idempotency.Event{Outcome: idempotency.OutcomeDoubleRun, Source: "store", Ran: true},
+			metrics.Counts{DoubleRuns: 1}},
 		{"in progress elsewhere", idempotency.Event{Outcome: idempotency.OutcomeInProgress, Err: idempotency.ErrInProgress},
 			metrics.Counts{InProgressRetried: 1}},
 		{"shared a run that found it in progress", idempotency.Event{Outcome: idempotency.OutcomeInProgress, Source: "shared", Err: idempotency.ErrInProgress},
 			metrics.Counts{InProgressRetried: 1}},
-		{"ran, lost the lease to a run still going", idempotency.Event{Outcome: idempotency.OutcomeInProgress, Ran: true, Err: idempotency.ErrInProgress},
-			metrics.Counts{InProgressRetried: 1}},
+		{"ran, lost the lease to a run still going", idempotency.Event{Outcome: idempotency.OutcomeDoubleRun, Ran: true, Err: idempotency.ErrInProgress},
+			metrics.Counts{DoubleRuns: 1}},
 		{"released", idempotency.Event{Outcome: idempotency.OutcomeReleased, Ran: true, Err: run},
 			metrics.Counts{Failed: 1}},
 		{"shared a run that failed", idempotency.Event{Outcome: idempotency.OutcomeFailed, Source: "shared", Err: run},
@@ -181,6 +182,7 @@ func TestObserve(t *testing.T) {
 			for name, want := range map[string]int64{
 				metrics.ProviderCalls: tt.want.ProviderCalls, metrics.DuplicatesSuppressed: tt.want.DuplicatesSuppressed,
 				metrics.InProgressRetried: tt.want.InProgressRetried, metrics.TakenOver: tt.want.TakenOver, metrics.Failed: tt.want.Failed,
+				metrics.DoubleRuns: tt.want.DoubleRuns,
 			} {
 				if got := fmt.Sprint(root[name]); got != fmt.Sprint(want) {
 					t.Errorf("%s = %s, want %d", name, got, want)
@@ -224,5 +226,5 @@ func ExampleRecorder_Write() {
 		Now: func() time.Time { return time.UnixMilli(1700000000000) }})
 	_ = rec.Write(metrics.Counts{ProviderCalls: 1, DuplicatesSuppressed: 1}, 2)
 	// Output:
-	// {"_aws":{"Timestamp":1700000000000,"CloudWatchMetrics":[{"Namespace":"sqsonce","Dimensions":[["Service"]],"Metrics":[{"Name":"ProviderCalls","Unit":"Count"},{"Name":"DuplicatesSuppressed","Unit":"Count"},{"Name":"InProgressRetried","Unit":"Count"},{"Name":"TakenOver","Unit":"Count"},{"Name":"Failed","Unit":"Count"}]}]},"Service":"summarise","Records":2,"ProviderCalls":1,"DuplicatesSuppressed":1,"InProgressRetried":0,"TakenOver":0,"Failed":0}
+	// {"_aws":{"Timestamp":1700000000000,"CloudWatchMetrics":[{"Namespace":"sqsonce","Dimensions":[["Service"]],"Metrics":[{"Name":"ProviderCalls","Unit":"Count"},{"Name":"DuplicatesSuppressed","Unit":"Count"},{"Name":"InProgressRetried","Unit":"Count"},{"Name":"TakenOver","Unit":"Count"},{"Name":"Failed","Unit":"Count"},{"Name":"DoubleRuns","Unit":"Count"}]}]},"Service":"summarise","Records":2,"ProviderCalls":1,"DuplicatesSuppressed":1,"InProgressRetried":0,"TakenOver":0,"Failed":0,"DoubleRuns":0}
 }

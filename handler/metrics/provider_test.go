@@ -52,7 +52,7 @@ func appCounts(t *testing.T, provider handler.Provider, batches ...[]events.SQSM
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), batch.Options{Logger: slog.New(slog.DiscardHandler)}))
+	fn := rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), batch.Options{Logger: slog.New(slog.DiscardHandler), NoFullBatchError: true}))
 	var lines []map[string]any
 	for _, b := range batches {
 		buf.Reset()

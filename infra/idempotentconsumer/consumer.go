@@ -1,10 +1,7 @@
 package idempotentconsumer
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +41,12 @@ func ItemActions() []string {
 // (ChangeMessageVisibilityBatch is authorised by this action).
 const VisibilityAction = "sqs:ChangeMessageVisibility"
 
+// DeadLetterAction is the one action the function gets on its dead-letter
+// queue: the runtime sends a message whose record failed permanently
+// there at once (package sqsdlq), and then deletes it from the queue with
+// the event source's sqs:DeleteMessage.
+const DeadLetterAction = "sqs:SendMessage"
+
 // TableOperations are the DynamoDB operations the function makes, as
 // CloudWatch names them in the Operation dimension: the table alarms sum
 // ThrottledRequests and SystemErrors over them.
@@ -76,7 +79,8 @@ type Consumer struct {
 	// Queue is the queue the function consumes.
 	Queue awssqs.Queue
 	// DeadLetterQueue receives the messages that failed MaxReceiveCount
-	// times. Its redrive-allow policy names Queue only.
+	// times. With [Props.QueueName] its redrive-allow policy names Queue
+	// only; without, it has none.
 	DeadLetterQueue awssqs.Queue
 	// Function is the consumer.
 	Function awslambda.Function
@@ -112,6 +116,10 @@ type Consumer struct {
 	// lease, so a holder died or timed out after its claim, and the
 	// operation may have run twice.
 	TakenOverAlarm awscloudwatch.Alarm
+	// DoubleRunAlarm fires when DoubleRuns moves: a run outlived its lease
+	// and found that another worker had taken its key over and run it too,
+	// so the operation did run twice for one key.
+	DoubleRunAlarm awscloudwatch.Alarm
 }
 
 // Alarms returns every alarm of c, for example to add another action.
@@ -119,7 +127,7 @@ func (c *Consumer) Alarms() []awscloudwatch.Alarm {
 	return []awscloudwatch.Alarm{
 		c.DeadLetterAlarm, c.OldestMessageAlarm, c.ErrorsAlarm,
 		c.TableThrottleAlarm, c.TableErrorsAlarm,
-		c.FailedAlarm, c.InProgressAlarm, c.TakenOverAlarm,
+		c.FailedAlarm, c.InProgressAlarm, c.TakenOverAlarm, c.DoubleRunAlarm,
 	}
 }
 
@@ -139,9 +147,6 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	}
 
 	this := constructs.NewConstruct(scope, jsii.String(id))
-	if plan.QueueName == "" {
-		plan.QueueName = defaultQueueName(this, id, plan.FIFO)
-	}
 	c := &Consumer{Construct: this, Plan: plan}
 
 	if plan.NewTable {
@@ -163,11 +168,6 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		c.Table = props.Table
 	}
 
-	// The dead-letter queue's redrive-allow policy names the queue, and the
-	// queue's redrive policy names the dead-letter queue. Referring to each
-	// other's resources would be a cycle, so the policy spells the queue's
-	// ARN from its name: the dead-letter queue is created first, then the
-	// queue.
 	var fifo *bool
 	if plan.FIFO {
 		fifo = jsii.Bool(true)
@@ -176,22 +176,32 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	if props.ContentBasedDeduplication {
 		contentDedup = jsii.Bool(true)
 	}
-	queueArn := awscdk.Stack_Of(this).FormatArn(&awscdk.ArnComponents{
-		Service:  jsii.String("sqs"),
-		Resource: jsii.String(plan.QueueName),
-	})
-	c.DeadLetterQueue = awssqs.NewQueue(this, jsii.String("DeadLetterQueue"), &awssqs.QueueProps{
-		Fifo:            fifo,
-		RetentionPeriod: seconds(plan.DeadLetterRetention),
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{
+	// A redrive-allow policy naming the queue needs the queue's ARN, and
+	// the queue's redrive policy needs the dead-letter queue's: with a
+	// reference each way the template has a cycle. Only a known name
+	// spells the queue's ARN without a reference.
+	var allow *awssqs.RedriveAllowPolicy
+	var queueName *string
+	if plan.QueueName != "" {
+		queueName = jsii.String(plan.QueueName)
+		queueArn := awscdk.Stack_Of(this).FormatArn(&awscdk.ArnComponents{
+			Service:  jsii.String("sqs"),
+			Resource: queueName,
+		})
+		allow = &awssqs.RedriveAllowPolicy{
 			RedrivePermission: awssqs.RedrivePermission_BY_QUEUE,
 			SourceQueues:      &[]awssqs.IQueue{awssqs.Queue_FromQueueArn(this, jsii.String("QueueByName"), queueArn)},
-		},
+		}
+	}
+	c.DeadLetterQueue = awssqs.NewQueue(this, jsii.String("DeadLetterQueue"), &awssqs.QueueProps{
+		Fifo:               fifo,
+		RetentionPeriod:    seconds(plan.DeadLetterRetention),
+		Encryption:         awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:         jsii.Bool(true),
+		RedriveAllowPolicy: allow,
 	})
 	c.Queue = awssqs.NewQueue(this, jsii.String("Queue"), &awssqs.QueueProps{
-		QueueName:                 jsii.String(plan.QueueName),
+		QueueName:                 queueName,
 		Fifo:                      fifo,
 		ContentBasedDeduplication: contentDedup,
 		RetentionPeriod:           seconds(plan.Retention),
@@ -267,6 +277,14 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		Actions:   jsii.Strings(VisibilityAction),
 		Resources: jsii.Strings(*c.Queue.QueueArn()),
 	}))
+	// Permanent failures go to the dead-letter queue after one receive:
+	// sending there is all the function may do to it. The queues are
+	// encrypted with SQS-managed keys, so no KMS action is needed.
+	c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("DeadLetterPermanentFailures"),
+		Actions:   jsii.Strings(DeadLetterAction),
+		Resources: jsii.Strings(*c.DeadLetterQueue.QueueArn()),
+	}))
 
 	c.addAlarms(plan)
 	if props.AlarmTopic != nil {
@@ -310,6 +328,8 @@ func (c *Consumer) addAlarms(plan Plan) {
 		"Deliveries refused as in progress for 15 minutes, longer than any lease: a claim is stuck or keys are contended.")
 	c.TakenOverAlarm = alarm(c, "TakenOverAlarm", outcome(metrics.TakenOver), 0, 1,
 		"A run took over a lapsed lease: a holder died or timed out after its claim, and its operation may have run twice.")
+	c.DoubleRunAlarm = alarm(c, "DoubleRunAlarm", outcome(metrics.DoubleRuns), 0, 1,
+		"An operation ran twice for one key: a run outlived its lease (an invocation past its deadline, or clocks apart by more than the skew margin) while another worker took the key over and ran it too. The other run's result stands.")
 }
 
 // tableSum is the sum of a per-operation DynamoDB metric of the table over
@@ -334,31 +354,6 @@ func (c *Consumer) tableSum(metricName string) awscloudwatch.IMetric {
 		Label:        jsii.String(metricName + " of " + expr),
 		Period:       awscdk.Duration_Seconds(jsii.Number(alarmPeriod.Seconds())),
 	})
-}
-
-// queueNameUnsafe matches what SQS does not allow in a queue name.
-var queueNameUnsafe = regexp.MustCompile(`[^A-Za-z0-9_-]`)
-
-// defaultQueueName is the queue's name when Props.QueueName is empty: the
-// stack's name (unique in its account and region) and the construct's id,
-// then a hash of the construct's path (unique in the app), at most 80
-// characters with ".fifo" for a FIFO queue.
-func defaultQueueName(this constructs.Construct, id string, fifo bool) string {
-	sum := sha256.Sum256([]byte(*this.Node().Path()))
-	hash := hex.EncodeToString(sum[:4])
-	prefix := id
-	if name := awscdk.Stack_Of(this).StackName(); name != nil && !*awscdk.Token_IsUnresolved(name) {
-		prefix = *name + "-" + id
-	}
-	prefix = queueNameUnsafe.ReplaceAllString(prefix, "-")
-	if limit := maxQueueName - len(fifoSuffix) - 1 - len(hash); len(prefix) > limit {
-		prefix = prefix[:limit]
-	}
-	name := prefix + "-" + hash
-	if fifo {
-		name += fifoSuffix
-	}
-	return name
 }
 
 // GrantItems lets the function read and write single items of table, with

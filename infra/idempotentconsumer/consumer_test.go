@@ -177,30 +177,22 @@ func TestConstructDefaults(t *testing.T) {
 	check(t, "no alarm actions", func() {
 		tpl.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{"AlarmActions": assertions.Match_Absent()})
 	})
-	check(t, "eight alarms", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(len(c.Alarms()))) })
-	if len(c.Alarms()) != 8 {
-		t.Errorf("Alarms() has %d alarms, want 8", len(c.Alarms()))
+	check(t, "nine alarms", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(len(c.Alarms()))) })
+	if len(c.Alarms()) != 9 {
+		t.Errorf("Alarms() has %d alarms, want 9", len(c.Alarms()))
 	}
 
-	// The queue's name: the stack's name, the construct's id, a hash.
-	name := c.Plan.QueueName
-	if !strings.HasPrefix(name, "Defaults-Consumer-") || len(name) != len("Defaults-Consumer-")+8 {
-		t.Errorf("queue name %q, want Defaults-Consumer-<8 hex digits>", name)
+	// No fixed names: CloudFormation generates them, unique to the stack.
+	// So no redrive-allow policy either (it could only name the queue's
+	// ARN through a cycle).
+	if c.Plan.QueueName != "" {
+		t.Errorf("Plan.QueueName %q, want none by default", c.Plan.QueueName)
 	}
 	queueID, _ := resourceOf(t, tpl, "AWS::SQS::Queue", "ConsumerQueue")
-	check(t, "queue name", func() {
-		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": name})
+	noFixedNames(t, tpl)
+	check(t, "no redrive-allow policy", func() {
+		tpl.AllResourcesProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"RedriveAllowPolicy": assertions.Match_Absent()})
 	})
-
-	// Only the queue may send to the dead-letter queue.
-	_, dlq := resourceOf(t, tpl, "AWS::SQS::Queue", "ConsumerDeadLetterQueue")
-	queueArn := map[string]any{"Fn::Join": []any{"", []any{
-		"arn:", map[string]any{"Ref": "AWS::Partition"}, ":sqs:", map[string]any{"Ref": "AWS::Region"}, ":",
-		map[string]any{"Ref": "AWS::AccountId"}, ":" + name,
-	}}}
-	if got, want := js(props(t, dlq)["RedriveAllowPolicy"]), js(map[string]any{"redrivePermission": "byQueue", "sourceQueueArns": []any{queueArn}}); got != want {
-		t.Errorf("DLQ RedriveAllowPolicy %s, want %s", got, want)
-	}
 
 	// The function's own grant for pacing: exactly ChangeMessageVisibility
 	// on its queue.
@@ -211,6 +203,20 @@ func TestConstructDefaults(t *testing.T) {
 				"Effect":   "Allow",
 				"Action":   idempotentconsumer.VisibilityAction,
 				"Resource": map[string]any{"Fn::GetAtt": []any{queueID, "Arn"}},
+			}})},
+		})
+	})
+
+	// The function's own grant for permanent failures: exactly SendMessage
+	// on its dead-letter queue.
+	dlqID, _ := resourceOf(t, tpl, "AWS::SQS::Queue", "ConsumerDeadLetterQueue")
+	check(t, "dead-letter grant", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
+			"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{map[string]any{
+				"Sid":      "DeadLetterPermanentFailures",
+				"Effect":   "Allow",
+				"Action":   idempotentconsumer.DeadLetterAction,
+				"Resource": map[string]any{"Fn::GetAtt": []any{dlqID, "Arn"}},
 			}})},
 		})
 	})
@@ -230,7 +236,7 @@ func TestConstructDefaults(t *testing.T) {
 	})
 
 	// Outcome alarms on the EMF metrics, Service = the namespace.
-	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver} {
+	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver, metrics.DoubleRuns} {
 		check(t, m+" alarm", func() {
 			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 				"Namespace":  idempotentconsumer.DefaultMetricsNamespace,
@@ -278,7 +284,7 @@ func TestMetricsNamespaceMatchesRecorder(t *testing.T) {
 	for _, m := range d.Metrics {
 		written[m.Name] = true
 	}
-	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver} {
+	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver, metrics.DoubleRuns} {
 		if !written[m] {
 			t.Errorf("handler/metrics does not write %s, which an alarm watches", m)
 		}
@@ -333,6 +339,101 @@ func TestConstructDeletionProtectionOff(t *testing.T) {
 	})
 }
 
+// physicalNames are the properties that give each resource type a fixed
+// physical name.
+var physicalNames = map[string][]string{
+	"AWS::DynamoDB::Table":  {"TableName"},
+	"AWS::SQS::Queue":       {"QueueName"},
+	"AWS::S3::Bucket":       {"BucketName", "BucketNamePrefix"},
+	"AWS::Logs::LogGroup":   {"LogGroupName"},
+	"AWS::IAM::Role":        {"RoleName"},
+	"AWS::Lambda::Function": {"FunctionName"},
+}
+
+// noFixedNames fails t if a resource of tpl has a fixed physical name.
+func noFixedNames(t *testing.T, tpl assertions.Template) {
+	t.Helper()
+	for typ, names := range physicalNames {
+		for id, r := range *tpl.FindResources(jsii.String(typ), nil) {
+			for _, n := range names {
+				if v, ok := props(t, *r)[n]; ok {
+					t.Errorf("%s %s has %s %s, want a name CloudFormation generates", typ, id, n, js(v))
+				}
+			}
+		}
+	}
+}
+
+// A user-given queue name names the queue, and only then does the
+// dead-letter queue get a redrive-allow policy naming the queue.
+func TestConstructQueueName(t *testing.T) {
+	for _, tc := range []struct {
+		name, queueName string
+		fifo            bool
+		want            string
+	}{
+		{"Named", "orders", false, "orders"},
+		{"NamedFIFO", "orders", true, "orders.fifo"},
+		{"NamedFIFOSuffix", "orders.fifo", true, "orders.fifo"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, tpl := build(t, tc.name, idempotentconsumer.Props{QueueName: tc.queueName, FIFO: tc.fifo}, nil)
+			if c.Plan.QueueName != tc.want {
+				t.Errorf("Plan.QueueName %q, want %q", c.Plan.QueueName, tc.want)
+			}
+			_, q := resourceOf(t, tpl, "AWS::SQS::Queue", "ConsumerQueue")
+			if got := props(t, q)["QueueName"]; got != tc.want {
+				t.Errorf("QueueName %s, want %q", js(got), tc.want)
+			}
+			_, dlq := resourceOf(t, tpl, "AWS::SQS::Queue", "ConsumerDeadLetterQueue")
+			if got, ok := props(t, dlq)["QueueName"]; ok {
+				t.Errorf("dead-letter queue QueueName %s, want a generated name", js(got))
+			}
+			queueArn := map[string]any{"Fn::Join": []any{"", []any{
+				"arn:", map[string]any{"Ref": "AWS::Partition"}, ":sqs:", map[string]any{"Ref": "AWS::Region"}, ":",
+				map[string]any{"Ref": "AWS::AccountId"}, ":" + tc.want,
+			}}}
+			if got, want := js(props(t, dlq)["RedriveAllowPolicy"]), js(map[string]any{"redrivePermission": "byQueue", "sourceQueueArns": []any{queueArn}}); got != want {
+				t.Errorf("DLQ RedriveAllowPolicy %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// Two stacks whose names share their first 70 characters, and a consumer
+// in each of two nested stacks: no resource has a fixed name, so the names
+// CloudFormation generates (stack name, logical id, a random suffix)
+// cannot collide.
+func TestConstructNoNameCollisions(t *testing.T) {
+	long := strings.Repeat("S", 70)
+	for _, name := range []string{long + "A", long + "B"} {
+		_, tpl := build(t, name, idempotentconsumer.Props{}, nil)
+		noFixedNames(t, tpl)
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	parent := awscdk.NewStack(app, jsii.String("Parent"), nil)
+	var nested []awscdk.NestedStack
+	for _, id := range []string{"One", "Two"} {
+		n := awscdk.NewNestedStack(parent, jsii.String(id), nil)
+		if _, err := idempotentconsumer.New(n, "Consumer", idempotentconsumer.Props{
+			Code: awslambda.Code_FromAsset(jsii.String(zipPath), nil), Namespace: "orders",
+		}); err != nil {
+			t.Fatal(err)
+		}
+		nested = append(nested, n)
+	}
+	for _, n := range nested {
+		var tpl assertions.Template
+		id := *n.Node().Id()
+		check(t, "synth "+id, func() { tpl = assertions.Template_FromStack(n, nil) })
+		if tpl == nil {
+			t.FailNow()
+		}
+		check(t, "two queues in "+id, func() { tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(2)) })
+		noFixedNames(t, tpl)
+	}
+}
+
 func TestConstructFIFO(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -342,14 +443,14 @@ func TestConstructFIFO(t *testing.T) {
 		{"FIFODedup", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, tpl := build(t, tc.name, idempotentconsumer.Props{FIFO: true, ContentBasedDeduplication: tc.dedup, QueueName: "orders-" + tc.name}, nil)
+			c, tpl := build(t, tc.name, idempotentconsumer.Props{FIFO: true, ContentBasedDeduplication: tc.dedup}, nil)
 			var dedup any = assertions.Match_Absent()
 			if tc.dedup {
 				dedup = true
 			}
 			check(t, "FIFO queue", func() {
 				tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
-					"QueueName": "orders-" + tc.name + ".fifo", "FifoQueue": true, "ContentBasedDeduplication": dedup,
+					"QueueName": assertions.Match_Absent(), "FifoQueue": true, "ContentBasedDeduplication": dedup,
 				})
 			})
 			check(t, "FIFO dead-letter queue", func() {

@@ -18,9 +18,10 @@
 //     [Props.FIFO]), SQS-managed encryption, a policy that denies requests
 //     without TLS, a redrive after [Props.MaxReceiveCount] receives, and a
 //     visibility timeout of at least [VisibilityFactor] × the function's
-//     timeout. The dead-letter queue's redrive-allow policy lets only the
-//     queue use it; so that the template can name the queue's ARN without a
-//     cycle, the queue has a fixed name ([Props.QueueName]).
+//     timeout. No resource gets a fixed name: CloudFormation generates
+//     names unique to the stack, so stacks and nested stacks cannot
+//     collide. With [Props.QueueName] the queue has that name and the
+//     dead-letter queue's redrive-allow policy lets only the queue use it.
 //   - A function (provided.al2023 on arm64 unless [Props.Runtime] and
 //     [Props.Architecture] say otherwise) with JSON logs, its own log group
 //     and role, and optional X-Ray tracing, fed by an event source mapping
@@ -30,7 +31,7 @@
 //     of the oldest message, the function's errors, DynamoDB throttling and
 //     system errors on the table, and the idempotency outcomes the function
 //     writes as Embedded Metric Format metrics (Failed, InProgressRetried,
-//     TakenOver in [Props.MetricsNamespace]), each notifying
+//     TakenOver, DoubleRuns in [Props.MetricsNamespace]), each notifying
 //     [Props.AlarmTopic] when set.
 //
 // # Expiry

@@ -5,6 +5,9 @@
 //
 //	lambda.StartHandlerFunc(batch.SQS(handle, batch.Options{}))
 //
+// and does the same for Kinesis Data Streams ([Kinesis]) and DynamoDB
+// Streams ([DynamoDBStream]) records (see Streams).
+//
 // Turn on ReportBatchItemFailures on the event source mapping: Lambda then
 // deletes the records that succeeded and makes only the failed ones visible
 // again. The package imports the standard library and aws-lambda-go/events
@@ -30,25 +33,63 @@
 //
 // # Deadline
 //
+// A response that reaches Lambda after the invocation's deadline is lost,
+// and the whole batch is delivered again. So the handler keeps
+// [Options.Reserve] (default [DefaultReserve]) free before the context's
+// deadline: the records run under a context that ends then (the records'
+// deadline), and the handler's own calls after the records (moves to the
+// dead-letter queue, pacing's visibility changes) are made only until
+// then: cut short when the records' deadline comes while they run,
+// skipped when it has passed, and logged either way (see [DeadLetter] and
+// [Pacing]). The handler returns by the records'
+// deadline unless a record function runs past it.
+//
 // A record starts only if the context has no deadline or at least
-// [Options.MinRemaining] (default [DefaultMinRemaining]) is left before it.
-// A record not started in time is reported failed with [ErrDeadline], and
-// in a FIFO group the records after it fail with [ErrGroupFailed]. The
-// deadline is checked only before a record starts: a record that has
-// started is never interrupted by this package, so MinRemaining should
-// exceed the time one record takes. Once the context is canceled, records
-// not yet started are reported failed with an error wrapping
-// [context.Cause].
+// [Options.MinRemaining] (default [DefaultMinRemaining]) is left before the
+// records' deadline. A record not started in time is reported failed with
+// [ErrDeadline], and in a FIFO group the records after it fail with
+// [ErrGroupFailed]. The deadline is checked only before a record starts: a
+// record that has started is never interrupted by this package (its
+// context ends at the records' deadline), so MinRemaining should exceed
+// the time one record takes. Once the context is canceled, records not yet
+// started are reported failed with an error wrapping [context.Cause].
+//
+// # Streams
+//
+// [Kinesis] and [DynamoDBStream] run the records of a stream batch with the
+// same engine, ordered by key: the records of one Kinesis partition key, or
+// of one DynamoDB item (its key attributes), run one after another in event
+// order, as a FIFO queue's message group does; different keys run
+// concurrently, at most [StreamOptions.Concurrency] at a time. After a
+// record fails, the later records of its key are reported failed without
+// starting ([ErrGroupFailed]): a key's records never run out of order
+// within a batch. BatchItemFailures lists the sequence numbers of the
+// failed and not started records. Lambda takes the lowest as its
+// checkpoint and delivers every record after it again, the records of other
+// keys that succeeded included: make the record function idempotent
+// (package idempotency, keyed on the record's data) so that those come
+// back as replays. The deadline, panics, logs (by sequence number and event
+// id) and whole-batch failure are as for SQS; there is no pacing and no
+// dead-letter mover: a stream's failed records go to the event source
+// mapping's on-failure destination, after its retry policy.
 //
 // # Failures
 //
-// The handler never returns an error for a record's failure: a batch-level
-// error would make every record of the batch visible again, including
-// those that succeeded. A record fails when its function returns an error,
-// panics (recovered as a [*PanicError] and logged with its stack; the other
-// records are not affected) or is not started. BatchItemFailures lists
-// exactly the failed records' messageIds, in the event's record order, and
-// is empty, never nil, when all succeed.
+// A record's failure never fails the batch: a batch-level error would make
+// every record of the batch visible again, including those that succeeded.
+// A record fails when its function returns an error, panics (recovered as a
+// [*PanicError] and logged with its stack; the other records are not
+// affected) or is not started. BatchItemFailures lists exactly the failed
+// records' messageIds, in the event's record order, and is empty, never
+// nil, when all succeed.
+//
+// When every record of a batch failed, nothing would be kept by a partial
+// response, and the handler returns a [*FullBatchFailureError] with it, as
+// Powertools for AWS Lambda does by default: Lambda then counts the
+// invocation as failed (its Errors metric and alarms see it) and backs
+// off, reducing the concurrency of the SQS event source, while a response
+// that lists every record is a success to Lambda and does not slow its
+// polling. [Options.NoFullBatchError] turns the error off.
 //
 // Every outcome reaches [Options.OnRecord]. Each failure is logged at most
 // once, to [Options.Logger], with the messageId and the error, never the
@@ -67,6 +108,20 @@
 // returned it. The errors of package idempotency's guard are such errors,
 // so a record that fails through the guard gets the guard's line only.
 //
+// # Permanent failures
+//
+// Some failures no new delivery can cure: a body that does not decode, a
+// missing key, a key reused with another payload, an operation that says
+// so. Such an error is a [PermanentError] (package idempotency's
+// BodyError, KeyError and PayloadMismatchError are; [Permanent] marks
+// one's own). With [Options.DeadLetter] set, the handler moves those
+// messages to their queue's dead-letter queue at once, through a
+// [DeadLetterMover] (package sqsdlq makes it on the SQS API), instead of
+// letting SQS deliver them again until maxReceiveCount: the message is
+// sent, then deleted from its queue, never deleted unless sent, and no
+// longer reported failed. A move that fails leaves the message failed, to
+// SQS's own redrive. See [DeadLetter] for the rules.
+//
 // # Pacing
 //
 // Without more, a failed record comes back when the queue's visibility
@@ -78,8 +133,9 @@
 // sqsvisibility makes it on the SQS API): a record in progress elsewhere
 // comes back just after the holder's lease ends, any other failure backs
 // off exponentially by its receive count, and a record not started comes
-// back at once. A failed visibility change is logged and never changes an
-// outcome. See [Pacing] for the rules and defaults.
+// back at once. No change asks for more than SQS accepts: 12 hours since
+// the message was received. A failed visibility change is logged and never
+// changes an outcome. See [Pacing] for the rules and defaults.
 //
 // A record with an empty messageId is still listed when it fails. Lambda
 // treats an empty itemIdentifier as the failure of the whole batch, so every

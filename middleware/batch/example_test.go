@@ -176,3 +176,45 @@ func ExampleSQS_pacing() {
 	// m3: visible again in about 10s
 	// failed: 2
 }
+
+// The records of one partition key run in order. Here customer-a's second
+// record fails, so its third is not started (Lambda delivers both again,
+// from the lowest sequence number listed); customer-b carries on.
+func ExampleKinesis() {
+	handle := func(ctx context.Context, r events.KinesisEventRecord) (struct{}, error) {
+		if string(r.Kinesis.Data) == `{"amount":-1}` {
+			return struct{}{}, errors.New("negative amount")
+		}
+		return struct{}{}, nil
+	}
+	record := func(seq, key, data string) events.KinesisEventRecord {
+		return events.KinesisEventRecord{EventID: "shardId-000000000000:" + seq, EventSourceArn: "arn:aws:kinesis:eu-west-1:123456789012:stream/orders",
+			Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: key, Data: []byte(data)}}
+	}
+	h := batch.Kinesis(handle, batch.StreamOptions{Logger: slog.New(slog.DiscardHandler)})
+
+	resp, err := h(context.Background(), events.KinesisEvent{Records: []events.KinesisEventRecord{
+		record("101", "customer-a", `{"amount":5}`),
+		record("102", "customer-a", `{"amount":-1}`),
+		record("103", "customer-b", `{"amount":7}`),
+		record("104", "customer-a", `{"amount":3}`), // not started: 102 failed before it
+	}})
+	out, _ := json.Marshal(resp)
+	fmt.Println(string(out), err)
+	// Output:
+	// {"batchItemFailures":[{"itemIdentifier":"102"},{"itemIdentifier":"104"}]} <nil>
+}
+
+// A DynamoDB stream's records run in order per item (its key attributes);
+// other items run concurrently. (This example is compiled, not run: it
+// would start the Lambda runtime loop.)
+func ExampleDynamoDBStream() {
+	handle := func(ctx context.Context, r events.DynamoDBEventRecord) (struct{}, error) {
+		if r.EventName == "REMOVE" {
+			return struct{}{}, nil // nothing to index
+		}
+		_ = r.Change.NewImage["status"].String() // index the new image
+		return struct{}{}, nil
+	}
+	lambda.StartHandlerFunc(batch.DynamoDBStream(handle, batch.StreamOptions{Concurrency: 4}))
+}

@@ -3,7 +3,6 @@ package batch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -16,8 +15,12 @@ const (
 	DefaultConcurrency = 10
 
 	// DefaultMinRemaining is the time that must be left before the
-	// invocation's deadline for a record to start.
+	// records' deadline for a record to start.
 	DefaultMinRemaining = 10 * time.Second
+
+	// DefaultReserve is the time the handler keeps free before the
+	// invocation's deadline to return its response.
+	DefaultReserve = 500 * time.Millisecond
 )
 
 // Options configures the handler built by [SQS]. The zero value of every
@@ -29,14 +32,27 @@ type Options struct {
 	// order. Default [DefaultConcurrency]; negative is invalid.
 	Concurrency int
 
-	// MinRemaining is the time that must be left before the context's
-	// deadline for a record to start: a record that has not started when
-	// less than MinRemaining remains is reported failed without running, so
-	// that SQS redelivers it instead of Lambda killing it half way. It has no
-	// effect when the context has no deadline. Default
-	// [DefaultMinRemaining]; negative is invalid. To start records until the
-	// deadline itself, set a tiny positive value such as [time.Nanosecond].
+	// MinRemaining is the time that must be left before the records'
+	// deadline (the context's, minus Reserve) for a record to start: a
+	// record that has not started when less than MinRemaining remains is
+	// reported failed without running, so that SQS redelivers it instead of
+	// Lambda killing it half way. It has no effect when the context has no
+	// deadline. Default [DefaultMinRemaining]; negative is invalid. To start
+	// records until the records' deadline itself, set a tiny positive value
+	// such as [time.Nanosecond].
 	MinRemaining time.Duration
+
+	// Reserve is the time kept free before the context's deadline (the
+	// invocation's) for the handler to return its response: the records run
+	// under a context that ends Reserve before the deadline, and the
+	// handler's own calls after them (dead-letter moves, visibility changes) run
+	// until that moment only, and are skipped once it has passed. A
+	// response Lambda gets after the deadline is lost, and the whole batch
+	// is delivered again. It has no effect when the context has no
+	// deadline. Default [DefaultReserve]; negative is invalid; for
+	// practically none, set a tiny positive value such as
+	// [time.Nanosecond].
+	Reserve time.Duration
 
 	// Logger receives at most one line per failed record, with its
 	// messageId and error (and, after a panic, the stack), never its body:
@@ -49,12 +65,30 @@ type Options struct {
 
 	// OnRecord, if set, is called exactly once for every record of every
 	// event, after the record finished or was reported failed without
-	// starting: err is nil on success and otherwise the reason the record is
-	// reported failed. The record function's result is not passed on. It is
+	// starting: err is nil on success and otherwise the reason the record
+	// failed (a message then moved to the dead-letter queue is not reported
+	// in BatchItemFailures: see [DeadLetter]). The record function's result is not passed on. It is
 	// called from the goroutines that run the records, so it must be safe for
 	// concurrent use. A panic inside OnRecord is recovered and logged; it
 	// does not change the record's outcome.
 	OnRecord func(ctx context.Context, msg events.SQSMessage, err error)
+
+	// NoFullBatchError, when true, makes a batch in which every record
+	// failed return its response like any other, without an error. By
+	// default such a batch returns a [*FullBatchFailureError], as
+	// Powertools for AWS Lambda does (throwOnFullBatchFailure,
+	// raise_on_entire_batch_failure): Lambda counts the invocation as
+	// failed, which its Errors metric and alarms see, and backs off,
+	// reducing the concurrency of the SQS event source, where a response
+	// listing every record counts as a success and does not slow polling.
+	// Either way every record is delivered again.
+	NoFullBatchError bool
+
+	// DeadLetter, when its Mover is set, moves a message whose record
+	// failed permanently (see [PermanentError]) to its queue's dead-letter
+	// queue at once, instead of letting SQS deliver it again until its
+	// maxReceiveCount. The zero value turns moving off. See [DeadLetter].
+	DeadLetter DeadLetter
 
 	// Pacing, when its Changer is set, changes the visibility of the failed
 	// records' messages so that they come back when a new attempt can
@@ -69,24 +103,17 @@ type Options struct {
 // first to handle the error instead, for instance when the values come from
 // the environment.
 func (o Options) Validate() error {
-	var errs []error
-	if o.Concurrency < 0 {
-		errs = append(errs, fmt.Errorf("batch: Options.Concurrency must not be negative, got %d", o.Concurrency))
-	}
-	if o.MinRemaining < 0 {
-		errs = append(errs, fmt.Errorf("batch: Options.MinRemaining must not be negative, got %v", o.MinRemaining))
+	errs := validateSettings("Options", o.Concurrency, o.MinRemaining, o.Reserve)
+	if o.DeadLetter.OnMove != nil && o.DeadLetter.Mover == nil {
+		errs = append(errs, errors.New("batch: Options.DeadLetter.OnMove is set without a Mover: it would never be called"))
 	}
 	return errors.Join(append(errs, o.Pacing.validate())...)
 }
 
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
-	if o.Concurrency == 0 {
-		o.Concurrency = DefaultConcurrency
-	}
-	if o.MinRemaining == 0 {
-		o.MinRemaining = DefaultMinRemaining
-	}
+	s := newSettings(o.Concurrency, o.MinRemaining, o.Reserve, o.Logger, o.NoFullBatchError)
+	o.Concurrency, o.MinRemaining, o.Reserve = s.concurrency, s.minRemaining, s.reserve
 	o.Pacing = o.Pacing.withDefaults()
 	return o
 }

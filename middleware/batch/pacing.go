@@ -30,8 +30,20 @@ const (
 )
 
 // pacingTimeout bounds the visibility changes of an invocation whose context
-// is already done when its records have finished.
+// is already done when its records have finished, and is the time they are
+// taken to need when the context has no deadline.
 const pacingTimeout = 5 * time.Second
+
+// Why a change was not asked for: they reach [Pacing.OnChange].
+var (
+	// ErrReserveReached: the records' deadline had passed (see
+	// [Options.Reserve]) when the change's turn came.
+	ErrReserveReached = errors.New("batch: not done: the reserve before the invocation's deadline was reached")
+
+	// ErrVisibilityLimit: 12 hours had passed since the message was
+	// received, the most SQS lets a message stay invisible.
+	ErrVisibilityLimit = errors.New("batch: visibility not changed: 12 hours have passed since the message was received")
+)
 
 // VisibilityChange asks for one received message to become visible again
 // (to be delivered again) Timeout from now, instead of when the queue's
@@ -39,8 +51,8 @@ const pacingTimeout = 5 * time.Second
 type VisibilityChange struct {
 	MessageID      string        // the record's messageId, for logs and hooks
 	ReceiptHandle  string        // the record's receiptHandle: what SQS changes
-	EventSourceARN string        // the record's queue, arn:aws:sqs:{region}:{account}:{name}
-	Timeout        time.Duration // from now; between 0 and MaxVisibilityTimeout
+	EventSourceARN string        // the record's queue, arn:{partition}:sqs:{region}:{account}:{name}
+	Timeout        time.Duration // from now; never more than SQS accepts (see Pacing)
 }
 
 // VisibilityChanger changes the visibility of received messages. Package
@@ -82,8 +94,24 @@ type VisibilityChanger interface {
 //     cannot overtake its group's failed record: SQS delivers none of a
 //     group's later messages while an earlier one is in flight.
 //
-// Records that succeeded are left alone: Lambda deletes them. Timeouts are
-// clamped to [0, MaxVisibilityTimeout].
+// Records that succeeded are left alone: Lambda deletes them.
+//
+// SQS refuses a change that would keep a message invisible for more than
+// 12 hours ([MaxVisibilityTimeout]) since it was received. A timeout is
+// therefore cut to 12 hours since the message's
+// ApproximateFirstReceiveTimestamp (its SentTimestamp without it; the
+// invocation's start without either), counted to the latest moment the
+// call can be made and less a second for the clocks, in whole seconds. The
+// first receive is never later than this delivery's receive, which a
+// record does not carry, so the cut never asks for more than SQS allows; a
+// message received before, more than 12 hours ago, gets no change at all
+// (its record reaches OnChange with [ErrVisibilityLimit]), except one to
+// 0, which always fits.
+//
+// The changes are made by the records' deadline ([Options.Reserve]): a
+// call still running then is stopped and its changes fail, and when the
+// moment has passed before the changes' turn none is asked for (each
+// reaches OnChange with [ErrReserveReached]). One WARN line says which.
 //
 // A visibility change never changes a record's outcome: the failed records
 // are reported in BatchItemFailures whether or not their change was
@@ -117,7 +145,9 @@ type Pacing struct {
 	Jitter float64
 
 	// OnChange, if set, is called once per change after Changer returned,
-	// with the change's error (nil when it was applied): a hook for metrics.
+	// with the change's error (nil when it was applied), or when the change
+	// was not asked for, with [ErrReserveReached] or [ErrVisibilityLimit]:
+	// a hook for metrics.
 	// It must be safe for concurrent use; a panic inside it is recovered
 	// and logged.
 	OnChange func(ctx context.Context, change VisibilityChange, err error)
@@ -195,34 +225,51 @@ func receiveCount(msg *events.SQSMessage) int {
 	return n
 }
 
-// pace changes the visibility of the failed records, if pacing is on.
-func (r *run[T]) pace() {
+// pace changes the visibility of the failed records, if pacing is on, by
+// the records' deadline (see [Options.Reserve]).
+func (r *sqsRun) pace() {
 	pc := r.p.opts.Pacing
 	if pc.Changer == nil {
 		return
 	}
+	ctx, cancel, callBy := r.tailContext()
+	defer cancel()
 	now := r.p.now()
 	var changes []VisibilityChange
+	var beyond []VisibilityChange // past SQS's limit: not asked for
 	for i, err := range r.errs {
-		if err == nil {
+		if err == nil || r.isMoved(i) {
 			continue
 		}
 		msg := &r.recs[i]
-		changes = append(changes, VisibilityChange{
+		c := VisibilityChange{
 			MessageID:      msg.MessageId,
 			ReceiptHandle:  msg.ReceiptHandle,
 			EventSourceARN: msg.EventSourceARN,
 			Timeout:        pc.timeout(msg, err, r.started[i], now, r.p.rand),
-		})
+		}
+		if limit := visibilityLimit(msg, r.start, callBy); c.Timeout > 0 && c.Timeout > limit {
+			if limit <= 0 {
+				beyond = append(beyond, c)
+				continue
+			}
+			c.Timeout = limit
+		}
+		changes = append(changes, c)
+	}
+	if len(beyond) > 0 {
+		r.log.LogAttrs(r.parent, slog.LevelWarn, "batch: visibility changes not asked for: 12 hours have passed since their messages were received; they come back after the queue's visibility timeout",
+			slog.Int("skipped", len(beyond)), slog.String("messageId", beyond[0].MessageID))
+		r.changed(beyond, nil, ErrVisibilityLimit)
 	}
 	if len(changes) == 0 {
 		return
 	}
-	ctx := r.ctx
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), pacingTimeout)
-		defer cancel()
+	if ctx == nil {
+		r.log.LogAttrs(r.parent, slog.LevelWarn, "batch: pacing skipped: the reserve before the invocation's deadline was reached; the failed records come back after the queue's visibility timeout",
+			slog.Int("changes", len(changes)), slog.Duration("reserve", r.p.opts.Reserve))
+		r.changed(changes, nil, ErrReserveReached)
+		return
 	}
 	errs := r.changeVisibility(ctx, pc.Changer, changes)
 	failed, first := 0, -1
@@ -233,22 +280,62 @@ func (r *run[T]) pace() {
 			}
 		}
 	}
-	if failed > 0 {
-		r.log.LogAttrs(r.ctx, slog.LevelWarn, "batch: visibility changes failed; their messages come back after the queue's visibility timeout",
+	switch {
+	case failed > 0 && ctx.Err() != nil && r.hasDeadline:
+		r.log.LogAttrs(r.parent, slog.LevelWarn, "batch: pacing cut short: the reserve before the invocation's deadline was reached; the messages whose change failed come back after the queue's visibility timeout",
+			slog.Int("failed", failed), slog.Int("changes", len(changes)), slog.Duration("reserve", r.p.opts.Reserve),
+			slog.String("messageId", changes[first].MessageID), slog.Any("error", errs[first]))
+	case failed > 0:
+		r.log.LogAttrs(r.parent, slog.LevelWarn, "batch: visibility changes failed; their messages come back after the queue's visibility timeout",
 			slog.Int("failed", failed), slog.Int("changes", len(changes)),
 			slog.String("messageId", changes[first].MessageID), slog.Any("error", errs[first]))
 	}
-	if pc.OnChange != nil {
-		for i := range changes {
-			r.onChange(changes[i], errs[i])
+	r.changed(changes, errs, nil)
+}
+
+// limitMargin is taken off the time left under SQS's 12-hour limit for
+// the clocks of SQS and this host to disagree.
+const limitMargin = time.Second
+
+// visibilityLimit is the longest visibility timeout SQS can accept for msg
+// in a call made no later than callBy: 12 hours since the message was
+// received, less the time elapsed by then, in whole seconds (sqsvisibility
+// rounds up). The receive is taken to be the message's
+// ApproximateFirstReceiveTimestamp, which is never later than the receive
+// of this delivery (equal to it on the first), so the limit is never above
+// SQS's; without it, its SentTimestamp, earlier still; without either, the
+// invocation's start (a record from a test or another source).
+func visibilityLimit(msg *events.SQSMessage, start, callBy time.Time) time.Duration {
+	received := start
+	for _, attr := range []string{"ApproximateFirstReceiveTimestamp", "SentTimestamp"} {
+		if ms, err := strconv.ParseInt(msg.Attributes[attr], 10, 64); err == nil && ms > 0 {
+			received = time.UnixMilli(ms)
+			break
 		}
+	}
+	left := MaxVisibilityTimeout - callBy.Sub(received) - limitMargin
+	return left.Truncate(time.Second)
+}
+
+// changed passes each change and its outcome to OnChange, if set: errs[i],
+// or err for all when errs is nil.
+func (r *sqsRun) changed(changes []VisibilityChange, errs []error, err error) {
+	if r.p.opts.Pacing.OnChange == nil {
+		return
+	}
+	for i := range changes {
+		e := err
+		if errs != nil {
+			e = errs[i]
+		}
+		r.onChange(changes[i], e)
 	}
 }
 
 // changeVisibility calls c, and returns one error per change (a nil slice
 // when all were applied). A panic in c, or a result of the wrong length,
 // fails every change.
-func (r *run[T]) changeVisibility(ctx context.Context, c VisibilityChanger, changes []VisibilityChange) (errs []error) {
+func (r *sqsRun) changeVisibility(ctx context.Context, c VisibilityChanger, changes []VisibilityChange) (errs []error) {
 	all := func(err error) []error {
 		errs := make([]error, len(changes))
 		for i := range errs {
@@ -272,14 +359,14 @@ func (r *run[T]) changeVisibility(ctx context.Context, c VisibilityChanger, chan
 }
 
 // onChange calls the OnChange hook, containing a panic inside it.
-func (r *run[T]) onChange(c VisibilityChange, err error) {
+func (r *sqsRun) onChange(c VisibilityChange, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			r.log.LogAttrs(r.ctx, slog.LevelError, "batch: Pacing.OnChange panicked",
+			r.log.LogAttrs(r.parent, slog.LevelError, "batch: Pacing.OnChange panicked",
 				slog.String("messageId", c.MessageID),
 				slog.Any("error", &PanicError{Value: v}),
 				slog.String("stack", string(debug.Stack())))
 		}
 	}()
-	r.p.opts.Pacing.OnChange(r.ctx, c, err)
+	r.p.opts.Pacing.OnChange(r.parent, c, err)
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -127,7 +128,7 @@ func TestPacingTimeouts(t *testing.T) {
 	want := map[string]time.Duration{
 		"inprog":   90*time.Second + jitterAfterLease,
 		"past":     jitterAfterLease,
-		"far":      MaxVisibilityTimeout,
+		"far":      MaxVisibilityTimeout - pacingTimeout - limitMargin, // see TestPacingVisibilityLimit
 		"unknown":  backoff(20 * time.Second),
 		"first":    backoff(10 * time.Second),
 		"third":    backoff(40 * time.Second),
@@ -166,9 +167,8 @@ func TestPacingNotStarted(t *testing.T) {
 	ch := &fakeChanger{}
 	recs := []events.SQSMessage{withCount(std("m1", ""), "7"), withCount(std("m2", ""), "7")}
 	opts := Options{Logger: quiet(), Pacing: Pacing{Changer: ch}}
-	if _, err := newProcessor(byBody, opts, func() time.Time { return start }, half).handle(ctx, events.SQSEvent{Records: recs}); err != nil {
-		t.Fatal(err)
-	}
+	resp, err := newProcessor(byBody, opts, func() time.Time { return start }, half).handle(ctx, events.SQSEvent{Records: recs})
+	checkErr(t, resp, err, len(recs))
 	for _, c := range ch.only(t) {
 		if c.Timeout != 0 {
 			t.Errorf("%s not started for lack of time: timeout %v, want 0 (another invocation can run it now)", c.MessageID, c.Timeout)
@@ -259,9 +259,7 @@ func TestPacingOnChangePanicContained(t *testing.T) {
 	ch := &fakeChanger{}
 	opts := Options{Logger: quiet(), Pacing: Pacing{Changer: ch, OnChange: func(context.Context, VisibilityChange, error) { panic("hook") }}}
 	resp, err := SQS(byBody, opts)(t.Context(), events.SQSEvent{Records: []events.SQSMessage{std("m1", "fail")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	checkErr(t, resp, err, 1)
 	if got := failedIDs(t, resp); !slices.Equal(got, []string{"m1"}) {
 		t.Errorf("failed = %q, want [m1]", got)
 	}
@@ -288,9 +286,8 @@ func TestPacingAfterCancellation(t *testing.T) {
 		return "", errRecord
 	}
 	opts := Options{Logger: quiet(), Concurrency: 1, Pacing: Pacing{Changer: ch}}
-	if _, err := SQS(fn, opts)(ctx, events.SQSEvent{Records: []events.SQSMessage{std("m1", ""), std("m2", "")}}); err != nil {
-		t.Fatal(err)
-	}
+	resp, err := SQS(fn, opts)(ctx, events.SQSEvent{Records: []events.SQSMessage{std("m1", ""), std("m2", "")}})
+	checkErr(t, resp, err, 2)
 	if got := ch.only(t); len(got) != 2 || got[1].Timeout != 0 {
 		t.Errorf("changes = %+v, want m1 backed off and m2 (not started) at 0", got)
 	}
@@ -316,5 +313,243 @@ func TestPacingValidate(t *testing.T) {
 		if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("Validate(%+v) = %v, want an error naming %q", tt.p, err, tt.want)
 		}
+	}
+}
+
+// blockingChanger changes nothing until its context ends, and then reports
+// every change failed with the context's error: a changer slower than the
+// time the invocation has left.
+type blockingChanger struct {
+	mu       sync.Mutex
+	calls    int
+	deadline time.Time // the deadline of the context of the last call
+	hasDL    bool
+}
+
+func (b *blockingChanger) ChangeVisibility(ctx context.Context, changes []VisibilityChange) []error {
+	b.mu.Lock()
+	b.calls++
+	b.deadline, b.hasDL = ctx.Deadline()
+	b.mu.Unlock()
+	<-ctx.Done()
+	errs := make([]error, len(changes))
+	for i := range errs {
+		errs[i] = ctx.Err()
+	}
+	return errs
+}
+
+// TestPacingWithinReserve runs invocations whose deadline lands while the
+// handler paces: the handler returns Reserve before the deadline, with the
+// visibility changes cut short or skipped, and says which in its log.
+func TestPacingWithinReserve(t *testing.T) {
+	const reserve = 300 * time.Millisecond
+	tests := []struct {
+		name      string
+		recordFn  func(ctx context.Context, m events.SQSMessage) (string, error)
+		wantCalls int
+		wantLog   string
+		wantErr   error // what OnChange sees for every change
+	}{
+		{
+			// The records are quick: the changer starts with time left and
+			// is stopped at the records' deadline.
+			name:      "cut short",
+			recordFn:  func(context.Context, events.SQSMessage) (string, error) { return "", errRecord },
+			wantCalls: 1,
+			wantLog:   "batch: pacing cut short",
+			wantErr:   context.DeadlineExceeded,
+		},
+		{
+			// A record runs until its context ends: no time is left for
+			// the changes, and none is asked for.
+			name: "skipped",
+			recordFn: func(ctx context.Context, m events.SQSMessage) (string, error) {
+				if m.MessageId == "m1" {
+					<-ctx.Done()
+					return "", ctx.Err()
+				}
+				return "", errRecord
+			},
+			wantCalls: 0,
+			wantLog:   "batch: pacing skipped",
+			wantErr:   ErrReserveReached,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			deadline := time.Now().Add(3 * reserve)
+			ctx, cancel := context.WithDeadline(t.Context(), deadline)
+			defer cancel()
+			var buf syncBuffer
+			var mu sync.Mutex
+			seen := map[string]error{}
+			ch := &blockingChanger{}
+			opts := Options{
+				MinRemaining: time.Nanosecond,
+				Reserve:      reserve,
+				Logger:       slog.New(slog.NewJSONHandler(&buf, nil)),
+				Pacing: Pacing{Changer: ch, OnChange: func(_ context.Context, c VisibilityChange, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					seen[c.MessageID] = err
+				}},
+			}
+			recs := []events.SQSMessage{withCount(std("m1", ""), "1"), withCount(std("m2", ""), "1"), withCount(std("m3", ""), "1")}
+			resp, err := SQS(tt.recordFn, opts)(ctx, events.SQSEvent{Records: recs})
+			returned := time.Now()
+			checkErr(t, resp, err, len(recs))
+			if !returned.Before(deadline) {
+				t.Errorf("the handler returned %v after the invocation's deadline: Lambda would lose its response", returned.Sub(deadline))
+			}
+			if got := failedIDs(t, resp); !slices.Equal(got, []string{"m1", "m2", "m3"}) {
+				t.Errorf("failed = %q, want every record", got)
+			}
+			ch.mu.Lock()
+			calls, dl, hasDL := ch.calls, ch.deadline, ch.hasDL
+			ch.mu.Unlock()
+			if calls != tt.wantCalls {
+				t.Errorf("ChangeVisibility called %d times, want %d", calls, tt.wantCalls)
+			}
+			if calls > 0 && (!hasDL || !dl.Equal(deadline.Add(-reserve))) {
+				t.Errorf("the changes ran under a deadline %v (set %v), want the invocation's minus Reserve, %v", dl, hasDL, deadline.Add(-reserve))
+			}
+			for _, id := range []string{"m1", "m2", "m3"} {
+				if err, ok := seen[id]; !ok || !errors.Is(err, tt.wantErr) {
+					t.Errorf("OnChange for %s: %v (called %v), want %v", id, err, ok, tt.wantErr)
+				}
+			}
+			var found bool
+			for _, l := range logLines(t, buf.buffer()) {
+				if strings.HasPrefix(l["msg"].(string), tt.wantLog) {
+					found = l["level"] == "WARN" && l["changes"] == float64(3)
+				}
+			}
+			if !found {
+				t.Errorf("no WARN line %q with changes=3 in the log:\n%s", tt.wantLog, buf.String())
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) buffer() *bytes.Buffer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.NewBufferString(s.b.String())
+}
+
+// TestPacingVisibilityLimit checks that no change asks for more than SQS
+// accepts: 12 hours since the message was received, counted to the latest
+// moment the call can be made (the records' deadline), less a second for
+// the clocks, in whole seconds.
+func TestPacingVisibilityLimit(t *testing.T) {
+	now := time.Now()
+	deadline := now.Add(time.Minute)
+	callBy := deadline.Add(-DefaultReserve)
+	ms := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+	rec := func(id string, attrs map[string]string) events.SQSMessage {
+		m := std(id, "")
+		m.ReceiptHandle = "rh-" + id
+		m.Attributes = attrs
+		return m
+	}
+	limit := func(received time.Time) time.Duration {
+		return (MaxVisibilityTimeout - callBy.Sub(received) - time.Second).Truncate(time.Second)
+	}
+	firstRecv := now.Add(-11*time.Hour - 50*time.Minute)
+	recs := []events.SQSMessage{
+		// In progress for two days: the timeout stops at the limit.
+		rec("held", map[string]string{"ApproximateReceiveCount": "1", "ApproximateFirstReceiveTimestamp": ms(firstRecv)}),
+		// Received three times, first 11h50m ago: the limit counts from the
+		// first receive, which is never after this one.
+		rec("again", map[string]string{"ApproximateReceiveCount": "3", "ApproximateFirstReceiveTimestamp": ms(firstRecv)}),
+		// No receive time: its send time, earlier still.
+		rec("sent", map[string]string{"ApproximateReceiveCount": "9", "SentTimestamp": ms(now.Add(-11*time.Hour - 49*time.Minute))}),
+		// First received 13 hours ago: no change can be proven to fit.
+		rec("old", map[string]string{"ApproximateReceiveCount": "20", "ApproximateFirstReceiveTimestamp": ms(now.Add(-13 * time.Hour))}),
+		// Not started: 0 always fits.
+		rec("unstarted", map[string]string{"ApproximateReceiveCount": "20", "ApproximateFirstReceiveTimestamp": ms(now.Add(-13 * time.Hour))}),
+		// Received a minute ago: the backoff fits.
+		rec("fresh", map[string]string{"ApproximateReceiveCount": "1", "ApproximateFirstReceiveTimestamp": ms(now.Add(-time.Minute))}),
+	}
+	fn := func(_ context.Context, m events.SQSMessage) (string, error) {
+		if m.MessageId == "held" {
+			return "", inProgress{at: now.Add(48 * time.Hour)}
+		}
+		return "", errRecord
+	}
+	ctx, cancel := context.WithDeadline(t.Context(), deadline)
+	defer cancel()
+	ch := &fakeChanger{}
+	var mu sync.Mutex
+	skipped := map[string]error{}
+	opts := Options{Concurrency: 1, Logger: quiet(), Pacing: Pacing{
+		Changer: ch, Base: time.Hour, Cap: 10 * time.Hour, Jitter: 1e-9,
+		OnChange: func(_ context.Context, c VisibilityChange, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				skipped[c.MessageID] = err
+			}
+		},
+	}}
+	p := newProcessor(func(ctx context.Context, m events.SQSMessage) (string, error) {
+		if m.MessageId == "unstarted" {
+			panic("not reached")
+		}
+		return fn(ctx, m)
+	}, opts, func() time.Time { return now }, half)
+	// "unstarted" follows "old" in a FIFO group, so it is not started.
+	for i := range recs {
+		recs[i].EventSourceARN = fifoARN
+		recs[i].Attributes["MessageGroupId"] = recs[i].MessageId
+	}
+	recs[4].Attributes["MessageGroupId"] = "old"
+	resp, err := p.handle(ctx, events.SQSEvent{Records: recs})
+	checkErr(t, resp, err, len(recs))
+	got := map[string]time.Duration{}
+	for _, c := range ch.only(t) {
+		got[c.MessageID] = c.Timeout
+	}
+	want := map[string]time.Duration{
+		"held":      limit(firstRecv),
+		"again":     limit(firstRecv),
+		"sent":      limit(now.Add(-11*time.Hour - 49*time.Minute)),
+		"unstarted": 0,
+	}
+	for id, w := range want {
+		if g, ok := got[id]; !ok || g != w {
+			t.Errorf("%s: timeout %v (asked %v), want %v", id, g, ok, w)
+		}
+		if w%time.Second != 0 || w > MaxVisibilityTimeout {
+			t.Fatalf("bad expectation %v", w)
+		}
+	}
+	if g := got["fresh"]; g > time.Hour || g < time.Hour-time.Second {
+		t.Errorf("fresh: timeout %v, want its backoff, 1h less a tiny jitter", g)
+	}
+	if _, ok := got["old"]; ok {
+		t.Errorf("a change was asked for a message received 13 hours ago: SQS refuses it")
+	}
+	if err := skipped["old"]; !errors.Is(err, ErrVisibilityLimit) {
+		t.Errorf("OnChange for old: %v, want ErrVisibilityLimit", err)
 	}
 }

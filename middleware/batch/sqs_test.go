@@ -65,6 +65,23 @@ func byBody(_ context.Context, msg events.SQSMessage) (string, error) {
 // quiet is a logger that drops everything.
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
+// checkErr fails t unless err is what the handler must return with resp for
+// a batch of n records: a *FullBatchFailureError with every record's error
+// when all n failed, nil otherwise.
+func checkErr(t *testing.T, resp events.SQSEventResponse, err error, n int) {
+	t.Helper()
+	if n > 0 && len(resp.BatchItemFailures) == n {
+		var full *FullBatchFailureError
+		if !errors.As(err, &full) || len(full.Errs) != n {
+			t.Fatalf("every record failed: err = %v, want a *FullBatchFailureError with %d errors", err, n)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("handler error = %v, want nil", err)
+	}
+}
+
 // failedIDs returns the itemIdentifiers of resp, failing t if the slice is nil.
 func failedIDs(t *testing.T, resp events.SQSEventResponse) []string {
 	t.Helper()
@@ -226,9 +243,7 @@ func TestSQSOutcomes(t *testing.T) {
 			h := SQS(rec.wrap(byBody), opts)
 
 			resp, err := h(t.Context(), events.SQSEvent{Records: tt.records})
-			if err != nil {
-				t.Fatalf("handler error = %v, want nil", err)
-			}
+			checkErr(t, resp, err, len(tt.records))
 			if got := failedIDs(t, resp); !slices.Equal(got, tt.wantFailed) {
 				t.Errorf("failed = %q, want %q", got, tt.wantFailed)
 			}
@@ -297,9 +312,7 @@ func TestSQSReportsInEventOrder(t *testing.T) {
 		return i, errRecord
 	}
 	resp, err := SQS(fn, Options{Concurrency: n, Logger: quiet()})(t.Context(), events.SQSEvent{Records: records})
-	if err != nil {
-		t.Fatal(err)
-	}
+	checkErr(t, resp, err, len(records))
 	if want := []string{"5", "4", "3", "2", "1", "0"}; !slices.Equal(finished, want) {
 		t.Fatalf("finish order = %q, want %q", finished, want)
 	}
@@ -531,12 +544,14 @@ func TestSQSDeadline(t *testing.T) {
 			want:       []outcome{{"m1", nil}, {"m2", nil}, {"m3", ErrDeadline}, {"m4", ErrDeadline}},
 		},
 		{
-			// m2 starts with exactly MinRemaining left; m3 with a nanosecond less.
+			// m2 starts with exactly MinRemaining left before the records'
+			// deadline (the context's minus the reserve); m3 with a
+			// nanosecond less.
 			name:         "custom MinRemaining boundary",
 			records:      []events.SQSMessage{std("m1", ""), std("m2", ""), std("m3", "")},
 			minRemaining: time.Minute,
 			deadlineIn:   time.Hour,
-			advance:      map[string]time.Duration{"m1": 59 * time.Minute, "m2": time.Nanosecond},
+			advance:      map[string]time.Duration{"m1": 59*time.Minute - DefaultReserve, "m2": time.Nanosecond},
 			want:         []outcome{{"m1", nil}, {"m2", nil}, {"m3", ErrDeadline}},
 		},
 		{
@@ -566,9 +581,7 @@ func TestSQSDeadline(t *testing.T) {
 			})
 			opts := Options{Concurrency: 1, MinRemaining: tt.minRemaining, Logger: quiet(), OnRecord: rec.onRecord}
 			resp, err := newSQS(fn, opts, clock.now)(ctx, events.SQSEvent{Records: tt.records})
-			if err != nil {
-				t.Fatal(err)
-			}
+			checkErr(t, resp, err, len(tt.records))
 			var wantFailed, wantCalled []string
 			for _, o := range tt.want {
 				got := rec.only(t, o.id)
@@ -603,9 +616,7 @@ func TestSQSContextCanceled(t *testing.T) {
 		rec := newRecorder()
 		records := []events.SQSMessage{std("m1", "ok"), fifo("a1", "A", "ok"), fifo("a2", "A", "ok")}
 		resp, err := SQS(rec.wrap(byBody), Options{Logger: quiet(), OnRecord: rec.onRecord})(ctx, events.SQSEvent{Records: records})
-		if err != nil {
-			t.Fatal(err)
-		}
+		checkErr(t, resp, err, len(records))
 		if got, want := failedIDs(t, resp), []string{"m1", "a1", "a2"}; !slices.Equal(got, want) {
 			t.Errorf("failed = %q, want %q", got, want)
 		}
@@ -998,6 +1009,46 @@ func BenchmarkSQS(b *testing.B) {
 				resp, err := h(ctx, bm.ev)
 				if err != nil || len(resp.BatchItemFailures) != 0 {
 					b.Fatalf("resp = %+v, err = %v", resp, err)
+				}
+			}
+		})
+	}
+}
+
+// TestSQSFullBatchFailure checks the whole-batch rule: a batch in which every
+// record failed returns a *FullBatchFailureError (with the response listing
+// them all), as Powertools does by default, unless NoFullBatchError is set;
+// any success, or an empty batch, returns no error.
+func TestSQSFullBatchFailure(t *testing.T) {
+	all := []events.SQSMessage{std("m1", "fail"), std("m2", "panic"), fifo("a1", "A", "fail"), fifo("a2", "A", "ok")}
+	one := []events.SQSMessage{std("m1", "fail"), std("m2", "ok")}
+	tests := []struct {
+		name    string
+		records []events.SQSMessage
+		opts    Options
+		wantErr bool
+	}{
+		{"every record failed", all, Options{}, true},
+		{"every record failed, NoFullBatchError", all, Options{NoFullBatchError: true}, false},
+		{"one succeeded", one, Options{}, false},
+		{"empty batch", nil, Options{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := tt.opts
+			opts.Logger = quiet()
+			resp, err := SQS(byBody, opts)(t.Context(), events.SQSEvent{Records: tt.records})
+			var full *FullBatchFailureError
+			if got := errors.As(err, &full); got != tt.wantErr || (!got && err != nil) {
+				t.Fatalf("err = %v, want a *FullBatchFailureError: %v", err, tt.wantErr)
+			}
+			if tt.wantErr {
+				if len(resp.BatchItemFailures) != len(tt.records) {
+					t.Errorf("response lists %d records, want all %d alongside the error", len(resp.BatchItemFailures), len(tt.records))
+				}
+				if len(full.Errs) != len(tt.records) || !errors.Is(err, errRecord) || !errors.Is(err, ErrGroupFailed) ||
+					!errors.As(err, new(*PanicError)) {
+					t.Errorf("error %v does not carry every record's error (%d)", err, len(full.Errs))
 				}
 			}
 		})

@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,12 +48,14 @@ type Config struct {
 	// ExpiresAfter below it. Zero disables the check.
 	MinExpiry time.Duration
 
-	// Lease is how long a claim is held when the context has no deadline;
-	// the operation's context then gets a deadline Lease away, so that an
-	// operation that honours its context stops before its claim can be
-	// taken over (one that ignores it and runs longer can run twice). With
-	// a deadline (as inside Lambda) the lease ends at the deadline plus
-	// SkewMargin. Default [DefaultLease].
+	// Lease is how long a claim is held when the context has no deadline,
+	// counted from before the claim is written. With a deadline (as inside
+	// Lambda) the lease ends at the deadline instead; either way the stored
+	// lease end adds SkewMargin. The operation's context ends a reserve
+	// before the lease (a tenth of it, at most a second), so that an
+	// operation that honours its context returns, and its result is
+	// stored, before its claim can be taken over (one that ignores it and
+	// runs longer can run twice). Default [DefaultLease].
 	Lease time.Duration
 
 	// SkewMargin is added to the end of every lease: a claim stays live
@@ -104,6 +107,16 @@ type Config struct {
 	// OnOutcome, if set, is called once per outcome, after the log line
 	// (for metrics). It must be safe for concurrent use.
 	OnOutcome func(context.Context, Event)
+
+	// ReplayHook, if set, is called when a call returns a stored result
+	// instead of its own run's (outcomes replayed, and double_run without
+	// an error), with that result as stored (nil when none was stored) and
+	// its record; what it returns is decoded into the call's result
+	// instead. It is never called for a call whose operation's result
+	// stands. An error fails the call (outcome failed). It is Powertools'
+	// responseHook / response_hook; [OnReplay] is its typed form. It must
+	// be safe for concurrent use.
+	ReplayHook func(ctx context.Context, result json.RawMessage, rec Record) (json.RawMessage, error)
 }
 
 // Outcome names what the guard did with one call.
@@ -133,6 +146,13 @@ const (
 	// a store error, a result that could not be encoded (the record is
 	// completed without it), or a shared run that failed.
 	OutcomeFailed Outcome = "failed"
+	// OutcomeDoubleRun: the operation ran in this call, but its lease had
+	// passed and another worker took the key over and ran it too (the
+	// promise's first exception): this call's result is discarded. The call
+	// returns the other worker's stored result, or fails with
+	// [ErrInProgress] while that worker still runs. Count it: it is the one
+	// outcome in which the operation ran twice for a key.
+	OutcomeDoubleRun Outcome = "double_run"
 )
 
 // LevelOff, as the level of an outcome in [Config.LogLevels], turns its
@@ -141,12 +161,12 @@ const LevelOff slog.Level = math.MaxInt
 
 // outcomes lists every Outcome, for validating Config.LogLevels.
 var outcomes = []Outcome{OutcomeClaimed, OutcomeTakenOver, OutcomeReplayed, OutcomeInProgress,
-	OutcomeMismatch, OutcomeReleased, OutcomeFailed}
+	OutcomeMismatch, OutcomeReleased, OutcomeFailed, OutcomeDoubleRun}
 
 // DefaultLogLevel is the level at which the guard logs an outcome unless
 // [Config.LogLevels] says otherwise: success below INFO, duplicates and keys
-// in progress visible, failures at ERROR (the table is in the package doc,
-// under Observability).
+// in progress visible, failures and double runs at ERROR (the table is in
+// the package doc, under Observability).
 func DefaultLogLevel(o Outcome) slog.Level {
 	switch o {
 	case OutcomeClaimed:
@@ -165,7 +185,7 @@ type Event struct {
 	ID        string        // the record id; empty when no key could be made
 	MessageID string        // the SQS message id, when called through Wrap
 	Source    string        // where the outcome came from when not from this call's own claim: "store", "cache" or "shared" (another call's run in this process)
-	Ran       bool          // whether the operation was run by this call
+	Ran       bool          // whether the operation was run by this call (set for double_run too, whose result was discarded)
 	Duration  time.Duration // from the call's start to its outcome
 	Err       error         // the error returned to the caller, if any
 }

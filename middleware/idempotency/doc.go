@@ -96,6 +96,27 @@
 // loss (see [WrapJSON]) or that fails the check fails its message with a
 // [*BodyError], before anything is claimed.
 //
+// # Other events
+//
+// [WrapEvent] makes a handler of any event type idempotent, or the
+// per-record function of a stream: an API Gateway, ALB, EventBridge or
+// direct-invocation handler, a Kinesis record's. [EventKeys] takes the key
+// and the validated payload from the event, typed, or with a JMESPath
+// expression over the whole event as Powertools evaluates eventKeyJmesPath
+// (package jmespath's EventKey). A key in progress elsewhere and a key
+// reused with another payload come back as an [*InProgressError] and a
+// [*PayloadMismatchError], which an HTTP handler maps to 409 and 422.
+// [PowertoolsTypeScriptPrefix] and [PowertoolsPythonPrefix] give the
+// Namespace that shares records with a Powertools handler that has no key
+// prefix.
+//
+// # Replay hooks
+//
+// [Config.ReplayHook] (Powertools' responseHook) and its typed form
+// [OnReplay] see every result a call returns from a record rather than
+// from its own run, and can change it: to mark a replayed HTTP response,
+// say.
+//
 // # Payload validation
 //
 // A key reused for other work must not get that work's result. A call
@@ -117,15 +138,18 @@
 //     invocation's), else after [Config.Lease], plus [Config.SkewMargin].
 //  2. If a COMPLETED record is there, its result is returned (replayed); if
 //     an INPROGRESS record with a live lease is there, [ErrInProgress].
-//  3. Otherwise the operation runs. If it fails or panics, the claim is
-//     released ([Store.Release], fenced by the owner token) so a retry can run
-//     it; a panic becomes a [*PanicError].
+//  3. Otherwise the operation runs, under a context that ends a reserve
+//     before the lease (a tenth of it, at most a second), so that its result
+//     can be stored in time. If it fails or panics, the claim is released
+//     ([Store.Release], fenced by the owner token) so a retry can run it; a
+//     panic becomes a [*PanicError].
 //  4. The result is stored ([Store.Complete]), only if this worker still owns
 //     the lease. A worker whose lease was taken over never overwrites the new
 //     owner: it claims the key again, and returns the winner's result if the
 //     winner completed, fails with [ErrInProgress] if the winner still runs,
 //     or, if the key was freed meanwhile, records its own result under the
-//     new claim.
+//     new claim. In the first two cases the operation ran twice, and the
+//     call's outcome says so: [OutcomeDoubleRun].
 //
 // A completion that fails with a store error is retried while the deadline
 // and [Config.CompleteAttempts] allow (not when it cannot succeed: see
@@ -168,6 +192,8 @@
 //	mismatch     ERROR  the key was reused with another payload
 //	released     ERROR  the operation failed, or panicked (the line has the stack)
 //	failed       ERROR  a key, store or encoding error
+//	double_run   ERROR  the operation ran here after its lease passed, and another
+//	                    worker ran it too: the other's result stands
 //
 // Success is below INFO, so a slog handler at INFO logs nothing for a
 // first delivery that succeeds, and one line for each duplicate.
@@ -178,7 +204,7 @@
 //
 // # Errors
 //
-// When [Do], [Wrap] or [WrapJSON] fail, the error they return wraps one of
+// When [Do], [Wrap], [WrapJSON] or [WrapEvent] fail, the error they return wraps one of
 // these; find it with [errors.As] (or [errors.Is] for the sentinels), not
 // with a type assertion on the returned error itself:
 //
@@ -197,6 +223,8 @@
 //     was completed without it), or the stored result does not decode into
 //     the result type.
 //   - the operation's own error; its claim was released.
+//   - a replay hook's error ([Config.ReplayHook], [OnReplay]), wrapped: the
+//     stored result was not returned.
 //
 // Each is logged once, by the guard, as Observability says.
 //

@@ -110,11 +110,13 @@ func (e *StoreError) Error() string {
 
 func (e *StoreError) Unwrap() error { return e.Err }
 
-// PermanentError is an error that tells whether retrying the same store
-// write can help. The guard retries a failed [Store.Complete] unless its
-// error wraps one whose Permanent reports true (an attached write's own
-// condition failed, say), or wraps [ErrLeaseLost] or
-// [ErrAttachUnsupported]. Stores implement it on their error types.
+// PermanentError is an error that tells whether trying again can help. The
+// guard retries a failed [Store.Complete] unless its error wraps one whose
+// Permanent reports true (an attached write's own condition failed, say),
+// or wraps [ErrLeaseLost] or [ErrAttachUnsupported]. Stores implement it on
+// their error types. It is package batch's PermanentError too: a message
+// whose record failed with such an error cannot succeed on a new delivery,
+// and [*BodyError], [*KeyError] and [*PayloadMismatchError] report true.
 type PermanentError interface {
 	error
 	Permanent() bool

@@ -19,6 +19,10 @@ import (
 // returned when the invocation's own context is already done.
 const fencedWriteTimeout = 5 * time.Second
 
+// maxCompleteReserve caps the time kept at the end of a lease for storing
+// the result (see opContext).
+const maxCompleteReserve = time.Second
+
 // Guard runs operations at most once per idempotency key. Create one with
 // [New] at start-up and share it: it is safe for concurrent use.
 type Guard struct {
@@ -214,10 +218,12 @@ type call struct {
 }
 
 // outcome is what one run produced: the result (val when the operation ran
-// in this call, data as stored) and the event to report.
+// in this call, data as stored), the record it came from when it came from
+// one (for the replay hooks), and the event to report.
 type outcome struct {
 	val  any
 	data []byte
+	rec  Record
 	ev   Event
 }
 
@@ -250,14 +256,32 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 		g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: c.messageID, Err: err})
 		return zero, &reported{err}
 	}
+	hook, _ := ctx.Value(replayHookKey{}).(func(context.Context, T, Record) (T, error))
+	opCtx := ctx
+	if hook != nil { // for this call only, not for calls the operation makes
+		opCtx = context.WithValue(ctx, replayHookKey{}, nil)
+	}
 	op := func(ctx context.Context) (any, error) { return fn(ctx) }
-
-	out := g.run(ctx, id, validation, op)
+	out := g.run(opCtx, id, validation, op)
 	out.ev.ID, out.ev.MessageID = id, c.messageID
+	replay := out.ev.Err == nil && (out.ev.Outcome == OutcomeReplayed || out.ev.Outcome == OutcomeDoubleRun)
+	if replay && g.cfg.ReplayHook != nil {
+		if data, err := g.cfg.ReplayHook(ctx, out.data, out.rec); err != nil {
+			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: replay hook for %s: %w", id, err)
+		} else {
+			out.data, out.val = data, nil
+		}
+	}
 	var v T
 	if out.ev.Err == nil {
 		if err := decode(out, &v); err != nil {
 			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: decode stored result of %s into %T: %w", id, v, err)
+		}
+	}
+	if replay && hook != nil && out.ev.Err == nil {
+		var err error
+		if v, err = hook(ctx, v, out.rec); err != nil {
+			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: replay hook for %s: %w", id, err)
 		}
 	}
 	out.ev.Duration = g.cfg.Now().Sub(start)
@@ -332,18 +356,20 @@ func ctxErr(err error) bool {
 
 // shared is the outcome of a call that waited for out's run: the same result
 // and error, but nothing ran in it. A waiter fails if the run failed; it is
-// in progress or mismatched if the run was.
+// in progress or mismatched if the run found the key so (a double run that
+// found the winner still running is in progress for its waiters).
 func (out outcome) shared() outcome {
 	ev := Event{Outcome: OutcomeReplayed, Source: "shared", Err: out.ev.Err}
-	if out.ev.Err != nil {
-		switch out.ev.Outcome {
-		case OutcomeInProgress, OutcomeMismatch:
-			ev.Outcome = out.ev.Outcome
-		default:
-			ev.Outcome = OutcomeFailed
-		}
+	switch {
+	case out.ev.Err == nil:
+	case errors.Is(out.ev.Err, ErrInProgress):
+		ev.Outcome = OutcomeInProgress
+	case out.ev.Outcome == OutcomeMismatch:
+		ev.Outcome = OutcomeMismatch
+	default:
+		ev.Outcome = OutcomeFailed
 	}
-	return outcome{data: out.data, ev: ev}
+	return outcome{data: out.data, rec: out.rec, ev: ev}
 }
 
 func (g *Guard) fromCache(id, validation string) (outcome, bool) {
@@ -361,7 +387,7 @@ func (g *Guard) fromCache(id, validation string) (outcome, bool) {
 	if mismatch(rec, validation) {
 		return outcome{ev: Event{Outcome: OutcomeMismatch, Source: "cache", Err: &PayloadMismatchError{ID: id}}}, true
 	}
-	return outcome{data: rec.Data, ev: Event{Outcome: OutcomeReplayed, Source: "cache"}}, true
+	return outcome{data: rec.Data, rec: rec, ev: Event{Outcome: OutcomeReplayed, Source: "cache"}}, true
 }
 
 func (g *Guard) remember(rec Record) {
@@ -391,6 +417,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 	if err := ctx.Err(); err != nil {
 		return outcome{ev: Event{Outcome: OutcomeFailed, Err: fmt.Errorf("idempotency: not claimed: %w", context.Cause(ctx))}}
 	}
+	claimed := time.Now() // the operation's timer counts from here, before the lease is computed
 	now := g.cfg.Now()
 	rec := g.claim(ctx, id, validation, now)
 	prev, loaded, err := g.cfg.Store.Acquire(ctx, rec, now)
@@ -406,7 +433,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 	}
 
 	att := &attachments{id: id, store: g.cfg.Store}
-	octx, cancel := opContext(ctx, g.cfg.Lease)
+	octx, cancel := g.opContext(ctx, claimed, now)
 	val, err := callOp(context.WithValue(octx, attachKey{}, att), op)
 	cancel()
 	attached := att.close()
@@ -451,14 +478,15 @@ func (g *Guard) completed(rec Record, stored []byte, val any, ev Event) outcome 
 	if !bytes.Equal(stored, rec.Data) {
 		val = nil
 	}
-	rec.Data = stored
+	rec.Data, rec.Attached = stored, nil
 	g.remember(rec)
-	return outcome{val: val, data: stored, ev: ev}
+	return outcome{val: val, data: stored, rec: rec, ev: ev}
 }
 
 // lost handles a completion that found the lease taken over: the winner's
-// outcome stands if it completed; if the record is free again, this call's
-// result is recorded under a new claim.
+// outcome stands if it completed (or it still runs), and this call reports
+// the double run; if the record is free again, this call's result is
+// recorded under a new claim.
 func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, encErr error) outcome {
 	ctx, cancel := writeContext(ctx)
 	defer cancel()
@@ -469,7 +497,11 @@ func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, 
 		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("acquire", done.ID, errors.Join(ErrLeaseLost, err))}}
 	}
 	if loaded {
-		return g.existing(prev, done.Validation, true)
+		out := g.existing(prev, done.Validation, true)
+		if out.ev.Outcome == OutcomeReplayed || out.ev.Outcome == OutcomeInProgress {
+			out.ev.Outcome = OutcomeDoubleRun // another worker ran it too
+		}
+		return out
 	}
 	rec.Status, rec.Data, rec.Attached, rec.ExpiresAt = StatusCompleted, done.Data, done.Attached, done.ExpiresAt
 	stored, err := g.complete(ctx, rec)
@@ -487,7 +519,7 @@ func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
 	switch prev.Status {
 	case StatusCompleted:
 		g.remember(prev)
-		return outcome{data: prev.Data, ev: Event{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
+		return outcome{data: prev.Data, rec: prev, ev: Event{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
 	case StatusInProgress:
 		err := &InProgressError{ID: prev.ID, LeaseUntil: prev.LeaseUntil}
 		return outcome{ev: Event{Outcome: OutcomeInProgress, Ran: ran, Err: err}}
@@ -578,16 +610,22 @@ func (g *Guard) release(ctx context.Context, id, owner string) error {
 	return nil
 }
 
-// opContext is the context an operation runs with: ctx, bounded by the
-// lease when ctx has no deadline of its own, so that an operation that
-// honours its context stops before its claim can be taken over (with a
-// deadline, as inside Lambda, the lease already ends after it). Call
+// opContext is the context an operation runs with: ctx, ending a reserve
+// before the lease this worker may rely on ends, so that an operation that
+// honours its context returns in time for its result to be stored before
+// another worker can take the key over. That lease ends at ctx's deadline
+// (as inside Lambda) or, without one, Config.Lease after the claim was
+// made (the stored lease end adds Config.SkewMargin for other workers'
+// clocks). The Lease timer counts from claimed, the real time taken before
+// the claim was written, as the lease does, however long the write took.
+// The reserve is a tenth of the lease, at most maxCompleteReserve. Call
 // cancel when the operation has returned.
-func opContext(ctx context.Context, lease time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
+func (g *Guard) opContext(ctx context.Context, claimed, now time.Time) (context.Context, context.CancelFunc) {
+	end, span := claimed.Add(g.cfg.Lease), g.cfg.Lease
+	if d, ok := ctx.Deadline(); ok && d.After(now) { // as claim decides
+		end, span = d, d.Sub(claimed)
 	}
-	return context.WithTimeout(ctx, lease)
+	return context.WithDeadline(ctx, end.Add(-max(min(span/10, maxCompleteReserve), 0)))
 }
 
 // encode is the JSON encoding of val, with a panic in a MarshalJSON method

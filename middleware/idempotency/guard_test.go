@@ -238,7 +238,7 @@ func TestDoStateMachine(t *testing.T) {
 					}
 				}
 			},
-			fn: ok, want: stored, wantRan: true, outcome: idempotency.OutcomeReplayed,
+			fn: ok, want: stored, wantRan: true, outcome: idempotency.OutcomeDoubleRun,
 			wantStatus: idempotency.StatusCompleted, acquires: 2,
 		},
 		{
@@ -248,7 +248,7 @@ func TestDoStateMachine(t *testing.T) {
 					f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "winner"})
 				}
 			},
-			fn: ok, wantErr: idempotency.ErrInProgress, wantRan: true, outcome: idempotency.OutcomeInProgress,
+			fn: ok, wantErr: idempotency.ErrInProgress, wantRan: true, outcome: idempotency.OutcomeDoubleRun,
 			wantStatus: idempotency.StatusInProgress, acquires: 2,
 		},
 		{

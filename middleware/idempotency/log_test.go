@@ -130,7 +130,7 @@ func TestFailureLoggedOnce(t *testing.T) {
 		}
 		return "ok", nil
 	}
-	h := batch.SQS(idempotency.WrapPayload(g, keyFn, idempotency.BodySubset("doc"), fn), batch.Options{Logger: logger})
+	h := batch.SQS(idempotency.WrapPayload(g, keyFn, idempotency.BodySubset("doc"), fn), batch.Options{Logger: logger, NoFullBatchError: true})
 	msgs := []struct{ id, body, level, outcome string }{
 		{"fails", `{"k":"a","doc":"fail"}`, "ERROR", "released"},
 		{"panics", `{"k":"b","doc":"panic"}`, "ERROR", "released"},

@@ -20,22 +20,24 @@ type Report struct {
 	Profile Profile
 	Wall    time.Duration
 
-	Keys       int
-	Sent       map[string]int // by kind: first, duplicate, resend
-	Receives   int            // receives logged by workers
-	RecvErrors int            // ReceiveMessage calls that failed (timed out) in workers
-	MaxPerKey  int            // the most receives of one key
-	Kills      map[string]int // by cause: random, after_op, deadline
-	Processes  int            // worker incarnations
-	RunsBegun  int            // operation runs started
-	RunsDone   int            // operation runs that finished (op_done)
-	ExtraRuns  int            // finished runs whose result is not the stored one
-	ExtraKill  int            // ...explained: its worker was killed between the operation and its completion
-	ExtraStore int            // ...explained: its completion failed with a store error (exception 2 of the promise in package idempotency)
-	Acks       int            // deliveries acknowledged (deleted)
-	Paced      int            // visibility changes of failed records (pacing on)
-	PaceFailed int            // ...that SQS refused or that failed
-	Completed  int            // keys COMPLETED at the end
+	Keys        int
+	Sent        map[string]int // by kind: first, duplicate, resend
+	Receives    int            // receives logged by workers
+	RecvErrors  int            // ReceiveMessage calls that failed (timed out) in workers
+	MaxPerKey   int            // the most receives of one key
+	Kills       map[string]int // by cause: random, after_op, deadline
+	Processes   int            // worker incarnations
+	RunsBegun   int            // operation runs started
+	RunsDone    int            // operation runs that finished (op_done)
+	ExtraRuns   int            // finished runs whose result is not the stored one
+	ExtraKill   int            // ...explained: its worker was killed between the operation and its completion
+	ExtraStore  int            // ...explained: its completion failed with a store error (exception 2 of the promise in package idempotency)
+	ExtraDouble int            // ...explained: its call reported double_run (it outlived its lease and another worker ran the key: exception 1)
+	DoubleRuns  int            // double_run outcomes logged
+	Acks        int            // deliveries acknowledged (deleted)
+	Paced       int            // visibility changes of failed records (pacing on)
+	PaceFailed  int            // ...that SQS refused or that failed
+	Completed   int            // keys COMPLETED at the end
 
 	OwnCompletionReplayed int // calls that ran the operation, stored its result and were reported as something other than claimed
 
@@ -65,6 +67,7 @@ type runInfo struct {
 	done      bool
 	stored    bool // an outcome says its completion was stored by this call
 	storeFail bool // an outcome says its completion failed with a store error
+	double    bool // an outcome says another worker ran the key too: double_run
 }
 
 // account checks the promises against the call logs, the table and the DLQ.
@@ -162,6 +165,10 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 				if e.Class == "store_complete" {
 					ri.storeFail = true
 				}
+				if e.Outcome == string(idempotency.OutcomeDoubleRun) {
+					r.DoubleRuns++
+					ri.double = true
+				}
 				if rec, ok := stored(ri.key); ok && rec.Run == e.Run && !ri.stored {
 					r.OwnCompletionReplayed++
 				}
@@ -210,6 +217,9 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 		var unexplained []string
 		for _, id := range ids {
 			if ok && id == rec.Run {
+				if runs[id].double {
+					violate("key %s: run %s reported double_run, yet its result is the stored one", key, id)
+				}
 				continue
 			}
 			ri := runs[id]
@@ -218,6 +228,8 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 				r.ExtraKill++
 			case ri.storeFail:
 				r.ExtraStore++
+			case ri.double:
+				r.ExtraDouble++
 			default:
 				unexplained = append(unexplained, id)
 			}
@@ -347,9 +359,10 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 	})
 	row("store requests", func(r *Report) string { return fmt.Sprint(r.StoreRequests) })
 	row("runs begun / finished", func(r *Report) string { return fmt.Sprintf("%d / %d", r.RunsBegun, r.RunsDone) })
-	row("extra runs (killed after op / completion failed)", func(r *Report) string {
-		return fmt.Sprintf("%d (%d / %d)", r.ExtraRuns, r.ExtraKill, r.ExtraStore)
+	row("extra runs (killed after op / completion failed / double_run)", func(r *Report) string {
+		return fmt.Sprintf("%d (%d / %d / %d)", r.ExtraRuns, r.ExtraKill, r.ExtraStore, r.ExtraDouble)
 	})
+	row("double_run outcomes", func(r *Report) string { return fmt.Sprint(r.DoubleRuns) })
 	row("own completion reported as not claimed", func(r *Report) string { return fmt.Sprint(r.OwnCompletionReplayed) })
 	row("acknowledged deliveries", func(r *Report) string { return fmt.Sprint(r.Acks) })
 	row("visibility changes (failed)", func(r *Report) string { return fmt.Sprintf("%d (%d)", r.Paced, r.PaceFailed) })

@@ -98,6 +98,30 @@ func TestAccount(t *testing.T) {
 		records: completed("b-1"),
 		want:    []string{"run a-1 finished in a"},
 	}, {
+		name: "second run reported as double_run by the worker that outlived its lease",
+		incs: []incarnation{{Name: "a"}, {Name: "b"}},
+		logs: map[string][]entry{
+			"a": {recv("m1", 1), run(evOpStart, "m1", "a-1", 2), run(evOpDone, "m1", "a-1", 30),
+				{T: 31, Ev: evOutcome, Msg: "m1", Key: k, Run: "a-1", Ran: true, Outcome: "double_run"}, record("m1", "", 32), ack("m1", "b-1", 33)},
+			"b": {recv("m2", 10), run(evOpStart, "m2", "b-1", 11), run(evOpDone, "m2", "b-1", 12), {T: 13, Ev: evOutcome, Msg: "m2", Key: k, Run: "b-1", Ran: true, Outcome: "taken_over"},
+				record("m2", "", 14), ack("m2", "b-1", 15)},
+		},
+		records: completed("b-1"),
+		check: func(t *testing.T, r *Report) {
+			if r.ExtraRuns != 1 || r.ExtraDouble != 1 || r.DoubleRuns != 1 {
+				t.Errorf("extra runs %d (double_run %d), double_run outcomes %d; want 1 (1), 1", r.ExtraRuns, r.ExtraDouble, r.DoubleRuns)
+			}
+		},
+	}, {
+		name: "double_run reported by the run whose result is stored",
+		incs: []incarnation{{Name: "a"}},
+		logs: map[string][]entry{"a": {
+			recv("m1", 1), run(evOpStart, "m1", "a-1", 2), run(evOpDone, "m1", "a-1", 3),
+			{T: 4, Ev: evOutcome, Msg: "m1", Key: k, Run: "a-1", Ran: true, Outcome: "double_run"}, ack("m1", "a-1", 6),
+		}},
+		records: completed("a-1"),
+		want:    []string{"run a-1 reported double_run, yet its result is the stored one"},
+	}, {
 		name: "acknowledged with another result",
 		incs: []incarnation{{Name: "a"}},
 		logs: map[string][]entry{"a": {

@@ -13,7 +13,8 @@
 // [BuildWorker]) and a producer. Each worker receives batches, runs the
 // real batch handler (package batch) around the real guard (package
 // idempotency) on the real store (package dynamostore), under an invocation
-// deadline, and deletes the records that did not fail. The operation appends
+// deadline, and deletes the records that did not fail; the event and the
+// settling of the batch are package internal/testenv/esm's. The operation appends
 // "op_start" and "op_done" to the worker's call log, fsync'd, and returns its
 // run id, which becomes the stored result. The producer sends every key
 // once, some twice byte for byte (a broker duplicate), and some again with a

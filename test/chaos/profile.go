@@ -78,6 +78,14 @@ func base(name string, keys, workers int, seed uint64) Profile {
 //   - all: both at once.
 //   - lambda: all, with the shipped stack's proportions: a 3 s invocation
 //     deadline and a visibility timeout six times that, 18 s.
+//   - overrun: process, with clocks up to 10 s apart, far beyond the guard's
+//     1 s skew margin, and a quarter of the runs slow: a worker whose clock
+//     runs ahead takes over live leases, so the operation of a key runs
+//     twice, as the promise allows when a worker outlives its lease (here:
+//     its lease as another clock reads it). Every such run must be
+//     reported double_run by the worker that lost the key, and no other
+//     promise may break. Run it with pacing off: paced redeliveries come
+//     back after the lease, and rarely meet the run.
 func Profiles(keys, workers int, seed uint64) []Profile {
 	// The producer sends for about a second per 12 keys (moto_server on a
 	// shared machine serves a few dozen requests a second), and re-sends up
@@ -114,7 +122,12 @@ func Profiles(keys, workers int, seed uint64) []Profile {
 	lambda.MinRemaining = time.Second // room for the completion and the visibility changes
 	lambda.SlowProb, lambda.SlowMin, lambda.SlowMax = 0.05, time.Second, 1800*time.Millisecond
 	lambda.Drain = 5 * time.Minute
-	return []Profile{process, store, all, lambda}
+
+	overrun := process
+	overrun.Name = "overrun"
+	overrun.ClockSkew = 5 * time.Second
+	overrun.SlowProb = 0.25 // slow runs outlive their message's visibility: the redelivery meets them
+	return []Profile{process, store, all, lambda, overrun}
 }
 
 // Short is the profile `go test` runs: every fault at once on 100 keys and
@@ -128,7 +141,7 @@ func Short(seed uint64) Profile {
 }
 
 // ProfileByName returns the profile called name ("process", "store",
-// "all", "lambda" or "short"). A suffix ":on" or ":off" sets its pacing.
+// "all", "lambda", "overrun" or "short"). A suffix ":on" or ":off" sets its pacing.
 func ProfileByName(name string, keys, workers int, seed uint64) (Profile, error) {
 	name, pacing, paced := strings.Cut(name, ":")
 	if paced && pacing != "on" && pacing != "off" {
@@ -143,7 +156,7 @@ func ProfileByName(name string, keys, workers int, seed uint64) (Profile, error)
 			return p, nil
 		}
 	}
-	return Profile{}, fmt.Errorf("chaos: unknown profile %q (want process, store, all, lambda or short)", name)
+	return Profile{}, fmt.Errorf("chaos: unknown profile %q (want process, store, all, lambda, overrun or short)", name)
 }
 
 func (p Profile) validate() error {

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
@@ -207,7 +208,7 @@ func (w *worker) poll(ctx context.Context) {
 		QueueUrl:                    aws.String(w.cfg.QueueURL),
 		MaxNumberOfMessages:         w.cfg.BatchSize,
 		WaitTimeSeconds:             1,
-		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		MessageSystemAttributeNames: esm.SystemAttributes,
 	})
 	cancel()
 	if err != nil {
@@ -221,21 +222,11 @@ func (w *worker) poll(ctx context.Context) {
 	if len(out.Messages) == 0 {
 		return
 	}
-	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(out.Messages))}
-	logged := make([]entry, len(out.Messages))
-	for i, m := range out.Messages {
-		ev.Records[i] = events.SQSMessage{
-			MessageId:      aws.ToString(m.MessageId),
-			ReceiptHandle:  aws.ToString(m.ReceiptHandle),
-			Body:           aws.ToString(m.Body),
-			Md5OfBody:      aws.ToString(m.MD5OfBody),
-			Attributes:     m.Attributes,
-			EventSource:    "aws:sqs",
-			EventSourceARN: w.cfg.QueueARN,
-			AWSRegion:      "us-east-1",
-		}
-		n, _ := strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
-		logged[i] = entry{Ev: evRecv, Msg: ev.Records[i].MessageId, Key: keyOf(ev.Records[i].Body), N: n}
+	ev := esm.Event(w.cfg.QueueARN, out.Messages)
+	logged := make([]entry, len(ev.Records))
+	for i, r := range ev.Records {
+		n, _ := strconv.Atoi(r.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
+		logged[i] = entry{Ev: evRecv, Msg: r.MessageId, Key: keyOf(r.Body), N: n}
 	}
 	if err := w.log.write(logged...); err != nil {
 		w.slog.Error("call log", "error", err)
@@ -255,20 +246,17 @@ func (w *worker) poll(ctx context.Context) {
 	}
 	icancel()
 
-	failed := make(map[string]bool, len(resp.BatchItemFailures))
-	for _, f := range resp.BatchItemFailures {
-		failed[f.ItemIdentifier] = true
+	acked, err := esm.Acknowledged(ev, resp)
+	if err != nil {
+		w.slog.Error("batch response", "error", err)
+		return // Lambda fails the whole batch: the messages come back
 	}
 	// The acknowledgement is decided here: log it (with the result the
 	// record saw) before deleting, so that a kill during the delete cannot
 	// hide it from the accounting.
-	var del []sqstypes.DeleteMessageBatchRequestEntry
-	var acks []entry
-	for i, r := range ev.Records {
-		if !failed[r.MessageId] {
-			del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(r.ReceiptHandle)})
-			acks = append(acks, entry{Ev: evAck, Msg: r.MessageId, Key: keyOf(r.Body), Run: inv.result(r.MessageId).Run})
-		}
+	acks := make([]entry, len(acked))
+	for i, r := range acked {
+		acks[i] = entry{Ev: evAck, Msg: r.MessageId, Key: keyOf(r.Body), Run: inv.result(r.MessageId).Run}
 	}
 	if len(acks) > 0 {
 		if err := w.log.write(acks...); err != nil {
@@ -276,15 +264,10 @@ func (w *worker) poll(ctx context.Context) {
 			return // not acknowledged: the messages come back
 		}
 	}
-	for len(del) > 0 {
-		chunk := del[:min(10, len(del))]
-		del = del[len(chunk):]
-		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := w.sqs.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(w.cfg.QueueURL), Entries: chunk})
-		cancel()
-		if err != nil {
-			w.slog.Error("delete", "error", err) // the messages come back
-		}
+	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := esm.Delete(dctx, w.sqs, w.cfg.QueueURL, acked); err != nil {
+		w.slog.Error("delete", "error", err) // the messages come back
 	}
 }
 

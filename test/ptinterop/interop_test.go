@@ -89,8 +89,9 @@ type sqsonce struct {
 	mu      sync.Mutex
 	ran     []string
 	results map[string]result
-	block   chan struct{} // when set, the operation waits for it to close
-	started chan struct{} // closed when the operation starts, with block set
+	block   chan struct{}                // when set, the operation waits for it to close
+	started chan struct{}                // closed when the operation starts, with block set
+	events  map[string]idempotency.Event // the guard's outcome, by message id
 }
 
 type result struct {
@@ -106,6 +107,12 @@ func newSqsonce(t *testing.T, tb table, opts ...guardOption) *sqsonce {
 		Format:    idempotency.FormatPowertoolsTypeScript,
 		Logger:    slog.New(slog.DiscardHandler),
 	}}
+	s := &sqsonce{results: map[string]result{}, events: map[string]idempotency.Event{}}
+	cfg.OnOutcome = func(_ context.Context, ev idempotency.Event) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.events[ev.MessageID] = ev
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -113,7 +120,6 @@ func newSqsonce(t *testing.T, tb table, opts ...guardOption) *sqsonce {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sqsonce{results: map[string]result{}}
 	wrap := idempotency.Wrap[any]
 	if cfg.payload != nil {
 		wrap = func(g *idempotency.Guard, key idempotency.KeyFunc, fn func(context.Context, events.SQSMessage) (any, error)) func(context.Context, events.SQSMessage) (any, error) {
@@ -145,7 +151,7 @@ func newSqsonce(t *testing.T, tb table, opts ...guardOption) *sqsonce {
 		s.results[m.MessageId] = result{v, err}
 		s.mu.Unlock()
 		return v, err
-	}, batch.Options{Logger: slog.New(slog.DiscardHandler)})
+	}, batch.Options{Logger: slog.New(slog.DiscardHandler), NoFullBatchError: true}) // as the driver's throwOnFullBatchFailure: false
 	return s
 }
 
@@ -168,6 +174,12 @@ func (s *sqsonce) result(id string) result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.results[id]
+}
+
+func (s *sqsonce) outcome(id string) idempotency.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.events[id]
 }
 
 // body is the message both sides read: the key, the payload that
@@ -406,6 +418,10 @@ func TestReclaim(t *testing.T) {
 		}
 		if got := s.result(first.MessageId).val; !sameJSON(t, got, `"second"`) {
 			t.Errorf("sqsonce returned %#v, want Powertools' stored result", got)
+		}
+		// Both ran: sqsonce says so, with an outcome of its own.
+		if ev := s.outcome(first.MessageId); ev.Outcome != idempotency.OutcomeDoubleRun || !ev.Ran {
+			t.Errorf("sqsonce's outcome %q (ran %v), want double_run with ran", ev.Outcome, ev.Ran)
 		}
 		check := message(key, nil, `"third"`)
 		rep = powertools(t, tb, nil, check)

@@ -49,9 +49,9 @@ var stores = []store{
 		return s
 	}},
 	{"redis", func(b *testing.B) idempotency.Store {
-		rdb := redis.NewClient(&redis.Options{Addr: redisSrv.Addr(b)})
+		rdb := redis.NewClient(&redis.Options{Addr: redisSrv.Addr(b), ContextTimeoutEnabled: true})
 		b.Cleanup(func() { rdb.Close() })
-		s, err := redisstore.New(rdb)
+		s, err := redisstore.New(context.Background(), rdb)
 		if err != nil {
 			b.Fatal(err)
 		}

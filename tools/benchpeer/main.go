@@ -568,7 +568,7 @@ func newWorker(req powertools.Request) (*worker, error) {
 			return nil, err
 		}
 		return b.Result, nil
-	}), batch.Options{Logger: quiet})
+	}), batch.Options{Logger: quiet, NoFullBatchError: true}) // as the driver's throwOnFullBatchFailure: false
 	return w, nil
 }
 

@@ -18,8 +18,11 @@
 // Lambda batch can hold up to 10,000 records), at most [DefaultConcurrency]
 // calls at a time unless [WithConcurrency] says otherwise. Timeouts are
 // rounded up to whole seconds (SQS's unit), so that a message never comes
-// back before the moment it was paced for, and clamped to SQS's 0 to 12
-// hours. Each entry's outcome is reported on its own: an entry SQS refused
+// back before the moment it was paced for (package batch keeps them within
+// SQS's 12 hours since the receive, in whole seconds at that limit). No call
+// is sent once the context is done: package batch ends it before the
+// invocation's deadline, and its changes fail with the context's cause.
+// Each entry's outcome is reported on its own: an entry SQS refused
 // (listed in the call's Failed entries, such as an expired receipt handle),
 // the entries of a call that failed as a whole, and a change whose queue
 // URL cannot be made each get an error; the others are applied.
@@ -27,7 +30,8 @@
 // # Queue URL
 //
 // A record carries its queue's ARN, and the API takes the queue's URL:
-// [QueueURL] derives https://sqs.{region}.amazonaws.com/{account}/{name}
-// (amazonaws.com.cn in the aws-cn partition). Emulators use URLs of their
-// own; [WithQueueURL] replaces the derivation.
+// [QueueURL] derives https://sqs.{region}.{domain}/{account}/{name}, with
+// the domain of the ARN's partition (amazonaws.com, amazonaws.com.cn,
+// amazonaws.eu, and those of the ISO partitions: see [QueueURL]). Emulators
+// use URLs of their own; [WithQueueURL] replaces the derivation.
 package sqsvisibility

@@ -194,7 +194,12 @@ func TestQueueURL(t *testing.T) {
 		{"arn:aws:sns:us-east-1:123456789012:topic", ""},
 		{"arn:aws:sqs:us-east-1:123456789012", ""},
 		{"arn:aws:sqs::123456789012:q", ""},
-		{"arn:aws-iso:sqs:us-iso-east-1:123456789012:q", ""},
+		{"arn:aws-iso:sqs:us-iso-east-1:123456789012:q", "https://sqs.us-iso-east-1.c2s.ic.gov/123456789012/q"},
+		{"arn:aws-iso-b:sqs:us-isob-east-1:123456789012:q", "https://sqs.us-isob-east-1.sc2s.sgov.gov/123456789012/q"},
+		{"arn:aws-iso-e:sqs:eu-isoe-west-1:123456789012:q", "https://sqs.eu-isoe-west-1.cloud.adc-e.uk/123456789012/q"},
+		{"arn:aws-iso-f:sqs:us-isof-south-1:123456789012:q.fifo", "https://sqs.us-isof-south-1.csp.hci.ic.gov/123456789012/q.fifo"},
+		{"arn:aws-eusc:sqs:eusc-de-east-1:123456789012:q", "https://sqs.eusc-de-east-1.amazonaws.eu/123456789012/q"},
+		{"arn:aws-future:sqs:xx-east-1:123456789012:q", ""},
 		{"", ""},
 	} {
 		got, err := sqsvisibility.QueueURL(tt.arn)

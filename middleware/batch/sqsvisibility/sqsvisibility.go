@@ -91,22 +91,37 @@ func New(api API, opts ...Option) (*Changer, error) {
 
 // QueueURL derives a queue's URL from its ARN,
 // arn:{partition}:sqs:{region}:{account}:{name}, as
-// https://sqs.{region}.amazonaws.com/{account}/{name} (amazonaws.com.cn in
-// the aws-cn partition).
+// https://sqs.{region}.{domain}/{account}/{name}, where domain is the
+// partition's DNS suffix as the AWS SDK's endpoint data has it:
+// amazonaws.com in aws and aws-us-gov, amazonaws.com.cn in
+// aws-cn, amazonaws.eu in aws-eusc, c2s.ic.gov in aws-iso, sc2s.sgov.gov
+// in aws-iso-b, cloud.adc-e.uk in aws-iso-e, csp.hci.ic.gov in aws-iso-f.
+// Another partition is an error naming [WithQueueURL].
 func QueueURL(arn string) (string, error) {
 	parts := strings.Split(arn, ":")
 	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[3] == "" || parts[4] == "" || parts[5] == "" {
 		return "", fmt.Errorf("sqsvisibility: %q is not an SQS queue ARN (arn:aws:sqs:{region}:{account}:{name})", arn)
 	}
-	domain := "amazonaws.com"
-	switch parts[1] {
-	case "aws", "aws-us-gov":
-	case "aws-cn":
-		domain = "amazonaws.com.cn"
-	default:
+	domain, ok := domains[parts[1]]
+	if !ok {
 		return "", fmt.Errorf("sqsvisibility: queue ARN %q: no URL known for partition %q; use WithQueueURL", arn, parts[1])
 	}
 	return "https://sqs." + parts[3] + "." + domain + "/" + parts[4] + "/" + parts[5], nil
+}
+
+// domains is the DNS suffix of SQS's endpoints in each partition, as the
+// SDK's partition data (internal/endpoints/awsrulesfn/partitions.json)
+// gives it; TestQueueURLMatchesSDK checks it against the SDK's endpoint
+// resolver for every region the SDK knows.
+var domains = map[string]string{
+	"aws":        "amazonaws.com",
+	"aws-cn":     "amazonaws.com.cn",
+	"aws-us-gov": "amazonaws.com",
+	"aws-eusc":   "amazonaws.eu",
+	"aws-iso":    "c2s.ic.gov",
+	"aws-iso-b":  "sc2s.sgov.gov",
+	"aws-iso-e":  "cloud.adc-e.uk",
+	"aws-iso-f":  "csp.hci.ic.gov",
 }
 
 // EntryError is the error of one change that SQS refused in a batch call's
@@ -178,6 +193,15 @@ type call struct {
 // send makes one call and returns the error of each of its entries.
 func (c *Changer) send(ctx context.Context, cl call, changes []batch.VisibilityChange) []error {
 	errs := make([]error, len(cl.idx))
+	if ctx.Err() != nil {
+		// The caller's time is up (package batch ends it before the
+		// invocation's deadline): a call now could only fail or run late.
+		err := fmt.Errorf("sqsvisibility: not sent: %w", context.Cause(ctx))
+		for j := range errs {
+			errs[j] = err
+		}
+		return errs
+	}
 	entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(cl.idx))
 	for j, i := range cl.idx {
 		entries[j] = types.ChangeMessageVisibilityBatchRequestEntry{

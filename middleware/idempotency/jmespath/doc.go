@@ -12,8 +12,7 @@
 // Powertools eventKeyJmesPath or payloadValidationJmesPath carries over
 // unchanged; with [idempotency.FormatPowertoolsPython] or
 // [idempotency.FormatPowertoolsTypeScript] it gives the same record ids and
-// validation hashes as that runtime. [Expression.SelectJSON] and [EventKey]
-// evaluate the same way on a whole Lambda event of another kind.
+// validation hashes as that runtime.
 //
 // # Missing keys fail closed
 //
@@ -74,6 +73,20 @@
 //   - expressions the two parse differently (a filter or * right after a
 //     filter's projection) or that call an unknown function: these fail at
 //     [Compile].
+//
+// # Whole events
+//
+// [Expression.SelectJSON] evaluates an expression on a whole Lambda event,
+// as Powertools evaluates eventKeyJmesPath for a handler made idempotent
+// with makeIdempotent or @idempotent, and [EventKey] makes it the key
+// function of idempotency.WrapEvent for an event type:
+//
+//	key := jmespath.EventKey[events.APIGatewayV2HTTPRequest](jmespath.MustCompile(`powertools_json(body).order_id`))
+//	h := idempotency.WrapEvent(g, idempotency.EventKeys[events.APIGatewayV2HTTPRequest]{KeyFunc: key}, createOrder)
+//
+// The event is read as powertools_json reads JSON (the rules and refusals
+// above), in place, with the same selector, functions and cost as Select:
+// one expression on one value gives one record id whichever reads it.
 //
 // # Cost
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -74,10 +75,23 @@ func statements(attached []any) ([]Statement, error) {
 }
 
 // completeWith completes rec and runs stmts in one batch: the batch's
-// implicit transaction commits all of it or nothing.
+// implicit transaction commits all of it or nothing. A batch refused for
+// a stale cached plan (DDL on a table it touches) did not run, and is sent
+// again.
 func (s *Store) completeWith(ctx context.Context, rec idempotency.Record, stmts []Statement) error {
+	for attempt := 1; ; attempt++ {
+		stale, err := s.completeBatch(ctx, rec, stmts)
+		if !stale || attempt == stalePlanAttempts || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// completeBatch sends the batch once. stale reports a batch refused for a
+// stale cached plan: nothing of it ran.
+func (s *Store) completeBatch(ctx context.Context, rec idempotency.Record, stmts []Statement) (stale bool, err error) {
 	b := &pgx.Batch{}
-	b.Queue(s.sql.completeOrAbort, rec.ID, rec.Owner, rec.ExpiresAt, rec.Data)
+	b.Queue(s.sql.completeOrAbort, rec.ID, rec.Owner, micros(rec.ExpiresAt), rec.Data)
 	for _, st := range stmts {
 		b.Queue(st.SQL, st.Args...)
 	}
@@ -95,43 +109,69 @@ func (s *Store) completeWith(ctx context.Context, rec idempotency.Record, stmts 
 		}
 	}
 	closeErr := br.Close()
+	stale = stalePlan(fenceErr) || stalePlan(stmtErr)
 	var pgErr *pgconn.PgError
+	var pre pgx.ErrPreprocessingBatch
 	switch {
+	case fenceErr != nil && errors.As(fenceErr, &pre):
+		// pgx prepares the batch's new statements, and encodes every
+		// argument, before running any: the failure belongs to the
+		// statement it names, and nothing ran.
+		i := slices.IndexFunc(stmts, func(st Statement) bool { return st.SQL == pre.SQL() })
+		if i < 0 {
+			return stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: preparing the completion's fenced update: %w", fenceErr))
+		}
+		return stale, storeError("complete", rec.ID, &StatementError{Index: i, Err: fenceErr, unencodable: !errors.As(fenceErr, &pgErr)})
 	case fenceErr != nil && errors.As(fenceErr, &pgErr) && pgErr.Code == "22012": // division_by_zero: the fence failed
 		var status, owner *string
-		err := s.db.QueryRow(ctx, s.sql.state, rec.ID).Scan(&status, &owner)
+		err := s.queryRow(ctx, s.sql.state, []any{rec.ID}, &status, &owner)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return storeError("complete", rec.ID, fmt.Errorf("pgstore: read the record after its completion was refused: %w", err))
+			return stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: read the record after its completion was refused: %w", err))
 		}
-		return fenced("complete", rec.ID, rec.Owner, false, status, owner)
-	case fenceErr != nil && errors.As(fenceErr, &pgErr):
-		// pgx prepares the batch's new statements before running any: a
-		// statement the server refuses to prepare fails the first result.
-		return storeError("complete", rec.ID, &StatementError{Index: -1, Err: fenceErr})
+		return stale, fenced("complete", rec.ID, rec.Owner, false, status, owner)
 	case fenceErr != nil:
-		return storeError("complete", rec.ID, fenceErr)
+		// The fenced update itself failed (a lock timeout, a cancelled
+		// statement, a lost connection): nothing was written.
+		return stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: the completion's fenced update: %w", fenceErr))
 	case stmtErr != nil:
-		return storeError("complete", rec.ID, &StatementError{Index: failed, Err: stmtErr})
+		return stale, storeError("complete", rec.ID, &StatementError{Index: failed, Err: stmtErr})
 	case closeErr != nil:
-		return storeError("complete", rec.ID, closeErr)
+		return stale, storeError("complete", rec.ID, closeErr)
 	}
-	return nil
+	return false, nil
 }
 
 // StatementError reports an attached statement that failed: nothing of the
 // completion's transaction was committed and the record is still in
-// progress. It never wraps [idempotency.ErrLeaseLost].
+// progress. It never wraps [idempotency.ErrLeaseLost]. Its message names
+// the statement, the SQLSTATE and the constraint, table and column the
+// server names, but not the server's message, which may quote an
+// argument: that is in the wrapped *pgconn.PgError.
 type StatementError struct {
-	// Index is the statement's in Record.Attached, or -1 when the server
-	// refused to prepare one of the batch's statements (a syntax error, a
-	// missing table): pgx prepares them all before running any.
+	// Index is the statement's in Record.Attached: the one that failed, or
+	// the one the server refused to prepare or whose arguments did not
+	// encode (pgx prepares and encodes them all before running any).
 	Index int
 	Err   error // the driver's error, often a *pgconn.PgError
+
+	unencodable bool // an argument does not encode as its parameter's type
 }
 
 func (e *StatementError) Error() string {
-	if e.Index < 0 {
-		return fmt.Sprintf("pgstore: preparing the completion's statements: %v", e.Err)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(e.Err, &pgErr):
+		msg := fmt.Sprintf("pgstore: attached statement %d failed: SQLSTATE %s", e.Index, pgErr.Code)
+		for _, n := range []struct{ what, name string }{
+			{"table", pgErr.TableName}, {"column", pgErr.ColumnName}, {"constraint", pgErr.ConstraintName},
+		} {
+			if n.name != "" {
+				msg += fmt.Sprintf(", %s %s", n.what, n.name)
+			}
+		}
+		return msg
+	case e.unencodable:
+		return fmt.Sprintf("pgstore: attached statement %d: an argument does not encode as its parameter's type", e.Index)
 	}
 	return fmt.Sprintf("pgstore: attached statement %d: %v", e.Index, e.Err)
 }
@@ -141,13 +181,17 @@ func (e *StatementError) Unwrap() error { return e.Err }
 
 // Permanent reports whether running the same statements again cannot help:
 // PostgreSQL refused them for their data, a constraint, their syntax or
-// their access rights (SQLSTATE classes 22, 23, 42, 0A). A serialization
-// failure, a deadlock or a lost connection is not permanent. The guard does
-// not retry a completion that failed permanently (see
+// their access rights (SQLSTATE classes 22, 23, 42, 0A, except a stale
+// cached plan, which the store retries), or an argument does not encode. A
+// serialization failure, a deadlock or a lost connection is not permanent.
+// The guard does not retry a completion that failed permanently (see
 // [idempotency.PermanentError]).
 func (e *StatementError) Permanent() bool {
+	if e.unencodable {
+		return true
+	}
 	var pgErr *pgconn.PgError
-	if !errors.As(e.Err, &pgErr) || len(pgErr.Code) < 2 {
+	if !errors.As(e.Err, &pgErr) || len(pgErr.Code) < 2 || stalePlan(e.Err) {
 		return false
 	}
 	switch pgErr.Code[:2] {

@@ -14,8 +14,9 @@
 //
 // [Store.CreateSchema] creates the store's table, "idempotency" unless
 // [WithTable] names another, in the connection's current schema, with
-// Powertools for AWS Lambda's attribute names as columns ([Schema], the
-// file schema.sql, is the same SQL for the default table):
+// Powertools for AWS Lambda's attribute names as columns (names only:
+// Powertools has no PostgreSQL layer to share records with). [Schema], the
+// file schema.sql, is the same SQL for the default table:
 //
 //	id                      text PRIMARY KEY   "{namespace}#{digest}"
 //	status                  text               INPROGRESS or COMPLETED
@@ -41,7 +42,12 @@
 //	complete with attached writes    1  one batch: the fenced UPDATE, then the statements
 //
 // pgx prepares a statement the first time it runs on a connection (one round
-// trip more, once per statement and connection). A claim refused by a record
+// trip more, once per statement and connection). After DDL that changes
+// the result type of a prepared statement (altering a column of the table,
+// or of a table an attached statement returns rows from), PostgreSQL
+// refuses its next run once, SQLSTATE 0A000 "cached plan must not change
+// result type": the statement did not run, pgx drops it from the
+// connection's cache, and the store sends it again (one round trip more). A claim refused by a record
 // that a concurrent claim committed while the statement ran costs one SELECT
 // more: the statement's snapshot could not see that record. pgxpool may ping
 // a connection that was idle before handing it out (see its ShouldPing).
@@ -56,7 +62,10 @@
 // fail with [idempotency.ErrLeaseLost]; a Complete that finds the record
 // already COMPLETED by its own owner (an earlier attempt whose reply was
 // lost) succeeds without writing again. Times are compared with the
-// caller's clock, as the guard passes it.
+// caller's clock, as the guard passes it, in microseconds, the resolution
+// of timestamptz: the store truncates now, the expiry and the lease to it,
+// so that Go and SQL compare the same values (a lease ending within the
+// microsecond of now is live).
 //
 // # Attached statements
 //
@@ -81,6 +90,14 @@
 // Every error returned by Acquire, Complete and Release is an
 // [*idempotency.StoreError] with Op and ID set. A lost lease wraps
 // [idempotency.ErrLeaseLost]; an attached statement that failed wraps a
-// [*StatementError]; a failed statement of the store wraps pgx's error (a
-// *pgconn.PgError, a connection error, a context deadline).
+// [*StatementError], whose message names the statement and the SQLSTATE
+// but not the server's message (which can quote an argument); a failed
+// statement of the store, the completion's fenced update included, wraps
+// pgx's error (a *pgconn.PgError, a connection error, a context deadline).
+//
+// Each step ends at its context's deadline. pgx then closes the connection
+// without cancelling the statement on the server (unless the pool is
+// configured with pgconn's CancelRequestContextWatcherHandler), which may
+// still run it, for example once a lock it waits for is free: like a lost
+// reply, the error says nothing of whether the step was applied.
 package pgstore

@@ -153,7 +153,9 @@ func ownClaim(r, rec idempotency.Record) bool {
 // its lease passed, which also returns the record that refused the claim.
 // Only when that record was committed by a concurrent claim after the
 // statement began (so the statement could not see it) does Acquire read
-// it, with one SELECT more.
+// it, with one SELECT more. Times are kept and compared in microseconds,
+// the resolution of timestamptz: now, the expiry and the lease are
+// truncated to it.
 func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
 	if rec.ID == "" {
 		return idempotency.Record{}, false, storeError("acquire", "", errors.New("pgstore: empty record id"))
@@ -162,13 +164,14 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		return idempotency.Record{}, false, storeError("acquire", rec.ID,
 			errors.New("pgstore: record has no owner: its Complete and Release could not be fenced"))
 	}
+	now = micros(now)
 	for range 2 {
 		var (
 			claimed bool
 			old     row
 		)
-		err := s.db.QueryRow(ctx, s.sql.claim, rec.ID, rec.ExpiresAt, rec.LeaseUntil, rec.Validation, rec.Owner, now).
-			Scan(&claimed, &old.status, &old.expiration, &old.lease, &old.data, &old.validation, &old.owner)
+		err := s.queryRow(ctx, s.sql.claim, []any{rec.ID, micros(rec.ExpiresAt), micros(rec.LeaseUntil), rec.Validation, rec.Owner, now},
+			&claimed, &old.status, &old.expiration, &old.lease, &old.data, &old.validation, &old.owner)
 		if err != nil {
 			return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
 		}
@@ -184,8 +187,8 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		}
 		// Refused by a record the statement did not see as it is now.
 		var cur row
-		err = s.db.QueryRow(ctx, s.sql.read, rec.ID).
-			Scan(&cur.status, &cur.expiration, &cur.lease, &cur.data, &cur.validation, &cur.owner)
+		err = s.queryRow(ctx, s.sql.read, []any{rec.ID},
+			&cur.status, &cur.expiration, &cur.lease, &cur.data, &cur.validation, &cur.owner)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // gone again: claim again
 		}
@@ -202,6 +205,37 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 	}
 	return idempotency.Record{}, false, storeError("acquire", rec.ID,
 		errors.New("pgstore: the record changed between the claim and its read, twice; not claimed"))
+}
+
+// micros truncates t to microseconds, the resolution of timestamptz, so
+// that the store compares times in Go as PostgreSQL does.
+func micros(t time.Time) time.Time { return t.Truncate(time.Microsecond) }
+
+// stalePlanAttempts bounds how often a statement refused for a stale
+// cached plan is sent: pgx drops the statement from the connection's cache
+// on the error, and the pool may hand out other connections that cached
+// it too.
+const stalePlanAttempts = 4
+
+// stalePlan reports whether err is PostgreSQL refusing a prepared
+// statement whose result type changed since it was prepared (DDL on its
+// table): SQLSTATE 0A000 "cached plan must not change result type". The
+// statement did not run, and runs once prepared again.
+func stalePlan(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "0A000" &&
+		(pgErr.Routine == "RevalidateCachedQuery" || strings.Contains(pgErr.Message, "cached plan must not change result type"))
+}
+
+// queryRow runs sql and scans its one row into dest, sending it again
+// when its cached plan was stale.
+func (s *Store) queryRow(ctx context.Context, sql string, args []any, dest ...any) error {
+	for attempt := 1; ; attempt++ {
+		err := s.db.QueryRow(ctx, sql, args...).Scan(dest...)
+		if err == nil || !stalePlan(err) || attempt == stalePlanAttempts || ctx.Err() != nil {
+			return err
+		}
+	}
 }
 
 // Complete implements [idempotency.Store.Complete]: one UPDATE fenced by
@@ -228,7 +262,7 @@ func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
 		done          bool
 		status, owner *string
 	)
-	err = s.db.QueryRow(ctx, s.sql.complete, rec.ID, rec.Owner, rec.ExpiresAt, rec.Data).Scan(&done, &status, &owner)
+	err = s.queryRow(ctx, s.sql.complete, []any{rec.ID, rec.Owner, micros(rec.ExpiresAt), rec.Data}, &done, &status, &owner)
 	if err != nil {
 		return storeError("complete", rec.ID, err)
 	}
@@ -248,7 +282,7 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 		done      bool
 		status, o *string
 	)
-	if err := s.db.QueryRow(ctx, s.sql.release, id, owner).Scan(&done, &status, &o); err != nil {
+	if err := s.queryRow(ctx, s.sql.release, []any{id, owner}, &done, &status, &o); err != nil {
 		return storeError("release", id, err)
 	}
 	return fenced("release", id, owner, done, status, o)

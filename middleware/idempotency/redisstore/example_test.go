@@ -14,8 +14,10 @@ import (
 // The guard claims each message's key in Redis before the handler runs.
 // (It needs a Redis server to run, so it has no output.)
 func Example() {
-	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"}) // once, at start-up
-	store, err := redisstore.New(rdb, redisstore.WithKeyPrefix("idempotency:"))
+	// Once, at start-up. ContextTimeoutEnabled: a step ends at its
+	// context's deadline (New refuses a client without it).
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	store, err := redisstore.New(context.Background(), rdb, redisstore.WithKeyPrefix("idempotency:"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -26,14 +27,14 @@ func TestMain(m *testing.M) {
 // newClient returns a client of the test server, closed when t ends.
 func newClient(t testing.TB) *redis.Client {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: server.Addr(t), PoolSize: 32})
+	rdb := redis.NewClient(&redis.Options{Addr: server.Addr(t), PoolSize: 32, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }
 
 func newStore(t testing.TB, rdb redis.UniversalClient, opts ...redisstore.Option) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.New(rdb, opts...)
+	s, err := redisstore.New(context.Background(), rdb, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestConformance(t *testing.T) {
 // one-node Redis Cluster: every script names its one key, so the client
 // routes it to that key's slot.
 func TestConformanceCluster(t *testing.T) {
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cluster.Addr(t)}, PoolSize: 32})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cluster.Addr(t)}, PoolSize: 32, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
 	s := newStore(t, rdb)
 	storetest.Run(t, func(t *testing.T) idempotency.Store { return s })

@@ -3,36 +3,65 @@ package redisstore
 import "github.com/redis/go-redis/v9"
 
 // The scripts take one key, KEYS[1], the record's hash, so that they run on
-// one Redis Cluster slot. The hash's fields are the record's attribute
-// names (see the package documentation). Each script reads and writes the
-// record atomically: Redis runs one script at a time.
+// one Redis Cluster slot. The hash's fields are named in the package
+// documentation. Each script reads and writes the record atomically: Redis
+// runs one script at a time.
+//
+// Each script is idempotent for its caller: go-redis sends a command
+// again after a read timeout, and a script whose first run was applied
+// must then report what that run did. So a claim keeps what it replaced
+// (the field replaced), a completion recognises its own owner's completed
+// record, and a release leaves a marker (the fields released_by and
+// release_call) that claims treat as no record. A script sent again by
+// go-redis carries the same arguments; a new call of the caller's does
+// not (Release's call token), so only the former is recognised.
 
-// claimScript claims KEYS[1] when no record exists, the record expired
-// (expiration < now in epoch seconds), or it is INPROGRESS with its lease
-// passed (in_progress_expiration < now in epoch milliseconds).
+// claimScript claims KEYS[1] when no record exists (or only a release
+// marker), the record expired (expiration < now in epoch seconds), or it
+// is INPROGRESS with its lease passed (in_progress_expiration < now in
+// epoch milliseconds).
 //
 // ARGV: now_s, now_ms, owner, expiration_s, lease_ms, validation,
 // expire_at_ms.
 //
-// Reply: {0} claimed a free key; {0, fields...} claimed, replacing the
-// record whose fields (HGETALL) follow; {1, fields...} refused, the
-// existing record follows; {2} the record is this owner's own claim.
+// Reply: {0, fields...} claimed, replacing the record whose fields follow
+// (none for a free key); {1, fields...} refused, the whole record follows
+// (HGETALL); {2, fields...} the record is this owner's own claim, sent
+// again: the fields of the record that claim replaced follow. A replaced
+// record's fields leave out its result.
 var claimScript = redis.NewScript(`
 local cur = redis.call('HGETALL', KEYS[1])
+local replaced = {}
 if #cur > 0 then
   local r = {}
   for i = 1, #cur, 2 do r[cur[i]] = cur[i + 1] end
-  local exp = tonumber(r['expiration'])
-  local lease = tonumber(r['in_progress_expiration'])
-  local expired = exp ~= nil and exp < tonumber(ARGV[1])
-  local lapsed = r['status'] == 'INPROGRESS' and lease ~= nil and lease < tonumber(ARGV[2])
-  if not (expired or lapsed) then
-    if r['status'] == 'INPROGRESS' and r['lease_owner'] == ARGV[3] then
-      return {2}
+  if r['status'] == nil and r['released_by'] ~= nil then
+    cur = {}
+  else
+    local exp = tonumber(r['expiration'])
+    local lease = tonumber(r['in_progress_expiration'])
+    local expired = exp ~= nil and exp < tonumber(ARGV[1])
+    local lapsed = r['status'] == 'INPROGRESS' and lease ~= nil and lease < tonumber(ARGV[2])
+    if not (expired or lapsed) then
+      if r['status'] == 'INPROGRESS' and r['lease_owner'] == ARGV[3] then
+        local reply = {2}
+        if r['replaced'] ~= nil then
+          local prev = cmsgpack.unpack(r['replaced'])
+          for i = 1, #prev do reply[i + 1] = prev[i] end
+        end
+        return reply
+      end
+      local reply = {1}
+      for i = 1, #cur do reply[i + 1] = cur[i] end
+      return reply
     end
-    local reply = {1}
-    for i = 1, #cur do reply[i + 1] = cur[i] end
-    return reply
+    for i = 1, #cur, 2 do
+      local f = cur[i]
+      if f ~= 'data' and f ~= 'data_encoding' and f ~= 'data_omitted' and f ~= 'replaced' then
+        replaced[#replaced + 1] = f
+        replaced[#replaced + 1] = cur[i + 1]
+      end
+    end
   end
   redis.call('DEL', KEYS[1])
 end
@@ -41,46 +70,66 @@ redis.call('HSET', KEYS[1], 'status', 'INPROGRESS', 'expiration', ARGV[4],
 if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[1], 'validation', ARGV[6])
 end
+if #replaced > 0 then
+  redis.call('HSET', KEYS[1], 'replaced', cmsgpack.pack(replaced))
+end
 redis.call('PEXPIREAT', KEYS[1], ARGV[7])
 local reply = {0}
-for i = 1, #cur do reply[i + 1] = cur[i] end
+for i = 1, #replaced do reply[i + 1] = replaced[i] end
 return reply
 `)
 
 // completeScript completes KEYS[1] when it is INPROGRESS and owned by
 // ARGV[1].
 //
-// ARGV: owner, expiration_s, expire_at_ms, has_data ("1" or "0"), data.
+// ARGV: owner, expiration_s, expire_at_ms, placement ("none", "plain",
+// "gzip" or "omitted"), data.
 //
-// Reply: {0} completed; {2} already completed by this owner (an earlier
-// attempt whose reply was lost), nothing written; {1, status, owner}
-// refused, with the record's status and owner (nil when absent).
+// Reply: {0} completed; {2, data, data_encoding, data_omitted} already
+// completed by this owner (an earlier attempt whose reply was lost),
+// nothing written, the result as that attempt stored it; {1, status,
+// owner, released_by} refused, with the record's status and owner and
+// the release marker's owner (nil when absent).
 var completeScript = redis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'status', 'lease_owner')
+local cur = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'released_by')
 if cur[1] == 'INPROGRESS' and cur[2] == ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'data', 'data_encoding', 'data_omitted', 'replaced')
   redis.call('HSET', KEYS[1], 'status', 'COMPLETED', 'expiration', ARGV[2])
-  if ARGV[4] == '1' then
+  if ARGV[4] == 'plain' then
     redis.call('HSET', KEYS[1], 'data', ARGV[5])
-  else
-    redis.call('HDEL', KEYS[1], 'data')
+  elseif ARGV[4] == 'gzip' then
+    redis.call('HSET', KEYS[1], 'data', ARGV[5], 'data_encoding', 'gzip')
+  elseif ARGV[4] == 'omitted' then
+    redis.call('HSET', KEYS[1], 'data_omitted', 'true')
   end
   redis.call('PEXPIREAT', KEYS[1], ARGV[3])
   return {0}
 end
 if cur[1] == 'COMPLETED' and cur[2] == ARGV[1] then
-  return {2}
+  local kept = redis.call('HMGET', KEYS[1], 'data', 'data_encoding', 'data_omitted')
+  return {2, kept[1], kept[2], kept[3]}
 end
-return {1, cur[1], cur[2]}
+return {1, cur[1], cur[2], cur[3]}
 `)
 
-// releaseScript deletes KEYS[1] when it is INPROGRESS and owned by ARGV[1].
+// releaseScript deletes KEYS[1] when it is INPROGRESS and owned by ARGV[1],
+// leaving in its place a marker that expires after ARGV[3] milliseconds:
+// the fields released_by, ARGV[1], and release_call, ARGV[2], a token of
+// the Release call.
 //
-// Reply: {0} deleted; {1, status, owner} refused, as completeScript.
+// Reply: {0} deleted; {2} already released by this call (an earlier
+// attempt whose reply was lost); {1, status, owner, released_by} refused,
+// as completeScript.
 var releaseScript = redis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'status', 'lease_owner')
+local cur = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'released_by', 'release_call')
 if cur[1] == 'INPROGRESS' and cur[2] == ARGV[1] then
   redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], 'released_by', ARGV[1], 'release_call', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return {0}
 end
-return {1, cur[1], cur[2]}
+if cur[1] == false and cur[3] == ARGV[1] and cur[4] == ARGV[2] then
+  return {2}
+end
+return {1, cur[1], cur[2], cur[3]}
 `)

@@ -2,9 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,39 +20,41 @@ type Store struct {
 	options
 }
 
-// options are what the Options set.
-type options struct {
-	prefix string
-}
-
 var (
 	_ idempotency.Store           = (*Store)(nil)
+	_ idempotency.DataCompleter   = (*Store)(nil)
 	_ idempotency.AttachValidator = (*Store)(nil)
 )
 
-// Option configures a [Store] made by [New].
-type Option func(*options)
-
-// WithKeyPrefix puts prefix before every record id to make its Redis key,
-// for example "idempotency:" on a server shared with other data. Default
-// none: the key is the record id, "{namespace}#{digest}". A prefix holding a
-// hash tag ("{...}") puts every record on one Cluster slot: leave braces out
-// unless that is what you want.
-func WithKeyPrefix(prefix string) Option {
-	return func(o *options) { o.prefix = prefix }
-}
-
-// New returns a Store on rdb: a *redis.Client, *redis.ClusterClient,
-// *redis.Ring or failover client built once by the caller.
-func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
-	if rdb == nil {
-		return nil, errors.New("redisstore: client is nil")
-	}
-	s := &Store{rdb: rdb}
+// New returns a Store on rdb: a *redis.Client (one node, or Sentinel
+// through redis.NewFailoverClient) or a *redis.ClusterClient, built once
+// by the caller with ContextTimeoutEnabled set. It refuses a *redis.Ring,
+// and a server (every node of a Cluster) whose maxmemory-policy is not
+// noeviction, which it reads with INFO memory, else CONFIG GET, under ctx.
+// It reports every problem at once.
+func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store, error) {
+	o := defaults()
 	for _, opt := range opts {
-		opt(&s.options)
+		opt(&o)
 	}
-	return s, nil
+	var errs []error
+	if rdb == nil {
+		errs = append(errs, errors.New("redisstore: client is nil"))
+	} else if err := checkClient(rdb); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		if err := checkServers(ctx, rdb, o.maxData); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Store{rdb: rdb, options: o}, nil
 }
 
 func storeError(op, id string, err error) error {
@@ -61,9 +64,22 @@ func storeError(op, id string, err error) error {
 // RedisKey returns the Redis key of record id.
 func (s *Store) RedisKey(id string) string { return s.prefix + id }
 
+// run runs script on the record's key; a key holding another type than a
+// hash is reported as such.
+func (s *Store) run(ctx context.Context, script *redis.Script, id string, args ...any) ([]any, error) {
+	reply, err := script.Run(ctx, s.rdb, []string{s.RedisKey(id)}, args...).Slice()
+	if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		return nil, fmt.Errorf("redisstore: the key holds a value that is not a hash, which this store never "+
+			"writes (a record of Powertools' CachePersistenceLayer is a JSON string): %w", err)
+	}
+	return reply, err
+}
+
 // Acquire implements [idempotency.Store.Acquire] with one script (EVALSHA,
 // or EVAL once when the server does not have it cached) that claims the key
-// or returns the record that holds it.
+// or returns the record that holds it. The record a claim replaced is
+// returned without its result; a claim sent again by its owner returns
+// the record its first attempt replaced.
 func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
 	if rec.ID == "" {
 		return idempotency.Record{}, false, storeError("acquire", "", errors.New("redisstore: empty record id"))
@@ -72,11 +88,11 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		return idempotency.Record{}, false, storeError("acquire", rec.ID,
 			errors.New("redisstore: record has no owner: its Complete and Release could not be fenced"))
 	}
-	reply, err := claimScript.Run(ctx, s.rdb, []string{s.RedisKey(rec.ID)},
+	reply, err := s.run(ctx, claimScript, rec.ID,
 		now.Unix(), now.UnixMilli(), rec.Owner,
 		rec.ExpiresAt.Unix(), rec.LeaseUntil.UnixMilli(), rec.Validation,
 		rec.ExpiresAt.UnixMilli(),
-	).Slice()
+	)
 	if err != nil {
 		return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
 	}
@@ -85,7 +101,7 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
 	}
 	switch code {
-	case 0: // claimed; fields are the record replaced, if any
+	case 0, 2: // claimed (2: by this owner's earlier attempt); fields are the record replaced, if any
 		if len(fields) == 0 {
 			return idempotency.Record{}, false, nil
 		}
@@ -101,41 +117,76 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			return idempotency.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("redisstore: read existing record: %w", err))
 		}
 		return old, true, nil
-	case 2: // our own claim, sent again
-		return idempotency.Record{}, false, nil
 	}
-	return idempotency.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("redisstore: unexpected script reply %v", reply))
+	return idempotency.Record{}, false, storeError("acquire", rec.ID, unexpected(code, fields))
 }
 
-// Complete implements [idempotency.Store.Complete] with one script that
-// sets the record COMPLETED with its result and expiry, fenced by owner. A
-// record already completed by the same owner (an earlier attempt whose
-// reply was lost) is a success and is left as it is. Attached writes are
-// refused with [idempotency.ErrAttachUnsupported].
+// Complete implements [idempotency.Store.Complete]: it is CompleteData
+// without the result.
 func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
+	_, err := s.CompleteData(ctx, rec)
+	return err
+}
+
+// CompleteData implements [idempotency.DataCompleter] with one script that
+// sets the record COMPLETED with its result and expiry, fenced by owner. It
+// returns the result as stored: nil when it did not fit in [WithMaxData]
+// even compressed. A record already completed by the same owner (an
+// earlier attempt whose reply was lost) is a success, left as it is, and
+// its stored result is returned. Attached writes are refused with
+// [idempotency.ErrAttachUnsupported].
+func (s *Store) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
 	if rec.ID == "" {
-		return storeError("complete", "", errors.New("redisstore: empty record id"))
+		return nil, storeError("complete", "", errors.New("redisstore: empty record id"))
 	}
 	if err := s.ValidateAttached(rec.ID, rec.Attached); err != nil {
-		return storeError("complete", rec.ID, err)
+		return nil, storeError("complete", rec.ID, err)
 	}
 	if rec.Owner == "" {
-		return storeError("complete", rec.ID, fmt.Errorf("redisstore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
+		return nil, storeError("complete", rec.ID, fmt.Errorf("redisstore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
 	}
-	hasData, data := "0", ""
-	if rec.Data != nil {
-		hasData, data = "1", string(rec.Data)
-	}
-	reply, err := completeScript.Run(ctx, s.rdb, []string{s.RedisKey(rec.ID)},
-		rec.Owner, rec.ExpiresAt.Unix(), rec.ExpiresAt.UnixMilli(), hasData, data).Slice()
+	placement, value := s.place(ctx, rec.ID, rec.Data)
+	reply, err := s.run(ctx, completeScript, rec.ID,
+		rec.Owner, rec.ExpiresAt.Unix(), rec.ExpiresAt.UnixMilli(), placement, value)
 	if err != nil {
-		return storeError("complete", rec.ID, err)
+		return nil, storeError("complete", rec.ID, err)
 	}
-	return s.fenced("complete", rec.ID, rec.Owner, reply)
+	code, fields, err := parseReply(reply)
+	if err != nil {
+		return nil, storeError("complete", rec.ID, err)
+	}
+	switch code {
+	case 0:
+		if placement == placeOmitted {
+			return nil, nil
+		}
+		return rec.Data, nil
+	case 2: // completed by this owner already: its result as stored then
+		if len(reply) != 4 {
+			break
+		}
+		stored, err := decodeData(optional(reply, 1), optional(reply, 2), optional(reply, 3))
+		if err != nil {
+			return nil, storeError("complete", rec.ID, fmt.Errorf("redisstore: completed by this owner, but the stored result cannot be read: %w", err))
+		}
+		return stored, nil
+	case 1:
+		return nil, s.lost("complete", rec.ID, rec.Owner, fields)
+	}
+	return nil, storeError("complete", rec.ID, unexpected(code, fields))
 }
 
+// releaseMarker is how long a release's marker outlives the call's
+// deadline (or, without a deadline, the call): the time a retry of the
+// release by go-redis can still arrive.
+const releaseMarker = time.Minute
+
 // Release implements [idempotency.Store.Release] with one script that
-// deletes the record only if it is INPROGRESS and owned by owner.
+// deletes the record only if it is INPROGRESS and owned by owner. It leaves
+// a marker that claims treat as no record, so that this call's script,
+// sent again by go-redis after its first run was applied, succeeds; the
+// marker expires a minute after ctx's deadline. Another Release of the
+// key, by its owner too, fails with [idempotency.ErrLeaseLost].
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if id == "" {
 		return storeError("release", "", errors.New("redisstore: empty record id"))
@@ -143,11 +194,25 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if owner == "" {
 		return storeError("release", id, fmt.Errorf("redisstore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
 	}
-	reply, err := releaseScript.Run(ctx, s.rdb, []string{s.RedisKey(id)}, owner).Slice()
+	marker := releaseMarker
+	if d, ok := ctx.Deadline(); ok {
+		marker += max(time.Until(d), 0)
+	}
+	reply, err := s.run(ctx, releaseScript, id, owner, rand.Text(), marker.Milliseconds())
 	if err != nil {
 		return storeError("release", id, err)
 	}
-	return s.fenced("release", id, owner, reply)
+	code, fields, err := parseReply(reply)
+	if err != nil {
+		return storeError("release", id, err)
+	}
+	switch code {
+	case 0, 2: // released (2: by this call's earlier attempt)
+		return nil
+	case 1:
+		return s.lost("release", id, owner, fields)
+	}
+	return storeError("release", id, unexpected(code, fields))
 }
 
 // ValidateAttached implements [idempotency.AttachValidator]: Redis cannot
@@ -162,35 +227,33 @@ func (s *Store) ValidateAttached(_ string, writes []any) error {
 	return nil
 }
 
-// fenced interprets the reply of the completion or release script.
-func (s *Store) fenced(op, id, owner string, reply []any) error {
-	code, fields, err := parseReply(reply)
-	if err != nil {
-		return storeError(op, id, err)
+// lost is the error of a fenced write refused: fields are the record's
+// status, its owner and a release marker's owner ("" when absent).
+func (s *Store) lost(op, id, owner string, fields []string) error {
+	status, _ := fieldAt(fields, 0)
+	own, _ := fieldAt(fields, 1)
+	releasedBy, _ := fieldAt(fields, 2)
+	why := "the record is gone"
+	switch {
+	case status == "" && releasedBy == owner:
+		why = "the record was released by this owner"
+	case status == "":
+	case status != string(idempotency.StatusInProgress) && status != string(idempotency.StatusCompleted):
+		why = "the record has an unknown status"
+	case status != string(idempotency.StatusInProgress):
+		why = "the record is " + status
+	case own == "":
+		why = "the record has no lease owner (written by another library)"
+	case own != owner:
+		why = "the lease was taken over by another owner"
 	}
-	switch code {
-	case 0:
-		return nil
-	case 2: // completed by this owner already
-		if op == "complete" {
-			return nil
-		}
-	case 1:
-		status, _ := fieldAt(fields, 0)
-		own, _ := fieldAt(fields, 1)
-		why := "the record is gone"
-		switch {
-		case status == "":
-		case status != string(idempotency.StatusInProgress):
-			why = "the record is " + status
-		case own == "":
-			why = "the record has no lease owner (written by another library)"
-		case own != owner:
-			why = "the lease was taken over by another owner"
-		}
-		return storeError(op, id, fmt.Errorf("redisstore: %s: %w", why, idempotency.ErrLeaseLost))
-	}
-	return storeError(op, id, fmt.Errorf("redisstore: unexpected script reply %v", reply))
+	return storeError(op, id, fmt.Errorf("redisstore: %s: %w", why, idempotency.ErrLeaseLost))
+}
+
+// unexpected reports a script reply the store does not know, without its
+// content.
+func unexpected(code int64, fields []string) error {
+	return fmt.Errorf("redisstore: unexpected script reply (code %d, %d fields)", code, len(fields))
 }
 
 // parseReply splits a script's reply into its code and the strings after it
@@ -217,46 +280,20 @@ func parseReply(reply []any) (int64, []string, error) {
 	return code, fields, nil
 }
 
+// optional returns reply[i] as a string, or nil when the reply holds nil
+// (an absent field) there.
+func optional(reply []any, i int) *string {
+	if i < len(reply) {
+		if v, ok := reply[i].(string); ok {
+			return &v
+		}
+	}
+	return nil
+}
+
 func fieldAt(fields []string, i int) (string, bool) {
 	if i < len(fields) {
 		return fields[i], true
 	}
 	return "", false
-}
-
-// decode reads a record from its hash's fields, as HGETALL lists them.
-func decode(id string, kv []string) (idempotency.Record, error) {
-	if len(kv)%2 != 0 {
-		return idempotency.Record{}, fmt.Errorf("redisstore: record has %d field names and values", len(kv))
-	}
-	rec := idempotency.Record{ID: id}
-	var errs []error
-	num := func(name, v string) int64 {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("redisstore: field %s = %q is not an integer", name, v))
-		}
-		return n
-	}
-	for i := 0; i < len(kv); i += 2 {
-		name, v := kv[i], kv[i+1]
-		switch name {
-		case idempotency.AttrStatus:
-			rec.Status = idempotency.Status(v)
-		case idempotency.AttrExpiration:
-			rec.ExpiresAt = time.Unix(num(name, v), 0)
-		case idempotency.AttrLeaseExpiry:
-			rec.LeaseUntil = time.UnixMilli(num(name, v))
-		case idempotency.AttrData:
-			rec.Data = []byte(v)
-		case idempotency.AttrValidation:
-			rec.Validation = v
-		case idempotency.AttrOwner:
-			rec.Owner = v
-		}
-	}
-	if rec.Status != idempotency.StatusInProgress && rec.Status != idempotency.StatusCompleted {
-		errs = append(errs, fmt.Errorf("redisstore: record has status %q", rec.Status))
-	}
-	return rec, errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,10 +81,12 @@ func TestRoundTrips(t *testing.T) {
 	rdb := newClient(t)
 	calls := &counter{}
 	rdb.AddHook(calls)
-	s := newStore(t, rdb)
+	s := newStore(t, rdb, redisstore.WithMaxData(64<<10), redisstore.WithLogger(discard()))
 	ctx := context.Background()
 	now := time.Now()
 	rec := claim("rt#"+rand.Text(), now, time.Minute)
+	gzipped := claim("rt#"+rand.Text(), now, time.Minute)
+	omitted := claim("rt#"+rand.Text(), now, time.Minute)
 	other := claim(rec.ID, now, time.Minute)
 	freed := claim("rt#"+rand.Text(), now, time.Minute)
 	attached := claim("rt#"+rand.Text(), now, time.Minute)
@@ -131,6 +134,18 @@ func TestRoundTrips(t *testing.T) {
 		{"replay (Acquire of a completed key)", one, func() error {
 			got, loaded, err := s.Acquire(ctx, other, now)
 			return want(err, loaded && string(got.Data) == `{"summary":"ok"}`, "loaded with its data")
+		}},
+		{"claim then complete, result compressed", map[string]int{"evalsha": 2}, func() error {
+			if _, _, err := s.Acquire(ctx, gzipped, now); err != nil {
+				return err
+			}
+			return s.Complete(ctx, completed(gzipped, `"`+strings.Repeat("a", 1<<20)+`"`))
+		}},
+		{"claim then complete, result left out (too large)", map[string]int{"evalsha": 2}, func() error {
+			if _, _, err := s.Acquire(ctx, omitted, now); err != nil {
+				return err
+			}
+			return s.Complete(ctx, completed(omitted, noise(1<<20)))
 		}},
 		{"claim then release", map[string]int{"evalsha": 2}, func() error {
 			if _, _, err := s.Acquire(ctx, freed, now); err != nil {
@@ -336,7 +351,7 @@ func TestConformanceWithPrefix(t *testing.T) {
 }
 
 func TestNewRefusesNilClient(t *testing.T) {
-	if _, err := redisstore.New(nil); err == nil {
+	if _, err := redisstore.New(context.Background(), nil); err == nil {
 		t.Fatal("New(nil) succeeded")
 	}
 }

@@ -46,6 +46,8 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		{"UnknownAttachmentNotDropped", testUnknownAttachment},
 		{"RaceOneWinner", testRace},
 		{"ClockSkewMargin", testSkewedClocks},
+		{"ResultsByteIdentical", testResultsByteIdentical},
+		{"LargeResultStoredAsReported", testStoredAsReported},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,227 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// PermanentError is an error that tells whether a new delivery of its
+// record can succeed: Permanent reports true when none can. With
+// [Options.DeadLetter] set, a message whose record failed with an error
+// wrapping a PermanentError that reports true is moved to its queue's
+// dead-letter queue at once. Package idempotency's BodyError, KeyError and
+// PayloadMismatchError report true; a record function marks an error of
+// its own with [Permanent]. It is the method of idempotency.PermanentError
+// too: a store write that trying again cannot help fails its record for
+// good. The first PermanentError in the chain decides.
+type PermanentError interface {
+	error
+	Permanent() bool
+}
+
+// Permanent returns err marked as permanent (see [PermanentError]): its
+// message and its chain are err's. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string   { return e.err.Error() }
+func (e *permanentError) Unwrap() error   { return e.err }
+func (e *permanentError) Permanent() bool { return true }
+
+var _ PermanentError = (*permanentError)(nil)
+
+// permanent returns the PermanentError that makes err permanent, or nil.
+func permanent(err error) PermanentError {
+	if p, ok := errors.AsType[PermanentError](err); ok && p.Permanent() {
+		return p
+	}
+	return nil
+}
+
+// errorType names the type of the error that made a record's failure
+// permanent, as Lambda names error types: the marked error's for one
+// marked by [Permanent].
+func errorType(p PermanentError) string {
+	if m, ok := p.(*permanentError); ok {
+		return fmt.Sprintf("%T", m.err)
+	}
+	return fmt.Sprintf("%T", p)
+}
+
+// ErrNotDeleted is wrapped by the error a [DeadLetterMover] returns for a
+// message it sent to the dead-letter queue but could not delete from its
+// queue.
+var ErrNotDeleted = errors.New("batch: sent to the dead-letter queue, not deleted from its queue")
+
+// DeadLetterMove asks for one received message to be moved to its queue's
+// dead-letter queue.
+type DeadLetterMove struct {
+	// Message is the record as it was received: body, attributes, message
+	// attributes, receipt handle and queue.
+	Message events.SQSMessage
+
+	// Reason is the message of the record's error; ErrorType the Go type of
+	// the error that made it permanent (e.g. "*idempotency.BodyError").
+	// Neither quotes the message's content: the errors of this module
+	// never do, and a record function's own errors must not either.
+	Reason, ErrorType string
+}
+
+// DeadLetterMover moves received messages to their queue's dead-letter
+// queue. Package sqsdlq implements it on the SQS API; this package imports
+// no AWS SDK.
+type DeadLetterMover interface {
+	// MoveToDeadLetter sends each message to its queue's dead-letter
+	// queue, and deletes it from its queue once sent, never before. It
+	// returns nil when every message was sent and deleted; otherwise a
+	// slice of len(moves) whose element i is nil for a message sent and
+	// deleted, an error wrapping [ErrNotDeleted] for one sent and not
+	// deleted, and any other error for one not sent (and so not deleted).
+	// It must not keep moves after it returns.
+	MoveToDeadLetter(ctx context.Context, moves []DeadLetterMove) []error
+}
+
+// DeadLetter moves the messages whose record failed permanently (see
+// [PermanentError]) to their queue's dead-letter queue at once, instead of
+// letting SQS deliver them again until its redrive policy's
+// maxReceiveCount. After every record of an invocation has finished, and
+// before pacing, the permanent failures go to Mover in one call:
+//
+//   - A message sent and deleted, or sent and not deleted, is no longer
+//     reported in BatchItemFailures: Lambda then deletes it too, so the one
+//     whose delete failed is deleted unless the response is lost. It is
+//     not paced, and it does not count toward a whole-batch failure.
+//   - A message not sent stays failed, as without DeadLetter: SQS delivers
+//     it again and its own redrive moves it after maxReceiveCount receives.
+//     It is paced like any other failure.
+//
+// A record that failed without starting ([ErrDeadline], [ErrGroupFailed],
+// cancellation) is never moved: in a FIFO group, the records after a
+// moved one are reported failed without starting, as after any failure,
+// and SQS delivers them again, in order. The moves are made by the
+// records' deadline ([Options.Reserve]): when it has passed, none is
+// asked for and the messages stay failed. One WARN line is logged per
+// message moved, and one per invocation for the moves that failed or were
+// skipped.
+type DeadLetter struct {
+	// Mover sends the messages and deletes them. Nil turns moving off.
+	Mover DeadLetterMover
+
+	// OnMove, if set, is called once per permanent failure after Mover
+	// returned, with the move's error: nil when the message was sent and
+	// deleted, one wrapping ErrNotDeleted when it was sent only,
+	// [ErrReserveReached] when it was not asked for. It must be safe for
+	// concurrent use; a panic inside it is recovered and logged.
+	OnMove func(ctx context.Context, msg events.SQSMessage, err error)
+}
+
+// moveToDeadLetter moves the permanent failures, if moving is on, and
+// marks those sent as moved.
+func (r *sqsRun) moveToDeadLetter() {
+	dl := r.p.opts.DeadLetter
+	if dl.Mover == nil {
+		return
+	}
+	var moves []DeadLetterMove
+	var idx []int
+	for i, err := range r.errs {
+		if err == nil || !r.started[i] {
+			continue
+		}
+		if p := permanent(err); p != nil {
+			moves = append(moves, DeadLetterMove{Message: r.recs[i], Reason: err.Error(), ErrorType: errorType(p)})
+			idx = append(idx, i)
+		}
+	}
+	if len(moves) == 0 {
+		return
+	}
+	ctx, cancel, _ := r.tailContext()
+	defer cancel()
+	if ctx == nil {
+		r.log.LogAttrs(r.parent, slog.LevelWarn, "batch: moves to the dead-letter queue skipped: the reserve before the invocation's deadline was reached; the messages come back, and SQS's redrive moves them",
+			slog.Int("moves", len(moves)), slog.Duration("reserve", r.p.opts.Reserve))
+		for j := range moves {
+			r.onMove(&moves[j].Message, ErrReserveReached)
+		}
+		return
+	}
+	errs := r.callMover(ctx, dl.Mover, moves)
+	failed, first := 0, -1
+	for j, err := range errs {
+		i := idx[j]
+		if err == nil || errors.Is(err, ErrNotDeleted) {
+			if r.moved == nil {
+				r.moved = make([]bool, len(r.recs))
+			}
+			r.moved[i] = true
+			attrs := []slog.Attr{slog.String("messageId", moves[j].Message.MessageId), slog.String("error_type", moves[j].ErrorType)}
+			if err != nil {
+				attrs = append(attrs, slog.Any("delete_error", err))
+			}
+			r.log.LogAttrs(r.parent, slog.LevelWarn, "batch: message moved to the dead-letter queue: its record failed permanently", attrs...)
+		} else if failed++; first < 0 {
+			first = j
+		}
+		r.onMove(&moves[j].Message, err)
+	}
+	if failed > 0 {
+		r.log.LogAttrs(r.parent, slog.LevelWarn, "batch: moves to the dead-letter queue failed; those messages come back, and SQS's redrive moves them",
+			slog.Int("failed", failed), slog.Int("moves", len(moves)),
+			slog.String("messageId", moves[first].Message.MessageId), slog.Any("error", errs[first]))
+	}
+}
+
+// callMover calls m, and returns one error per move. A panic in m, or a
+// result of the wrong length, fails every move as not sent.
+func (r *sqsRun) callMover(ctx context.Context, m DeadLetterMover, moves []DeadLetterMove) (errs []error) {
+	all := func(err error) []error {
+		errs := make([]error, len(moves))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			errs = all(&PanicError{Value: v, Stack: debug.Stack()})
+		}
+	}()
+	errs = m.MoveToDeadLetter(ctx, moves)
+	switch {
+	case errs == nil:
+		return make([]error, len(moves))
+	case len(errs) != len(moves):
+		// Which were sent is unknown: none is reported moved, so that none
+		// is lost; a message that was sent comes back and is sent again.
+		return all(fmt.Errorf("batch: DeadLetterMover returned %d errors for %d moves", len(errs), len(moves)))
+	}
+	return errs
+}
+
+// onMove calls the OnMove hook, containing a panic inside it.
+func (r *sqsRun) onMove(msg *events.SQSMessage, err error) {
+	if r.p.opts.DeadLetter.OnMove == nil {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.LogAttrs(r.parent, slog.LevelError, "batch: DeadLetter.OnMove panicked",
+				slog.String("messageId", msg.MessageId),
+				slog.Any("error", &PanicError{Value: v}),
+				slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	r.p.opts.DeadLetter.OnMove(r.parent, *msg, err)
+}

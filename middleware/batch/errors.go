@@ -1,0 +1,82 @@
+package batch
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The reasons a record is reported failed without being started. They reach
+// the OnRecord hook of [Options] and [StreamOptions], and the log; a record
+// not started because the context was canceled gets an error that wraps
+// [context.Cause] instead.
+var (
+	// ErrDeadline: less than MinRemaining ([Options], [StreamOptions]) was
+	// left before the records' deadline when the record's turn came.
+	ErrDeadline = errors.New("batch: record not started: too little time left before the deadline")
+
+	// ErrGroupFailed: an earlier record of the same group (a FIFO queue's
+	// message group, a stream's partition key or item key) failed or was
+	// not started in this batch, so this one must not run before it.
+	ErrGroupFailed = errors.New("batch: record not started: an earlier record of its group failed")
+)
+
+// FullBatchFailureError is the error a handler returns when every record of
+// a non-empty batch failed, unless [Options.NoFullBatchError] is set: Lambda
+// then counts the invocation as failed (its Errors metric and alarms see
+// it, and its event source backs off) and delivers every record again, as
+// it would for the failures listed. The response returned with it still
+// lists every record, for callers that read it despite the error. Powertools
+// for AWS Lambda throws FullBatchFailureError (TypeScript) or
+// BatchProcessingError (Python) in the same case.
+type FullBatchFailureError struct {
+	// Errs holds each record's error, in event order.
+	Errs []error
+}
+
+// Error names the number of records and the first one's error.
+func (e *FullBatchFailureError) Error() string {
+	if len(e.Errs) == 0 {
+		return "batch: every record failed"
+	}
+	return fmt.Sprintf("batch: all %d records failed; the first: %v", len(e.Errs), e.Errs[0])
+}
+
+// Unwrap returns the records' errors, for [errors.Is] and [errors.As].
+func (e *FullBatchFailureError) Unwrap() []error { return e.Errs }
+
+// errNotStarted begins the error of a record not started because the
+// context was canceled.
+var errNotStarted = errors.New("batch: record not started")
+
+// LoggedError is an error that its record function logged already, or
+// deliberately did not log: the handler does not log a failure whose error
+// wraps one whose Logged reports true. The errors package idempotency's
+// guard returns are LoggedErrors.
+type LoggedError interface {
+	error
+	Logged() bool
+}
+
+// errIncomplete marks a record whose run never returned: the goroutine
+// running it exited (runtime.Goexit) before the record function returned.
+var errIncomplete = errors.New("batch: record did not complete")
+
+// PanicError is the error a record fails with when its function panics.
+type PanicError struct {
+	// Value is the value passed to panic.
+	Value any
+	// Stack is the panicking goroutine's stack, as [debug.Stack] formats it.
+	Stack []byte
+}
+
+// Error returns the panic value; the stack is logged separately.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("batch: record panicked: %v", e.Value)
+}
+
+// Unwrap returns the panic value if it is an error, so that [errors.Is] and
+// [errors.As] see through the panic.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}

@@ -1,0 +1,355 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// settings are what every handler of the package runs with: the fields
+// [Options] and [StreamOptions] share, with their defaults filled in.
+type settings struct {
+	concurrency      int
+	minRemaining     time.Duration
+	reserve          time.Duration
+	logger           *slog.Logger // nil: slog.Default at each invocation
+	noFullBatchError bool
+}
+
+// validateSettings reports the problems of the shared fields of the options
+// struct named by name.
+func validateSettings(name string, concurrency int, minRemaining, reserve time.Duration) []error {
+	var errs []error
+	if concurrency < 0 {
+		errs = append(errs, fmt.Errorf("batch: %s.Concurrency must not be negative, got %d", name, concurrency))
+	}
+	if minRemaining < 0 {
+		errs = append(errs, fmt.Errorf("batch: %s.MinRemaining must not be negative, got %v", name, minRemaining))
+	}
+	if reserve < 0 {
+		errs = append(errs, fmt.Errorf("batch: %s.Reserve must not be negative, got %v", name, reserve))
+	}
+	return errs
+}
+
+// newSettings fills in the defaults of the shared fields.
+func newSettings(concurrency int, minRemaining, reserve time.Duration, logger *slog.Logger, noFullBatchError bool) settings {
+	if concurrency == 0 {
+		concurrency = DefaultConcurrency
+	}
+	if minRemaining == 0 {
+		minRemaining = DefaultMinRemaining
+	}
+	if reserve == 0 {
+		reserve = DefaultReserve
+	}
+	return settings{concurrency, minRemaining, reserve, logger, noFullBatchError}
+}
+
+// kind is what the engine needs to know of a record type R.
+type kind[R any] struct {
+	// ident names a record in a log line: its messageId, or its sequence
+	// number and event id.
+	ident func(*R) []slog.Attr
+	// onRecord, if set, passes a record's outcome to the handler's hook.
+	onRecord func(ctx context.Context, rec *R, err error)
+	// hook names onRecord in the log line of a panic inside it.
+	hook string
+}
+
+// run is the state of one invocation of a handler over records of type R:
+// the engine every handler of the package shares. errs[i] and started[i]
+// are written only by the goroutine running record i's lane, and read
+// after all lanes are done.
+type run[R any] struct {
+	cfg         *settings
+	kind        *kind[R]
+	fn          func(context.Context, R) error
+	now         func() time.Time
+	ctx         context.Context // the records': parent, ending at deadline
+	parent      context.Context // the invocation's
+	cancel      context.CancelFunc
+	recs        []R
+	errs        []error
+	started     []bool // whether the record function was called
+	log         *slog.Logger
+	lanes       lanes
+	start       time.Time // when the invocation began, by now
+	deadline    time.Time // the records' deadline: the invocation's minus the reserve
+	hasDeadline bool
+}
+
+// newRun prepares an invocation over recs, partitioned into ln. Call
+// execute, then use the outcomes, then cancel.
+func newRun[R any](ctx context.Context, cfg *settings, k *kind[R], fn func(context.Context, R) error, now func() time.Time, recs []R, ln lanes) *run[R] {
+	r := &run[R]{
+		cfg:     cfg,
+		kind:    k,
+		fn:      fn,
+		now:     now,
+		ctx:     ctx,
+		parent:  ctx,
+		cancel:  func() {},
+		recs:    recs,
+		errs:    make([]error, len(recs)),
+		started: make([]bool, len(recs)),
+		log:     cfg.logger,
+		lanes:   ln,
+		start:   now(),
+	}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	for i := range r.errs {
+		r.errs[i] = errIncomplete
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		// The records, and the handler's own calls after them, end the
+		// reserve before the invocation's deadline: the response must
+		// reach Lambda before it.
+		r.deadline, r.hasDeadline = deadline.Add(-cfg.reserve), true
+		r.ctx, r.cancel = context.WithDeadline(ctx, r.deadline)
+	}
+	return r
+}
+
+// execute runs the lanes, at most cfg.concurrency at a time, and gives
+// every record an outcome.
+func (r *run[R]) execute() {
+	n := r.lanes.count()
+	if workers := min(r.cfg.concurrency, n); workers == 1 {
+		for k := range n {
+			r.lane(k)
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for {
+					k := int(next.Add(1) - 1)
+					if k >= n {
+						return
+					}
+					r.lane(k)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for i, err := range r.errs {
+		if err == errIncomplete {
+			r.finish(i, err)
+		}
+	}
+}
+
+// fullFailure returns the error of an invocation in which failed of its
+// records are reported failed: a *FullBatchFailureError when that is every
+// record of a non-empty batch, unless it is turned off.
+func (r *run[R]) fullFailure(failed int) error {
+	if failed == 0 || failed != len(r.recs) || r.cfg.noFullBatchError {
+		return nil
+	}
+	return &FullBatchFailureError{Errs: append([]error(nil), r.errs...)}
+}
+
+// lane runs the records of lane k one after another, in event order. After
+// a record fails, the rest of the lane are reported failed without starting.
+func (r *run[R]) lane(k int) {
+	lo, hi := r.lanes.bounds(k)
+	failed := false
+	for j := lo; j < hi; j++ {
+		i := r.lanes.record(j)
+		var err error
+		if failed {
+			err = ErrGroupFailed
+		} else if err = r.mayStart(); err == nil {
+			r.started[i] = true
+			err = r.call(i)
+		}
+		r.finish(i, err)
+		failed = err != nil
+	}
+}
+
+// mayStart returns why a record must not start now, or nil.
+func (r *run[R]) mayStart() error {
+	if r.hasDeadline && r.deadline.Sub(r.now()) < r.cfg.minRemaining {
+		return ErrDeadline
+	}
+	if r.ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", errNotStarted, context.Cause(r.ctx))
+	}
+	return nil
+}
+
+// call runs the record function on record i, turning a panic into a
+// *PanicError.
+func (r *run[R]) call(i int) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return r.fn(r.ctx, r.recs[i])
+}
+
+// finish records the outcome of record i, logs a failure and calls the
+// hook.
+func (r *run[R]) finish(i int, err error) {
+	r.errs[i] = err
+	rec := &r.recs[i]
+	if err != nil {
+		r.logFailure(rec, err)
+	}
+	if r.kind.onRecord != nil {
+		r.onRecord(rec, err)
+	}
+}
+
+// logFailure logs the failure of rec in one line: at WARN for a record not
+// started, at ERROR (with the stack after a panic) for one that failed;
+// nothing for an error the record function logged itself (see
+// [LoggedError]).
+func (r *run[R]) logFailure(rec *R, err error) {
+	if l, ok := errors.AsType[LoggedError](err); ok && l.Logged() {
+		return
+	}
+	attrs := append(r.kind.ident(rec), slog.Any("error", err))
+	switch pe, panicked := errors.AsType[*PanicError](err); {
+	case panicked:
+		r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record panicked", append(attrs, slog.String("stack", string(pe.Stack)))...)
+	case errors.Is(err, ErrDeadline) || errors.Is(err, ErrGroupFailed) || errors.Is(err, errNotStarted):
+		r.log.LogAttrs(r.ctx, slog.LevelWarn, "batch: record not started", attrs...)
+	default:
+		r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record failed", attrs...)
+	}
+}
+
+// onRecord calls the OnRecord hook, containing a panic inside it.
+func (r *run[R]) onRecord(rec *R, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			attrs := append(r.kind.ident(rec), slog.Any("error", &PanicError{Value: v}), slog.String("stack", string(debug.Stack())))
+			r.log.LogAttrs(r.ctx, slog.LevelError, "batch: "+r.kind.hook+" panicked", attrs...)
+		}
+	}()
+	r.kind.onRecord(r.ctx, rec, err)
+}
+
+// tailContext returns the context of the handler's own calls after the
+// records, and the latest moment they can be made. With a deadline that is
+// the records' deadline, and ctx is nil once it has passed (the reserve is
+// reached: make no call). Without one the calls run under the invocation's
+// context, or, once that is done, a detached one bounded by pacingTimeout.
+func (r *run[R]) tailContext() (ctx context.Context, cancel context.CancelFunc, callBy time.Time) {
+	now := r.now()
+	if r.hasDeadline {
+		if !now.Before(r.deadline) {
+			return nil, func() {}, r.deadline
+		}
+		end := r.deadline
+		if r.parent.Err() != nil {
+			end = minTime(end, time.Now().Add(pacingTimeout))
+		}
+		ctx, cancel = context.WithDeadline(context.WithoutCancel(r.parent), end)
+		return ctx, cancel, r.deadline
+	}
+	if r.parent.Err() == nil {
+		return r.parent, func() {}, now.Add(pacingTimeout)
+	}
+	ctx, cancel = context.WithTimeout(context.WithoutCancel(r.parent), pacingTimeout)
+	return ctx, cancel, now.Add(pacingTimeout)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// lanes partitions the records of an event into lanes: the records of one
+// lane run one after another, in event order, and lanes run concurrently.
+// A record without a group is a lane by itself; the records of one group
+// (a FIFO queue's message group, a stream's partition key) form one lane.
+type lanes struct {
+	n int
+	// order lists record indices lane after lane; lane k is
+	// order[start[k]:start[k+1]]. Both are nil when every lane is a single
+	// record, lane k being record k.
+	order []int
+	start []int
+}
+
+// planLanes partitions n records into lanes, numbered in the order of their
+// first record: group(i) returns the group key of record i, and whether it
+// has one. A counting sort: two passes, no per-lane slices.
+func planLanes[K comparable](n int, group func(i int) (key K, ok bool)) lanes {
+	grouped := false
+	for i := range n {
+		if _, ok := group(i); ok {
+			grouped = true
+			break
+		}
+	}
+	if !grouped {
+		return lanes{n: n} // a standard queue's records: no allocation
+	}
+
+	laneOf := make([]int, n)
+	groups := make(map[K]int)
+	var size []int
+	for i := range n {
+		k := len(size)
+		if key, ok := group(i); ok {
+			if existing, ok := groups[key]; ok {
+				k = existing
+			} else {
+				groups[key] = k
+			}
+		}
+		if k == len(size) {
+			size = append(size, 0)
+		}
+		size[k]++
+		laneOf[i] = k
+	}
+
+	start := make([]int, len(size)+1)
+	for k, s := range size {
+		start[k+1] = start[k] + s
+	}
+	order := make([]int, n)
+	fill := append([]int(nil), start[:len(size)]...)
+	for i, k := range laneOf {
+		order[fill[k]] = i
+		fill[k]++
+	}
+	return lanes{n: len(size), order: order, start: start}
+}
+
+// count returns the number of lanes.
+func (l *lanes) count() int { return l.n }
+
+// bounds returns the positions of lane k's records, for record.
+func (l *lanes) bounds(k int) (lo, hi int) {
+	if l.start == nil {
+		return k, k + 1
+	}
+	return l.start[k], l.start[k+1]
+}
+
+// record returns the index in the event of the record at position j.
+func (l *lanes) record(j int) int {
+	if l.order == nil {
+		return j
+	}
+	return l.order[j]
+}

@@ -1,0 +1,217 @@
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// StreamOptions configures the handlers built by [Kinesis] and
+// [DynamoDBStream]. The zero value of every field is a documented default,
+// so StreamOptions{} is a valid configuration. The fields shared with
+// [Options] mean the same.
+type StreamOptions struct {
+	// Concurrency is the largest number of keys in flight at once (each
+	// key runs one record at a time). 1 runs the whole batch sequentially,
+	// in event order. Default [DefaultConcurrency]; negative is invalid.
+	Concurrency int
+
+	// MinRemaining is the time that must be left before the records'
+	// deadline for a record to start, as in [Options.MinRemaining].
+	// Default [DefaultMinRemaining]; negative is invalid.
+	MinRemaining time.Duration
+
+	// Reserve is the time kept free before the invocation's deadline for
+	// the handler to return, as in [Options.Reserve]. Default
+	// [DefaultReserve]; negative is invalid.
+	Reserve time.Duration
+
+	// Logger receives at most one line per failed record, with its
+	// sequence number and event id and the error, never its data, as in
+	// [Options.Logger]. Nil means [slog.Default].
+	Logger *slog.Logger
+
+	// NoFullBatchError, when true, makes a batch in which every record
+	// failed return its response like any other, without an error. By
+	// default such a batch returns a [*FullBatchFailureError], as
+	// Powertools for AWS Lambda does: Lambda retries the batch under the
+	// event source's retry policy and bisects it when
+	// BisectBatchOnFunctionError is on, where a response listing every
+	// record resumes from the first.
+	NoFullBatchError bool
+
+	// OnRecord, if set, is called exactly once for every record of every
+	// event, after the record finished or was reported failed without
+	// starting: err is nil on success and otherwise the reason the record
+	// failed. It is called from the goroutines that run the records, so it
+	// must be safe for concurrent use; a panic inside it is recovered and
+	// logged.
+	OnRecord func(ctx context.Context, rec StreamRecord, err error)
+}
+
+// StreamRecord names a record of a stream for [StreamOptions.OnRecord].
+type StreamRecord struct {
+	EventSourceARN string // the stream
+	EventID        string // the record's eventID
+	SequenceNumber string // what BatchItemFailures reports
+	Key            string // its ordering key: the Kinesis partition key, or the DynamoDB item's key attributes as JSON
+}
+
+// Validate reports whether o is a valid configuration, with every problem
+// at once. [Kinesis] and [DynamoDBStream] call it and panic on the error it
+// returns.
+func (o StreamOptions) Validate() error {
+	return errors.Join(validateSettings("StreamOptions", o.Concurrency, o.MinRemaining, o.Reserve)...)
+}
+
+// Kinesis returns a Lambda handler for Kinesis Data Streams events that runs
+// fn once per record and reports the records that failed as a partial
+// batch response, by sequence number. The event source mapping must have
+// ReportBatchItemFailures turned on.
+//
+// The records of one partition key run one after another, in event order;
+// different keys run concurrently, at most [StreamOptions.Concurrency] at a
+// time. After a record fails, the later records of its key are reported
+// failed without starting ([ErrGroupFailed]); the other keys carry on.
+// BatchItemFailures lists the sequence numbers of every record that failed
+// or did not start, in event order; Lambda resumes the shard from the
+// lowest of them and delivers every record after it again, those of other
+// keys that succeeded included (see the package doc, "Streams"). It is
+// never nil. The handler returns an error only when every record failed: a
+// [*FullBatchFailureError], unless [StreamOptions.NoFullBatchError] is set.
+//
+// Kinesis panics if fn is nil or opts is invalid. The returned handler is
+// safe for concurrent use.
+func Kinesis[T any](fn func(context.Context, events.KinesisEventRecord) (T, error), opts StreamOptions) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
+	p := newStream(fn, opts, time.Now, "Kinesis",
+		func(r *events.KinesisEventRecord) (string, string) { return r.Kinesis.SequenceNumber, r.EventID },
+		func(r *events.KinesisEventRecord) StreamRecord {
+			return StreamRecord{EventSourceARN: r.EventSourceArn, EventID: r.EventID, SequenceNumber: r.Kinesis.SequenceNumber, Key: r.Kinesis.PartitionKey}
+		})
+	group := func(recs []events.KinesisEventRecord) func(int) (streamKey, bool) {
+		return func(i int) (streamKey, bool) {
+			return streamKey{recs[i].EventSourceArn, recs[i].Kinesis.PartitionKey}, true
+		}
+	}
+	return func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		failed, err := p.handle(ctx, ev.Records, group(ev.Records))
+		out := make([]events.KinesisBatchItemFailure, len(failed))
+		for i, seq := range failed {
+			out[i].ItemIdentifier = seq
+		}
+		return events.KinesisEventResponse{BatchItemFailures: out}, err
+	}
+}
+
+// DynamoDBStream returns a Lambda handler for DynamoDB Streams events that
+// runs fn once per record and reports the records that failed as a partial
+// batch response, by sequence number, as [Kinesis] does; the records of one
+// item (the same key attributes, dynamodb.Keys, in the same stream) run one
+// after another, in event order.
+//
+// DynamoDBStream panics if fn is nil or opts is invalid. The returned
+// handler is safe for concurrent use.
+func DynamoDBStream[T any](fn func(context.Context, events.DynamoDBEventRecord) (T, error), opts StreamOptions) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	p := newStream(fn, opts, time.Now, "DynamoDBStream",
+		func(r *events.DynamoDBEventRecord) (string, string) { return r.Change.SequenceNumber, r.EventID },
+		func(r *events.DynamoDBEventRecord) StreamRecord {
+			return StreamRecord{EventSourceARN: r.EventSourceArn, EventID: r.EventID, SequenceNumber: r.Change.SequenceNumber, Key: itemKey(r)}
+		})
+	group := func(recs []events.DynamoDBEventRecord) func(int) (streamKey, bool) {
+		return func(i int) (streamKey, bool) {
+			return streamKey{recs[i].EventSourceArn, itemKey(&recs[i])}, true
+		}
+	}
+	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		failed, err := p.handle(ctx, ev.Records, group(ev.Records))
+		out := make([]events.DynamoDBBatchItemFailure, len(failed))
+		for i, seq := range failed {
+			out[i].ItemIdentifier = seq
+		}
+		return events.DynamoDBEventResponse{BatchItemFailures: out}, err
+	}
+}
+
+// streamKey is the ordering key of a stream record: its stream and its
+// partition key or item key.
+type streamKey struct {
+	stream, key string
+}
+
+// itemKey is the JSON of a DynamoDB stream record's key attributes, in the
+// order of their names. A record whose key cannot be encoded gets "",
+// which puts it in one lane with every other such record of its stream:
+// in order rather than out of it.
+func itemKey(r *events.DynamoDBEventRecord) string {
+	if len(r.Change.Keys) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(r.Change.Keys)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// stream is what Kinesis and DynamoDBStream were built with; it is never
+// modified.
+type stream[R any] struct {
+	fn   func(context.Context, R) error
+	cfg  settings
+	now  func() time.Time
+	kind kind[R]
+	id   func(*R) (seq, eventID string)
+}
+
+// newStream validates and builds the processor of a stream handler named
+// name: id names a record, desc describes it to OnRecord.
+func newStream[R, T any](fn func(context.Context, R) (T, error), opts StreamOptions, now func() time.Time, name string,
+	id func(*R) (seq, eventID string), desc func(*R) StreamRecord) *stream[R] {
+	if fn == nil {
+		panic("batch: " + name + ": nil record function")
+	}
+	if err := opts.Validate(); err != nil {
+		panic(err)
+	}
+	p := &stream[R]{
+		fn:  func(ctx context.Context, rec R) error { _, err := fn(ctx, rec); return err },
+		cfg: newSettings(opts.Concurrency, opts.MinRemaining, opts.Reserve, opts.Logger, opts.NoFullBatchError),
+		now: now,
+		id:  id,
+		kind: kind[R]{
+			ident: func(rec *R) []slog.Attr {
+				seq, eventID := id(rec)
+				return []slog.Attr{slog.String("sequenceNumber", seq), slog.String("eventID", eventID)}
+			},
+			hook: "OnRecord",
+		},
+	}
+	if opts.OnRecord != nil {
+		p.kind.onRecord = func(ctx context.Context, rec *R, err error) { opts.OnRecord(ctx, desc(rec), err) }
+	}
+	return p
+}
+
+// handle runs one invocation and returns the sequence numbers of the
+// records that failed or did not start, in event order, and the batch's
+// error.
+func (p *stream[R]) handle(ctx context.Context, recs []R, group func(int) (streamKey, bool)) ([]string, error) {
+	if len(recs) == 0 {
+		return []string{}, nil
+	}
+	r := newRun(ctx, &p.cfg, &p.kind, p.fn, p.now, recs, planLanes(len(recs), group))
+	defer r.cancel()
+	r.execute()
+	failed := make([]string, 0, len(recs))
+	for i, err := range r.errs {
+		if err != nil {
+			seq, _ := p.id(&recs[i])
+			failed = append(failed, seq)
+		}
+	}
+	return failed, r.fullFailure(len(failed))
+}

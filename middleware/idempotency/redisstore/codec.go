@@ -1,0 +1,149 @@
+package redisstore
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sqsonce/sqsonce/internal/inflate"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// The flags of a stored result: the fields and values dynamostore writes,
+// with one meaning. data_encoding "gzip": data holds the result
+// gzip-compressed; data_omitted "true": the result was too large to store,
+// and every delivery gets none.
+const (
+	encodingGzip = "gzip"
+	omittedTrue  = "true"
+)
+
+// maxInflated bounds the size of a decompressed result, as dynamostore's.
+const maxInflated = 64 << 20
+
+// Placements of a result, as completeScript names them.
+const (
+	placeNone    = "none"    // no result (Data nil)
+	placePlain   = "plain"   // data holds the result
+	placeGzip    = "gzip"    // data holds it gzip-compressed
+	placeOmitted = "omitted" // too large: data_omitted is set
+)
+
+// place decides how data is stored: plain, compressed, or left out when it
+// does not fit in WithMaxData even compressed. It returns the placement
+// and the bytes to write.
+func (s *Store) place(ctx context.Context, id string, data []byte) (string, []byte) {
+	if data == nil {
+		return placeNone, nil
+	}
+	plainFits := len(data) <= s.maxData
+	if len(data) > s.compressAbove || !plainFits {
+		if z := gzipBytes(data); len(z) < len(data) && len(z) <= s.maxData {
+			return placeGzip, z
+		}
+	}
+	if plainFits {
+		return placePlain, data
+	}
+	s.logger.LogAttrs(ctx, slog.LevelError, "redisstore: record completed WITHOUT its result: the result does not fit "+
+		"in WithMaxData, even compressed; later deliveries of the key get an empty result, the operation is not run again",
+		slog.String("record_id", id), slog.Int("result_bytes", len(data)), slog.Int("max_bytes", s.maxData))
+	return placeOmitted, nil
+}
+
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
+func gzipBytes(p []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(p)/2 + 64)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
+	_, _ = zw.Write(p) // writes to a bytes.Buffer do not fail
+	_ = zw.Close()
+	zw.Reset(nil)
+	gzipWriters.Put(zw)
+	return buf.Bytes()
+}
+
+// decode reads a record from its hash's fields, as HGETALL lists them.
+// Errors name the field, never its value.
+func decode(id string, kv []string) (idempotency.Record, error) {
+	if len(kv)%2 != 0 {
+		return idempotency.Record{}, fmt.Errorf("redisstore: record has %d field names and values", len(kv))
+	}
+	rec := idempotency.Record{ID: id}
+	var errs []error
+	num := func(name, v string) int64 {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("redisstore: field %s is not an integer (%d bytes)", name, len(v)))
+		}
+		return n
+	}
+	var data, encoding, omitted *string
+	for i := 0; i < len(kv); i += 2 {
+		name, v := kv[i], kv[i+1]
+		switch name {
+		case idempotency.AttrStatus:
+			rec.Status = idempotency.Status(v)
+		case idempotency.AttrExpiration:
+			rec.ExpiresAt = time.Unix(num(name, v), 0)
+		case idempotency.AttrLeaseExpiry:
+			rec.LeaseUntil = time.UnixMilli(num(name, v))
+		case idempotency.AttrData:
+			data = &kv[i+1]
+		case idempotency.AttrDataEncoding:
+			encoding = &kv[i+1]
+		case idempotency.AttrDataOmitted:
+			omitted = &kv[i+1]
+		case idempotency.AttrValidation:
+			rec.Validation = v
+		case idempotency.AttrOwner:
+			rec.Owner = v
+		}
+	}
+	if rec.Status != idempotency.StatusInProgress && rec.Status != idempotency.StatusCompleted {
+		errs = append(errs, fmt.Errorf("redisstore: record has no status INPROGRESS or COMPLETED (field %s, %d bytes)",
+			idempotency.AttrStatus, len(rec.Status)))
+	}
+	d, err := decodeData(data, encoding, omitted)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	rec.Data = d
+	return rec, errors.Join(errs...)
+}
+
+// decodeData returns the stored result from the fields data,
+// data_encoding and data_omitted (nil when absent).
+func decodeData(data, encoding, omitted *string) ([]byte, error) {
+	if omitted != nil {
+		if *omitted != omittedTrue {
+			return nil, fmt.Errorf("redisstore: field %s is not %q", idempotency.AttrDataOmitted, omittedTrue)
+		}
+		return nil, nil
+	}
+	if data == nil {
+		if encoding != nil {
+			return nil, fmt.Errorf("redisstore: field %s without field %s", idempotency.AttrDataEncoding, idempotency.AttrData)
+		}
+		return nil, nil
+	}
+	if encoding == nil {
+		return []byte(*data), nil
+	}
+	if *encoding != encodingGzip {
+		return nil, fmt.Errorf("redisstore: field %s names an unknown encoding (%d bytes)", idempotency.AttrDataEncoding, len(*encoding))
+	}
+	out, err := inflate.Gunzip([]byte(*data), maxInflated)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: field %s: gzip result: %w", idempotency.AttrData, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,39 @@
+package idempotency
+
+import "context"
+
+// replayHookKey carries the hook of [OnReplay] to the call it wraps.
+type replayHookKey struct{}
+
+// OnReplay returns h with hook called on every result h returns from a
+// record rather than from its own run: a replay, from the store, the cache
+// or a call of the same key that ran in this process, and a double run's
+// stored result (see [OutcomeDoubleRun]). hook gets the result and its
+// record and returns the result h returns instead, to mark a replayed
+// response, say; it is not called when the operation's own result stands,
+// nor when h fails. An error from hook fails the call (outcome failed).
+// It is the typed form of [Config.ReplayHook], which runs first when both
+// are set:
+//
+//	h := idempotency.OnReplay(idempotency.WrapEvent(g, keys, createOrder),
+//		func(_ context.Context, r events.APIGatewayV2HTTPResponse, _ idempotency.Record) (events.APIGatewayV2HTTPResponse, error) {
+//			r.Headers = maps.Clone(r.Headers)
+//			if r.Headers == nil {
+//				r.Headers = map[string]string{}
+//			}
+//			r.Headers["x-idempotent-replay"] = "true"
+//			return r, nil
+//		})
+//
+// h must be a function made by this package ([Wrap], [WrapPayload],
+// [WrapJSON], [WrapEvent]) or one that calls [Do] or [DoPayload] with
+// result type T; calls the operation makes are not hooked. OnReplay panics
+// if h or hook is nil.
+func OnReplay[In, T any](h func(context.Context, In) (T, error), hook func(ctx context.Context, result T, rec Record) (T, error)) func(context.Context, In) (T, error) {
+	if h == nil || hook == nil {
+		panic("idempotency: OnReplay: nil function or hook")
+	}
+	return func(ctx context.Context, in In) (T, error) {
+		return h(context.WithValue(ctx, replayHookKey{}, hook), in)
+	}
+}
