@@ -168,7 +168,7 @@ type outcome struct {
 	receiveCounts []string // per message: the receive counts of its deliveries, "!" after a failed one
 	acked         int
 	calls         int
-	recordID         string // the record's id, from the request log
+	recordID      string // the record's id, from the request log
 	dlq           int
 	note          string
 }
