@@ -91,11 +91,12 @@ bench-peer: $(PTNODE)
 FUZZTIME ?= 30s
 PROPERTY_CASES ?= 20000
 PROPERTY_SEED ?= $(shell date +%s)
-## fuzz: fuzz key extraction, the JSON rules and the spellings for FUZZTIME each (default 30s), then the record-id property test on PROPERTY_CASES values (default 20000) from a new PROPERTY_SEED.
+## fuzz: fuzz key extraction, the JSON rules and the spellings for FUZZTIME each (default 30s), then the record-id property test on PROPERTY_CASES values (default 20000) from a new PROPERTY_SEED, and jmespath's differential test, long.
 fuzz: $(PTNODE)
 	$(GO) test -run '^$$' -fuzz FuzzBodyKeys -fuzztime $(FUZZTIME) ./middleware/idempotency/
 	$(GO) test -run '^$$' -fuzz FuzzRules -fuzztime $(FUZZTIME) ./internal/jsonkey/
 	$(GO) test -count=1 -v -run '^TestRecordIDProperty$$' -timeout 60m ./middleware/idempotency/ -property.cases=$(PROPERTY_CASES) -property.seed=$(PROPERTY_SEED)
+	$(GO) test -count=1 -run '^TestDifferential$$' ./middleware/idempotency/jmespath/ -args -long
 
 # The chaos test's long runs: 300 keys, 4 worker processes each; the process
 # and store fault profiles with pacing on, then all and lambda (visibility 6x

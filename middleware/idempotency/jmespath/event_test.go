@@ -200,11 +200,10 @@ func asciiJSON(s string) string {
 
 // TestEventKeyMemoryBounded: evaluating an expression on a hostile event of
 // up to 1 MiB (a long string, a wide array, many members, deep nesting)
-// allocates at most 16 times the event plus 4 MiB (property 2): only what
-// the expression reads is decoded, and an expression that reads more than
-// 32,768 values whole is refused. The functions powertools_json and
-// powertools_base64_gzip have their own bound (see the package doc); the
-// expressions here read the event itself.
+// allocates at most 16 times the event plus 4 MiB (property 2; the
+// package states 16 times plus 1 MiB, which TestAllocationCeiling checks
+// with SQS records): the event is read in place. EventKey pays for
+// json.Marshal of the typed event on top.
 func TestEventKeyMemoryBounded(t *testing.T) {
 	const mib = 1 << 20
 	many := func() string {

@@ -46,3 +46,18 @@ func ExampleCompile() {
 	// charged <nil>
 	// true
 }
+
+// A selection that Powertools Python and TypeScript would compute
+// differently is refused before anything is claimed: here length() of a
+// string with an emoji, 1 code point in Python and 2 UTF-16 units in
+// TypeScript. The error names the reason, never the message's content.
+func ExampleExpression_Select_refused() {
+	key := jmespath.MustCompile(`length(powertools_json(body).note)`)
+	_, err := key.Select(events.SQSMessage{MessageId: "m-1", Body: `{"note":"thanks 😀"}`})
+	var ke *idempotency.KeyError
+	fmt.Println(errors.As(err, &ke), ke.MessageID)
+	fmt.Println(err)
+	// Output:
+	// true m-1
+	// idempotency: key from JMESPath "length(powertools_json(body).note)" of message m-1: length(): a string with a character beyond U+FFFF (Python counts and reverses code points, TypeScript UTF-16 units)
+}

@@ -1,49 +1,49 @@
 package jmespath
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"reflect"
-	"strconv"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/jmespath-community/go-jmespath/pkg/api"
-	"github.com/jmespath-community/go-jmespath/pkg/functions"
-	"github.com/sqsonce/sqsonce/internal/inflate"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
-
-// maxDecoded bounds what powertools_base64_gzip inflates, so that a small
-// compressed body cannot make a key function allocate without limit.
-const maxDecoded = 8 << 20
 
 // Expression is a compiled JMESPath expression that selects key material
 // from an SQS record. Its Select method is an [idempotency.KeyFunc], for a
 // key or a validated payload. It is safe for concurrent use.
 type Expression struct {
 	expr             string
-	spelled, valued  api.JMESPath
+	ast              *node
 	selector, source string
-	need             *need // what the expression reads of an event (see SelectJSON); nil: all of it
 }
 
-// Compile parses a JMESPath expression, with Powertools' functions (see the
-// package doc). It fails when expr is not a valid expression.
+// Compile parses a JMESPath expression, with Powertools' functions (see
+// the package doc). It fails when expr is not a valid expression, calls an
+// unknown function or one with the wrong number of arguments, or is one
+// that Powertools Python and TypeScript read differently.
 func Compile(expr string) (*Expression, error) {
-	spelled, err := api.Compile(expr, powertools(true)...)
-	if err != nil {
+	fail := func(err error) (*Expression, error) {
 		return nil, fmt.Errorf("idempotency: JMESPath %q: %w", expr, err)
 	}
-	valued, err := api.Compile(expr, powertools(false)...)
+	ast, err := parse(expr, bindingPower[tFilter])
 	if err != nil {
-		return nil, fmt.Errorf("idempotency: JMESPath %q: %w", expr, err)
+		return fail(err)
 	}
-	return &Expression{expr: expr, spelled: spelled, valued: valued,
-		selector: "jmespath " + expr, source: fmt.Sprintf("JMESPath %q", expr), need: needs(expr)}, nil
+	// Powertools TypeScript parses what follows a filter with a lower
+	// binding power: a[?x].b[?y] filters each element there and the list
+	// of results in Python.
+	ts, err := parse(expr, tsFilterPower)
+	if err != nil || !ast.equal(ts) {
+		return fail(errAt(0, "Powertools Python and TypeScript parse this expression differently (a filter or * after a filter's projection): add parentheses or a pipe"))
+	}
+	if err := resolve(ast, false); err != nil {
+		return fail(err)
+	}
+	return &Expression{expr: expr, ast: ast,
+		selector: "jmespath " + expr, source: fmt.Sprintf("JMESPath %q", expr)}, nil
 }
 
 // MustCompile is [Compile] for an expression known to be valid: it panics
@@ -66,212 +66,104 @@ func (e *Expression) String() string { return e.expr }
 //
 // Select fails with a [*idempotency.KeyError]: wrapping
 // [idempotency.ErrNoKey] when the selection is missing (see the package
-// doc), or the evaluation's error (a body that powertools_json cannot
-// parse, say).
+// doc), or the reason the evaluation was refused (a body that
+// powertools_json cannot read, a value the Powertools runtimes would
+// compute differently; see the package doc). No error quotes the message.
 func (e *Expression) Select(m events.SQSMessage) (idempotency.Key, error) {
-	fail := func(err error) (idempotency.Key, error) {
+	rec, size := record(m)
+	k, err := e.key(newEvaluator(size), rec)
+	if err != nil {
 		return idempotency.Key{}, &idempotency.KeyError{MessageID: m.MessageId, Source: e.source, Err: err}
 	}
-	approx, err := e.valued.Search(record(m))
+	return k, nil
+}
+
+// errInternal is the error of an evaluation that panicked: a bug of this
+// package, reported as the message's failure rather than the batch's.
+var errInternal = errors.New("internal error while evaluating the expression (a bug of package jmespath)")
+
+// key evaluates e on v and returns the selection as key material.
+func (e *Expression) key(ev *evaluator, v value) (k idempotency.Key, err error) {
+	defer func() {
+		if recover() != nil {
+			k, err = idempotency.Key{}, errInternal
+		}
+	}()
+	sel, err := ev.visit(e.ast, v)
 	if err != nil {
-		return fail(err)
+		return idempotency.Key{}, err
 	}
-	if missing(approx) {
-		return fail(fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(approx)))
+	if sel.k == kUndef {
+		return idempotency.Key{}, refuse(errUndef)
 	}
-	sel := approx
-	if exact, err := e.spelled.Search(record(m)); err == nil && reflect.DeepEqual(toDoubles(exact), approx) {
-		sel = exact // the numbers as the message spelled them
-	}
-	b, err := json.Marshal(sel)
+	missing, err := ev.missing(sel)
 	if err != nil {
-		return fail(err)
+		return idempotency.Key{}, err
+	}
+	if missing {
+		return idempotency.Key{}, fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(sel))
+	}
+	b, err := ev.reserve(nil, keySize(sel))
+	if err != nil {
+		return idempotency.Key{}, err
+	}
+	if b, err = ev.keyJSON(b, sel); err != nil {
+		return idempotency.Key{}, err
 	}
 	return idempotency.Key{Selector: e.selector, Value: b}, nil
 }
 
-// record is the SQS record as Lambda delivers it to a function, as JSON
-// values: strings, maps and slices.
-func record(m events.SQSMessage) map[string]any {
-	attrs := make(map[string]any, len(m.Attributes))
-	for k, v := range m.Attributes {
-		attrs[k] = v
+// record is the SQS record as Lambda delivers it to a function, and the
+// number of bytes of its strings. The record and each message attribute
+// are opaque (Lambda may write members this rebuilt record lacks), the
+// attribute maps unordered.
+func record(m events.SQSMessage) (value, int64) {
+	size := int64(len(m.Body) + len(m.MessageId) + len(m.ReceiptHandle) + len(m.Md5OfBody) +
+		len(m.Md5OfMessageAttributes) + len(m.EventSourceARN) + len(m.EventSource) + len(m.AWSRegion))
+	attrs := &composite{}
+	for _, k := range slices.Sorted(maps.Keys(m.Attributes)) { // one order for every evaluation
+		v := m.Attributes[k]
+		attrs.keys, attrs.vals = append(attrs.keys, k), append(attrs.vals, str(v))
+		size += int64(len(k) + len(v))
 	}
-	mattrs := make(map[string]any, len(m.MessageAttributes))
-	for k, a := range m.MessageAttributes {
-		v := map[string]any{"dataType": a.DataType}
+	mattrs := &composite{}
+	for _, name := range slices.Sorted(maps.Keys(m.MessageAttributes)) {
+		a := m.MessageAttributes[name]
+		v := &composite{}
 		if a.StringValue != nil {
-			v["stringValue"] = *a.StringValue
+			v.set("stringValue", str(*a.StringValue))
+			size += int64(len(*a.StringValue))
 		}
 		if a.BinaryValue != nil {
-			v["binaryValue"] = base64.StdEncoding.EncodeToString(a.BinaryValue)
+			v.set("binaryValue", str(base64.StdEncoding.EncodeToString(a.BinaryValue)))
+			size += int64(len(a.BinaryValue)) * 2
 		}
-		strs := make([]any, len(a.StringListValues))
+		strs := make([]value, len(a.StringListValues))
 		for i, s := range a.StringListValues {
-			strs[i] = s
+			strs[i] = str(s)
+			size += int64(len(s))
 		}
-		bins := make([]any, len(a.BinaryListValues))
+		bins := make([]value, len(a.BinaryListValues))
 		for i, b := range a.BinaryListValues {
-			bins[i] = base64.StdEncoding.EncodeToString(b)
+			bins[i] = str(base64.StdEncoding.EncodeToString(b))
+			size += int64(len(b)) * 2
 		}
-		v["stringListValues"], v["binaryListValues"] = strs, bins
-		mattrs[k] = v
+		v.set("stringListValues", array(strs))
+		v.set("binaryListValues", array(bins))
+		v.set("dataType", str(a.DataType))
+		size += int64(len(name) + len(a.DataType))
+		mattrs.keys, mattrs.vals = append(mattrs.keys, name), append(mattrs.vals, value{k: kObject, c: v, f: fOpaque})
 	}
-	return map[string]any{
-		"messageId":              m.MessageId,
-		"receiptHandle":          m.ReceiptHandle,
-		"body":                   m.Body,
-		"md5OfBody":              m.Md5OfBody,
-		"md5OfMessageAttributes": m.Md5OfMessageAttributes,
-		"attributes":             attrs,
-		"messageAttributes":      mattrs,
-		"eventSourceARN":         m.EventSourceARN,
-		"eventSource":            m.EventSource,
-		"awsRegion":              m.AWSRegion,
-	}
-}
-
-// powertools returns Powertools' JMESPath functions. With numbers set,
-// powertools_json keeps each number's spelling (as a json.Number);
-// otherwise it gives doubles, as the expression's own arithmetic needs.
-func powertools(numbers bool) []functions.FunctionEntry {
-	str := []functions.ArgSpec{{Types: []functions.JpType{functions.JpString}}}
-	decode := func(s string) (any, error) {
-		if longNumber(s) {
-			return nil, fmt.Errorf("powertools_json: a number longer than %d characters: send it as a string", maxNumberLen)
-		}
-		d := json.NewDecoder(bytes.NewReader([]byte(s)))
-		d.UseNumber()
-		var v any
-		if err := d.Decode(&v); err != nil {
-			return nil, fmt.Errorf("powertools_json: %w", err)
-		}
-		if _, err := d.Token(); err != io.EOF {
-			return nil, errors.New("powertools_json: text after the JSON value")
-		}
-		if !numbers {
-			v = toDoubles(v)
-		}
-		return v, nil
-	}
-	return []functions.FunctionEntry{
-		{Name: "powertools_json", Arguments: str, Handler: func(args []any) (any, error) {
-			return decode(args[0].(string))
-		}},
-		{Name: "powertools_base64", Arguments: str, Handler: func(args []any) (any, error) {
-			b, err := base64.StdEncoding.DecodeString(args[0].(string))
-			if err != nil {
-				return nil, fmt.Errorf("powertools_base64: %w", err)
-			}
-			return string(b), nil
-		}},
-		{Name: "powertools_base64_gzip", Arguments: str, Handler: func(args []any) (any, error) {
-			b, err := base64.StdEncoding.DecodeString(args[0].(string))
-			if err != nil {
-				return nil, fmt.Errorf("powertools_base64_gzip: %w", err)
-			}
-			out, err := inflate.Gunzip(b, maxDecoded)
-			if err != nil {
-				return nil, fmt.Errorf("powertools_base64_gzip: %w", err)
-			}
-			return string(out), nil
-		}},
-	}
-}
-
-// maxNumberLen is the longest number powertools_json decodes, as package
-// idempotency bounds numbers in key material: a longer one is refused as soon
-// as it is seen, before anything is parsed.
-const maxNumberLen = 100
-
-// longNumber reports whether the JSON text s holds, outside its strings, a
-// run of number characters longer than maxNumberLen. It reads s once and
-// stops at the first such run.
-func longNumber(s string) bool {
-	run := 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
-			run = 0
-			for i++; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' {
-					i++
-				}
-			}
-		case c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E':
-			if run++; run > maxNumberLen {
-				return true
-			}
-		default:
-			run = 0
-		}
-	}
-	return false
-}
-
-// toDoubles returns v with every json.Number made a float64 (±Inf beyond a
-// double's range).
-func toDoubles(v any) any {
-	switch v := v.(type) {
-	case json.Number:
-		f, _ := strconv.ParseFloat(string(v), 64)
-		return f
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = toDoubles(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = toDoubles(e)
-		}
-		return out
-	}
-	return v
-}
-
-// missing reports whether a selection is no key: null, "", an empty array or
-// object, or one whose values are all null.
-func missing(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return true
-	case string:
-		return v == ""
-	case []any:
-		for _, e := range v {
-			if e != nil {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		for _, e := range v {
-			if e != nil {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-func describe(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return `""`
-	case []any:
-		if len(v) == 0 {
-			return "an empty array"
-		}
-		return "an array of nulls"
-	}
-	if len(v.(map[string]any)) == 0 {
-		return "an empty object"
-	}
-	return "an object of nulls"
+	rec := &composite{}
+	rec.set("messageId", str(m.MessageId))
+	rec.set("receiptHandle", str(m.ReceiptHandle))
+	rec.set("body", str(m.Body))
+	rec.set("attributes", value{k: kObject, c: attrs, f: fUnordered})
+	rec.set("messageAttributes", value{k: kObject, c: mattrs, f: fUnordered})
+	rec.set("md5OfBody", str(m.Md5OfBody))
+	rec.set("md5OfMessageAttributes", str(m.Md5OfMessageAttributes))
+	rec.set("eventSource", str(m.EventSource))
+	rec.set("eventSourceARN", str(m.EventSourceARN))
+	rec.set("awsRegion", str(m.AWSRegion))
+	return value{k: kObject, c: rec, f: fOpaque}, size
 }

@@ -123,15 +123,46 @@ var gzipped = func() string {
 
 func ptr(s string) *string { return &s }
 
-// TestKeyComputed: numbers an expression computes or filters are doubles,
-// as JavaScript has them.
-func TestKeyComputed(t *testing.T) {
-	k, err := jmespath.MustCompile("powertools_json(body).b[?@ > `5`]").Select(events.SQSMessage{Body: `{"b":[1,10.0,7.50]}`})
-	if err != nil {
-		t.Fatal(err)
+// TestFilterKeepsNumbers: a selection after a filter or comparison keeps
+// each number as the message spelled it (issue 15, item 2): an integer
+// beyond 2^53 is refused by the native format instead of landing on its
+// neighbour's record, and Python's 10 and 10.0 stay apart. The old
+// evaluator rebuilt such selections from doubles.
+func TestFilterKeepsNumbers(t *testing.T) {
+	key := jmespath.MustCompile("powertools_json(body).items[?qty > `0`].id")
+	sel := func(body string) idempotency.Key {
+		t.Helper()
+		k, err := key.Select(events.SQSMessage{MessageId: "m-1", Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
 	}
-	if string(k.Value) != `[10,7.5]` {
-		t.Errorf("selection %s; want [10,7.5]", k.Value)
+	big := sel(`{"items":[{"id":9007199254740993,"qty":1}]}`)
+	if h, err := idempotency.FormatNative.Hash(big); err == nil {
+		t.Errorf("2^53+1 after a filter: native digest %s, want a refusal (the selection is %s)", h, big.Value)
+	}
+	neighbour := sel(`{"items":[{"id":9007199254740992,"qty":1}]}`)
+	if h, err := idempotency.FormatNative.Hash(neighbour); err != nil {
+		t.Errorf("2^53 after a filter: %v, want a digest (%s)", err, h)
+	}
+	ten, tenPointZero := sel(`{"items":[{"id":10,"qty":1}]}`), sel(`{"items":[{"id":10.0,"qty":1}]}`)
+	a, errA := idempotency.FormatPowertoolsPython.Hash(ten)
+	b, errB := idempotency.FormatPowertoolsPython.Hash(tenPointZero)
+	if errA != nil || errB != nil || a == b {
+		t.Errorf("Python format: 10 and 10.0 after a filter give %s (%v) and %s (%v); want two ids (selections %s, %s)",
+			a, errA, b, errB, ten.Value, tenPointZero.Value)
+	}
+	// As python3 spells json.loads of the message's selection.
+	for _, tc := range []struct{ body, python string }{
+		{`{"items":[{"id":10.0,"qty":1},{"id":7.50,"qty":2},{"id":1,"qty":0}]}`, `[10.0, 7.5]`},
+		{`{"items":[{"id":1e2,"qty":1}]}`, `[100.0]`},
+	} {
+		got, err := idempotency.FormatPowertoolsPython.Hash(sel(tc.body))
+		want, werr := idempotency.FormatPowertoolsPython.Hash(idempotency.RawKey([]byte(tc.python)))
+		if err != nil || werr != nil || got != want {
+			t.Errorf("%s: Python hash %s (%v), want that of %s, %s (%v)", tc.body, got, err, tc.python, want, werr)
+		}
 	}
 }
 
@@ -154,10 +185,13 @@ func TestKeyErrors(t *testing.T) {
 			t.Errorf("body %q: %v; want a *KeyError from powertools_json, not ErrNoKey", body, err)
 		}
 	}
-	bomb := gz(t, strings.Repeat("0", 9<<20))
-	_, err := jmespath.MustCompile(`powertools_base64_gzip(body)`).Select(events.SQSMessage{Body: bomb})
-	if err == nil || !strings.Contains(err.Error(), "inflated") {
-		t.Errorf("a gzip body inflating beyond the bound: %v", err)
+	inflate := jmespath.MustCompile(`powertools_base64_gzip(body)`)
+	if _, err := inflate.Select(events.SQSMessage{Body: gz(t, strings.Repeat("0", 1<<20))}); err != nil {
+		t.Errorf("a gzip body inflating to SQS's largest message, 1 MiB: %v", err)
+	}
+	_, err := inflate.Select(events.SQSMessage{Body: gz(t, strings.Repeat("0", 1<<20+1))})
+	if err == nil || !strings.Contains(err.Error(), "more than 1048576 bytes decoded") {
+		t.Errorf("a gzip body inflating beyond 1 MiB: %v", err)
 	}
 }
 
