@@ -29,6 +29,7 @@ const (
 	AttrOwner        = "lease_owner"            // S: sqsonce's lease owner token (fencing)
 	AttrDataEncoding = "data_encoding"          // S: sqsonce's flag for a compressed result
 	AttrDataOmitted  = "data_omitted"           // BOOL: sqsonce's flag for a result too large to store
+	AttrQuarantined  = "quarantined"            // N: epoch milliseconds; sqsonce's mark on a quarantined claim (see [Config.Strict])
 )
 
 // Record is one idempotency record: the claim on a key and, once the operation
@@ -53,6 +54,13 @@ type Record struct {
 	// Owner is the lease owner token that fences Complete and Release. Records
 	// written by other libraries have none.
 	Owner string
+	// Quarantined is when a strict guard found this INPROGRESS record's
+	// lease lapsed with the operation's outcome unknown and stopped its key
+	// (see [Config.Strict]); zero otherwise. A quarantined record stays
+	// INPROGRESS, with its lease extended to ExpiresAt, so that every reader
+	// (Powertools too) treats it as in progress until an operator releases
+	// or resolves it, or it expires.
+	Quarantined time.Time
 	// Attached holds what the operation attached to its completion with
 	// [Attach], in order. A store that can commit such writes atomically with
 	// the completion (for example in one DynamoDB transaction) does so; a
