@@ -137,9 +137,8 @@ func BodySubset(names ...string) KeyFunc {
 // returned at once. FirstOf panics when given no functions or a nil one.
 //
 // Keys from different functions keep their selectors, so in the native
-// format a producer cannot make one function's key equal another's: a
-// producer key holding another request's subset of fields does not land on
-// that request's record. The Powertools formats hash the value alone.
+// format they never share a record id; the Powertools formats hash the
+// value alone.
 func FirstOf(fns ...KeyFunc) KeyFunc {
 	if len(fns) == 0 || slices.ContainsFunc(fns, func(f KeyFunc) bool { return f == nil }) {
 		panic("idempotency: FirstOf: no key functions, or a nil one")
