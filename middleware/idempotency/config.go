@@ -57,8 +57,8 @@ type Config struct {
 
 	// CacheBytes bounds the completed records served from memory, without a
 	// store round trip, until they expire: a record counts for its result,
-	// id and digests, and 256 bytes; the least recently used go first.
-	// Zero (the default) turns the cache off.
+	// id and digests, and 256 bytes; the least recently used go first, and
+	// a larger record is not cached. Zero (the default) turns the cache off.
 	CacheBytes int
 
 	// Format is the recipe that turns keys and validated payloads into
