@@ -35,8 +35,7 @@ type EventKeys[E any] struct {
 // through [Do]. The returned function has fn's shape, so it is a
 // Lambda handler when fn is. An event without a key fails with a
 // [*KeyError] and fn does not run; the other errors are the package's (see
-// Errors in the package doc): an HTTP handler maps [*InProgressError] and
-// [*PayloadMismatchError] to 409 and 422, say.
+// Errors and Other events in the package doc).
 //
 // WrapEvent panics if g, keys.KeyFunc or fn is nil.
 func WrapEvent[E, T any](g *Guard, keys EventKeys[E], fn func(context.Context, E) (T, error)) func(context.Context, E) (T, error) {
