@@ -40,12 +40,8 @@
 //  1. the producer's "idempotency_key", when present and not empty: decided
 //     where the work is decided, sent again unchanged with every re-send;
 //  2. else the canonical subset of [WorkKey]: document id and version, model,
-//     prompt version and parameters, as canonical JSON (RFC 8785), hashed with
-//     SHA-256 into the record id. These are exactly the fields that decide
-//     what the model is asked to do. The request id, send time and trace id
-//     change on every re-send and are left out; so is the S3 location,
-//     because moving a document does not change the work. Field order,
-//     whitespace and number spelling (0.7, 0.70, 7e-1) do not change the key.
+//     prompt version and parameters, the fields that decide what the model
+//     is asked to do.
 //
 // A message with neither has no key and fails (wrapping
 // idempotency.ErrNoKey) without running. [WorkKey] is also the validated

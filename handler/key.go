@@ -40,29 +40,18 @@ type work struct {
 //
 //	{"document_id", "document_version", "model", "prompt_version", "parameters"}
 //
-// These are exactly the fields that decide what the provider is asked to do:
-// which text (document id at a version), by which model, with which
-// instructions (the prompt version) and which settings. The request id, the
-// send time, the trace id and the S3 location are left out, because a
-// producer's re-send changes the first three and moving a document does not
-// change the work. Values are taken as sent (an omitted model or parameter
-// stays omitted), and encoded as canonical JSON, so field order, whitespace
-// and number spelling (temperature 0.7, 0.70, 7e-1; version 9 or "9") do not
-// change the key.
+// the fields that decide what the provider is asked to do; the request id,
+// send time, trace id and S3 location are left out. Values are taken as
+// sent (an omitted model or parameter stays omitted) and encoded as
+// canonical JSON, so field order, whitespace and number spelling
+// (temperature 0.7, 0.70, 7e-1; version 9 or "9") do not change the key.
+// Its keys carry the selector [WorkSelector].
 //
 // A body without document.id or document.version has no key: the error wraps
 // [idempotency.ErrNoKey]. Any other invalid request fails with an error that
 // wraps [ErrInvalidRequest], before anything is claimed.
 //
-// WorkKey is written by hand rather than composed of the library's
-// selectors ([idempotency.BodyField], [idempotency.BodySubset]) because it
-// checks the whole request before anything is claimed, treats version 9 and
-// "9" as one, and leaves omitted optional fields out; its keys carry their
-// own selector, [WorkSelector].
-//
-// WorkKey is also the payload the app validates on a reused producer key
-// (the payload KeyFunc of [idempotency.WrapPayload]): a key sent again for
-// different work fails with [idempotency.ErrPayloadMismatch].
+// WorkKey is also the payload the app validates on a reused producer key.
 func WorkKey(m events.SQSMessage) (idempotency.Key, error) {
 	r, err := ParseRequest([]byte(m.Body))
 	if err != nil {

@@ -490,6 +490,7 @@ func sorted(s ...string) []string {
 func TestIAMLeastPrivilege(t *testing.T) {
 	partition, region, account := pseudo("Partition"), pseudo("Region"), pseudo("AccountId")
 	items := sorted(idempotentconsumer.ItemActions()...)
+	records := sorted(idempotentconsumer.RecordActions()...)
 	consume := sorted("sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 	xray := sorted("xray:PutTraceSegments", "xray:PutTelemetryRecords")
 	logs := sorted("logs:CreateLogStream", "logs:PutLogEvents")
@@ -498,6 +499,12 @@ func TestIAMLeastPrivilege(t *testing.T) {
 
 	if want := sorted("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"); !reflect.DeepEqual(items, want) {
 		t.Errorf("ItemActions %v, want %v", items, want)
+	}
+	// dynamostore claims with PutItem, reads a refusal's record with
+	// GetItem, and completes and releases with UpdateItem (a release is an
+	// update in place): it never deletes an item of the idempotency table.
+	if want := sorted("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"); !reflect.DeepEqual(records, want) {
+		t.Errorf("RecordActions %v, want %v", records, want)
 	}
 
 	for _, tc := range []struct {
@@ -540,7 +547,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			dlqID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/DeadLetterQueue/")
 			logsID, _ := tpl.only(t, "AWS::Logs::LogGroup", "/Consumer/Logs/")
 			want := map[string][]string{
-				getAtt(idemID, "Arn"):  items,
+				getAtt(idemID, "Arn"):  records,
 				getAtt(sumID, "Arn"):   items,
 				getAtt(queueID, "Arn"): consume,
 				getAtt(logsID, "Arn"):  logs,

@@ -22,9 +22,22 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
-// ItemActions returns the DynamoDB actions the function gets on a table:
-// single-item reads and writes, and ConditionCheckItem, which with them is
-// all TransactWriteItems needs. Never Scan, Query or the batch operations.
+// RecordActions returns the DynamoDB actions the function gets on the
+// idempotency table: GetItem, PutItem (the claim) and UpdateItem (the
+// completion, also inside a TransactWriteItems, and the release). The store
+// never deletes an item, scans or queries.
+func RecordActions() []string {
+	return []string{
+		"dynamodb:GetItem",
+		"dynamodb:PutItem",
+		"dynamodb:UpdateItem",
+	}
+}
+
+// ItemActions returns the DynamoDB actions [Consumer.GrantItems] gives on
+// another table, for writes attached to a completion: single-item reads and
+// writes, and ConditionCheckItem, which with them is all TransactWriteItems
+// needs. Never Scan, Query or the batch operations.
 func ItemActions() []string {
 	return []string{
 		"dynamodb:GetItem",
@@ -47,11 +60,11 @@ const VisibilityAction = "sqs:ChangeMessageVisibility"
 // the event source's sqs:DeleteMessage.
 const DeadLetterAction = "sqs:SendMessage"
 
-// TableOperations are the DynamoDB operations the function makes, as
-// CloudWatch names them in the Operation dimension: the table alarms sum
-// ThrottledRequests and SystemErrors over them.
+// TableOperations are the DynamoDB operations the function makes on the
+// idempotency table, as CloudWatch names them in the Operation dimension:
+// the table alarms sum ThrottledRequests and SystemErrors over them.
 func TableOperations() []string {
-	return []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"}
+	return []string{"GetItem", "PutItem", "UpdateItem", "TransactWriteItems"}
 }
 
 // Alarm shapes. Every alarm fires above its threshold and treats missing
@@ -269,7 +282,10 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		LogGroup:      c.LogGroup,
 		Environment:   &env,
 	})
-	c.GrantItems(c.Table)
+	c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(RecordActions()...),
+		Resources: jsii.Strings(*c.Table.TableArn()),
+	}))
 
 	sourceProps := &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(plan.BatchSize),
@@ -369,8 +385,8 @@ func (c *Consumer) tableSum(metricName string) awscloudwatch.IMetric {
 }
 
 // GrantItems lets the function read and write single items of table, with
-// exactly [ItemActions] on the table's ARN: what the idempotency store and
-// writes attached to a completion need, and nothing more.
+// exactly [ItemActions] on the table's ARN: what writes attached to a
+// completion ([idempotency.Attach]) need, and nothing more.
 func (c *Consumer) GrantItems(table awsdynamodb.ITable) {
 	c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(ItemActions()...),

@@ -310,8 +310,8 @@ func TestConstructExistingTable(t *testing.T) {
 		"arn:", map[string]any{"Ref": "AWS::Partition"}, ":dynamodb:", map[string]any{"Ref": "AWS::Region"}, ":",
 		map[string]any{"Ref": "AWS::AccountId"}, ":table/shared-idempotency",
 	}}}
-	actions := make([]any, 0, len(idempotentconsumer.ItemActions()))
-	for _, a := range idempotentconsumer.ItemActions() {
+	actions := make([]any, 0, len(idempotentconsumer.RecordActions()))
+	for _, a := range idempotentconsumer.RecordActions() {
 		actions = append(actions, a)
 	}
 	check(t, "item grant", func() {

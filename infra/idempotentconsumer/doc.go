@@ -56,9 +56,9 @@
 // logs:PutLogEvents on its log group, the SQS event source's actions on its
 // queue, [VisibilityAction] on its queue in a statement of its own (the
 // runtime paces redelivery with ChangeMessageVisibilityBatch), and
-// [ItemActions] on the table. [Consumer.GrantItems] gives the same
-// single-item actions on another table (for writes attached to a record's
-// completion); add anything else with Consumer.Role.AddToPolicy.
+// [RecordActions] on the table. [Consumer.GrantItems] gives [ItemActions]
+// on another table (for writes attached to a record's completion); add
+// anything else with Consumer.Role.AddToPolicy.
 //
 // # Errors
 //

@@ -164,7 +164,7 @@ type Props struct {
 	// one: partition key idempotency.AttrID (string), or the keys of
 	// SortKey, and TTL on idempotency.AttrExpiration, which the construct
 	// cannot check. The
-	// construct only grants [ItemActions] on it, so TableRemovalPolicy and
+	// construct only grants [RecordActions] on it, so TableRemovalPolicy and
 	// DisableDeletionProtection may not be set with it. Default: a new table.
 	Table awsdynamodb.ITable
 

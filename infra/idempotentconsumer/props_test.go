@@ -3,6 +3,7 @@ package idempotentconsumer
 import (
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,17 +218,27 @@ func TestGoSeconds(t *testing.T) {
 }
 
 func TestItemActionsExcludeScans(t *testing.T) {
-	a := ItemActions()
-	for _, bad := range []string{"dynamodb:Scan", "dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:BatchGetItem"} {
-		for _, x := range a {
-			if x == bad || strings.Contains(x, "*") {
-				t.Errorf("ItemActions has %s", x)
+	for name, actions := range map[string]func() []string{"ItemActions": ItemActions, "RecordActions": RecordActions} {
+		a := actions()
+		for _, bad := range []string{"dynamodb:Scan", "dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:BatchGetItem"} {
+			for _, x := range a {
+				if x == bad || strings.Contains(x, "*") {
+					t.Errorf("%s has %s", name, x)
+				}
 			}
 		}
+		a[0] = "mutated"
+		if actions()[0] == "mutated" {
+			t.Errorf("%s shares its slice between callers", name)
+		}
 	}
-	a[0] = "mutated"
-	if ItemActions()[0] == "mutated" {
-		t.Error("ItemActions shares its slice between callers")
+	for _, x := range RecordActions() {
+		if x == "dynamodb:DeleteItem" {
+			t.Error("RecordActions has dynamodb:DeleteItem: dynamostore never deletes a record")
+		}
+	}
+	if got, want := TableOperations(), []string{"GetItem", "PutItem", "UpdateItem", "TransactWriteItems"}; !slices.Equal(got, want) {
+		t.Errorf("TableOperations %v, want %v: what dynamostore calls", got, want)
 	}
 }
 

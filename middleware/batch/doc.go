@@ -83,13 +83,10 @@
 // records' messageIds, in the event's record order, and is empty, never
 // nil, when all succeed.
 //
-// When every record of a batch failed, nothing would be kept by a partial
-// response, and the handler returns a [*FullBatchFailureError] with it, as
-// Powertools for AWS Lambda does by default: Lambda then counts the
-// invocation as failed (its Errors metric and alarms see it) and backs
-// off, reducing the concurrency of the SQS event source, while a response
-// that lists every record is a success to Lambda and does not slow its
-// polling. [Options.NoFullBatchError] turns the error off.
+// When every record of a batch failed, the handler returns a
+// [*FullBatchFailureError] with the response, as Powertools for AWS Lambda
+// does by default, so that Lambda counts the invocation as failed and backs
+// off. [Options.NoFullBatchError] turns the error off.
 //
 // Every outcome reaches [Options.OnRecord]. Each failure is logged at most
 // once, to [Options.Logger], with the messageId and the error, never the
@@ -110,32 +107,21 @@
 //
 // # Permanent failures
 //
-// Some failures no new delivery can cure: a body that does not decode, a
-// missing key, a key reused with another payload, an operation that says
-// so. Such an error is a [PermanentError] (package idempotency's
-// BodyError, KeyError and PayloadMismatchError are; [Permanent] marks
-// one's own). With [Options.DeadLetter] set, the handler moves those
-// messages to their queue's dead-letter queue at once, through a
+// A failure no new delivery can cure is a [PermanentError] (package
+// idempotency's BodyError, KeyError and PayloadMismatchError are;
+// [Permanent] marks one's own). With [Options.DeadLetter] set, the handler
+// moves such a message to its queue's dead-letter queue at once, through a
 // [DeadLetterMover] (package sqsdlq makes it on the SQS API), instead of
-// letting SQS deliver them again until maxReceiveCount: the message is
-// sent, then deleted from its queue, never deleted unless sent, and no
-// longer reported failed. A move that fails leaves the message failed, to
-// SQS's own redrive. See [DeadLetter] for the rules.
+// letting SQS deliver it again until maxReceiveCount. See [DeadLetter].
 //
 // # Pacing
 //
-// Without more, a failed record comes back when the queue's visibility
-// timeout ends, which is sized for the longest run of a record: a
-// duplicate whose key is in progress elsewhere then waits that long, and a
-// failure retried at that rhythm is not backed off. With [Options.Pacing]
-// set, the handler changes the visibility of each failed record's message
-// before it returns, in one call of a [VisibilityChanger] (package
-// sqsvisibility makes it on the SQS API): a record in progress elsewhere
-// comes back just after the holder's lease ends, any other failure backs
-// off exponentially by its receive count, and a record not started comes
-// back at once. No change asks for more than SQS accepts: 12 hours since
-// the message was received. A failed visibility change is logged and never
-// changes an outcome. See [Pacing] for the rules and defaults.
+// With [Options.Pacing] set, the handler changes the visibility of each
+// failed record's message before it returns, through a [VisibilityChanger]
+// (package sqsvisibility makes it on the SQS API): a record in progress
+// elsewhere comes back just after the holder's lease ends, any other
+// failure backs off by its receive count, and a record not started comes
+// back at once. See [Pacing].
 //
 // A record with an empty messageId is still listed when it fails. Lambda
 // treats an empty itemIdentifier as the failure of the whole batch, so every

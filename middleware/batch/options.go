@@ -45,13 +45,10 @@ type Options struct {
 	// Reserve is the time kept free before the context's deadline (the
 	// invocation's) for the handler to return its response: the records run
 	// under a context that ends Reserve before the deadline, and the
-	// handler's own calls after them (dead-letter moves, visibility changes) run
-	// until that moment only, and are skipped once it has passed. A
-	// response Lambda gets after the deadline is lost, and the whole batch
-	// is delivered again. It has no effect when the context has no
-	// deadline. Default [DefaultReserve]; negative is invalid; for
-	// practically none, set a tiny positive value such as
-	// [time.Nanosecond].
+	// handler's own calls after them (dead-letter moves, visibility changes)
+	// run until that moment only (see "Deadline" in the package doc).
+	// Default [DefaultReserve]; negative is invalid; for practically none,
+	// set [time.Nanosecond].
 	Reserve time.Duration
 
 	// Logger receives at most one line per failed record, with its
@@ -66,21 +63,15 @@ type Options struct {
 	// OnRecord, if set, is called exactly once for every record of every
 	// event, after the record finished or was reported failed without
 	// starting: err is nil on success and otherwise the reason the record
-	// failed (a message then moved to the dead-letter queue is not reported
-	// in BatchItemFailures: see [DeadLetter]). The record function's result is not passed on. It is
-	// called from the goroutines that run the records, so it must be safe for
-	// concurrent use. A panic inside OnRecord is recovered and logged; it
-	// does not change the record's outcome.
+	// failed. It is called from the goroutines that run the records, so it
+	// must be safe for concurrent use; a panic inside it is recovered and
+	// logged and does not change the record's outcome.
 	OnRecord func(ctx context.Context, msg events.SQSMessage, err error)
 
 	// NoFullBatchError, when true, makes a batch in which every record
 	// failed return its response like any other, without an error. By
 	// default such a batch returns a [*FullBatchFailureError], as
-	// Powertools for AWS Lambda does (throwOnFullBatchFailure,
-	// raise_on_entire_batch_failure): Lambda counts the invocation as
-	// failed, which its Errors metric and alarms see, and backs off,
-	// reducing the concurrency of the SQS event source, where a response
-	// listing every record counts as a success and does not slow polling.
+	// Powertools for AWS Lambda does (see "Failures" in the package doc).
 	// Either way every record is delivered again.
 	NoFullBatchError bool
 

@@ -67,64 +67,38 @@ type VisibilityChanger interface {
 }
 
 // Pacing makes the failed records of a batch come back when a new attempt
-// can succeed, rather than after the queue's visibility timeout: SQS's
-// visibility timeout fits the longest run of a record (it is usually six
-// times the function's timeout), and a redelivery that comes that late
-// makes a duplicate wait, while one that comes back at once burns a receive
-// toward the dead-letter queue for nothing.
+// can succeed, rather than after the queue's visibility timeout. After every
+// record of an invocation has finished, and before the handler returns, each
+// failed record gets one [VisibilityChange], all in one call of Changer:
 //
-// After every record of an invocation has finished, and before the handler
-// returns, each failed record gets one [VisibilityChange], all in one call of
-// Changer:
-//
-//   - A record that failed because its key is in progress elsewhere (its
-//     error wraps a [RetryAtError] with a non-zero RetryAt, as
-//     idempotency.InProgressError is: the holder's lease end) comes back
-//     just after that moment: Timeout is RetryAt minus now,
-//     plus a random share of Jitter × Base. A holder that finishes sooner is
-//     not waited for any longer than that.
-//   - A record that ran and failed for any other reason backs off
-//     exponentially by its message's ApproximateReceiveCount n:
-//     min(Cap, Base × 2^(n−1)), of which the last Jitter share is drawn at
-//     random (with the defaults: a uniform draw in [5 s, 10 s] on the first
-//     receive, [10 s, 20 s] on the second, …).
+//   - A record whose key is in progress elsewhere (its error wraps a
+//     [RetryAtError] with a non-zero RetryAt, as
+//     idempotency.InProgressError does: the holder's lease end) comes back
+//     just after that moment: Timeout is RetryAt minus now, plus a random
+//     share of Jitter × Base.
+//   - A record that ran and failed for any other reason backs off by its
+//     message's ApproximateReceiveCount n: min(Cap, Base × 2^(n−1)), of
+//     which the last Jitter share is drawn at random.
 //   - A record that was not started ([ErrDeadline], [ErrGroupFailed], or the
-//     context canceled) is made visible at once (Timeout 0): nothing is known
-//     against it, and another invocation can run it now. In a FIFO queue this
-//     cannot overtake its group's failed record: SQS delivers none of a
-//     group's later messages while an earlier one is in flight.
+//     context canceled) is made visible at once (Timeout 0). In a FIFO
+//     queue it cannot overtake its group's failed record.
 //
 // Records that succeeded are left alone: Lambda deletes them.
 //
-// SQS refuses a change that would keep a message invisible for more than
-// 12 hours ([MaxVisibilityTimeout]) since it was received. A timeout is
-// therefore cut to 12 hours since the message's
+// No change asks for more than SQS accepts, [MaxVisibilityTimeout] since
+// the message was received: a timeout is cut to 12 hours since its
 // ApproximateFirstReceiveTimestamp (its SentTimestamp without it; the
-// invocation's start without either), counted to the latest moment the
-// call can be made and less a second for the clocks, in whole seconds. The
-// first receive is never later than this delivery's receive, which a
-// record does not carry, so the cut never asks for more than SQS allows; a
-// message received before, more than 12 hours ago, gets no change at all
-// (its record reaches OnChange with [ErrVisibilityLimit]), except one to
-// 0, which always fits.
+// invocation's start without either), counted to the latest moment the call
+// can be made, less a second, in whole seconds. A message first received
+// more than 12 hours ago gets no change but one to 0 (its record reaches
+// OnChange with [ErrVisibilityLimit]).
 //
-// The changes are made by the records' deadline ([Options.Reserve]): a
-// call still running then is stopped and its changes fail, and when the
-// moment has passed before the changes' turn none is asked for (each
-// reaches OnChange with [ErrReserveReached]). One WARN line says which.
-//
-// A visibility change never changes a record's outcome: the failed records
-// are reported in BatchItemFailures whether or not their change was
-// applied, and a record whose change failed comes back after the queue's
-// visibility timeout, as without pacing. Failed changes are logged (one
-// line per invocation, with how many failed and the first error) and passed
-// to OnChange.
-//
-// Pacing shortens the time a failing message takes to reach the dead-letter
-// queue: with the defaults and maxReceiveCount 5, at most 310 s of backoff
-// in all (10+20+40+80+160 s), against five visibility timeouts without
-// pacing. Set Base and Cap, or maxReceiveCount, for the outages a message
-// should outlast.
+// The changes are made by the records' deadline ([Options.Reserve]): a call
+// still running then is stopped and its changes fail; when the moment has
+// passed none is asked for (each reaches OnChange with [ErrReserveReached]).
+// A visibility change never changes a record's outcome: a failed one is
+// logged (one line per invocation) and passed to OnChange, and its record
+// comes back after the queue's visibility timeout.
 type Pacing struct {
 	// Changer applies the visibility changes. Nil turns pacing off.
 	Changer VisibilityChanger

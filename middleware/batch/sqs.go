@@ -24,13 +24,10 @@ import (
 // record of the batch failed: a [*FullBatchFailureError], unless
 // [Options.NoFullBatchError] is set.
 //
-// The T results of fn are discarded: fn is generic only so that typed
-// record functions, such as those built by the idempotency package, can be
-// passed without an adapter.
+// The T results of fn are discarded: fn is generic so that typed record
+// functions, such as the idempotency package's, need no adapter.
 //
-// SQS panics if fn is nil or opts is invalid (see [Options.Validate]), as
-// [regexp.MustCompile] does: a configuration error is caught when the
-// handler is built at start-up, never per invocation.
+// SQS panics if fn is nil or opts is invalid (see [Options.Validate]).
 //
 // The returned handler is safe for concurrent use.
 func SQS[T any](fn func(context.Context, events.SQSMessage) (T, error), opts Options) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {

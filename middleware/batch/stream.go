@@ -38,10 +38,8 @@ type StreamOptions struct {
 	// NoFullBatchError, when true, makes a batch in which every record
 	// failed return its response like any other, without an error. By
 	// default such a batch returns a [*FullBatchFailureError], as
-	// Powertools for AWS Lambda does: Lambda retries the batch under the
-	// event source's retry policy and bisects it when
-	// BisectBatchOnFunctionError is on, where a response listing every
-	// record resumes from the first.
+	// Powertools for AWS Lambda does, which Lambda bisects when
+	// BisectBatchOnFunctionError is on.
 	NoFullBatchError bool
 
 	// OnRecord, if set, is called exactly once for every record of every

@@ -12,9 +12,7 @@ import (
 
 // Defaults for the zero values of [Config].
 const (
-	// DefaultExpiresAfter is above SQS's longest message retention (14 days):
-	// a record must outlive every delivery of its message. Err long: a stale
-	// record costs storage, a missing one costs a second generation.
+	// DefaultExpiresAfter is above SQS's longest message retention (14 days).
 	DefaultExpiresAfter = 15 * 24 * time.Hour
 
 	// DefaultLease is the lease taken when the context has no deadline. Inside
@@ -22,9 +20,6 @@ const (
 	DefaultLease = 15 * time.Minute
 
 	// DefaultSkewMargin is added to every lease (see [Config.SkewMargin]).
-	// Hosts synchronised by NTP, as Lambda's are, agree within milliseconds;
-	// five seconds covers a clock that has drifted far worse, for little:
-	// the key of a holder that crashed waits five seconds longer.
 	DefaultSkewMargin = 5 * time.Second
 )
 
@@ -34,9 +29,9 @@ type Config struct {
 	// Store persists the records. Required.
 	Store Store
 
-	// Namespace prefixes every record id ("{Namespace}#{digest}"). Required.
-	// Use a fixed string set by the deployment, not a generated function
-	// name, so that a redeploy or a rename does not reset every key.
+	// Namespace prefixes every record id ("{Namespace}#{digest}"): a fixed
+	// string, not a generated function name, which a redeploy would change.
+	// Required.
 	Namespace string
 
 	// ExpiresAfter is how long a record counts after it is written or
@@ -49,36 +44,21 @@ type Config struct {
 	MinExpiry time.Duration
 
 	// Lease is how long a claim is held when the context has no deadline,
-	// counted from before the claim is written. With a deadline (as inside
-	// Lambda) the lease ends at the deadline instead; either way the stored
-	// lease end adds SkewMargin. The operation's context ends a reserve
-	// before the lease (a tenth of it, at most a second), so that an
-	// operation that honours its context returns, and its result is
-	// stored, before its claim can be taken over (one that ignores it and
-	// runs longer can run twice). Default [DefaultLease].
+	// counted from before the claim is written; with a deadline (inside
+	// Lambda) the lease ends at the deadline. The stored lease end adds
+	// SkewMargin. Default [DefaultLease].
 	Lease time.Duration
 
-	// SkewMargin is added to the end of every lease: a claim stays live
-	// until its holder's deadline plus SkewMargin, as the claimant's clock
-	// reads it. The lease end is written by the holder's clock and compared
-	// with another worker's, so without a margin a worker whose clock runs
-	// ahead can take over a live claim before its holder's deadline and run
-	// the operation twice; with it, clocks may disagree by up to SkewMargin.
-	// The cost: when a holder dies, its key can be taken over SkewMargin
-	// after its deadline rather than at it, and deliveries paced on the
-	// lease end (see package batch) come back that much later. Default
-	// [DefaultSkewMargin]; negative is invalid; for practically none, set a
-	// tiny positive value such as [time.Nanosecond].
+	// SkewMargin is added to the end of every lease, so that workers whose
+	// clocks disagree by less than it never take over a live claim; a dead
+	// holder's key waits that much longer. Default [DefaultSkewMargin];
+	// negative is invalid; for practically none, set [time.Nanosecond].
 	SkewMargin time.Duration
 
-	// CacheBytes bounds the completed records kept in process, served
-	// without a store round trip until they expire: a record counts for its
-	// stored result, its id and digests, and 256 bytes; when a new one does
-	// not fit, the least recently used go. A result larger than CacheBytes
-	// is not cached. Zero (the default) turns the cache off: a record
-	// deleted from the store to run its key again would otherwise still be
-	// served from memory by warm processes. 8 << 20 (8 MiB) keeps about
-	// 8,000 results of 1 KB.
+	// CacheBytes bounds the completed records served from memory, without a
+	// store round trip, until they expire: a record counts for its result,
+	// id and digests, and 256 bytes; the least recently used go first, and
+	// a larger record is not cached. Zero (the default) turns the cache off.
 	CacheBytes int
 
 	// Format is the recipe that turns keys and validated payloads into
@@ -87,8 +67,10 @@ type Config struct {
 	// (Python or TypeScript).
 	Format Format
 
-	// CompleteAttempts bounds the tries of a Complete that fails with a store
-	// error other than [ErrLeaseLost]; tries also stop at the context's
+	// CompleteAttempts bounds the tries of a Complete that fails with an
+	// error that may pass: not one that wraps [ErrLeaseLost],
+	// [ErrAttachUnsupported], [context.Canceled] or a [PermanentError]
+	// reporting true, which are not retried. Tries also stop at the context's
 	// deadline. Default 3.
 	CompleteAttempts int
 
@@ -112,10 +94,8 @@ type Config struct {
 	// instead of its own run's (outcomes replayed, and double_run without
 	// an error), with that result as stored (nil when none was stored) and
 	// its record; what it returns is decoded into the call's result
-	// instead. It is never called for a call whose operation's result
-	// stands. An error fails the call (outcome failed). It is Powertools'
-	// responseHook / response_hook; [OnReplay] is its typed form. It must
-	// be safe for concurrent use.
+	// instead, and an error fails the call. It is Powertools' responseHook;
+	// [OnReplay] is its typed form. It must be safe for concurrent use.
 	ReplayHook func(ctx context.Context, result json.RawMessage, rec Record) (json.RawMessage, error)
 }
 

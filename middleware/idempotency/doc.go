@@ -151,12 +151,10 @@
 //     new claim. In the first two cases the operation ran twice, and the
 //     call's outcome says so: [OutcomeDoubleRun].
 //
-// A completion that fails with a store error is retried while the deadline
-// and [Config.CompleteAttempts] allow (not when it cannot succeed: see
-// [Store]); a retry that finds the record completed under its own owner
-// token (the first attempt was applied and its response lost) is a success,
-// reported as claimed. If it still fails, that is the promise's second
-// exception.
+// A completion that fails is retried as [Config.CompleteAttempts] says; a
+// retry that finds the record completed under its own owner token (the
+// first attempt was applied and its response lost) is a success. If it
+// still fails, that is the promise's second exception.
 //
 // Calls of one key and payload made at the same time in one process (two
 // records of one batch) run once: the others wait and share the outcome
@@ -217,7 +215,7 @@
 //   - [*PayloadMismatchError] ([ErrPayloadMismatch]): the key was claimed
 //     with another payload; nothing ran.
 //   - [*StoreError]: the store failed; the operation did not run (Op
-//     "acquire") or its outcome was not recorded ("complete", "release").
+//     "acquire" on the claim) or its outcome was not recorded (see [StoreError]).
 //   - [*PanicError]: the operation, or its result's MarshalJSON, panicked.
 //   - an encoding/json error: the result could not be encoded (the record
 //     was completed without it), or the stored result does not decode into
@@ -225,6 +223,9 @@
 //   - the operation's own error; its claim was released.
 //   - a replay hook's error ([Config.ReplayHook], [OnReplay]), wrapped: the
 //     stored result was not returned.
+//   - the context's error, wrapped, when the context ended before the claim
+//     or while the call waited for a call of its key in this process: nothing
+//     was claimed.
 //
 // Each is logged once, by the guard, as Observability says.
 //

@@ -96,10 +96,13 @@ func (e *PayloadMismatchError) Error() string {
 // Is reports whether target is [ErrPayloadMismatch].
 func (e *PayloadMismatchError) Is(target error) bool { return target == ErrPayloadMismatch }
 
-// StoreError reports a failed store operation. The record's operation was not
-// run (for Acquire), or its outcome could not be recorded (for Complete).
+// StoreError reports that the store failed, panicked or returned a record
+// the guard cannot read. Op is the [Store] method: "acquire" (nothing ran,
+// unless a completion that found its lease lost was claiming the key
+// again), "complete" (the operation ran; its result is not recorded) or
+// "release" (the operation failed; its claim lapses with its lease).
 type StoreError struct {
-	Op  string // the store method: "acquire", "complete" or "release"
+	Op  string // "acquire", "complete" or "release"
 	ID  string // the record id
 	Err error  // the store's error
 }
@@ -110,10 +113,10 @@ func (e *StoreError) Error() string {
 
 func (e *StoreError) Unwrap() error { return e.Err }
 
-// PermanentError is an error that tells whether trying again can help. The
-// guard retries a failed [Store.Complete] unless its error wraps one whose
-// Permanent reports true (an attached write's own condition failed, say),
-// or wraps [ErrLeaseLost] or [ErrAttachUnsupported]. Stores implement it on
+// PermanentError is an error that tells whether trying again can help: the
+// guard does not retry a [Store.Complete] whose error wraps one reporting
+// true (an attached write's own condition failed, say; see
+// [Config.CompleteAttempts]). Stores implement it on
 // their error types. It is package batch's PermanentError too: a message
 // whose record failed with such an error cannot succeed on a new delivery,
 // and [*BodyError], [*KeyError] and [*PayloadMismatchError] report true.

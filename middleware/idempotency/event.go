@@ -30,25 +30,14 @@ type EventKeys[E any] struct {
 }
 
 // WrapEvent returns fn made idempotent per event, for a Lambda handler of
-// any event type, or for the records of a stream: the key of each event is
-// taken with keys.KeyFunc (and its payload with keys.PayloadFunc), and fn
-// runs through [Do]. The returned function has fn's shape, so it is a
-// Lambda handler when fn is:
+// any event type or the records of a stream: the key of each event is taken
+// with keys.KeyFunc (and its payload with keys.PayloadFunc), and fn runs
+// through [Do]. The returned function has fn's shape, so it is a
+// Lambda handler when fn is. An event without a key fails with a
+// [*KeyError] and fn does not run; the other errors are the package's (see
+// Errors and Other events in the package doc).
 //
-//	key := jmespath.MustCompile(`powertools_json(body).order_id`)
-//	h := idempotency.WrapEvent(g, idempotency.EventKeys[events.APIGatewayV2HTTPRequest]{
-//		KeyFunc: jmespath.EventKey[events.APIGatewayV2HTTPRequest](key),
-//	}, createOrder)
-//	lambda.Start(h)
-//
-// An event without a key fails with a [*KeyError] and fn does not run.
-// Another worker running the key fails the call with an [*InProgressError],
-// a key reused with another payload with a [*PayloadMismatchError]: a
-// handler maps them to its own answers (HTTP 409 and 422, say). The other
-// errors are the package's (see Errors in the package doc).
-//
-// WrapEvent panics if g, keys.KeyFunc or fn is nil: a configuration error,
-// caught at start-up rather than on every event.
+// WrapEvent panics if g, keys.KeyFunc or fn is nil.
 func WrapEvent[E, T any](g *Guard, keys EventKeys[E], fn func(context.Context, E) (T, error)) func(context.Context, E) (T, error) {
 	switch {
 	case g == nil:

@@ -54,10 +54,10 @@ const (
 	// 9007199254740992, 1e400 becomes null). An object of two or more keys
 	// is refused when a key holds a character unassigned in Unicode 15.0 or
 	// whose case changed since (U+0295, U+1171E): runtimes of other Unicode
-	// versions sort it otherwise; so is one whose keys earlier releases
-	// ordered otherwise (a final sigma after ª, Ⓐ, ‘, …), so that no id they
-	// gave changes. The selector is not hashed and Powertools' collisions
-	// are kept, as for [FormatPowertoolsPython].
+	// versions sort it otherwise; so is one whose order a final sigma after
+	// ª, Ⓐ, ‘, … decides (see Upgrading in the README). The selector is not
+	// hashed and Powertools' collisions are kept, as for
+	// [FormatPowertoolsPython].
 	FormatPowertoolsTypeScript
 )
 

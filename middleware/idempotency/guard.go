@@ -92,8 +92,7 @@ func DoPayload[T any](ctx context.Context, g *Guard, key, payload Key, fn func(c
 // with a [*KeyError] and fn is not run. The returned function has the shape
 // [github.com/sqsonce/sqsonce/middleware/batch.SQS] takes.
 //
-// Wrap panics if g, key or fn is nil: a configuration error, caught at
-// start-up rather than on every message.
+// Wrap panics if g, key or fn is nil.
 func Wrap[T any](g *Guard, key KeyFunc, fn func(context.Context, events.SQSMessage) (T, error)) func(context.Context, events.SQSMessage) (T, error) {
 	return wrap(g, key, nil, fn, "Wrap")
 }

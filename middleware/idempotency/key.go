@@ -84,14 +84,12 @@ func bodyPath(source string, path []string) KeyFunc {
 
 // BodySubset returns a KeyFunc whose key is the object of the named
 // top-level fields of a JSON message body: a subset of the fields that
-// define the work, such as {"document_id":"4471","version":9}. In the
-// native format field order, whitespace and number spelling (0.7, 0.70,
-// 7e-1) do not change it; fields not named (timestamps, request ids) are
-// left out. Every named field must be present and not null. Its selector
-// is "body fields": the value names the fields.
+// define the work, such as {"document_id":"4471","version":9}, leaving out
+// fields not named (timestamps, request ids). Every named field must be
+// present and not null. Its selector is "body fields": the value names the
+// fields.
 //
-// BodySubset panics when given no names or an empty one: a configuration
-// error.
+// BodySubset panics when given no names or an empty one.
 func BodySubset(names ...string) KeyFunc {
 	if len(names) == 0 || slices.Contains(names, "") {
 		panic("idempotency: BodySubset: no field names, or an empty one")
@@ -137,9 +135,8 @@ func BodySubset(names ...string) KeyFunc {
 // returned at once. FirstOf panics when given no functions or a nil one.
 //
 // Keys from different functions keep their selectors, so in the native
-// format a producer cannot make one function's key equal another's: a
-// producer key holding another request's subset of fields does not land on
-// that request's record. The Powertools formats hash the value alone.
+// format they never share a record id; the Powertools formats hash the
+// value alone.
 func FirstOf(fns ...KeyFunc) KeyFunc {
 	if len(fns) == 0 || slices.ContainsFunc(fns, func(f KeyFunc) bool { return f == nil }) {
 		panic("idempotency: FirstOf: no key functions, or a nil one")

@@ -6,24 +6,10 @@ import "context"
 type replayHookKey struct{}
 
 // OnReplay returns h with hook called on every result h returns from a
-// record rather than from its own run: a replay, from the store, the cache
-// or a call of the same key that ran in this process, and a double run's
-// stored result (see [OutcomeDoubleRun]). hook gets the result and its
-// record and returns the result h returns instead, to mark a replayed
-// response, say; it is not called when the operation's own result stands,
-// nor when h fails. An error from hook fails the call (outcome failed).
-// It is the typed form of [Config.ReplayHook], which runs first when both
-// are set:
-//
-//	h := idempotency.OnReplay(idempotency.WrapEvent(g, keys, createOrder),
-//		func(_ context.Context, r events.APIGatewayV2HTTPResponse, _ idempotency.Record) (events.APIGatewayV2HTTPResponse, error) {
-//			r.Headers = maps.Clone(r.Headers)
-//			if r.Headers == nil {
-//				r.Headers = map[string]string{}
-//			}
-//			r.Headers["x-idempotent-replay"] = "true"
-//			return r, nil
-//		})
+// record rather than from its own run (outcomes replayed, and double_run
+// without an error): hook gets the result and its record, and returns the
+// result h returns instead; an error from hook fails the call. It is the
+// typed form of [Config.ReplayHook], which runs first when both are set.
 //
 // h must be a function made by this package ([Wrap], [WrapPayload],
 // [WrapJSON], [WrapEvent]) or one that calls [Do] or [DoPayload] with

@@ -88,7 +88,8 @@ type Store interface {
 	//
 	// Acquire is idempotent for its caller: finding an INPROGRESS record
 	// with rec's own Owner (a retried request whose first attempt was
-	// applied) is a successful claim, with the zero Record as actual.
+	// applied) is a successful claim; actual is then the record the first
+	// attempt replaced, or the zero Record when the store cannot tell.
 	Acquire(ctx context.Context, rec Record, now time.Time) (actual Record, loaded bool, err error)
 
 	// Complete sets the record to COMPLETED with rec.Data and rec.ExpiresAt,
@@ -101,14 +102,8 @@ type Store interface {
 	// COMPLETED with rec's own Owner (a retried request whose first attempt
 	// was applied and its response lost) is a success; nothing is written,
 	// and the result is the one stored then. Owner tokens are random per
-	// claim, so only this completion can have left rec.Owner on a completed
-	// record. A store tells this from the failed condition's own answer (the
-	// record as it found it), without another round trip.
-	//
-	// The guard retries a failed Complete while its deadline allows, unless
-	// the error wraps [ErrLeaseLost] or [ErrAttachUnsupported], or a
-	// [PermanentError] that reports true: retrying the same write cannot
-	// help then.
+	// claim, so only this completion can have left rec.Owner there.
+	// [Config.CompleteAttempts] says which errors the guard retries.
 	Complete(ctx context.Context, rec Record) error
 
 	// Release deletes the record id, only if it is INPROGRESS and owned

@@ -43,11 +43,8 @@ type JSONBody[Req any] struct {
 
 	// DisallowUnknownFields fails a body that has a field Req does not
 	// declare, anywhere in it, as [json.Decoder.DisallowUnknownFields] does
-	// (a type with its own UnmarshalJSON method decodes its part itself,
-	// and decides for itself).
-	// The default, false, ignores such fields, as [json.Unmarshal] does:
-	// strict when producers must send exactly the schema, lenient when
-	// they may be newer than the consumer.
+	// (a type with its own UnmarshalJSON method decides for its part). The
+	// default, false, ignores such fields, as [json.Unmarshal] does.
 	DisallowUnknownFields bool
 }
 
@@ -59,23 +56,19 @@ type JSONBody[Req any] struct {
 //
 // For each message, in order: the body is decoded into a Req, body.KeyFunc
 // takes the key from it, body.Check checks it, body.PayloadFunc takes the
-// payload to validate; then fn runs through [Do] with the decoded request
-// and the message. The body must keep the rules of key material (see the
-// package doc) and decode without a loss: a member that names a field only
-// by letter case, a number a float or an any does not hold exactly, a
-// string for a json.Number, a non-canonical base64 []byte or an integer map
-// key spelled otherwise than strconv writes it is refused. A body that
-// breaks this, is not JSON, does not decode into Req, has a field Req lacks
-// (with DisallowUnknownFields) or fails the check fails its message with a
-// [*BodyError]; a request without a key, or a [BodyKey] key that does not
-// hash as the body's field, fails with a [*KeyError]. Either way nothing is claimed and fn does not run, and the
-// batch decorator reports the message failed (SQS retries it, and sends it
-// to the dead-letter queue after maxReceiveCount receives). The returned
-// function has the shape [github.com/sqsonce/sqsonce/middleware/batch.SQS]
-// takes.
+// payload to validate; then fn runs through [Do] with the decoded
+// request and the message. The body must keep the rules of key material
+// (see the package doc) and decode without a loss: a member that names a
+// field only by letter case, a number a float or an any does not hold
+// exactly, a string for a json.Number, a non-canonical base64 []byte or an
+// integer map key spelled otherwise than strconv writes it is refused. A
+// body that breaks this, is not JSON, does not decode into Req, has a field
+// Req lacks (with DisallowUnknownFields) or fails the check fails its
+// message with a [*BodyError]; a request without a key, or a [BodyKey] key
+// that does not hash as the body's field, fails with a [*KeyError]. Either
+// way nothing is claimed and fn does not run.
 //
-// WrapJSON panics if g, body.KeyFunc or fn is nil: a configuration error,
-// caught at start-up rather than on every message.
+// WrapJSON panics if g, body.KeyFunc or fn is nil.
 func WrapJSON[Req, T any](g *Guard, body JSONBody[Req], fn func(context.Context, Req, events.SQSMessage) (T, error)) func(context.Context, events.SQSMessage) (T, error) {
 	switch {
 	case g == nil:

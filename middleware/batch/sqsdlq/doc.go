@@ -28,17 +28,12 @@
 // # Both or neither
 //
 // Each message is sent with SendMessage, and deleted from its queue with
-// DeleteMessage only once it was sent: a message is never deleted without
-// being in the dead-letter queue. A failed send leaves the message in its
-// queue, failed, and SQS's own redrive moves it after maxReceiveCount
-// receives. A failed delete is reported wrapping [batch.ErrNotDeleted]: the
-// batch handler then leaves the message out of its failures, so that
-// Lambda deletes it. If that delete fails too (or the response is lost),
-// the message comes back, fails the same way and is sent again: a FIFO
-// dead-letter queue drops the second copy (its MessageDeduplicationId is
-// the messageId, within SQS's five-minute deduplication interval); a
-// standard one keeps both, each carrying the same [AttrMessageID], and
-// redriving both into an idempotent consumer runs the request once.
+// DeleteMessage only once it was sent. A failed send leaves the message
+// failed in its queue, to SQS's own redrive. A failed delete is reported
+// wrapping [batch.ErrNotDeleted], and the batch handler leaves the message
+// to Lambda to delete; if that fails too, the message is sent again: a
+// FIFO dead-letter queue drops the copy (its MessageDeduplicationId is the
+// messageId), a standard one keeps both, with the same [AttrMessageID].
 //
 // # What is sent
 //
@@ -46,12 +41,9 @@
 // beside them (SQS allows ten attributes per message), in this order:
 // [AttrReason] (the record's error message, cut to [MaxReason] bytes),
 // [AttrErrorType], [AttrMessageID], [AttrSourceQueue] and
-// [AttrReceiveCount]. The errors of this module never quote message
-// content, and a record function's own errors must not either: the reason
-// is also in the batch handler's log. To a FIFO dead-letter queue the
-// message goes in its own MessageGroupId. A message SQS moves itself
-// carries its source in the DeadLetterQueueSourceArn system attribute; one
-// moved here was sent, and carries AttrSourceQueue instead: to redrive the
-// dead-letter queue (StartMessageMoveTask), name the source queue as the
-// DestinationArn rather than relying on SQS to know where it came from.
+// [AttrReceiveCount]. A record function's errors must not quote message
+// content: the reason is sent and logged. To a FIFO dead-letter queue the
+// message goes in its own MessageGroupId. A moved message has no
+// DeadLetterQueueSourceArn: to redrive it (StartMessageMoveTask), name the
+// source queue as the DestinationArn.
 package sqsdlq

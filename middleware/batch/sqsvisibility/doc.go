@@ -14,14 +14,11 @@
 // # Calls
 //
 // The changes of one invocation are grouped by queue and sent with
-// ChangeMessageVisibilityBatch, ten entries per call (the API's limit; a
-// Lambda batch can hold up to 10,000 records), at most [DefaultConcurrency]
-// calls at a time unless [WithConcurrency] says otherwise. Timeouts are
-// rounded up to whole seconds (SQS's unit), so that a message never comes
-// back before the moment it was paced for (package batch keeps them within
-// SQS's 12 hours since the receive, in whole seconds at that limit). No call
-// is sent once the context is done: package batch ends it before the
-// invocation's deadline, and its changes fail with the context's cause.
+// ChangeMessageVisibilityBatch, ten entries per call (the API's limit), at
+// most [DefaultConcurrency] calls at a time unless [WithConcurrency] says
+// otherwise. Timeouts are rounded up to whole seconds, so that a message
+// never comes back before the moment it was paced for. No call is sent once
+// the context is done; its changes fail with the context's cause.
 // Each entry's outcome is reported on its own: an entry SQS refused
 // (listed in the call's Failed entries, such as an expired receipt handle),
 // the entries of a call that failed as a whole, and a change whose queue

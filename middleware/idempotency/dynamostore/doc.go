@@ -62,12 +62,11 @@
 //     returns the existing record in the same call). A server that leaves
 //     the record out of the failure costs one consistent GetItem more.
 //   - Complete: one UpdateItem conditional on status = INPROGRESS AND
-//     lease_owner = :me; with attached writes, one TransactWriteItems instead.
-//     Both are built by one function and their failures read by one
-//     classifier. With ReturnValuesOnConditionCheckFailure ALL_OLD, a
-//     failed condition returns the record: found COMPLETED under :me, it is
-//     this completion applied by an attempt whose response was lost (the
-//     SDK retried it), and Complete succeeds with no further call.
+//     lease_owner = :me; with attached writes, one TransactWriteItems
+//     instead. With ReturnValuesOnConditionCheckFailure ALL_OLD, a failed
+//     condition returns the record: found COMPLETED under :me, it is this
+//     completion, applied by an attempt whose response was lost, and
+//     Complete succeeds with no further call.
 //   - Release: one UpdateItem with the same condition (or this call's own
 //     token in release_call) that releases the claim in place: its lease
 //     ends (in_progress_expiration 0), its owner is removed and the call's
@@ -89,64 +88,45 @@
 //
 // If the lease was lost, Complete returns an error wrapping
 // [idempotency.ErrLeaseLost] and nothing is written. If an attached write's
-// condition fails, it returns a [*TransactionError] (which does not wrap
-// ErrLeaseLost) whose FailedConditions name the writes; nothing is written
-// and the record stays in progress, so the delivery fails and is retried.
+// condition fails, it returns a [*TransactionError] whose FailedConditions
+// name the writes; nothing is written and the record stays in progress.
 // Attachments of another type, or one too many for a transaction, fail with
 // [idempotency.ErrAttachUnsupported] when they are attached (the Store is an
-// [idempotency.AttachValidator]), before any call: a write is never dropped.
-// The guard does not retry a completion that cannot succeed: an attached
-// write's condition failed or DynamoDB refused a write as invalid
-// ([TransactionError.Permanent]).
+// [idempotency.AttachValidator]): a write is never dropped.
 //
 // # Large results
 //
 // DynamoDB caps an item at 400 KB. Results above [WithCompressAbove] (default
 // 64 KiB) are stored gzip-compressed as binary, flagged by data_encoding. A
-// result that does not fit even compressed (the store keeps 8 KiB of margin
-// beyond the attributes it writes) is left out: the record is completed
-// with data_omitted set and an error is logged ([WithLogger]). Every
-// delivery then gets the zero value of the result, the one that ran the
-// operation included ([Store.CompleteData] tells the guard what was kept),
-// instead of running the operation again: a completed operation is never
-// re-run for lack of space. If DynamoDB still refuses the item for its size,
-// Complete retries once without the result.
+// result that does not fit even compressed (with 8 KiB of margin) is left
+// out: the record is completed with data_omitted set, an error is logged
+// ([WithLogger]), and every delivery, the one that ran the operation
+// included, gets the zero value of the result ([Store.CompleteData]). A
+// completed operation is never run again for lack of space.
 //
 // # Powertools compatibility
 //
 // [WithDataFormat] sets how the data attribute holds a result, for the
 // table's other writer: [DataJSON] (the default: S holding JSON text,
 // compressed above [WithCompressAbove]), [DataPowertoolsPython] (S holding
-// JSON text, as Powertools for Python writes it, never compressed) or
-// [DataPowertoolsTypeScript] (native DynamoDB types, as Powertools for
-// TypeScript's marshall writes them, never compressed). The format is
-// configured, never guessed from a value. Every result this store writes
-// is marked with its format in data_format ("json", "powertools-python" or
-// "powertools-typescript"; Powertools ignores the attribute), and a record
-// marked with a format of the other encoding is refused with a
-// [*FormatError] naming both formats, never decoded: native types against
-// the two JSON text formats, which read each other's records. So S "123"
-// written as the string "123" in native types is never read back as the
-// number 123, nor an object written as JSON text as a string. Records
-// without the mark (written by Powertools) are read as the configured
-// format says; there, data the format cannot have written (a map read as
-// JSON text, an S that is not JSON text, a compressed result read as
-// native) is also a [*FormatError], but data both could have written (an S
-// holding JSON text) cannot be told apart: a Powertools runtime writing in
-// the other runtime's format is not detected. Configure every writer of a
+// JSON text, never compressed) or [DataPowertoolsTypeScript] (native
+// DynamoDB types, as Powertools TypeScript's marshall writes them, never
+// compressed). The format is configured, never guessed. Every result this
+// store writes is marked with its format in data_format; a record marked
+// with a format of the other encoding (native types against the two JSON
+// text formats, which read each other's records) is refused with a
+// [*FormatError]. Unmarked records (Powertools') are read as configured,
+// and data the format cannot have written is a [*FormatError] too; an S
+// holding JSON text cannot be told apart, so configure every writer of a
 // key alike.
 //
-// in_progress_expiration left on completed records is ignored. Records
-// Powertools wrote have no lease owner, and this store never writes one
-// without: so a Powertools record can be taken over by Acquire once its
-// lease or expiry has passed, like any other, but never completed or
-// released by a worker that did not claim it. Powertools neither checks nor
-// keeps the lease owner: its claim of a record whose lease has passed
-// replaces the item, after which this store's completion of the old claim
-// fails with [idempotency.ErrLeaseLost]. A claim this store released is
-// an in-progress item whose lease has ended: Powertools' claim takes it
-// over as it takes over a crashed worker's. Powertools cannot read a
-// compressed result, which is why the Powertools formats never compress.
+// Records Powertools wrote have no lease owner, and this store never writes
+// one without: a Powertools record can be taken over once its lease or
+// expiry has passed, but never completed or released by a worker that did
+// not claim it. Powertools' claim of a lapsed record replaces the item,
+// after which this store's completion of the old claim fails with
+// [idempotency.ErrLeaseLost]; it takes over a claim this store released as
+// it takes over a crashed worker's.
 //
 // # Errors
 //

@@ -42,16 +42,10 @@
 //	complete with attached writes    1  one batch: the fenced UPDATE, then the statements
 //
 // pgx prepares a statement the first time it runs on a connection (one round
-// trip more, once per statement and connection). After DDL that changes
-// the result type of a prepared statement (altering a column of the table,
-// or of a table an attached statement returns rows from), PostgreSQL
-// refuses its next run once, SQLSTATE 0A000 "cached plan must not change
-// result type": the statement did not run, pgx drops it from the
-// connection's cache, and the store sends it again (one round trip more). A claim refused by a record
-// that a concurrent claim committed while the statement ran costs one SELECT
-// more: the statement's snapshot could not see that record. pgxpool may ping
-// a connection that was idle before handing it out (see its ShouldPing).
-// Through the guard, a first delivery is 2 round trips and a replay 1.
+// trip more, once per statement and connection); after DDL that changes a
+// prepared statement's result type, the store sends a statement PostgreSQL
+// refused with SQLSTATE 0A000 once more. A claim refused by a record that a
+// concurrent claim committed while the statement ran costs one SELECT more.
 //
 // # Rules
 //
@@ -61,11 +55,9 @@
 // Release act only on an INPROGRESS record owned by the caller and otherwise
 // fail with [idempotency.ErrLeaseLost]; a Complete that finds the record
 // already COMPLETED by its own owner (an earlier attempt whose reply was
-// lost) succeeds without writing again. Times are compared with the
-// caller's clock, as the guard passes it, in microseconds, the resolution
-// of timestamptz: the store truncates now, the expiry and the lease to it,
-// so that Go and SQL compare the same values (a lease ending within the
-// microsecond of now is live).
+// lost) succeeds without writing again. Times are the caller's clock,
+// truncated to microseconds (timestamptz's resolution) on both sides of a
+// comparison.
 //
 // # Attached statements
 //
@@ -96,8 +88,6 @@
 // pgx's error (a *pgconn.PgError, a connection error, a context deadline).
 //
 // Each step ends at its context's deadline. pgx then closes the connection
-// without cancelling the statement on the server (unless the pool is
-// configured with pgconn's CancelRequestContextWatcherHandler), which may
-// still run it, for example once a lock it waits for is free: like a lost
-// reply, the error says nothing of whether the step was applied.
+// without cancelling the statement on the server, which may still run it:
+// like a lost reply, the error says nothing of whether the step was applied.
 package pgstore

@@ -11,29 +11,18 @@
 //
 // New takes a *redis.Client (one node, or Sentinel through
 // redis.NewFailoverClient) or a *redis.ClusterClient. Every script touches
-// one key, the record's, so a step never spans Cluster slots; Cluster
-// decides which node owns a slot and a node that does not answers MOVED,
-// so two workers never claim one key on two nodes. The tests run the
-// conformance suite on a single node and through a ClusterClient on a
-// one-node Redis Cluster.
+// one key, the record's, so a step never spans Cluster slots.
 //
 // New refuses:
 //
-//   - a *redis.Ring: Ring shards keys on the client, and when a shard fails
-//     its heartbeat it maps the shard's keys to another one, where a second
-//     worker claims a key whose lease is live. Use Cluster to spread keys
-//     over nodes.
-//   - a client without ContextTimeoutEnabled: it waits out ReadTimeout on
-//     a stalled reply, past the step's deadline (the invocation's).
-//   - a server whose maxmemory-policy is not noeviction, on any node of a
-//     Cluster: every record has an expiry, so every volatile-* and
-//     allkeys-* policy may evict a live claim or a completed record under
-//     memory pressure, and the operation runs again. New reads the policy
-//     with INFO memory (which ElastiCache answers), else CONFIG GET, and
-//     refuses a server that answers neither. With noeviction, a full
-//     server refuses the claim: the delivery fails, and the operation does
-//     not run. A failover promotes a replica with its own configuration:
-//     set the policy on every node (ElastiCache: the parameter group).
+//   - a *redis.Ring, which moves a failed shard's keys to another shard,
+//     where a second worker can claim a live key;
+//   - a client without ContextTimeoutEnabled, whose stalled reply would
+//     outlive the step's deadline;
+//   - a server, or any node of a Cluster, whose maxmemory-policy is not
+//     noeviction (an eviction forgets a claim), or that answers neither
+//     INFO memory nor CONFIG GET. Set the policy on every node: a failover
+//     promotes a replica with its own configuration.
 //
 // # Records
 //
@@ -63,18 +52,14 @@
 //
 // A result longer than [WithCompressAbove] (default 64 KiB) is stored
 // gzip-compressed when that makes it smaller. A result that does not fit in
-// [WithMaxData] (default 960 KiB, which every server accepts) even
-// compressed is left out: the record is completed with data_omitted set
-// and an error is logged ([WithLogger]). Every delivery then gets the zero
-// value of the result, the one that ran the operation included
-// ([Store.CompleteData] tells the guard what was kept), instead of running
-// the operation again: a completed operation is never re-run for lack of
-// space. These are dynamostore's flags, with its meaning.
+// [WithMaxData] (default 960 KiB) even compressed is left out, as
+// dynamostore leaves it out: the record is completed with data_omitted
+// set, an error is logged ([WithLogger]), and every delivery gets the zero
+// value of the result ([Store.CompleteData]).
 //
 // # Round trips
 //
-// Counted with a hook on the client (see the tests), after the scripts are
-// cached on the server:
+// After the scripts are cached on the server:
 //
 //	claim (free key)          1 EVALSHA
 //	in progress (held key)    1 EVALSHA, which returns the holder's record
@@ -83,11 +68,9 @@
 //	release                   1 EVALSHA
 //	complete + attached write refused before any command (ErrAttachUnsupported)
 //
-// The first run of a script on a server that does not have it cached (a
-// new server, a restart, a failover, SCRIPT FLUSH) is answered NOSCRIPT and
-// sent again with EVAL: one round trip more, once per script and server.
-// Through the guard, a first delivery is 2 round trips and a replay 1.
-// Each step ends at its context's deadline.
+// The first run of a script on a server that does not have it cached is
+// answered NOSCRIPT and sent again with EVAL: one round trip more, once per
+// script and server. Each step ends at its context's deadline.
 //
 // # Rules
 //
@@ -108,32 +91,24 @@
 //
 // # Attached writes
 //
-// Redis cannot commit an operation's own writes atomically with the
-// completion (they may live on other slots, and a script cannot roll
-// back), so [idempotency.Attach] fails with [idempotency.ErrAttachUnsupported]
-// with this store, before the operation's work is lost. Use pgstore or
-// dynamostore when the result must commit with other data.
+// [idempotency.Attach] fails with [idempotency.ErrAttachUnsupported] with
+// this store: Redis cannot commit other writes atomically with the
+// completion. Use pgstore or dynamostore for that.
 //
 // # Durability
 //
-// A claim is as durable as the Redis write that made it. A primary that
-// fails over before the claim reached a replica, or restarts without an
-// append-only file synced on every write (appendfsync always), loses it:
-// the next delivery of the key then runs the operation a second time. See
-// "Choosing a store" in the README.
+// A claim is as durable as the Redis write that made it: a failover before
+// it reached a replica, or a restart without appendfsync always, loses it,
+// and the next delivery runs the operation again (the README's "Choosing a
+// store").
 //
 // # Powertools
 //
-// The records cannot be shared with Powertools for AWS Lambda. Its Redis
-// persistence layer (CachePersistenceLayer, in Python and TypeScript)
-// stores a record as one JSON string, written with SET NX (an expired or
-// orphaned record is overwritten after a SET NX on the key "{id}:lock"),
-// and completes it with a plain SET, unfenced. Record ids can match (the
-// guard's Powertools key formats) and the field names are the same, but a
-// key written by one is a type error for the other: this store fails the
-// delivery (the key is not a hash) and never runs the operation. Keep the
-// two apart with [WithKeyPrefix] or distinct namespaces. Sharing records
-// with Powertools needs dynamostore.
+// The records cannot be shared with Powertools for AWS Lambda's Redis
+// layer, which stores a record as one JSON string: a key written by one is
+// a type error for the other, and this store fails the delivery without
+// running the operation. Keep the two apart with [WithKeyPrefix] or
+// distinct namespaces.
 //
 // # Errors
 //

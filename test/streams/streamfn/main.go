@@ -92,10 +92,10 @@ func main() {
 	}
 }
 
-// kinesisKey is the KeyFunc adapter for a Kinesis record: the guard's key
-// functions read an SQS message's body, so the record's data is given to
-// BodyField as one. (A generic wrapper for any event, taking the key from
-// the event's JSON, makes this adapter unnecessary.)
+// kinesisKey takes the key of a Kinesis record from its data, a JSON body,
+// as BodyField takes it from an SQS message's. (idempotency.WrapEvent
+// with jmespath.EventKey takes it from the record itself; see the README's
+// Streams.)
 func kinesisKey(r events.KinesisEventRecord) (idempotency.Key, error) {
 	return idempotency.BodyField("idempotency_key")(events.SQSMessage{MessageId: r.EventID, Body: string(r.Kinesis.Data)})
 }
