@@ -35,7 +35,7 @@ func dynamoEnv(t *testing.T, ns string) (map[string]string, *dynamostore.Store, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{envStore: storeDynamoDB, envTable: table, envNamespace: ns, envDynamoDBEndpoint: moto.Endpoint(t)}
+	env := map[string]string{envStore: storeDynamoDB, envTable: table, envNamespace: ns, envDynamoDBEndpoint: moto.Endpoint(t), envSQSEndpoint: moto.Endpoint(t)}
 	return env, store, db, table
 }
 

@@ -28,6 +28,9 @@ const (
 	classUnreadable  = "unreadable"  // the record cannot be read with this configuration
 )
 
+// deleteAttempts bounds the tries of each delete from the dead-letter queue.
+const deleteAttempts = 3
+
 // ourAttributes are the message attributes sqsdlq adds when it moves a
 // message: redrive leaves them out.
 var ourAttributes = map[string]bool{
@@ -44,6 +47,7 @@ type redriveCmd struct {
 	dryRun     bool
 	keyField   string
 	wait       time.Duration
+	visibility time.Duration
 }
 
 func (c *redriveCmd) flags(fs *flag.FlagSet) {
@@ -54,6 +58,7 @@ func (c *redriveCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.dryRun, "dry-run", false, "read and classify the messages, send and delete nothing (they are visible again at once)")
 	fs.StringVar(&c.keyField, "key-field", "", "the body field the key is in, as inspect's --key-field (default: the app's key)")
 	fs.DurationVar(&c.wait, "wait", 2*time.Second, "how long a receive waits for messages (long polling) before the queue counts as drained")
+	fs.DurationVar(&c.visibility, "visibility", 0, "how long the messages read stay invisible in the dead-letter queue while they are checked and sent (default: a minute plus twice --max at --rate)")
 }
 
 func (c *redriveCmd) needsSQS() bool { return true }
@@ -76,6 +81,9 @@ func (c *redriveCmd) check() error {
 	c.perSecond = r
 	if c.max < 1 {
 		errs = append(errs, fmt.Errorf("--max %d: want at least 1", c.max))
+	}
+	if c.visibility != 0 && (c.visibility < time.Second || c.visibility > 12*time.Hour) {
+		errs = append(errs, fmt.Errorf("--visibility %v: want 1s to 12h", c.visibility))
 	}
 	if c.wait < 0 || c.wait > 20*time.Second {
 		errs = append(errs, fmt.Errorf("--wait %v: want 0 to 20s", c.wait))
@@ -143,6 +151,9 @@ func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
 	// rate, plus a minute, at most SQS's 12 hours.
 	visibility := time.Minute + time.Duration(float64(c.max)/c.perSecond*float64(time.Second))*2
 	visibility = min(visibility, 12*time.Hour)
+	if c.visibility > 0 {
+		visibility = c.visibility
+	}
 	msgs, err := c.receive(ctx, o, visibility)
 	report := redriveReport{DLQ: c.dlq, Queue: c.queue, DryRun: c.dryRun, Read: len(msgs), Classes: map[string]int{}}
 	if err != nil {
@@ -293,7 +304,16 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 			unsent = append(unsent, m)
 			continue
 		}
-		_, err := o.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.dlq), ReceiptHandle: m.msg.ReceiptHandle})
+		// Sent: from here on the message is never lost. A delete that
+		// fails is tried again; one that keeps failing leaves the message
+		// in both queues, and the idempotent consumer replays the second.
+		var err error
+		for range deleteAttempts {
+			_, err = o.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.dlq), ReceiptHandle: m.msg.ReceiptHandle})
+			if err == nil || ctx.Err() != nil {
+				break
+			}
+		}
 		if err != nil {
 			m.Outcome, m.Problem = "sent_not_deleted", err.Error()
 			report.SentNotDeleted++
