@@ -124,7 +124,9 @@ func printRecord(w io.Writer, v recordView, at time.Time) {
 		return
 	}
 	line("status", v.Status)
-	line("lease until", when(v.LeaseUntil, at))
+	if v.Status == string(idempotency.StatusInProgress) {
+		line("lease until", when(v.LeaseUntil, at))
+	}
 	line("expires", when(v.ExpiresAt, at))
 	line("owner", orDash(v.Owner))
 	line("quarantined", when(v.Quarantined, at))
