@@ -29,4 +29,3 @@
 //
 // The README's section "Operating" has the runbooks.
 package main
-

@@ -33,7 +33,9 @@ func state(rec idempotency.Record, t time.Time) string {
 		return stateExpired
 	case rec.Status == idempotency.StatusInProgress && !rec.Quarantined.IsZero():
 		return stateQuarantined
-	case rec.Status == idempotency.StatusInProgress && rec.LeaseUntil.Before(t):
+	case rec.Status == idempotency.StatusInProgress && !rec.LeaseUntil.IsZero() && rec.LeaseUntil.Before(t):
+		// A claim without a lease end (written by another library) is
+		// held until it expires.
 		return stateLeaseLapsed
 	case rec.Status == idempotency.StatusInProgress:
 		return stateInProgress

@@ -208,7 +208,12 @@ func TestRedriveFIFO(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cli(t, env, "redrive", "--dlq", dlq, "--queue", source, "--wait", "1s").want(t, exitOK)
+	start := time.Now()
+	cli(t, env, "redrive", "--dlq", dlq, "--queue", source, "--wait", "0s", "--rate", "5/s").want(t, exitOK)
+	// Three sends at 5 a second: the last one 400 ms after the first.
+	if d := time.Since(start); d < 400*time.Millisecond {
+		t.Errorf("3 messages at --rate 5/s took %v", d)
+	}
 	q := queues{client: client}
 	var got []msg
 	for _, m := range q.drain(t, source) {
