@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
@@ -31,12 +30,10 @@ const (
 // deleteAttempts bounds the tries of each delete from the dead-letter queue.
 const deleteAttempts = 3
 
-// ourAttributes are the message attributes sqsdlq adds when it moves a
-// message: redrive leaves them out.
-var ourAttributes = map[string]bool{
-	sqsdlq.AttrReason: true, sqsdlq.AttrErrorType: true, sqsdlq.AttrMessageID: true,
-	sqsdlq.AttrSourceQueue: true, sqsdlq.AttrReceiveCount: true,
-}
+// ourPrefix starts the names of the message attributes sqsonce adds when
+// it moves a message to the dead-letter queue (sqsdlq.AttrReason, …):
+// redrive leaves them out.
+const ourPrefix = "sqsonce."
 
 // redriveCmd moves dead-letter messages back to their queue.
 type redriveCmd struct {
@@ -329,7 +326,7 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 func sendable(attrs map[string]types.MessageAttributeValue) map[string]types.MessageAttributeValue {
 	out := make(map[string]types.MessageAttributeValue, len(attrs))
 	for k, v := range attrs {
-		if !ourAttributes[k] {
+		if !strings.HasPrefix(k, ourPrefix) {
 			out[k] = v
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,7 +156,7 @@ func TestRedrive(t *testing.T) {
 				t.Errorf("the producer's attribute was not kept: %v", m.MessageAttributes)
 			}
 			for name := range m.MessageAttributes {
-				if ourAttributes[name] {
+				if strings.HasPrefix(name, "sqsonce.") {
 					t.Errorf("sqsdlq's attribute %s was sent back", name)
 				}
 			}
@@ -318,5 +319,15 @@ func TestRedriveNeverLoses(t *testing.T) {
 	t.Logf("%d runs; faults %v; %d of %d messages in the queue twice or more", runs, f.faults, extra, len(bodies))
 	if f.faults["SendMessage/before"] == 0 || f.faults["SendMessage/after"] == 0 || f.faults["DeleteMessage/before"] == 0 {
 		t.Errorf("too few faults injected: %v", f.faults)
+	}
+}
+
+// TestOurAttributes: every attribute sqsdlq adds carries the prefix
+// redrive leaves out.
+func TestOurAttributes(t *testing.T) {
+	for _, name := range []string{sqsdlq.AttrReason, sqsdlq.AttrErrorType, sqsdlq.AttrMessageID, sqsdlq.AttrSourceQueue, sqsdlq.AttrReceiveCount} {
+		if !strings.HasPrefix(name, ourPrefix) {
+			t.Errorf("sqsdlq's attribute %s does not start with %s: redrive would send it back", name, ourPrefix)
+		}
 	}
 }
