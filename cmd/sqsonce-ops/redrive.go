@@ -188,7 +188,7 @@ func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
 // receive reads up to --max messages, each once, keeping them invisible.
 func (c *redriveCmd) receive(ctx context.Context, o *ops, visibility time.Duration) ([]*dlqMessage, error) {
 	var msgs []*dlqMessage
-	seen := map[string]bool{}
+	seen := map[string]*dlqMessage{}
 	for len(msgs) < c.max {
 		out, err := o.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(c.dlq),
@@ -204,13 +204,22 @@ func (c *redriveCmd) receive(ctx context.Context, o *ops, visibility time.Durati
 		if len(out.Messages) == 0 {
 			return msgs, nil
 		}
+		fresh := 0
 		for _, m := range out.Messages {
 			id := aws.ToString(m.MessageId)
-			if seen[id] {
-				continue // a copy of one already read (standard queues deliver at least once)
+			if prev := seen[id]; prev != nil {
+				// Received again (its visibility ended, or a standard
+				// queue's second copy): only the latest receipt handle
+				// is sure to delete it.
+				prev.msg.ReceiptHandle = m.ReceiptHandle
+				continue
 			}
-			seen[id] = true
-			msgs = append(msgs, &dlqMessage{msg: m})
+			fresh++
+			seen[id] = &dlqMessage{msg: m}
+			msgs = append(msgs, seen[id])
+		}
+		if fresh == 0 {
+			return msgs, nil // only messages already read: the rest is drained
 		}
 	}
 	return msgs, nil
