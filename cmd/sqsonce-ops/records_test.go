@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/redisserver"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
@@ -212,4 +213,58 @@ func TestPostgres(t *testing.T) {
 		}
 	})
 	scenario(t, map[string]string{envStore: storePostgres, envPostgresURL: url, envNamespace: "orders"}, s)
+}
+
+// TestDynamoDBSortKey: a table with a sort key, shared with Powertools'
+// sort_key_attr, through the sort key flags.
+func TestDynamoDBSortKey(t *testing.T) {
+	db := moto.DynamoDB(t)
+	table := motoserver.NewTableWithSortKey(t, db, "pk", "sk")
+	sk := dynamostore.SortKey{Attr: "sk", FunctionName: "summarise-fn"}
+	store, err := dynamostore.New(db, table, dynamostore.WithAttributes(dynamostore.Attributes{ID: "pk"}), dynamostore.WithSortKey(sk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := seed(t, store, "orders", func(t *testing.T, rec idempotency.Record) {
+		n := func(v int64) types.AttributeValue {
+			return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+		}
+		str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+		_, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+			"pk": str(dynamostore.DefaultPartitionPrefix + "summarise-fn"), "sk": str(rec.ID), idempotency.AttrStatus: str(string(rec.Status)),
+			idempotency.AttrExpiration: n(rec.ExpiresAt.Unix()), idempotency.AttrLeaseExpiry: n(rec.LeaseUntil.UnixMilli()),
+			idempotency.AttrOwner: str(rec.Owner), idempotency.AttrQuarantined: n(rec.Quarantined.UnixMilli()),
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	env := map[string]string{envTable: table, envNamespace: "orders", envDynamoDBEndpoint: moto.Endpoint(t),
+		envPartitionKey: "pk", envSortKey: "sk", envFunctionName: "summarise-fn"}
+	scenario(t, env, s)
+	// Without the sort key flags the table's key does not match: a clear failure, nothing found.
+	plain := map[string]string{envTable: table, envNamespace: "orders", envDynamoDBEndpoint: moto.Endpoint(t)}
+	cli(t, plain, "inspect", "--id", s.completed).want(t, exitFailed)
+}
+
+// TestRedisCluster: the Redis store through a Cluster client.
+func TestRedisCluster(t *testing.T) {
+	cluster := redisserver.NewCluster()
+	t.Cleanup(func() { _ = cluster.Close() })
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cluster.Addr(t)}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	store, err := redisstore.New(context.Background(), rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := seed(t, store, "orders", func(t *testing.T, rec idempotency.Record) {
+		err := rdb.HSet(context.Background(), store.RedisKey(rec.ID),
+			idempotency.AttrStatus, string(rec.Status), idempotency.AttrExpiration, rec.ExpiresAt.Unix(),
+			idempotency.AttrLeaseExpiry, rec.LeaseUntil.UnixMilli(), idempotency.AttrOwner, rec.Owner,
+			idempotency.AttrQuarantined, rec.Quarantined.UnixMilli()).Err()
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	scenario(t, map[string]string{envStore: storeRedis, envRedisURL: "redis://" + cluster.Addr(t), envRedisCluster: "on", envNamespace: "orders"}, s)
 }
