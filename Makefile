@@ -20,7 +20,7 @@ EVENT         ?= events/duplicate-delivery.json
 # ENV_VARS: a `sam local invoke --env-vars` file for make invoke, e.g. events/env/stub.json.
 ENV_VARS      ?=
 
-.PHONY: all help help-check test test-go test-infra deploy-local lint fmt vet staticcheck bench bench-peer fuzz chaos build demo invoke synth diff deploy destroy bootstrap tools clean
+.PHONY: all help help-check test test-go test-infra deploy-local lint fmt vet staticcheck bench bench-peer fuzz chaos build ops demo invoke synth diff deploy destroy bootstrap tools clean
 
 ## all: the default target: the same as test.
 all: test
@@ -113,6 +113,11 @@ build:
 	CGO_ENABLED=0 GOOS=$(LAMBDA_GOOS) GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o build/bootstrap ./cmd/summarise
 	$(GO) run ./tools/mkzip -o build/bootstrap.zip build/bootstrap
 	@ls -l build/bootstrap.zip
+
+## ops: build build/sqsonce-ops, the operator's tool for records (see README, Operating), for this machine.
+ops:
+	@mkdir -p build
+	$(GO) build -trimpath -o build/sqsonce-ops ./cmd/sqsonce-ops
 
 # A duplicated delivery makes one provider call.
 ## demo: run the summarise job on the bundled events, in memory, with the stub provider.

@@ -2,6 +2,8 @@ package idempotency
 
 import (
 	"context"
+	"errors"
+	"iter"
 	"time"
 )
 
@@ -122,4 +124,63 @@ type Store interface {
 // operation's own value, so that every delivery sees the same result.
 type DataCompleter interface {
 	CompleteData(ctx context.Context, rec Record) (stored []byte, err error)
+}
+
+// ErrNotFound reports that an [Inspector] found no record for an id: none
+// was written, it was deleted, or it was released (a store that keeps a
+// released mark reports the mark as no record, as Acquire treats it).
+var ErrNotFound = errors.New("idempotency: no record")
+
+// Inspector is implemented by stores whose records can be read without a
+// claim, for operators' tools (cmd/sqsonce-ops): to see why a key is stuck
+// and to list stuck or quarantined records. The guard never calls it. Reads
+// are strongly consistent where the store offers it. Records are returned
+// as stored, expired ones included; what a record means at a given time is
+// the caller's to judge.
+type Inspector interface {
+	// Inspect returns the record id. It fails with an error wrapping
+	// [ErrNotFound] when there is none. A record that cannot be read in
+	// full (its result in another data format, say) is returned with what
+	// could be read, and an error that says why.
+	Inspect(ctx context.Context, id string) (StoredRecord, error)
+
+	// List returns the records that opts selects, in no given order,
+	// reading the store page by page as the caller iterates. A record
+	// that cannot be read in full is yielded with what could be read and
+	// an error, and the listing goes on; an error with a zero
+	// StoredRecord (a failed read of the store) ends it.
+	List(ctx context.Context, opts ListOptions) iter.Seq2[StoredRecord, error]
+}
+
+// StoredRecord is a record as an [Inspector] read it: the [Record], and
+// how its result is kept.
+type StoredRecord struct {
+	Record
+	// Size is the bytes of the result as stored: compressed, or in the
+	// store's own types; 0 when none is stored.
+	Size int
+	// Encoding is "gzip" for a result stored compressed, else empty.
+	Encoding string
+	// DataFormat is the format mark a store writes beside a result (for
+	// dynamostore: "json", "powertools-python" or "powertools-typescript"),
+	// empty when the store writes none or the record has none.
+	DataFormat string
+	// Omitted reports a record completed without its result: it was too
+	// large to store.
+	Omitted bool
+}
+
+// ListOptions selects the records [Inspector.List] returns. The zero value
+// selects every record.
+type ListOptions struct {
+	// Status, when not empty, selects the records of that status.
+	Status Status
+	// Prefix, when not empty, selects the records whose id starts with it,
+	// such as "orders#" for one namespace.
+	Prefix string
+}
+
+// Match reports whether rec is one opts selects.
+func (o ListOptions) Match(rec Record) bool {
+	return (o.Status == "" || rec.Status == o.Status) && len(rec.ID) >= len(o.Prefix) && rec.ID[:len(o.Prefix)] == o.Prefix
 }

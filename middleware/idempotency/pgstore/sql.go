@@ -125,6 +125,7 @@ CREATE INDEX IF NOT EXISTS {{index}} ON {{table}} (expiration);
 // queries are the SQL texts of one table.
 type queries struct {
 	claim, read, complete, completeOrAbort, state, release, deleteExpired, schema string
+	table                                                                         string // the table's quoted name, for inspect.go
 }
 
 // render returns the statements for the table named table, quoted as one
@@ -136,5 +137,6 @@ func render(table string) queries {
 		claim: r.Replace(claimSQL), read: r.Replace(readSQL), complete: r.Replace(completeSQL),
 		completeOrAbort: r.Replace(completeOrAbortSQL), state: r.Replace(stateSQL), release: r.Replace(releaseSQL),
 		deleteExpired: r.Replace(deleteExpiredSQL), schema: r.Replace(schemaSQL),
+		table: pgx.Identifier{table}.Sanitize(),
 	}
 }

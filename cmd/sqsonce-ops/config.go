@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
+)
+
+// The environment: the names cmd/summarise reads, so that an operator can
+// reuse the app's environment, and a few of the tool's own. Flags override
+// the environment.
+const (
+	envStore            = "SQSONCE_STORE"             // dynamodb | redis | postgres; default dynamodb
+	envTable            = "SQSONCE_TABLE"             // DynamoDB table, or PostgreSQL table (default idempotency)
+	envNamespace        = "SQSONCE_NAMESPACE"         // record id prefix; default summarise
+	envDynamoDBEndpoint = "SQSONCE_DYNAMODB_ENDPOINT" // DynamoDB endpoint override
+	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override
+	envRedisURL         = "SQSONCE_REDIS_URL"         // redis:// or rediss:// URL
+	envPostgresURL      = "SQSONCE_POSTGRES_URL"      // postgres:// URL or DSN
+
+	envRedisCluster     = "SQSONCE_REDIS_CLUSTER"      // on | off: SQSONCE_REDIS_URL names a Redis Cluster
+	envRedisKeyPrefix   = "SQSONCE_REDIS_KEY_PREFIX"   // redisstore.WithKeyPrefix
+	envFormat           = "SQSONCE_FORMAT"             // native | powertools-python | powertools-typescript
+	envDataFormat       = "SQSONCE_DATA_FORMAT"        // json | powertools-python | powertools-typescript
+	envSortKey          = "SQSONCE_SORT_KEY"           // dynamostore.SortKey.Attr
+	envSortKeyPartition = "SQSONCE_SORT_KEY_PARTITION" // dynamostore.SortKey.Partition
+	envFunctionName     = "AWS_LAMBDA_FUNCTION_NAME"   // dynamostore.SortKey.FunctionName
+	envPartitionKey     = "SQSONCE_PARTITION_KEY"      // dynamostore.Attributes.ID; default id
+)
+
+// Store names.
+const (
+	storeDynamoDB = "dynamodb"
+	storeRedis    = "redis"
+	storePostgres = "postgres"
+)
+
+// globals are the flags every command takes.
+type globals struct {
+	store            string
+	table            string
+	endpoint         string
+	dynamoDBEndpoint string
+	sqsEndpoint      string
+	redisURL         string
+	redisCluster     bool
+	redisKeyPrefix   string
+	postgresURL      string
+	namespace        string
+	format           string
+	dataFormat       string
+	partitionKey     string
+	sortKey          string
+	sortKeyPartition string
+	functionName     string
+	json             bool
+}
+
+// defaults reads the environment.
+func defaults(getenv func(string) string) globals {
+	or := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	return globals{
+		store:            or(envStore, storeDynamoDB),
+		table:            getenv(envTable),
+		dynamoDBEndpoint: getenv(envDynamoDBEndpoint),
+		sqsEndpoint:      getenv(envSQSEndpoint),
+		redisURL:         getenv(envRedisURL),
+		redisCluster:     getenv(envRedisCluster) == "on",
+		redisKeyPrefix:   getenv(envRedisKeyPrefix),
+		postgresURL:      getenv(envPostgresURL),
+		namespace:        or(envNamespace, "summarise"),
+		format:           or(envFormat, "native"),
+		dataFormat:       or(envDataFormat, "json"),
+		partitionKey:     or(envPartitionKey, idempotency.AttrID),
+		sortKey:          getenv(envSortKey),
+		sortKeyPartition: getenv(envSortKeyPartition),
+		functionName:     getenv(envFunctionName),
+	}
+}
+
+// register adds the global flags to fs, their defaults as g holds them.
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.store, "store", g.store, "the record store: dynamodb, redis or postgres ($"+envStore+")")
+	fs.StringVar(&g.table, "table", g.table, "the DynamoDB table, or the PostgreSQL table (default idempotency) ($"+envTable+")")
+	fs.StringVar(&g.endpoint, "endpoint", g.endpoint, "DynamoDB and SQS endpoint override, e.g. moto's ($"+envDynamoDBEndpoint+", $"+envSQSEndpoint+")")
+	fs.StringVar(&g.redisURL, "redis-url", g.redisURL, "redis:// or rediss:// URL ($"+envRedisURL+")")
+	fs.BoolVar(&g.redisCluster, "redis-cluster", g.redisCluster, "the Redis URL names a Redis Cluster ($"+envRedisCluster+"=on)")
+	fs.StringVar(&g.redisKeyPrefix, "redis-key-prefix", g.redisKeyPrefix, "redisstore.WithKeyPrefix ($"+envRedisKeyPrefix+")")
+	fs.StringVar(&g.postgresURL, "postgres-url", g.postgresURL, "postgres:// URL or DSN ($"+envPostgresURL+")")
+	fs.StringVar(&g.namespace, "namespace", g.namespace, "the guard's Namespace, the record ids' prefix ($"+envNamespace+")")
+	fs.StringVar(&g.format, "format", g.format, "the guard's Format: native, powertools-python or powertools-typescript ($"+envFormat+")")
+	fs.StringVar(&g.dataFormat, "data-format", g.dataFormat, "dynamostore.WithDataFormat: json, powertools-python or powertools-typescript ($"+envDataFormat+")")
+	fs.StringVar(&g.partitionKey, "partition-key", g.partitionKey, "the DynamoDB table's partition key attribute ($"+envPartitionKey+")")
+	fs.StringVar(&g.sortKey, "sort-key", g.sortKey, "dynamostore.WithSortKey: the table's sort key attribute ($"+envSortKey+")")
+	fs.StringVar(&g.sortKeyPartition, "sort-key-partition", g.sortKeyPartition, "dynamostore.SortKey.Partition ($"+envSortKeyPartition+")")
+	fs.StringVar(&g.functionName, "function-name", g.functionName, "dynamostore.SortKey.FunctionName, for the default partition ($"+envFunctionName+")")
+	fs.BoolVar(&g.json, "json", g.json, "print JSON")
+}
+
+// formats are the guard's formats by flag value.
+var formats = map[string]idempotency.Format{
+	"native":                idempotency.FormatNative,
+	"powertools-python":     idempotency.FormatPowertoolsPython,
+	"powertools-typescript": idempotency.FormatPowertoolsTypeScript,
+}
+
+// dataFormats are dynamostore's data formats by flag value.
+var dataFormats = map[string]dynamostore.DataFormat{
+	"json":                  dynamostore.DataJSON,
+	"powertools-python":     dynamostore.DataPowertoolsPython,
+	"powertools-typescript": dynamostore.DataPowertoolsTypeScript,
+}
+
+// check reports every problem of g at once, without connecting.
+func (g *globals) check() error {
+	var errs []error
+	if g.endpoint != "" {
+		g.dynamoDBEndpoint, g.sqsEndpoint = g.endpoint, g.endpoint
+	}
+	switch g.store {
+	case storeDynamoDB:
+		if g.table == "" {
+			errs = append(errs, fmt.Errorf("--table ($%s) is required with the DynamoDB store", envTable))
+		}
+		if g.sortKey != "" && g.sortKeyPartition == "" && g.functionName == "" {
+			errs = append(errs, fmt.Errorf("--sort-key needs --sort-key-partition or --function-name ($%s)", envFunctionName))
+		}
+	case storeRedis:
+		if g.redisURL == "" {
+			errs = append(errs, fmt.Errorf("--redis-url ($%s) is required with the Redis store", envRedisURL))
+		}
+	case storePostgres:
+		if g.postgresURL == "" {
+			errs = append(errs, fmt.Errorf("--postgres-url ($%s) is required with the PostgreSQL store", envPostgresURL))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--store %q is not one of dynamodb, redis, postgres", g.store))
+	}
+	if g.namespace == "" {
+		errs = append(errs, errors.New("--namespace is empty"))
+	}
+	if _, ok := formats[g.format]; !ok {
+		errs = append(errs, fmt.Errorf("--format %q is not one of native, powertools-python, powertools-typescript", g.format))
+	}
+	if _, ok := dataFormats[g.dataFormat]; !ok {
+		errs = append(errs, fmt.Errorf("--data-format %q is not one of json, powertools-python, powertools-typescript", g.dataFormat))
+	}
+	return errors.Join(errs...)
+}
+
+// ops is what a command works with: the store, its inspector, the guard
+// that computes record ids, and SQS when the command needs it.
+type ops struct {
+	g       globals
+	store   idempotency.Store
+	inspect idempotency.Inspector
+	guard   *idempotency.Guard
+	sqs     sqsAPI
+	closers []func()
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+func (o *ops) close() {
+	for _, c := range o.closers {
+		c()
+	}
+}
+
+// open connects to the configured store (and SQS when withSQS).
+func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer) (*ops, error) {
+	o := &ops{g: g, stdout: stdout, stderr: stderr}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var awsCfg aws.Config
+	if g.store == storeDynamoDB || withSQS {
+		var err error
+		if awsCfg, err = awsconfig.LoadDefaultConfig(ctx); err != nil {
+			return nil, fmt.Errorf("AWS configuration: %w", err)
+		}
+	}
+	switch g.store {
+	case storeDynamoDB:
+		db := dynamodb.NewFromConfig(awsCfg, func(opt *dynamodb.Options) {
+			if g.dynamoDBEndpoint != "" {
+				opt.BaseEndpoint = aws.String(g.dynamoDBEndpoint)
+			}
+		})
+		opts := []dynamostore.Option{dynamostore.WithLogger(logger), dynamostore.WithDataFormat(dataFormats[g.dataFormat]),
+			dynamostore.WithAttributes(dynamostore.Attributes{ID: g.partitionKey})}
+		if g.sortKey != "" {
+			opts = append(opts, dynamostore.WithSortKey(dynamostore.SortKey{Attr: g.sortKey, Partition: g.sortKeyPartition, FunctionName: g.functionName}))
+		}
+		s, err := dynamostore.New(db, g.table, opts...)
+		if err != nil {
+			return nil, err
+		}
+		o.store, o.inspect = s, s
+	case storeRedis:
+		var rdb redis.UniversalClient
+		if g.redisCluster {
+			opts, err := redis.ParseClusterURL(g.redisURL)
+			if err != nil {
+				return nil, fmt.Errorf("--redis-url: %w", err)
+			}
+			opts.ContextTimeoutEnabled = true
+			rdb = redis.NewClusterClient(opts)
+		} else {
+			opts, err := redis.ParseURL(g.redisURL)
+			if err != nil {
+				return nil, fmt.Errorf("--redis-url: %w", err)
+			}
+			opts.ContextTimeoutEnabled = true
+			rdb = redis.NewClient(opts)
+		}
+		o.closers = append(o.closers, func() { _ = rdb.Close() })
+		s, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(g.redisKeyPrefix), redisstore.WithLogger(logger))
+		if err != nil {
+			o.close()
+			return nil, err
+		}
+		o.store, o.inspect = s, s
+	case storePostgres:
+		pool, err := pgxpool.New(ctx, g.postgresURL)
+		if err != nil {
+			return nil, fmt.Errorf("--postgres-url: %w", err)
+		}
+		o.closers = append(o.closers, pool.Close)
+		table := g.table
+		if table == "" {
+			table = pgstore.DefaultTable
+		}
+		s, err := pgstore.New(pool, pgstore.WithTable(table))
+		if err != nil {
+			o.close()
+			return nil, err
+		}
+		o.store, o.inspect = s, s
+	}
+	guard, err := idempotency.New(idempotency.Config{Store: o.store, Namespace: g.namespace, Format: formats[g.format]})
+	if err != nil {
+		o.close()
+		return nil, err
+	}
+	o.guard = guard
+	if withSQS {
+		o.sqs = wrapSQS(sqs.NewFromConfig(awsCfg, func(opt *sqs.Options) {
+			if g.sqsEndpoint != "" {
+				opt.BaseEndpoint = aws.String(g.sqsEndpoint)
+			}
+		}))
+	}
+	return o, nil
+}
+
+// keyPath parses --key-field: member names separated by dots, or a JSON
+// array of them (for names that hold a dot).
+func keyPath(field string) ([]string, error) {
+	var path []string
+	if strings.HasPrefix(field, "[") {
+		if err := json.Unmarshal([]byte(field), &path); err != nil {
+			return nil, fmt.Errorf("--key-field: not a JSON array of member names: %w", err)
+		}
+	} else {
+		path = strings.Split(field, ".")
+	}
+	if len(path) == 0 {
+		return nil, errors.New("--key-field: no member name")
+	}
+	for _, p := range path {
+		if p == "" {
+			return nil, errors.New("--key-field: an empty member name")
+		}
+	}
+	return path, nil
+}
+
+// sqsAPI is the part of *sqs.Client that redrive calls.
+type sqsAPI interface {
+	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+}
+
+// wrapSQS wraps the SQS client: the seam of tests' injected faults.
+var wrapSQS = func(c sqsAPI) sqsAPI { return c }

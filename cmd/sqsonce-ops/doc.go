@@ -1,0 +1,31 @@
+// Command sqsonce-ops is the operator's tool for sqsonce's idempotency
+// records: it shows a record, lists the stuck and the quarantined ones,
+// releases or resolves one, and moves a dead-letter queue back to its
+// queue after checking each message's key.
+//
+//	go install github.com/sqsonce/sqsonce/cmd/sqsonce-ops@latest
+//
+// Usage:
+//
+//	sqsonce-ops inspect (--key JSON [--key-field a.b] | --body FILE|- | --id ID)
+//	sqsonce-ops list [--all]
+//	sqsonce-ops release (--id ID | --key … | --body …) --owner OWNER [--dry-run] [--force]
+//	sqsonce-ops resolve (--id ID | --key … | --body …) --owner OWNER (--result JSON | --result-file FILE|-) [--dry-run] [--force]
+//	sqsonce-ops redrive --dlq URL --queue URL [--rate N/s] [--max N] [--dry-run]
+//
+// Every command takes the store's flags (--store dynamodb|redis|postgres,
+// --table, --endpoint, --redis-url, --postgres-url, --namespace, --format,
+// --data-format, the sort key's) and --json; each defaults to the
+// environment variable cmd/summarise reads (SQSONCE_STORE, SQSONCE_TABLE,
+// SQSONCE_NAMESPACE, …). A record id is computed as [idempotency.Guard.ID]
+// computes it, with the app's key function ([handler.Key]) unless
+// --key-field names the body field. Records are read through the store's
+// [idempotency.Inspector]; release and resolve write with the store's
+// fenced Release and Complete.
+//
+// Exit codes: 0 done (or, with --dry-run, would be done); 1 a call failed
+// or a write was refused because the record is not as shown; 2 bad usage,
+// or records the configuration cannot read (nothing is written).
+//
+// The README's section "Operating" has the runbooks.
+package main

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// The states of a record at a given time, as inspect and list show them.
+const (
+	stateAbsent      = "absent"       // no record (or a released one): the next delivery runs
+	stateCompleted   = "completed"    // the next delivery replays the result
+	stateInProgress  = "in_progress"  // a live lease: the next delivery is refused as in progress
+	stateLeaseLapsed = "lease_lapsed" // stuck: the next delivery takes the key over and runs
+	stateQuarantined = "quarantined"  // strict mode stopped the key: an operator decides
+	stateExpired     = "expired"      // past its expiry: the next delivery runs
+	stateUnknown     = "unknown"      // a status neither INPROGRESS nor COMPLETED
+)
+
+// state is what rec means at t.
+func state(rec idempotency.Record, t time.Time) string {
+	expired := !rec.ExpiresAt.IsZero() && rec.ExpiresAt.Before(t)
+	switch {
+	case rec.Status == idempotency.StatusCompleted && !expired:
+		return stateCompleted
+	case rec.Status == idempotency.StatusCompleted, rec.Status == idempotency.StatusInProgress && expired:
+		return stateExpired
+	case rec.Status == idempotency.StatusInProgress && !rec.Quarantined.IsZero():
+		return stateQuarantined
+	case rec.Status == idempotency.StatusInProgress && !rec.LeaseUntil.IsZero() && rec.LeaseUntil.Before(t):
+		// A claim without a lease end (written by another library) is
+		// held until it expires.
+		return stateLeaseLapsed
+	case rec.Status == idempotency.StatusInProgress:
+		return stateInProgress
+	}
+	return stateUnknown
+}
+
+// recordView is a record as the commands print it. It never holds the
+// stored result, only its size: results may hold personal data.
+type recordView struct {
+	ID          string     `json:"id"`
+	State       string     `json:"state"`
+	Status      string     `json:"status,omitempty"`
+	LeaseUntil  *time.Time `json:"lease_until,omitempty"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+	Owner       string     `json:"owner,omitempty"`
+	Quarantined *time.Time `json:"quarantined,omitempty"`
+	DataBytes   int        `json:"data_bytes"`
+	StoredBytes int        `json:"stored_bytes"`
+	DataFormat  string     `json:"data_format,omitempty"`
+	Encoding    string     `json:"data_encoding,omitempty"`
+	DataOmitted bool       `json:"data_omitted,omitempty"`
+	Validation  bool       `json:"validation"`
+	Problem     string     `json:"problem,omitempty"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// view is rec as printed; err is the problem its read reported.
+func view(o *ops, id string, rec idempotency.StoredRecord, err error, t time.Time) recordView {
+	v := recordView{ID: id}
+	if errors.Is(err, idempotency.ErrNotFound) {
+		v.State = stateAbsent
+		return v
+	}
+	v.State = state(rec.Record, t)
+	v.Status = string(rec.Status)
+	v.LeaseUntil, v.ExpiresAt, v.Quarantined = timePtr(rec.LeaseUntil), timePtr(rec.ExpiresAt), timePtr(rec.Quarantined)
+	v.Owner = rec.Owner
+	v.DataBytes, v.StoredBytes = len(rec.Data), rec.Size
+	v.DataFormat, v.Encoding, v.DataOmitted = rec.DataFormat, rec.Encoding, rec.Omitted
+	v.Validation = rec.Validation != ""
+	var problems []string
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	if p := namespaceProblem(o, id); p != "" {
+		problems = append(problems, p)
+	}
+	v.Problem = strings.Join(problems, "; ")
+	return v
+}
+
+// namespaceProblem says why id is not a record id of the configured
+// namespace, or "".
+func namespaceProblem(o *ops, id string) string {
+	if !strings.HasPrefix(id, o.g.namespace+"#") {
+		return fmt.Sprintf("the id is not in namespace %q (--namespace)", o.g.namespace)
+	}
+	return ""
+}
+
+// when is t for people: UTC, and how far from now.
+func when(t *time.Time, at time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	d := t.Sub(at).Round(time.Second)
+	rel := "in " + d.String()
+	if d < 0 {
+		rel = (-d).String() + " ago"
+	}
+	return t.Format(time.RFC3339) + " (" + rel + ")"
+}
+
+// printRecord prints v as aligned lines.
+func printRecord(w io.Writer, v recordView, at time.Time) {
+	line := func(name, value string) { fmt.Fprintf(w, "  %-12s %s\n", name, value) }
+	fmt.Fprintf(w, "record %s\n", v.ID)
+	line("state", v.State)
+	if v.State == stateAbsent {
+		return
+	}
+	line("status", v.Status)
+	if v.Status == string(idempotency.StatusInProgress) {
+		line("lease until", when(v.LeaseUntil, at))
+	}
+	line("expires", when(v.ExpiresAt, at))
+	line("owner", orDash(v.Owner))
+	line("quarantined", when(v.Quarantined, at))
+	data := fmt.Sprintf("%d bytes of JSON, %d stored", v.DataBytes, v.StoredBytes)
+	if v.DataOmitted {
+		data = "omitted: the result was too large to store"
+	}
+	line("data", data)
+	line("data format", orDash(v.DataFormat)+", encoding "+orDash(v.Encoding))
+	line("validation", map[bool]string{true: "yes", false: "no"}[v.Validation])
+	if v.Problem != "" {
+		line("problem", v.Problem)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// printJSON prints v as indented JSON.
+func printJSON(w io.Writer, v any) {
+	b, _ := json.MarshalIndent(v, "", "  ") // our own types always marshal
+	fmt.Fprintln(w, string(b))
+}
+
+// jsonValue reports whether s is exactly one JSON value.
+func jsonValue(s string) bool {
+	dec := json.NewDecoder(strings.NewReader(s))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		return false
+	}
+	_, err := dec.Token()
+	return err == io.EOF && json.Valid([]byte(s))
+}
+
+// jsonString is s as a JSON string.
+func jsonString(s string) (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(buf.String(), "\n"), nil
+}

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// stdin is what --body - and --result-file - read.
+var stdin io.Reader = os.Stdin
+
+// inspectCmd shows one record.
+type inspectCmd struct{ sel selector }
+
+func (c *inspectCmd) flags(fs *flag.FlagSet) { c.sel.flags(fs) }
+func (c *inspectCmd) check() error           { return c.sel.check() }
+func (c *inspectCmd) needsSQS() bool         { return false }
+
+func (c *inspectCmd) exec(ctx context.Context, o *ops) int {
+	id, err := c.sel.resolve(o, stdin)
+	if err != nil {
+		return refuse(o, "no record id: %v", err)
+	}
+	rec, err := o.inspect.Inspect(ctx, id)
+	if err != nil && !errors.Is(err, idempotency.ErrNotFound) && rec.ID == "" {
+		return failed(o, "inspect: %v", err)
+	}
+	at := now()
+	v := view(o, id, rec, err, at)
+	if o.g.json {
+		printJSON(o.stdout, v)
+	} else {
+		printRecord(o.stdout, v, at)
+	}
+	if v.Problem != "" {
+		return refuse(o, "the record cannot be read with this configuration (--namespace, --format, --data-format): %s", v.Problem)
+	}
+	return exitOK
+}
+
+// listCmd lists stuck and quarantined records.
+type listCmd struct{ all bool }
+
+func (c *listCmd) flags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.all, "all", false, "list every INPROGRESS record, live leases too")
+}
+func (c *listCmd) check() error   { return nil }
+func (c *listCmd) needsSQS() bool { return false }
+
+// listing is list's output.
+type listing struct {
+	Namespace   string       `json:"namespace"`
+	Records     []recordView `json:"records"`
+	LeaseLapsed int          `json:"lease_lapsed"`
+	Quarantined int          `json:"quarantined"`
+	InProgress  int          `json:"in_progress"`
+	Unreadable  int          `json:"unreadable"`
+}
+
+func (c *listCmd) exec(ctx context.Context, o *ops) int {
+	at := now()
+	out := listing{Namespace: o.g.namespace, Records: []recordView{}}
+	opts := idempotency.ListOptions{Status: idempotency.StatusInProgress, Prefix: o.g.namespace + "#"}
+	for rec, err := range o.inspect.List(ctx, opts) {
+		if err != nil && rec.ID == "" {
+			return failed(o, "list: %v", err)
+		}
+		v := view(o, rec.ID, rec, err, at)
+		switch {
+		case v.Problem != "":
+			out.Unreadable++
+		case v.State == stateLeaseLapsed:
+			out.LeaseLapsed++
+		case v.State == stateQuarantined:
+			out.Quarantined++
+		case v.State == stateInProgress && c.all:
+			out.InProgress++
+		default:
+			continue
+		}
+		out.Records = append(out.Records, v)
+	}
+	if o.g.json {
+		printJSON(o.stdout, out)
+	} else {
+		fmt.Fprintf(o.stdout, "namespace %s: %d past their lease, %d quarantined", out.Namespace, out.LeaseLapsed, out.Quarantined)
+		if c.all {
+			fmt.Fprintf(o.stdout, ", %d in progress", out.InProgress)
+		}
+		fmt.Fprintf(o.stdout, ", %d unreadable\n", out.Unreadable)
+		if len(out.Records) > 0 {
+			tw := tabwriter.NewWriter(o.stdout, 2, 8, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATE\tLEASE UNTIL\tOWNER\tQUARANTINED")
+			for _, v := range out.Records {
+				state := v.State
+				if v.Problem != "" {
+					state = "unreadable"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.ID, state, stamp(v.LeaseUntil), orDash(v.Owner), stamp(v.Quarantined))
+			}
+			_ = tw.Flush()
+		}
+	}
+	if out.Unreadable > 0 {
+		return refuse(o, "%d record(s) cannot be read with this configuration (--format, --data-format): inspect them with --id", out.Unreadable)
+	}
+	return exitOK
+}
+
+// writeCmd is what release and resolve share: the record, its owner as
+// inspect showed it, and --dry-run.
+type writeCmd struct {
+	sel    selector
+	owner  string
+	dryRun bool
+	force  bool
+}
+
+func (c *writeCmd) flags(fs *flag.FlagSet) {
+	c.sel.flags(fs)
+	fs.StringVar(&c.owner, "owner", "", "the record's owner, as inspect showed it: a record whose owner changed since is left alone")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "print what would be done, write nothing")
+	fs.BoolVar(&c.force, "force", false, "act on a record whose lease is live (a worker may still be running its operation)")
+}
+
+func (c *writeCmd) check() error {
+	err := c.sel.check()
+	if c.owner == "" {
+		err = errors.Join(err, errors.New("--owner is required: the record's owner as inspect shows it"))
+	}
+	return err
+}
+
+func (c *writeCmd) needsSQS() bool { return false }
+
+// target reads the record and checks that it is one to write: readable
+// with the configuration, INPROGRESS, owned by --owner, its lease lapsed
+// or quarantined (or --force). It returns the record, or the exit code.
+func (c *writeCmd) target(ctx context.Context, o *ops, verb string) (string, idempotency.StoredRecord, int) {
+	id, err := c.sel.resolve(o, stdin)
+	if err != nil {
+		return "", idempotency.StoredRecord{}, refuse(o, "no record id: %v", err)
+	}
+	if p := namespaceProblem(o, id); p != "" {
+		return "", idempotency.StoredRecord{}, refuse(o, "%s", p)
+	}
+	rec, err := o.inspect.Inspect(ctx, id)
+	switch {
+	case errors.Is(err, idempotency.ErrNotFound):
+		return "", rec, failed(o, "%s %s: no record (released, expired and deleted, or never written)", verb, id)
+	case err != nil && rec.ID == "":
+		return "", rec, failed(o, "%s %s: %v", verb, id, err)
+	case err != nil:
+		return "", rec, refuse(o, "%s %s: the record cannot be read with this configuration: %v", verb, id, err)
+	}
+	switch st := state(rec.Record, now()); {
+	case rec.Status != idempotency.StatusInProgress:
+		return "", rec, failed(o, "%s %s: the record is %s (%s), not INPROGRESS: nothing to %s", verb, id, rec.Status, st, verb)
+	case rec.Owner != c.owner:
+		return "", rec, failed(o, "%s %s: the record's owner is not --owner: it changed since you looked; inspect it again", verb, id)
+	case st == stateInProgress && !c.force:
+		return "", rec, failed(o, "%s %s: its lease is live until %s: a worker may be running the operation; wait for the lease, or --force",
+			verb, id, rec.LeaseUntil.UTC().Format(time.RFC3339))
+	}
+	return id, rec, exitOK
+}
+
+// writeResult is release's and resolve's output.
+type writeResult struct {
+	Action string      `json:"action"`
+	DryRun bool        `json:"dry_run"`
+	Before recordView  `json:"before"`
+	After  *recordView `json:"after,omitempty"`
+}
+
+func (c *writeCmd) report(ctx context.Context, o *ops, action, id string, before idempotency.StoredRecord) int {
+	at := now()
+	out := writeResult{Action: action, DryRun: c.dryRun, Before: view(o, id, before, nil, at)}
+	if !c.dryRun {
+		rec, err := o.inspect.Inspect(ctx, id)
+		if err == nil || errors.Is(err, idempotency.ErrNotFound) {
+			v := view(o, id, rec, err, now())
+			out.After = &v
+		}
+	}
+	if o.g.json {
+		printJSON(o.stdout, out)
+		return exitOK
+	}
+	if c.dryRun {
+		fmt.Fprintf(o.stdout, "dry run: would %s %s (state %s, owner %s); nothing written\n", action, id, out.Before.State, before.Owner)
+		return exitOK
+	}
+	fmt.Fprintf(o.stdout, "%s %s\n", pastTense(action), id)
+	if out.After != nil {
+		printRecord(o.stdout, *out.After, now())
+	}
+	return exitOK
+}
+
+func pastTense(action string) string {
+	if strings.HasSuffix(action, "e") {
+		return action + "d"
+	}
+	return action + "ed"
+}
+
+// releaseCmd releases a claim.
+type releaseCmd struct{ writeCmd }
+
+func (c *releaseCmd) exec(ctx context.Context, o *ops) int {
+	id, rec, code := c.target(ctx, o, "release")
+	if code != exitOK {
+		return code
+	}
+	if !c.dryRun {
+		if err := o.store.Release(ctx, id, c.owner); err != nil {
+			return failed(o, "release %s: %v", id, err)
+		}
+	}
+	return c.report(ctx, o, "release", id, rec)
+}
+
+// resolveCmd completes a claim with a given result.
+type resolveCmd struct {
+	writeCmd
+	result     string
+	resultFile string
+}
+
+func (c *resolveCmd) flags(fs *flag.FlagSet) {
+	c.writeCmd.flags(fs)
+	fs.StringVar(&c.result, "result", "", "the operation's result, one JSON value, as the operation would have returned it")
+	fs.StringVar(&c.resultFile, "result-file", "", "a file holding the result, or - for standard input")
+}
+
+func (c *resolveCmd) check() error {
+	err := c.writeCmd.check()
+	if (c.result == "") == (c.resultFile == "") {
+		err = errors.Join(err, errors.New("give the result with one of --result and --result-file"))
+	}
+	if c.result != "" && !jsonValue(c.result) {
+		err = errors.Join(err, errors.New("--result is not one JSON value"))
+	}
+	return err
+}
+
+func (c *resolveCmd) exec(ctx context.Context, o *ops) int {
+	data := []byte(c.result)
+	if c.resultFile != "" {
+		var r io.Reader = stdin
+		if c.resultFile != "-" {
+			f, err := os.Open(c.resultFile)
+			if err != nil {
+				return refuse(o, "--result-file: %v", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		b, err := io.ReadAll(io.LimitReader(r, 64<<20))
+		if err != nil {
+			return refuse(o, "--result-file: %v", err)
+		}
+		if !jsonValue(string(b)) {
+			return refuse(o, "--result-file does not hold one JSON value")
+		}
+		data = b
+	}
+	id, rec, code := c.target(ctx, o, "resolve")
+	if code != exitOK {
+		return code
+	}
+	if !c.dryRun {
+		expires := rec.ExpiresAt
+		if expires.IsZero() {
+			expires = now().Add(idempotency.DefaultExpiresAfter)
+		}
+		done := idempotency.Record{ID: id, Status: idempotency.StatusCompleted, Owner: c.owner,
+			ExpiresAt: expires, Validation: rec.Validation, Data: data}
+		if err := o.store.Complete(ctx, done); err != nil {
+			return failed(o, "resolve %s: %v", id, err)
+		}
+	}
+	return c.report(ctx, o, "resolve", id, rec)
+}
+
+// stamp is t in UTC, or "-".
+func stamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

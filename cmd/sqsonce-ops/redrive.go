@@ -1,0 +1,400 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// The classes of a dead-letter message, by what its redelivery will do.
+const (
+	classReplay      = "replay"      // COMPLETED: the stored result is replayed, the operation does not run
+	classRun         = "run"         // no record, released, expired, or a lapsed lease: the operation runs
+	classInProgress  = "in_progress" // a live lease: refused as in progress until it ends
+	classQuarantined = "quarantined" // strict mode stopped the key: it fails again until resolved or released
+	classBadKey      = "bad_key"     // no key, or a key that breaks the rules: it fails again
+	classUnreadable  = "unreadable"  // the record cannot be read with this configuration
+)
+
+// deleteAttempts bounds the tries of each delete from the dead-letter queue.
+const deleteAttempts = 3
+
+// ourPrefix starts the names of the message attributes sqsonce adds when
+// it moves a message to the dead-letter queue (sqsdlq.AttrReason, …):
+// redrive leaves them out.
+const ourPrefix = "sqsonce."
+
+// redriveCmd moves dead-letter messages back to their queue.
+type redriveCmd struct {
+	dlq, queue string
+	rate       string
+	perSecond  float64
+	max        int
+	dryRun     bool
+	keyField   string
+	wait       time.Duration
+	visibility time.Duration
+}
+
+func (c *redriveCmd) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.dlq, "dlq", "", "the dead-letter queue's URL")
+	fs.StringVar(&c.queue, "queue", "", "the source queue's URL, where the messages go back")
+	fs.StringVar(&c.rate, "rate", "10/s", "the most messages sent per second (N/s or N/m)")
+	fs.IntVar(&c.max, "max", 1000, "the most messages read from the dead-letter queue in this run")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "read and classify the messages, send and delete nothing (they are visible again at once)")
+	fs.StringVar(&c.keyField, "key-field", "", "the body field the key is in, as inspect's --key-field (default: the app's key)")
+	fs.DurationVar(&c.wait, "wait", 2*time.Second, "how long a receive waits for messages (long polling) before the queue counts as drained")
+	fs.DurationVar(&c.visibility, "visibility", 0, "how long the messages read stay invisible in the dead-letter queue while they are checked and sent (default: a minute plus twice --max at --rate)")
+}
+
+func (c *redriveCmd) needsSQS() bool { return true }
+
+func (c *redriveCmd) check() error {
+	var errs []error
+	if c.dlq == "" || c.queue == "" {
+		errs = append(errs, errors.New("--dlq and --queue are required"))
+	}
+	if c.dlq != "" && c.dlq == c.queue {
+		errs = append(errs, errors.New("--dlq and --queue are the same queue"))
+	}
+	if strings.HasSuffix(c.queue, ".fifo") != strings.HasSuffix(c.dlq, ".fifo") && c.dlq != "" && c.queue != "" {
+		errs = append(errs, errors.New("--dlq and --queue must both be FIFO queues or both standard"))
+	}
+	r, err := parseRate(c.rate)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.perSecond = r
+	if c.max < 1 {
+		errs = append(errs, fmt.Errorf("--max %d: want at least 1", c.max))
+	}
+	if c.visibility != 0 && (c.visibility < time.Second || c.visibility > 12*time.Hour) {
+		errs = append(errs, fmt.Errorf("--visibility %v: want 1s to 12h", c.visibility))
+	}
+	if c.wait < 0 || c.wait > 20*time.Second {
+		errs = append(errs, fmt.Errorf("--wait %v: want 0 to 20s", c.wait))
+	}
+	if c.keyField != "" {
+		if _, err := keyPath(c.keyField); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// parseRate reads "N/s", "N/m" or "N" (per second).
+func parseRate(s string) (float64, error) {
+	num, unit, _ := strings.Cut(s, "/")
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("--rate %q: want a positive number per second (N/s) or minute (N/m)", s)
+	}
+	switch unit {
+	case "", "s":
+		return n, nil
+	case "m":
+		return n / 60, nil
+	}
+	return 0, fmt.Errorf("--rate %q: the unit is s or m", s)
+}
+
+// dlqMessage is one message read from the dead-letter queue.
+type dlqMessage struct {
+	msg      types.Message
+	RecordID string `json:"record_id,omitempty"`
+	Class    string `json:"class"`
+	Problem  string `json:"problem,omitempty"`
+	Outcome  string `json:"outcome,omitempty"` // redriven | not_sent | sent_not_deleted | kept
+}
+
+// redriveReport is redrive's output.
+type redriveReport struct {
+	DLQ      string         `json:"dlq"`
+	Queue    string         `json:"queue"`
+	DryRun   bool           `json:"dry_run"`
+	Read     int            `json:"read"`
+	Classes  map[string]int `json:"classes"`
+	Redriven int            `json:"redriven"`
+	NotSent  int            `json:"not_sent"`
+	// SentNotDeleted counts messages sent to the queue whose delete from
+	// the dead-letter queue failed: they are in both, and the idempotent
+	// consumer replays the second delivery.
+	SentNotDeleted int              `json:"sent_not_deleted"`
+	Messages       []redriveMessage `json:"messages"`
+}
+
+// redriveMessage is one message in the report: ids only, never content.
+type redriveMessage struct {
+	MessageID string `json:"message_id"`
+	RecordID  string `json:"record_id,omitempty"`
+	Class     string `json:"class"`
+	Problem   string `json:"problem,omitempty"`
+	Outcome   string `json:"outcome"`
+}
+
+func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
+	// Messages stay invisible while they are classified and sent: at the
+	// rate, plus a minute, at most SQS's 12 hours.
+	visibility := time.Minute + time.Duration(float64(c.max)/c.perSecond*float64(time.Second))*2
+	visibility = min(visibility, 12*time.Hour)
+	if c.visibility > 0 {
+		visibility = c.visibility
+	}
+	msgs, err := c.receive(ctx, o, visibility)
+	report := redriveReport{DLQ: c.dlq, Queue: c.queue, DryRun: c.dryRun, Read: len(msgs), Classes: map[string]int{}}
+	if err != nil {
+		c.release(o, msgs)
+		return failed(o, "redrive: receive from the dead-letter queue: %v (the %d messages read are visible again)", err, len(msgs))
+	}
+	kf := keyFunc(c.keyField)
+	for _, m := range msgs {
+		c.classify(ctx, o, kf, m)
+		report.Classes[m.Class]++
+	}
+	refused := report.Classes[classUnreadable] > 0
+	if c.dryRun || refused {
+		c.release(o, msgs)
+		for _, m := range msgs {
+			m.Outcome = "kept"
+		}
+	} else {
+		c.send(ctx, o, msgs, &report)
+	}
+	for _, m := range msgs {
+		report.Messages = append(report.Messages, redriveMessage{MessageID: aws.ToString(m.msg.MessageId),
+			RecordID: m.RecordID, Class: m.Class, Problem: m.Problem, Outcome: m.Outcome})
+	}
+	c.print(o, report)
+	switch {
+	case refused:
+		return refuse(o, "%d message(s) have records this configuration cannot read (--namespace, --format, --data-format): nothing was sent", report.Classes[classUnreadable])
+	case report.NotSent > 0 || report.SentNotDeleted > 0:
+		return exitFailed
+	}
+	return exitOK
+}
+
+// receive reads up to --max messages, each once, keeping them invisible.
+func (c *redriveCmd) receive(ctx context.Context, o *ops, visibility time.Duration) ([]*dlqMessage, error) {
+	var msgs []*dlqMessage
+	seen := map[string]*dlqMessage{}
+	for len(msgs) < c.max {
+		out, err := o.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(c.dlq),
+			MaxNumberOfMessages:         int32(min(10, c.max-len(msgs))),
+			VisibilityTimeout:           int32(visibility / time.Second),
+			WaitTimeSeconds:             int32(c.wait / time.Second),
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			return msgs, err
+		}
+		if len(out.Messages) == 0 {
+			return msgs, nil
+		}
+		fresh := 0
+		for _, m := range out.Messages {
+			id := aws.ToString(m.MessageId)
+			if prev := seen[id]; prev != nil {
+				// Received again (its visibility ended, or a standard
+				// queue's second copy): only the latest receipt handle
+				// is sure to delete it.
+				prev.msg.ReceiptHandle = m.ReceiptHandle
+				continue
+			}
+			fresh++
+			seen[id] = &dlqMessage{msg: m}
+			msgs = append(msgs, seen[id])
+		}
+		if fresh == 0 {
+			return msgs, nil // only messages already read: the rest is drained
+		}
+	}
+	return msgs, nil
+}
+
+// classify computes m's record id and what its redelivery will do.
+func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.KeyFunc, m *dlqMessage) {
+	attrs := map[string]string{}
+	for k, v := range m.msg.Attributes {
+		attrs[k] = v
+	}
+	id, err := messageID(o, kf, events.SQSMessage{MessageId: aws.ToString(m.msg.MessageId), Body: aws.ToString(m.msg.Body), Attributes: attrs})
+	if err != nil {
+		m.Class, m.Problem = classBadKey, err.Error()
+		return
+	}
+	m.RecordID = id
+	rec, err := o.inspect.Inspect(ctx, id)
+	switch {
+	case errors.Is(err, idempotency.ErrNotFound):
+		m.Class = classRun
+		return
+	case err != nil:
+		m.Class, m.Problem = classUnreadable, err.Error()
+		return
+	}
+	switch state(rec.Record, now()) {
+	case stateCompleted:
+		m.Class = classReplay
+	case stateQuarantined:
+		m.Class = classQuarantined
+	case stateInProgress:
+		m.Class = classInProgress
+	case stateUnknown:
+		m.Class, m.Problem = classUnreadable, "the record has an unknown status"
+	default:
+		m.Class = classRun
+	}
+}
+
+// send sends each message to the queue at the rate, and deletes it from the
+// dead-letter queue once it was sent: a message is never lost, at worst
+// it is in both queues.
+func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, report *redriveReport) {
+	interval := time.Duration(float64(time.Second) / c.perSecond)
+	fifo := strings.HasSuffix(c.queue, ".fifo")
+	next := time.Now()
+	var unsent []*dlqMessage
+	for _, m := range msgs {
+		if err := ctx.Err(); err != nil {
+			m.Outcome, m.Problem = "not_sent", "interrupted"
+			report.NotSent++
+			unsent = append(unsent, m)
+			continue
+		}
+		if d := time.Until(next); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				m.Outcome, m.Problem = "not_sent", "interrupted"
+				report.NotSent++
+				unsent = append(unsent, m)
+				continue
+			}
+		}
+		next = time.Now().Add(interval)
+		in := &sqs.SendMessageInput{
+			QueueUrl:          aws.String(c.queue),
+			MessageBody:       m.msg.Body,
+			MessageAttributes: sendable(m.msg.MessageAttributes),
+		}
+		if fifo {
+			group := m.msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+			if group == "" {
+				m.Outcome, m.Problem = "not_sent", "the message has no MessageGroupId for the FIFO queue"
+				report.NotSent++
+				unsent = append(unsent, m)
+				continue
+			}
+			// A message sent again by a later run (this run's delete failed)
+			// within SQS's five-minute deduplication interval is sent once.
+			in.MessageGroupId = aws.String(group)
+			in.MessageDeduplicationId = m.msg.MessageId
+		}
+		if _, err := o.sqs.SendMessage(ctx, in); err != nil {
+			m.Outcome, m.Problem = "not_sent", err.Error()
+			report.NotSent++
+			unsent = append(unsent, m)
+			continue
+		}
+		// Sent: from here on the message is never lost. A delete that
+		// fails is tried again; one that keeps failing leaves the message
+		// in both queues, and the idempotent consumer replays the second.
+		var err error
+		for range deleteAttempts {
+			_, err = o.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.dlq), ReceiptHandle: m.msg.ReceiptHandle})
+			if err == nil || ctx.Err() != nil {
+				break
+			}
+		}
+		if err != nil {
+			m.Outcome, m.Problem = "sent_not_deleted", err.Error()
+			report.SentNotDeleted++
+			continue
+		}
+		m.Outcome = "redriven"
+		report.Redriven++
+	}
+	c.release(o, unsent)
+}
+
+// sendable is a message's attributes without sqsdlq's own.
+func sendable(attrs map[string]types.MessageAttributeValue) map[string]types.MessageAttributeValue {
+	out := make(map[string]types.MessageAttributeValue, len(attrs))
+	for k, v := range attrs {
+		if !strings.HasPrefix(k, ourPrefix) {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// release makes msgs visible again in the dead-letter queue at once. A
+// failure only delays them until their visibility timeout ends.
+func (c *redriveCmd) release(o *ops, msgs []*dlqMessage) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < len(msgs); i += 10 {
+		var entries []types.ChangeMessageVisibilityBatchRequestEntry
+		for n, m := range msgs[i:min(i+10, len(msgs))] {
+			entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(n)), ReceiptHandle: m.msg.ReceiptHandle, VisibilityTimeout: 0,
+			})
+		}
+		if _, err := o.sqs.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(c.dlq), Entries: entries}); err != nil {
+			fmt.Fprintf(o.stderr, "sqsonce-ops: %d message(s) stay invisible in the dead-letter queue until their visibility timeout: %v\n", len(entries), err)
+		}
+	}
+}
+
+func (c *redriveCmd) print(o *ops, r redriveReport) {
+	if o.g.json {
+		if r.Messages == nil {
+			r.Messages = []redriveMessage{}
+		}
+		printJSON(o.stdout, r)
+		return
+	}
+	w := o.stdout
+	fmt.Fprintf(w, "dead-letter queue %s: %d message(s) read\n", r.DLQ, r.Read)
+	for _, cl := range []struct{ name, text string }{
+		{classReplay, "will replay (COMPLETED: the stored result, the operation does not run)"},
+		{classRun, "will run (no record, released, expired or lease lapsed)"},
+		{classInProgress, "in progress (a live lease: retried until it ends)"},
+		{classQuarantined, "quarantined (fail again until resolved or released)"},
+		{classBadKey, "bad or missing key (fail again)"},
+		{classUnreadable, "unreadable with this configuration"},
+	} {
+		fmt.Fprintf(w, "  %4d %s\n", r.Classes[cl.name], cl.text)
+	}
+	for _, m := range r.Messages {
+		if m.Problem != "" {
+			fmt.Fprintf(w, "  message %s: %s: %s\n", m.MessageID, m.Class, m.Problem)
+		}
+	}
+	switch {
+	case r.DryRun:
+		fmt.Fprintf(w, "dry run: would send %d message(s) to %s; nothing sent or deleted\n", r.Read, r.Queue)
+	case r.Classes[classUnreadable] > 0:
+		fmt.Fprintf(w, "nothing sent to %s\n", r.Queue)
+	default:
+		fmt.Fprintf(w, "redriven to %s: %d sent and deleted, %d not sent (still in the dead-letter queue), %d sent but not deleted (in both queues)\n",
+			r.Queue, r.Redriven, r.NotSent, r.SentNotDeleted)
+	}
+}

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sqsonce/sqsonce/handler"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0 // done (or, with --dry-run, would be done)
+	exitFailed  = 1 // a store or queue call failed, or a fenced write was refused
+	exitRefused = 2 // bad usage, or a table or record the configuration cannot read: nothing was written
+)
+
+// maxBody bounds a message body read by --body: SQS's largest message is
+// 256 KiB (1 MiB with extended payloads).
+const maxBody = 1 << 20
+
+// command is one subcommand.
+type command interface {
+	// flags adds the command's flags to fs.
+	flags(fs *flag.FlagSet)
+	// check reports every problem of the flags, without connecting.
+	check() error
+	// needsSQS reports whether the command calls SQS.
+	needsSQS() bool
+	// exec runs the command and returns the exit code.
+	exec(ctx context.Context, o *ops) int
+}
+
+// commands are the subcommands by name, with their one-line help.
+var commands = []struct {
+	name, help string
+	new        func() command
+}{
+	{"inspect", "show a record, by the request's key (--key), a message body (--body) or its id (--id)", func() command { return &inspectCmd{} }},
+	{"list", "list INPROGRESS records past their lease, and quarantined ones (--all: every INPROGRESS record)", func() command { return &listCmd{} }},
+	{"release", "release an INPROGRESS record, fenced on its owner, so that the next delivery runs again", func() command { return &releaseCmd{} }},
+	{"resolve", "complete an INPROGRESS record with a given result, fenced on its owner", func() command { return &resolveCmd{} }},
+	{"redrive", "move the dead-letter queue's messages back to their queue, at a bounded rate, after checking each key", func() command { return &redriveCmd{} }},
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: sqsonce-ops <command> [flags]   (sqsonce-ops <command> -h for its flags)")
+	fmt.Fprintln(w, "commands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.help)
+	}
+	fmt.Fprintln(w, "exit codes: 0 done; 1 a call failed or a fenced write was refused; 2 bad usage, or records the configuration cannot read (nothing written)")
+}
+
+// invocation is a parsed command line.
+type invocation struct {
+	g   globals
+	cmd command
+}
+
+// errHelp is parse's error for -h.
+var errHelp = errors.New("help requested")
+
+// parse parses args (global flags may come before or after the command)
+// and checks them, without connecting to anything.
+func parse(args []string, getenv func(string) string, stderr io.Writer) (*invocation, error) {
+	g := defaults(getenv)
+	gfs := flag.NewFlagSet("sqsonce-ops", flag.ContinueOnError)
+	gfs.SetOutput(stderr)
+	gfs.Usage = func() { usage(stderr); gfs.PrintDefaults() }
+	g.register(gfs)
+	if err := gfs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp
+		}
+		return nil, err
+	}
+	rest := gfs.Args()
+	if len(rest) == 0 {
+		usage(stderr)
+		return nil, errors.New("no command")
+	}
+	var cmd command
+	for _, c := range commands {
+		if c.name == rest[0] {
+			cmd = c.new()
+		}
+	}
+	if cmd == nil {
+		usage(stderr)
+		return nil, fmt.Errorf("unknown command %q", rest[0])
+	}
+	fs := flag.NewFlagSet("sqsonce-ops "+rest[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	g.register(fs) // defaults: as the global flags left them
+	cmd.flags(fs)
+	if err := fs.Parse(rest[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp
+		}
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%s: unexpected argument %q (flags go before arguments; quote JSON values)", rest[0], fs.Arg(0))
+	}
+	if err := errors.Join(g.check(), cmd.check()); err != nil {
+		return nil, err
+	}
+	return &invocation{g: g, cmd: cmd}, nil
+}
+
+// runEnv is run with the environment read through getenv.
+func runEnv(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	inv, err := parse(args, getenv, stderr)
+	if errors.Is(err, errHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "sqsonce-ops:", err)
+		return exitRefused
+	}
+	o, err := open(ctx, inv.g, inv.cmd.needsSQS(), stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sqsonce-ops:", err)
+		return exitRefused
+	}
+	defer o.close()
+	return inv.cmd.exec(ctx, o)
+}
+
+// selector names a record: by the request's key, a message body, or its id.
+type selector struct {
+	key      string
+	keyField string
+	body     string
+	id       string
+}
+
+func (s *selector) flags(fs *flag.FlagSet) {
+	fs.StringVar(&s.key, "key", "", "the request's key, a JSON value as the producer sends it (e.g. '\"order-17\"')")
+	fs.StringVar(&s.keyField, "key-field", "", "the body field the key is in: names joined by dots, or a JSON array of names (default: the app's key, "+handler.KeyField+" else the request's canonical subset)")
+	fs.StringVar(&s.body, "body", "", "a file holding the message body, or - for standard input")
+	fs.StringVar(&s.id, "id", "", "the record id, {namespace}#{digest}")
+}
+
+func (s *selector) check() error {
+	n := 0
+	for _, v := range []string{s.key, s.body, s.id} {
+		if v != "" {
+			n++
+		}
+	}
+	var errs []error
+	if n != 1 {
+		errs = append(errs, errors.New("name the record with one of --key, --body and --id"))
+	}
+	if s.keyField != "" {
+		if _, err := keyPath(s.keyField); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// keyFunc is the KeyFunc of message bodies: the app's, or --key-field's.
+func keyFunc(field string) idempotency.KeyFunc {
+	if field == "" {
+		return handler.Key()
+	}
+	path, _ := keyPath(field) // checked
+	return idempotency.BodyField(path[0], path[1:]...)
+}
+
+// resolve returns the record id the selector names, computed as the
+// guard does (Guard.ID, with the configured namespace and format).
+func (s *selector) resolve(o *ops, stdin io.Reader) (string, error) {
+	if s.id != "" {
+		return s.id, nil
+	}
+	var body string
+	if s.key != "" {
+		path := []string{handler.KeyField}
+		if s.keyField != "" {
+			path, _ = keyPath(s.keyField)
+		}
+		b, err := bodyWith(path, s.key)
+		if err != nil {
+			return "", err
+		}
+		body = b
+	} else {
+		var r io.Reader = stdin
+		if s.body != "-" {
+			f, err := os.Open(s.body)
+			if err != nil {
+				return "", fmt.Errorf("--body: %w", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		b, err := io.ReadAll(io.LimitReader(r, maxBody+1))
+		if err != nil {
+			return "", fmt.Errorf("--body: %w", err)
+		}
+		if len(b) > maxBody {
+			return "", fmt.Errorf("--body: longer than %d bytes", maxBody)
+		}
+		body = string(b)
+	}
+	return messageID(o, keyFunc(s.keyField), events.SQSMessage{MessageId: "sqsonce-ops", Body: body})
+}
+
+// messageID is the record id of m's key.
+func messageID(o *ops, kf idempotency.KeyFunc, m events.SQSMessage) (string, error) {
+	k, err := kf(m)
+	if err != nil {
+		return "", err
+	}
+	return o.guard.ID(k)
+}
+
+// bodyWith is a JSON body holding value at path: what a producer sends.
+func bodyWith(path []string, value string) (string, error) {
+	if !jsonValue(value) {
+		return "", errors.New("--key is not one JSON value: quote a string key as JSON, e.g. '\"order-17\"'")
+	}
+	body := strings.TrimSpace(value)
+	for i := len(path) - 1; i >= 0; i-- {
+		name, _ := jsonString(path[i])
+		body = "{" + name + ":" + body + "}"
+	}
+	return body, nil
+}
+
+// refuse prints why a command refuses to act, and returns exitRefused.
+func refuse(o *ops, format string, args ...any) int {
+	fmt.Fprintf(o.stderr, "sqsonce-ops: refused: "+format+"\n", args...)
+	return exitRefused
+}
+
+// failed prints a failure, and returns exitFailed.
+func failed(o *ops, format string, args ...any) int {
+	fmt.Fprintf(o.stderr, "sqsonce-ops: "+format+"\n", args...)
+	return exitFailed
+}
+
+// now is the clock, for tests.
+var now = time.Now

@@ -1,0 +1,136 @@
+package dynamostore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
+)
+
+// quarantinedItem is the item of a quarantined claim, written directly
+// as strict mode leaves one, with the key attributes given.
+func quarantinedItem(key map[string]types.AttributeValue, rec idempotency.Record) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		idempotency.AttrStatus:      s(string(rec.Status)),
+		idempotency.AttrExpiration:  n(rec.ExpiresAt.Unix()),
+		idempotency.AttrLeaseExpiry: n(rec.LeaseUntil.UnixMilli()),
+		idempotency.AttrOwner:       s(rec.Owner),
+		idempotency.AttrQuarantined: n(rec.Quarantined.UnixMilli()),
+	}
+	for k, v := range key {
+		item[k] = v
+	}
+	return item
+}
+
+func TestInspector(t *testing.T) {
+	e := newEnv(t)
+	storetest.RunInspector(t, e.store, func(t *testing.T, rec idempotency.Record) {
+		e.put(t, e.table, quarantinedItem(map[string]types.AttributeValue{"id": s(rec.ID)}, rec))
+	}, 0)
+}
+
+func TestInspectorSortKey(t *testing.T) {
+	db := moto.DynamoDB(t)
+	table := motoserver.NewTableWithSortKey(t, db, "pk", "sk")
+	st, err := dynamostore.New(db, table, dynamostore.WithAttributes(dynamostore.Attributes{ID: "pk"}),
+		dynamostore.WithSortKey(dynamostore.SortKey{Attr: "sk", FunctionName: "fn"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A record of another function, in another partition of the table.
+	other, err := dynamostore.New(db, table, dynamostore.WithAttributes(dynamostore.Attributes{ID: "pk"}),
+		dynamostore.WithSortKey(dynamostore.SortKey{Attr: "sk", FunctionName: "other"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rec := claim("elsewhere#1", now, time.Minute)
+	if _, _, err := other.Acquire(context.Background(), rec, now); err != nil {
+		t.Fatal(err)
+	}
+	for got, err := range st.List(context.Background(), idempotency.ListOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ID == rec.ID {
+			t.Errorf("listed a record of another partition: %+v", got)
+		}
+	}
+	storetest.RunInspector(t, st, func(t *testing.T, rec idempotency.Record) {
+		key := map[string]types.AttributeValue{"pk": s(dynamostore.DefaultPartitionPrefix + "fn"), "sk": s(rec.ID)}
+		if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: quarantinedItem(key, rec)}); err != nil {
+			t.Fatal(err)
+		}
+	}, 0)
+}
+
+// TestInspectFormat: a record whose result is in another data format is
+// shown without its result, with a *FormatError, by Inspect and by List.
+func TestInspectFormat(t *testing.T) {
+	e := newEnv(t)
+	ts, err := dynamostore.New(e.db, e.table, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	rec := claim("fmt#1", now, time.Minute)
+	if _, _, err := ts.Acquire(ctx, rec, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Complete(ctx, completed(rec, `{"a":[1,2]}`)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ts.Inspect(ctx, rec.ID)
+	if err != nil || got.DataFormat != "powertools-typescript" || string(got.Data) != `{"a":[1,2]}` {
+		t.Fatalf("inspect in its own format: %+v, %v", got, err)
+	}
+	got, err = e.store.Inspect(ctx, rec.ID)
+	var fe *dynamostore.FormatError
+	if !errors.As(err, &fe) {
+		t.Fatalf("inspect in another format: %v, want a *FormatError", err)
+	}
+	if got.ID != rec.ID || got.Status != idempotency.StatusCompleted || got.Owner != rec.Owner || got.Data != nil || got.DataFormat != "powertools-typescript" {
+		t.Errorf("inspect in another format: %+v", got)
+	}
+	n := 0
+	for got, err := range e.store.List(ctx, idempotency.ListOptions{Prefix: "fmt#"}) {
+		n++
+		if !errors.As(err, &fe) || got.ID != rec.ID {
+			t.Errorf("list in another format: %+v, %v", got, err)
+		}
+	}
+	if n != 1 {
+		t.Errorf("listed %d records, want 1", n)
+	}
+}
+
+// TestInspectEncoding: a compressed result is reported with its encoding
+// and its stored size.
+func TestInspectEncoding(t *testing.T) {
+	e := newEnv(t, dynamostore.WithCompressAbove(0))
+	ctx := context.Background()
+	now := time.Now()
+	rec := claim("gz#1", now, time.Minute)
+	if _, _, err := e.store.Acquire(ctx, rec, now); err != nil {
+		t.Fatal(err)
+	}
+	data := `{"text":"` + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" + `"}`
+	if err := e.store.Complete(ctx, completed(rec, data)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.store.Inspect(ctx, rec.ID)
+	if err != nil || got.Encoding != "gzip" || got.Size == 0 || got.Size >= len(data) || string(got.Data) != data {
+		t.Fatalf("inspect a compressed result: %+v (size %d of %d), %v", got, got.Size, len(data), err)
+	}
+}

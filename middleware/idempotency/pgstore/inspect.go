@@ -1,0 +1,146 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+var _ idempotency.Inspector = (*Store)(nil)
+
+// listPage is how many rows each statement of List reads.
+const listPage = 500
+
+// The columns an inspection reads: those of readSQL, and the quarantine
+// mark as text (NULL on a table without the column, so that the same
+// statement reads tables of every schema version).
+const inspectColumns = `status, expiration, in_progress_expiration, data, validation, lease_owner,
+       to_jsonb(r)->>'quarantined'`
+
+// inspectSQL reads the record $1.
+const inspectSQL = `SELECT ` + inspectColumns + ` FROM {{table}} AS r WHERE id = $1`
+
+// listSQL reads up to $4 records after id $3 in id order, of status $1
+// (any when empty) whose id is LIKE $2.
+const listSQL = `SELECT id, ` + inspectColumns + ` FROM {{table}} AS r
+WHERE ($1 = '' OR status = $1) AND id LIKE $2 AND id > $3
+ORDER BY id LIMIT $4`
+
+func (s *Store) inspectSQL() string {
+	return strings.ReplaceAll(inspectSQL, "{{table}}", s.sql.table)
+}
+
+func (s *Store) listSQL() string {
+	return strings.ReplaceAll(listSQL, "{{table}}", s.sql.table)
+}
+
+// Inspect implements [idempotency.Inspector.Inspect] with one SELECT.
+func (s *Store) Inspect(ctx context.Context, id string) (idempotency.StoredRecord, error) {
+	if id == "" {
+		return idempotency.StoredRecord{}, storeError("inspect", "", errors.New("pgstore: empty record id"))
+	}
+	var (
+		r          row
+		quarantine *string
+	)
+	err := s.queryRow(ctx, s.inspectSQL(), []any{id},
+		&r.status, &r.expiration, &r.lease, &r.data, &r.validation, &r.owner, &quarantine)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return idempotency.StoredRecord{}, storeError("inspect", id, idempotency.ErrNotFound)
+	}
+	if err != nil {
+		return idempotency.StoredRecord{}, storeError("inspect", id, err)
+	}
+	return inspected(id, r, quarantine)
+}
+
+// List implements [idempotency.Inspector.List] in id order, one SELECT of
+// up to 500 rows per page, each after the last id of the page before.
+func (s *Store) List(ctx context.Context, opts idempotency.ListOptions) iter.Seq2[idempotency.StoredRecord, error] {
+	return func(yield func(idempotency.StoredRecord, error) bool) {
+		like := likeEscape(opts.Prefix) + "%"
+		after := ""
+		for {
+			page, err := s.listPage(ctx, string(opts.Status), like, after)
+			if err != nil {
+				yield(idempotency.StoredRecord{}, storeError("list", "", err))
+				return
+			}
+			for _, p := range page {
+				rec, err := inspected(p.id, p.row, p.quarantine)
+				if !yield(rec, err) {
+					return
+				}
+			}
+			if len(page) < listPage {
+				return
+			}
+			after = page[len(page)-1].id
+		}
+	}
+}
+
+type listed struct {
+	id         string
+	row        row
+	quarantine *string
+}
+
+// listPage reads one page of List.
+func (s *Store) listPage(ctx context.Context, status, like, after string) ([]listed, error) {
+	b := &pgx.Batch{}
+	b.Queue(s.listSQL(), status, like, after, listPage)
+	br := s.db.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var page []listed
+	for rows.Next() {
+		var p listed
+		r := &p.row
+		if err := rows.Scan(&p.id, &r.status, &r.expiration, &r.lease, &r.data, &r.validation, &r.owner, &p.quarantine); err != nil {
+			return nil, err
+		}
+		page = append(page, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return page, br.Close()
+}
+
+// inspected is the record of r, as the store's other reads decode it, with
+// its quarantine mark: a timestamp, or epoch milliseconds.
+func inspected(id string, r row, quarantine *string) (idempotency.StoredRecord, error) {
+	out := idempotency.StoredRecord{Record: r.record(id), Size: len(r.data)}
+	if quarantine == nil || out.Quarantined.After(time.Time{}) {
+		return out, nil
+	}
+	if n, err := strconv.ParseInt(*quarantine, 10, 64); err == nil {
+		out.Quarantined = time.UnixMilli(n)
+		return out, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *quarantine)
+	if err != nil {
+		return out, storeError("inspect", id, fmt.Errorf("pgstore: column quarantined is neither a timestamp nor epoch milliseconds (%d bytes)", len(*quarantine)))
+	}
+	out.Quarantined = t
+	return out, nil
+}
+
+// likeEscape quotes the characters a LIKE pattern gives a meaning (its
+// default escape character is the backslash).
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}

@@ -1,0 +1,156 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+var _ idempotency.Inspector = (*Store)(nil)
+
+// scanCount is the COUNT hint of each SCAN step.
+const scanCount = 200
+
+// Inspect implements [idempotency.Inspector.Inspect] with one HGETALL. A
+// release marker is no record.
+func (s *Store) Inspect(ctx context.Context, id string) (idempotency.StoredRecord, error) {
+	if id == "" {
+		return idempotency.StoredRecord{}, storeError("inspect", "", errors.New("redisstore: empty record id"))
+	}
+	fields, err := s.rdb.HGetAll(ctx, s.RedisKey(id)).Result()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			err = fmt.Errorf("redisstore: the key holds a value that is not a hash, which this store never writes: %w", err)
+		}
+		return idempotency.StoredRecord{}, storeError("inspect", id, err)
+	}
+	if isMarker(fields) {
+		return idempotency.StoredRecord{}, storeError("inspect", id, idempotency.ErrNotFound)
+	}
+	return inspected(id, fields)
+}
+
+// List implements [idempotency.Inspector.List] with SCAN over the hashes
+// whose keys start with the store's key prefix (and opts.Prefix), and one
+// HGETALL per key. Through a *redis.ClusterClient it scans every master in
+// turn. Release markers are left out; a key deleted while the listing runs
+// may be missed, and one written meanwhile may or may not be listed (as
+// SCAN guarantees).
+func (s *Store) List(ctx context.Context, opts idempotency.ListOptions) iter.Seq2[idempotency.StoredRecord, error] {
+	return func(yield func(idempotency.StoredRecord, error) bool) {
+		nodes, err := s.nodes(ctx)
+		if err != nil {
+			yield(idempotency.StoredRecord{}, storeError("list", "", err))
+			return
+		}
+		match := globEscape(s.prefix+opts.Prefix) + "*"
+		for _, node := range nodes {
+			var cursor uint64
+			for {
+				keys, next, err := node.ScanType(ctx, cursor, match, scanCount, "hash").Result()
+				if err != nil {
+					yield(idempotency.StoredRecord{}, storeError("list", "", err))
+					return
+				}
+				for _, key := range keys {
+					fields, err := s.rdb.HGetAll(ctx, key).Result()
+					if err != nil {
+						yield(idempotency.StoredRecord{}, storeError("list", "", err))
+						return
+					}
+					if isMarker(fields) {
+						continue // released, or deleted since the SCAN
+					}
+					rec, err := inspected(strings.TrimPrefix(key, s.prefix), fields)
+					if opts.Status != "" && rec.Status != opts.Status && err == nil {
+						continue
+					}
+					if !yield(rec, err) {
+						return
+					}
+				}
+				if cursor = next; cursor == 0 {
+					break
+				}
+			}
+		}
+	}
+}
+
+// scanner is the SCAN of one node.
+type scanner interface {
+	ScanType(ctx context.Context, cursor uint64, match string, count int64, keyType string) *redis.ScanCmd
+}
+
+// nodes returns the clients to SCAN: the client, or a Cluster's masters.
+func (s *Store) nodes(ctx context.Context) ([]scanner, error) {
+	c, ok := s.rdb.(*redis.ClusterClient)
+	if !ok {
+		return []scanner{s.rdb}, nil
+	}
+	var (
+		mu    sync.Mutex
+		nodes []scanner
+	)
+	err := c.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		nodes = append(nodes, node)
+		return nil
+	})
+	return nodes, err
+}
+
+// isMarker reports whether a hash's fields are no record: none (the key
+// is gone), or only a release marker.
+func isMarker(fields map[string]string) bool {
+	_, hasStatus := fields[idempotency.AttrStatus]
+	return !hasStatus
+}
+
+// inspected decodes a record's fields, as the store's other reads do, with
+// how its result is stored.
+func inspected(id string, fields map[string]string) (idempotency.StoredRecord, error) {
+	kv := make([]string, 0, 2*len(fields))
+	for k, v := range fields {
+		kv = append(kv, k, v)
+	}
+	rec, err := decode(id, kv)
+	out := idempotency.StoredRecord{Record: rec}
+	if v, ok := fields[idempotency.AttrQuarantined]; ok && out.Quarantined.IsZero() {
+		if n, qerr := strconv.ParseInt(v, 10, 64); qerr == nil {
+			out.Quarantined = time.UnixMilli(n)
+		} else {
+			err = errors.Join(err, fmt.Errorf("redisstore: field %s is not an integer (%d bytes)", idempotency.AttrQuarantined, len(v)))
+		}
+	}
+	out.Size = len(fields[idempotency.AttrData])
+	out.Encoding = fields[idempotency.AttrDataEncoding]
+	out.Omitted = fields[idempotency.AttrDataOmitted] == omittedTrue
+	if err != nil {
+		return out, storeError("inspect", id, err)
+	}
+	return out, nil
+}
+
+// globEscape quotes the characters SCAN's MATCH pattern gives a meaning.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\', '^', '-':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
