@@ -150,9 +150,11 @@ type Quarantiner interface {
 	//
 	// When the condition fails, nothing is written and the error wraps
 	// [ErrLeaseLost]; the record returned is the one that failed the
-	// condition when the store can tell (the zero Record otherwise). A
+	// condition when the store can tell (the zero Record otherwise). So a
 	// Quarantine sent again by the store's client after its first attempt
-	// was applied succeeds.
+	// was applied, or one that lost a race with another, returns the
+	// record quarantined, with that error: the key is quarantined either
+	// way, and the guard reports it so.
 	//
 	// The store's Complete and Release of a quarantined record, fenced on
 	// its owner as for any claim, clear the mark: a late completion by the
