@@ -26,19 +26,22 @@ func ExampleGuard_Strict() {
 	if err != nil {
 		panic(err)
 	}
-	charge := idempotency.Wrap(payments, idempotency.BodyField("idempotency_key"),
+	key := idempotency.BodyField("idempotency_key")
+	charge := idempotency.Wrap(payments, key,
 		func(ctx context.Context, m events.SQSMessage) (string, error) {
 			fmt.Println("charging the card")
 			return "charged", nil
 		})
 
 	// A worker claimed order 7 an hour ago and died mid-charge.
-	id, _ := g.ID(idempotency.RawKey([]byte(`"order-7"`)))
+	msg := events.SQSMessage{MessageId: "m1", Body: `{"idempotency_key":"order-7"}`}
+	k, _ := key(msg)
+	id, _ := g.ID(k)
 	now := time.Now()
 	_, _, _ = store.Acquire(context.Background(), idempotency.Record{ID: id, Status: idempotency.StatusInProgress,
 		ExpiresAt: now.Add(24 * time.Hour), LeaseUntil: now.Add(-time.Hour), Owner: "dead-worker"}, now.Add(-time.Hour))
 
-	_, err = charge(context.Background(), events.SQSMessage{MessageId: "m1", Body: `{"idempotency_key":"order-7"}`})
+	_, err = charge(context.Background(), msg)
 	var qe *idempotency.QuarantinedError
 	fmt.Println(errors.As(err, &qe), errors.Is(err, idempotency.ErrQuarantined))
 	rec, _ := store.Get(id)
