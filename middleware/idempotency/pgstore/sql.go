@@ -156,7 +156,7 @@ func render(table string) queries {
 	return queries{
 		claim: r.Replace(claimSQL), read: r.Replace(readSQL), complete: r.Replace(completeSQL),
 		completeOrAbort: r.Replace(completeOrAbortSQL), state: r.Replace(stateSQL), release: r.Replace(releaseSQL),
-		quarantine: r.Replace(quarantineSQL),
+		quarantine:    r.Replace(quarantineSQL),
 		deleteExpired: r.Replace(deleteExpiredSQL), schema: r.Replace(schemaSQL),
 	}
 }
