@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -190,5 +193,58 @@ func TestStrictNeedsQuarantiner(t *testing.T) {
 	}
 	if v, err := g.Strict(); err == nil || v != nil {
 		t.Errorf("Guard.Strict on a store without Quarantiner = %v, %v; want an error", v, err)
+	}
+}
+
+// mover records the messages a batch handler moves to the dead-letter queue.
+type mover struct{ moves []batch.DeadLetterMove }
+
+func (m *mover) MoveToDeadLetter(_ context.Context, moves []batch.DeadLetterMove) []error {
+	m.moves = append(m.moves, moves...)
+	return nil
+}
+
+// TestStrictQuarantineDeadLetters: through the batch handler with a
+// dead-letter mover, a quarantined message goes to the dead-letter queue on
+// its first receive, its reason the QuarantinedError's; the batch's other
+// message runs.
+func TestStrictQuarantineDeadLetters(t *testing.T) {
+	now := time.Now().Truncate(time.Millisecond)
+	store := memstore.New()
+	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "strict", Strict: true,
+		Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := idempotency.BodyField("idempotency_key")
+	stuck := events.SQSMessage{MessageId: "m-stuck", Body: `{"idempotency_key":"pay-1"}`}
+	k, err := key(stuck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := g.ID(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.Acquire(context.Background(), idempotency.Record{ID: id, Status: idempotency.StatusInProgress,
+		ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(-time.Minute), Owner: "dead-worker"}, now.Add(-2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	m := &mover{}
+	h := batch.SQS(idempotency.Wrap(g, key, func(_ context.Context, msg events.SQSMessage) (string, error) {
+		runs = append(runs, msg.MessageId)
+		return "paid", nil
+	}), batch.Options{Concurrency: 1, DeadLetter: batch.DeadLetter{Mover: m}, Logger: slog.New(slog.DiscardHandler)})
+	other := events.SQSMessage{MessageId: "m-other", Body: `{"idempotency_key":"pay-2"}`}
+	resp, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{stuck, other}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 0 || !slices.Equal(runs, []string{"m-other"}) {
+		t.Errorf("failures %v, runs %v; want none failed (the quarantined one moved) and m-other run", resp.BatchItemFailures, runs)
+	}
+	if len(m.moves) != 1 || m.moves[0].Message.MessageId != "m-stuck" || m.moves[0].ErrorType != "*idempotency.QuarantinedError" {
+		t.Errorf("moves %+v, want m-stuck, error type *idempotency.QuarantinedError", m.moves)
 	}
 }
