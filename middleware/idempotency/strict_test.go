@@ -248,3 +248,52 @@ func TestStrictQuarantineDeadLetters(t *testing.T) {
 		t.Errorf("moves %+v, want m-stuck, error type *idempotency.QuarantinedError", m.moves)
 	}
 }
+
+// TestStrictRace: strict guards of many processes (one guard each) claim
+// one lapsed key at once: none runs the operation, every call fails with
+// ErrQuarantined, and exactly one of them quarantined the record (the
+// others found it quarantined: Source "store").
+func TestStrictRace(t *testing.T) {
+	now := time.Now().Truncate(time.Millisecond)
+	store := memstore.New()
+	const n = 50
+	var (
+		runs, own atomic.Int32
+		guards    []*idempotency.Guard
+	)
+	for range n {
+		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "strict", Strict: true,
+			Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler),
+			OnOutcome: func(_ context.Context, ev idempotency.Event) {
+				if ev.Outcome == idempotency.OutcomeQuarantined && ev.Source == "" {
+					own.Add(1)
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		guards = append(guards, g)
+	}
+	lapsedKey(t, store, guards[0], `"race"`, now)
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for _, g := range guards {
+		go func() {
+			<-start
+			_, err := idempotency.Do(context.Background(), g, idempotency.RawKey([]byte(`"race"`)), func(context.Context) (int, error) {
+				runs.Add(1)
+				return 1, nil
+			})
+			errs <- err
+		}()
+	}
+	close(start)
+	for range n {
+		if err := <-errs; !errors.Is(err, idempotency.ErrQuarantined) {
+			t.Errorf("racing strict call: %v, want ErrQuarantined", err)
+		}
+	}
+	if runs.Load() != 0 || own.Load() != 1 {
+		t.Errorf("%d racing strict calls: %d runs (want 0), %d quarantined the record themselves (want 1)", n, runs.Load(), own.Load())
+	}
+}
