@@ -619,8 +619,8 @@ func TestAlarms(t *testing.T) {
 	} {
 		t.Run(tc.stack, func(t *testing.T) {
 			tpl := synth(t).templates[tc.stack]
-			if ids := tpl.ofType("AWS::CloudWatch::Alarm"); len(ids) != 9 {
-				t.Errorf("alarms %v, want 9", ids)
+			if ids := tpl.ofType("AWS::CloudWatch::Alarm"); len(ids) != 10 {
+				t.Errorf("alarms %v, want 10", ids)
 			}
 			queueID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/Queue/")
 			dlqID, _ := tpl.only(t, "AWS::SQS::Queue", "/Consumer/DeadLetterQueue/")
@@ -658,6 +658,7 @@ func TestAlarms(t *testing.T) {
 				{"/Consumer/InProgressAlarm/", metrics.InProgressRetried, 3},
 				{"/Consumer/TakenOverAlarm/", metrics.TakenOver, 1},
 				{"/Consumer/DoubleRunAlarm/", metrics.DoubleRuns, 1},
+				{"/Consumer/QuarantinedAlarm/", metrics.Quarantined, 1},
 			} {
 				_, r := tpl.only(t, "AWS::CloudWatch::Alarm", a.path)
 				p := r.Properties

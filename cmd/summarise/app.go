@@ -132,7 +132,12 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 				o.BaseEndpoint = aws.String(c.DynamoDBEndpoint)
 			}
 		})
-		s, err := dynamostore.New(db, c.Table, dynamostore.WithLogger(out.Logger))
+		opts := []dynamostore.Option{dynamostore.WithLogger(out.Logger)}
+		if k := c.SortKey; k != nil {
+			opts = append(opts, dynamostore.WithAttributes(dynamostore.Attributes{ID: k.PartitionKey}),
+				dynamostore.WithSortKey(dynamostore.SortKey{Attr: k.Attr, Partition: k.Partition}))
+		}
+		s, err := dynamostore.New(db, c.Table, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("summarise: %w", err)
 		}
@@ -185,6 +190,7 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		Namespace:    c.Namespace,
 		ExpiresAfter: c.ExpiresAfter,
 		MinExpiry:    c.QueueWindow,
+		Strict:       c.Strict,
 		Logger:       out.Logger,
 		OnOutcome:    rec.Observe,
 	})

@@ -36,6 +36,10 @@ const (
 	envPacing           = "SQSONCE_PACING"            // on | off: paced redelivery of failed records; default on inside Lambda, off outside
 	envDeadLetter       = "SQSONCE_DEAD_LETTER"       // on | off: permanent failures to the dead-letter queue at once; default on inside Lambda, off outside
 	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override for pacing and dead-lettering, e.g. moto's
+	envStrict           = "SQSONCE_STRICT"            // true | false: strict mode (idempotency.Config.Strict); default false
+	envPartitionKey     = "SQSONCE_PARTITION_KEY"     // the table's partition key attribute with a sort key; default idempotency.AttrID
+	envSortKey          = "SQSONCE_SORT_KEY"          // the table's sort key attribute: records keyed as Powertools' sort_key_attr
+	envStaticPartition  = "SQSONCE_STATIC_PARTITION"  // the partition value of every record with a sort key (Powertools' static_pk_value)
 	envRuntimeAPI       = "AWS_LAMBDA_RUNTIME_API"    // set by Lambda and by the runtime emulator
 )
 
@@ -91,6 +95,8 @@ type config struct {
 	Pacing           bool // change failed records' visibility (batch.Options.Pacing) through SQS
 	DeadLetter       bool // move permanent failures to the dead-letter queue (batch.Options.DeadLetter) through SQS
 	SQSEndpoint      string
+	Strict           bool     // run every record in strict mode (idempotency.Config.Strict)
+	SortKey          *sortKey // the DynamoDB table's composite key; nil: the record id is the partition key
 
 	// testProvider and testStore, set by tests only, replace the provider
 	// and the idempotency store named above: the seam for injected faults.
@@ -233,8 +239,61 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 	if c.SummariesTable != "" && c.Store != storeDynamoDB {
 		c.SummariesTable = "" // summaries go to DynamoDB only with its store; the memory store keeps them in memory
 	}
+	switch v := getenv(envStrict); v {
+	case "", "false":
+	case "true":
+		c.Strict = true
+	default:
+		errs = append(errs, fmt.Errorf("%s=%q is not true or false", envStrict, v))
+	}
+	sk, err := loadSortKey(getenv, c.Store)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.SortKey = sk
 	if err := errors.Join(errs...); err != nil {
 		return config{}, fmt.Errorf("summarise: bad configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	}
 	return c, nil
+}
+
+// sortKey is the composite primary key of a DynamoDB table shared with
+// Powertools for AWS Lambda (dynamostore.WithSortKey), as infra's
+// idempotentconsumer sets it.
+type sortKey struct {
+	PartitionKey string // the partition key attribute
+	Attr         string // the sort key attribute, which holds the record id
+	Partition    string // the partition value of every record
+}
+
+// loadSortKey reads SQSONCE_SORT_KEY, SQSONCE_PARTITION_KEY and
+// SQSONCE_STATIC_PARTITION: all three or none but the partition key
+// (default idempotency.AttrID), with the DynamoDB store only. Records
+// written under another key are not found, so an inconsistent set is
+// refused rather than guessed at.
+func loadSortKey(getenv func(string) string, store string) (*sortKey, error) {
+	k := sortKey{PartitionKey: getenv(envPartitionKey), Attr: getenv(envSortKey), Partition: getenv(envStaticPartition)}
+	if k == (sortKey{}) {
+		return nil, nil
+	}
+	var errs []error
+	switch {
+	case k.Attr == "":
+		errs = append(errs, fmt.Errorf("%s and %s are set only with %s, the sort key attribute", envPartitionKey, envStaticPartition, envSortKey))
+	case k.Partition == "":
+		errs = append(errs, fmt.Errorf("%s is required with %s: the partition value of every record (Powertools' static_pk_value)", envStaticPartition, envSortKey))
+	}
+	if k.PartitionKey == "" {
+		k.PartitionKey = idempotency.AttrID
+	}
+	if k.Attr != "" && k.Attr == k.PartitionKey {
+		errs = append(errs, fmt.Errorf("%s=%q and %s=%q: the sort key and the partition key cannot be one attribute", envSortKey, k.Attr, envPartitionKey, k.PartitionKey))
+	}
+	if store != storeDynamoDB {
+		errs = append(errs, fmt.Errorf("%s, %s and %s are for the DynamoDB store, not %s", envSortKey, envPartitionKey, envStaticPartition, store))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &k, nil
 }

@@ -88,6 +88,27 @@ func TestLoadConfig(t *testing.T) {
 				t.Error("Pacing = true outside Lambda by default: the local runner's receipt handles are not real")
 			}
 		}},
+		{"strict mode", map[string]string{envStrict: "true"}, "", "", func(t *testing.T, c config) {
+			if !c.Strict {
+				t.Errorf("Strict = false with %s=true", envStrict)
+			}
+		}},
+		{"strict mode off", map[string]string{envStrict: "false"}, "", "", func(t *testing.T, c config) {
+			if c.Strict || c.SortKey != nil {
+				t.Errorf("config = %+v", c)
+			}
+		}},
+		{"sort key, as the construct sets it", map[string]string{envRuntimeAPI: "x", envTable: "t", envDocumentsDir: "d",
+			envPartitionKey: "pk", envSortKey: "sk", envStaticPartition: "orders#idempotency"}, "", "", func(t *testing.T, c config) {
+			if c.SortKey == nil || *c.SortKey != (sortKey{PartitionKey: "pk", Attr: "sk", Partition: "orders#idempotency"}) {
+				t.Errorf("SortKey = %+v", c.SortKey)
+			}
+		}},
+		{"sort key with the default partition key", map[string]string{envTable: "t", envSortKey: "sk", envStaticPartition: "p"}, "dynamodb", "", func(t *testing.T, c config) {
+			if c.SortKey == nil || *c.SortKey != (sortKey{PartitionKey: "id", Attr: "sk", Partition: "p"}) {
+				t.Errorf("SortKey = %+v", c.SortKey)
+			}
+		}},
 		{"openai", map[string]string{envOpenAIBaseURL: "http://127.0.0.1:1/v1", envOpenAIAPIKey: "k"}, "", "openai", func(t *testing.T, c config) {
 			if c.Provider != providerOpenAI || c.OpenAIBaseURL == "" || c.OpenAIAPIKey != "k" || c.Model != "" {
 				t.Errorf("config = %+v", c)
@@ -130,6 +151,13 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"bad pacing", map[string]string{envPacing: "yes"}, "", "", []string{envPacing, `"yes"`}},
 		{"bad dead letter", map[string]string{envDeadLetter: "yes"}, "", "", []string{envDeadLetter, `"yes"`}},
 		{"bucket and dir", map[string]string{envDocumentsBucket: "b", envDocumentsDir: "d"}, "", "", []string{"not both"}},
+		{"bad strict", map[string]string{envStrict: "on"}, "", "", []string{envStrict, `"on"`}},
+		{"sort key without its partition", map[string]string{envTable: "t", envSortKey: "sk"}, "dynamodb", "", []string{envStaticPartition, "required"}},
+		{"partition without a sort key", map[string]string{envTable: "t", envPartitionKey: "pk", envStaticPartition: "p"}, "dynamodb", "",
+			[]string{envPartitionKey, envStaticPartition, "only with " + envSortKey}},
+		{"sort key is the partition key", map[string]string{envTable: "t", envSortKey: "pk", envPartitionKey: "pk", envStaticPartition: "p"}, "dynamodb", "",
+			[]string{envSortKey, envPartitionKey, "one attribute"}},
+		{"sort key with another store", map[string]string{envSortKey: "sk", envStaticPartition: "p"}, "", "", []string{envSortKey, "DynamoDB store, not memory"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

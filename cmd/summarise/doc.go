@@ -41,6 +41,13 @@
 //	                           Lambda, off outside (the local runner's receipt handles are not real)
 //	SQSONCE_DEAD_LETTER        on or off: a message whose body does not decode or has no key goes to the queue's
 //	                           dead-letter queue at once (batch.DeadLetter); default on inside Lambda, off outside
+//	SQSONCE_STRICT             true or false: strict mode (idempotency.Config.Strict): a claim whose lease lapsed
+//	                           with the call's outcome unknown is quarantined, never run again; default false
+//	SQSONCE_SORT_KEY           the idempotency table's sort key attribute (S), for a table with a composite key
+//	                           shared with Powertools (dynamostore.WithSortKey); DynamoDB store only; default none
+//	SQSONCE_PARTITION_KEY      with SQSONCE_SORT_KEY: the partition key attribute; default id
+//	SQSONCE_STATIC_PARTITION   with SQSONCE_SORT_KEY, required: the partition value of every record
+//	                           (Powertools' static_pk_value)
 //
 // For local runs and tests:
 //

@@ -10,6 +10,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 )
 
@@ -174,6 +178,41 @@ func TestRunnerDynamoDB(t *testing.T) {
 	}
 	if lines := requestLog(t, log); len(lines) != 1 {
 		t.Errorf("request log has %d lines, want 1", len(lines))
+	}
+}
+
+// TestRunnerDynamoDBSortKey: with the sort key variables the idempotentconsumer
+// construct sets for a table with a composite key, the records go to that
+// table under its two keys (the partition value and the record id), and a
+// second run replays them. Before the variables were read, every claim
+// failed: the items lacked the table's keys.
+func TestRunnerDynamoDBSortKey(t *testing.T) {
+	db := moto.DynamoDB(t)
+	table := motoserver.NewTableWithSortKey(t, db, "pk", "sk")
+	awsEnv(t)
+	log := filepath.Join(t.TempDir(), "requests.jsonl")
+	getenv := localEnv(map[string]string{envTable: table, envDynamoDBEndpoint: moto.Endpoint(t), envRequestLog: log,
+		envPartitionKey: "pk", envSortKey: "sk", envStaticPartition: "orders#idempotency"})
+	for i, want := range []string{"deliveries: 1, provider calls: 1", "deliveries: 2, provider calls: 0"} {
+		r := runRunner(t, getenv, "-event", fixture("duplicate-delivery.json"), "-repeat", fmt.Sprint(i+1), "-store", "dynamodb")
+		if r.status != 0 || r.summary != want {
+			t.Fatalf("run %d: status %d, summary %q, want %q; stderr:\n%s", i+1, r.status, r.summary, want, r.stderr)
+		}
+	}
+	lines := requestLog(t, log)
+	if len(lines) != 1 {
+		t.Fatalf("request log has %d lines, want 1", len(lines))
+	}
+	out, err := db.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "orders#idempotency"},
+			"sk": &types.AttributeValueMemberS{Value: lines[0].RecordID},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := out.Item["status"].(*types.AttributeValueMemberS); st == nil || st.Value != "COMPLETED" {
+		t.Errorf("record under (orders#idempotency, %s) = %v, want COMPLETED", lines[0].RecordID, out.Item)
 	}
 }
 

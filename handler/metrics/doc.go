@@ -21,6 +21,7 @@
 //	TakenOver              Count  run that took over a lapsed lease or an expired record
 //	Failed                 Count  delivery the guard failed (see below)
 //	DoubleRuns             Count  run whose lease passed while it ran, and whose key another worker ran too
+//	Quarantined            Count  delivery whose key strict mode quarantined, or found quarantined
 //
 // The line also carries "Records", the batch size, as a property (not a
 // metric).
@@ -50,6 +51,7 @@
 //	mismatch                Failed: the key was reused with another payload
 //	double_run              DoubleRuns: it ran, lost its lease, and another worker's run stands
 //	                        (whether that run had completed or, handed back to SQS, still ran)
+//	quarantined             Quarantined: strict mode stopped the key; nothing ran
 //
 // Calls that waited for another call's run of the same key in process
 // (Source "shared") report with Ran unset: replayed when that run

@@ -24,6 +24,7 @@ const (
 	TakenOver            = "TakenOver"
 	Failed               = "Failed"
 	DoubleRuns           = "DoubleRuns"
+	Quarantined          = "Quarantined"
 )
 
 // Counts are the outcomes of one batch.
@@ -57,6 +58,10 @@ type Counts struct {
 	// double_run): the one case in which a key's operation ran twice, which
 	// the promise allows when a worker outlives its lease. Alarm on it.
 	DoubleRuns int64
+	// Quarantined counts deliveries that found their key quarantined in
+	// strict mode, or quarantined it (outcome quarantined): nothing ran,
+	// and an operator must release or resolve the record. Alarm on it.
+	Quarantined int64
 }
 
 // Config configures a [Recorder].
@@ -102,7 +107,7 @@ type countsKey struct{}
 
 // counters are the Counts of one batch, updated concurrently.
 type counters struct {
-	calls, replayed, inProgress, takenOver, failed, doubleRuns atomic.Int64
+	calls, replayed, inProgress, takenOver, failed, doubleRuns, quarantined atomic.Int64
 }
 
 // Observe counts ev into the batch running in ctx; use it as (or from)
@@ -127,6 +132,8 @@ func (r *Recorder) Observe(ctx context.Context, ev idempotency.Event) {
 		c.failed.Add(1)
 	case idempotency.OutcomeDoubleRun:
 		c.doubleRuns.Add(1)
+	case idempotency.OutcomeQuarantined:
+		c.quarantined.Add(1)
 	}
 }
 
@@ -166,6 +173,7 @@ func (r *Recorder) Batch(next func(context.Context, events.SQSEvent) (events.SQS
 			TakenOver:            c.takenOver.Load(),
 			Failed:               c.failed.Load(),
 			DoubleRuns:           c.doubleRuns.Load(),
+			Quarantined:          c.quarantined.Load(),
 		}, len(ev.Records))
 		return resp, err
 	}
@@ -210,6 +218,7 @@ type line struct {
 	TakenOver            int64    `json:"TakenOver"`
 	Failed               int64    `json:"Failed"`
 	DoubleRuns           int64    `json:"DoubleRuns"`
+	Quarantined          int64    `json:"Quarantined"`
 }
 
 // Line returns counts as one EMF JSON line, ending in a newline.
@@ -227,6 +236,7 @@ func (r *Recorder) Line(counts Counts, records int) ([]byte, error) {
 					{TakenOver, "Count"},
 					{Failed, "Count"},
 					{DoubleRuns, "Count"},
+					{Quarantined, "Count"},
 				},
 			}},
 		},
@@ -238,6 +248,7 @@ func (r *Recorder) Line(counts Counts, records int) ([]byte, error) {
 		TakenOver:            counts.TakenOver,
 		Failed:               counts.Failed,
 		DoubleRuns:           counts.DoubleRuns,
+		Quarantined:          counts.Quarantined,
 	}
 	b, err := json.Marshal(l)
 	if err != nil {

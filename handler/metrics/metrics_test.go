@@ -16,7 +16,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
-var names = []string{metrics.ProviderCalls, metrics.DuplicatesSuppressed, metrics.InProgressRetried, metrics.TakenOver, metrics.Failed, metrics.DoubleRuns}
+var names = []string{metrics.ProviderCalls, metrics.DuplicatesSuppressed, metrics.InProgressRetried, metrics.TakenOver, metrics.Failed, metrics.DoubleRuns, metrics.Quarantined}
 
 // checkEMF checks line against the Embedded Metric Format specification:
 // an _aws object with an integer millisecond Timestamp and CloudWatchMetrics
@@ -87,6 +87,7 @@ func TestBatch(t *testing.T) {
 		{Outcome: idempotency.OutcomeMismatch, Err: idempotency.ErrPayloadMismatch},
 		{Outcome: idempotency.OutcomeFailed, Err: idempotency.ErrNoKey},
 		{Outcome: idempotency.OutcomeDoubleRun, Ran: true, Source: "store"},
+		{Outcome: idempotency.OutcomeQuarantined, Err: &idempotency.QuarantinedError{ID: "n#1"}},
 	}
 	provider := rec.Provider(handler.Stub{})
 	fn := rec.Batch(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -105,7 +106,7 @@ func TestBatch(t *testing.T) {
 	}
 	root := checkEMF(t, buf.Bytes())
 	want := map[string]string{
-		"ProviderCalls": "3", "DuplicatesSuppressed": "2", "InProgressRetried": "1", "TakenOver": "1", "Failed": "3", "DoubleRuns": "1", "Records": "9",
+		"ProviderCalls": "3", "DuplicatesSuppressed": "2", "InProgressRetried": "1", "TakenOver": "1", "Failed": "3", "DoubleRuns": "1", "Quarantined": "1", "Records": "10",
 	}
 	for k, v := range want {
 		if got := fmt.Sprint(root[k]); got != v {
@@ -163,6 +164,10 @@ func TestObserve(t *testing.T) {
 			metrics.Counts{Failed: 1}},
 		{"mismatch", idempotency.Event{Outcome: idempotency.OutcomeMismatch, Err: idempotency.ErrPayloadMismatch},
 			metrics.Counts{Failed: 1}},
+		{"quarantined (strict mode)", idempotency.Event{Outcome: idempotency.OutcomeQuarantined, Err: &idempotency.QuarantinedError{ID: "n#1"}},
+			metrics.Counts{Quarantined: 1}},
+		{"shared a run that quarantined", idempotency.Event{Outcome: idempotency.OutcomeQuarantined, Source: "shared", Err: idempotency.ErrQuarantined},
+			metrics.Counts{Quarantined: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,7 +187,7 @@ func TestObserve(t *testing.T) {
 			for name, want := range map[string]int64{
 				metrics.ProviderCalls: tt.want.ProviderCalls, metrics.DuplicatesSuppressed: tt.want.DuplicatesSuppressed,
 				metrics.InProgressRetried: tt.want.InProgressRetried, metrics.TakenOver: tt.want.TakenOver, metrics.Failed: tt.want.Failed,
-				metrics.DoubleRuns: tt.want.DoubleRuns,
+				metrics.DoubleRuns: tt.want.DoubleRuns, metrics.Quarantined: tt.want.Quarantined,
 			} {
 				if got := fmt.Sprint(root[name]); got != fmt.Sprint(want) {
 					t.Errorf("%s = %s, want %d", name, got, want)
@@ -226,5 +231,5 @@ func ExampleRecorder_Write() {
 		Now: func() time.Time { return time.UnixMilli(1700000000000) }})
 	_ = rec.Write(metrics.Counts{ProviderCalls: 1, DuplicatesSuppressed: 1}, 2)
 	// Output:
-	// {"_aws":{"Timestamp":1700000000000,"CloudWatchMetrics":[{"Namespace":"sqsonce","Dimensions":[["Service"]],"Metrics":[{"Name":"ProviderCalls","Unit":"Count"},{"Name":"DuplicatesSuppressed","Unit":"Count"},{"Name":"InProgressRetried","Unit":"Count"},{"Name":"TakenOver","Unit":"Count"},{"Name":"Failed","Unit":"Count"},{"Name":"DoubleRuns","Unit":"Count"}]}]},"Service":"summarise","Records":2,"ProviderCalls":1,"DuplicatesSuppressed":1,"InProgressRetried":0,"TakenOver":0,"Failed":0,"DoubleRuns":0}
+	// {"_aws":{"Timestamp":1700000000000,"CloudWatchMetrics":[{"Namespace":"sqsonce","Dimensions":[["Service"]],"Metrics":[{"Name":"ProviderCalls","Unit":"Count"},{"Name":"DuplicatesSuppressed","Unit":"Count"},{"Name":"InProgressRetried","Unit":"Count"},{"Name":"TakenOver","Unit":"Count"},{"Name":"Failed","Unit":"Count"},{"Name":"DoubleRuns","Unit":"Count"},{"Name":"Quarantined","Unit":"Count"}]}]},"Service":"summarise","Records":2,"ProviderCalls":1,"DuplicatesSuppressed":1,"InProgressRetried":0,"TakenOver":0,"Failed":0,"DoubleRuns":0,"Quarantined":0}
 }

@@ -133,6 +133,11 @@ type Consumer struct {
 	// and found that another worker had taken its key over and run it too,
 	// so the operation did run twice for one key.
 	DoubleRunAlarm awscloudwatch.Alarm
+	// QuarantinedAlarm fires when Quarantined moves: in strict mode, a
+	// key's claim lapsed with its operation's outcome unknown and was
+	// quarantined, or a delivery found its key quarantined. An operator
+	// must release or resolve the record.
+	QuarantinedAlarm awscloudwatch.Alarm
 }
 
 // Alarms returns every alarm of c, for example to add another action.
@@ -140,7 +145,7 @@ func (c *Consumer) Alarms() []awscloudwatch.Alarm {
 	return []awscloudwatch.Alarm{
 		c.DeadLetterAlarm, c.OldestMessageAlarm, c.ErrorsAlarm,
 		c.TableThrottleAlarm, c.TableErrorsAlarm,
-		c.FailedAlarm, c.InProgressAlarm, c.TakenOverAlarm, c.DoubleRunAlarm,
+		c.FailedAlarm, c.InProgressAlarm, c.TakenOverAlarm, c.DoubleRunAlarm, c.QuarantinedAlarm,
 	}
 }
 
@@ -260,6 +265,9 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		env[EnvSortKey] = jsii.String(sk.Attribute)
 		env[EnvStaticPartition] = jsii.String(sk.Partition)
 	}
+	if plan.Strict {
+		env[EnvStrict] = jsii.String("true")
+	}
 
 	runtime := props.Runtime
 	if runtime == nil {
@@ -358,6 +366,8 @@ func (c *Consumer) addAlarms(plan Plan) {
 		"A run took over a lapsed lease: a holder died or timed out after its claim, and its operation may have run twice.")
 	c.DoubleRunAlarm = alarm(c, "DoubleRunAlarm", outcome(metrics.DoubleRuns), 0, 1,
 		"An operation ran twice for one key: a run outlived its lease (an invocation past its deadline, or clocks apart by more than the skew margin) while another worker took the key over and ran it too. The other run's result stands.")
+	c.QuarantinedAlarm = alarm(c, "QuarantinedAlarm", outcome(metrics.Quarantined), 0, 1,
+		"Strict mode stopped a key: a worker died or outlived its lease with the operation's outcome unknown, and the operation was not run again; the key's messages go to the dead-letter queue. Release the record to run it, or resolve it with a result.")
 }
 
 // tableSum is the sum of a per-operation DynamoDB metric of the table over

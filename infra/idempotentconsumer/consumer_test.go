@@ -177,9 +177,9 @@ func TestConstructDefaults(t *testing.T) {
 	check(t, "no alarm actions", func() {
 		tpl.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{"AlarmActions": assertions.Match_Absent()})
 	})
-	check(t, "nine alarms", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(len(c.Alarms()))) })
-	if len(c.Alarms()) != 9 {
-		t.Errorf("Alarms() has %d alarms, want 9", len(c.Alarms()))
+	check(t, "ten alarms", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(len(c.Alarms()))) })
+	if len(c.Alarms()) != 10 {
+		t.Errorf("Alarms() has %d alarms, want 10", len(c.Alarms()))
 	}
 
 	// No fixed names: CloudFormation generates them, unique to the stack.
@@ -236,7 +236,7 @@ func TestConstructDefaults(t *testing.T) {
 	})
 
 	// Outcome alarms on the EMF metrics, Service = the namespace.
-	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver, metrics.DoubleRuns} {
+	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver, metrics.DoubleRuns, metrics.Quarantined} {
 		check(t, m+" alarm", func() {
 			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 				"Namespace":  idempotentconsumer.DefaultMetricsNamespace,
@@ -284,7 +284,7 @@ func TestMetricsNamespaceMatchesRecorder(t *testing.T) {
 	for _, m := range d.Metrics {
 		written[m.Name] = true
 	}
-	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver, metrics.DoubleRuns} {
+	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver, metrics.DoubleRuns, metrics.Quarantined} {
 		if !written[m] {
 			t.Errorf("handler/metrics does not write %s, which an alarm watches", m)
 		}

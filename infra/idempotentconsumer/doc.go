@@ -33,7 +33,7 @@
 //     of the oldest message, the function's errors, DynamoDB throttling and
 //     system errors on the table, and the idempotency outcomes the function
 //     writes as Embedded Metric Format metrics (Failed, InProgressRetried,
-//     TakenOver, DoubleRuns in [Props.MetricsNamespace]), each notifying
+//     TakenOver, DoubleRuns, Quarantined in [Props.MetricsNamespace]), each notifying
 //     [Props.AlarmTopic] when set.
 //
 // # Expiry

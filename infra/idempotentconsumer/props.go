@@ -79,6 +79,9 @@ const (
 	EnvPartitionKey    = "SQSONCE_PARTITION_KEY"
 	EnvSortKey         = "SQSONCE_SORT_KEY"
 	EnvStaticPartition = "SQSONCE_STATIC_PARTITION"
+	// EnvStrict is "true" with [Props.Strict], and unset otherwise: the
+	// function's guard runs in strict mode (idempotency.Config.Strict).
+	EnvStrict = "SQSONCE_STRICT"
 )
 
 // maxPartitionValue is DynamoDB's limit on a partition key value, in bytes.
@@ -184,6 +187,12 @@ type Props struct {
 	// [EnvStaticPartition]. Default: none, partition key idempotency.AttrID
 	// alone.
 	SortKey SortKey
+
+	// Strict runs the function's guard in strict mode: a claim whose lease
+	// lapsed with the operation's outcome unknown is quarantined, never run
+	// again (see idempotency.Config.Strict), and QuarantinedAlarm fires.
+	// The function gets [EnvStrict] "true". Default false.
+	Strict bool
 
 	// FIFO makes the queue and its dead-letter queue FIFO queues. The
 	// function still keys on the message body, never on the
@@ -316,6 +325,9 @@ type Plan struct {
 	// SortKey is Props.SortKey with its default partition key; Attribute
 	// empty: none.
 	SortKey SortKey
+
+	// Strict is Props.Strict.
+	Strict bool
 }
 
 // queueNameChars are the characters SQS allows in a queue name.
@@ -350,7 +362,7 @@ func (p Props) Plan() (Plan, error) {
 	if p.Namespace == "" {
 		bad("Props.Namespace is required: a fixed string, not the function name")
 	}
-	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition} {
+	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict} {
 		if _, ok := p.Environment[k]; ok {
 			bad("Props.Environment sets %s, which the construct derives", k)
 		}
@@ -375,6 +387,7 @@ func (p Props) Plan() (Plan, error) {
 		LogRetention:        p.LogRetention,
 		NewTable:            p.Table == nil,
 		SortKey:             p.SortKey,
+		Strict:              p.Strict,
 		TableRemovalPolicy:  p.TableRemovalPolicy,
 		DeletionProtection:  p.Table == nil && !p.DisableDeletionProtection,
 		QueueName:           p.QueueName,

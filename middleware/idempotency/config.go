@@ -74,6 +74,20 @@ type Config struct {
 	// deadline. Default 3.
 	CompleteAttempts int
 
+	// Strict turns strict mode on for every call of the guard ([Guard.Strict]
+	// turns it on for some): a claim whose lease lapsed with the
+	// operation's outcome unknown (its worker died, or outlived its lease)
+	// is never taken over. The call that finds it quarantines the record
+	// instead (see [Quarantiner]) and fails with a [*QuarantinedError], and
+	// so does every later call of the key, in strict mode or not, until an
+	// operator releases the record (the next delivery runs the operation)
+	// or resolves it with a result (later deliveries replay it), or the
+	// record expires. For operations where running twice is worse than not
+	// running: a payment, an e-mail. The store must implement
+	// [Quarantiner]. Default false: a lapsed claim is taken over and the
+	// operation runs again (the promise's first exception).
+	Strict bool
+
 	// Now is the clock. Default [time.Now].
 	Now func() time.Time
 
@@ -133,6 +147,12 @@ const (
 	// [ErrInProgress] while that worker still runs. Count it: it is the one
 	// outcome in which the operation ran twice for a key.
 	OutcomeDoubleRun Outcome = "double_run"
+	// OutcomeQuarantined: the key's record is quarantined; nothing ran.
+	// Either this call, in strict mode, found the claim's lease lapsed with
+	// the operation's outcome unknown and quarantined it, or it found the
+	// record quarantined already (see [Config.Strict]). The call fails with
+	// a [*QuarantinedError] until an operator acts.
+	OutcomeQuarantined Outcome = "quarantined"
 )
 
 // LevelOff, as the level of an outcome in [Config.LogLevels], turns its
@@ -141,12 +161,13 @@ const LevelOff slog.Level = math.MaxInt
 
 // outcomes lists every Outcome, for validating Config.LogLevels.
 var outcomes = []Outcome{OutcomeClaimed, OutcomeTakenOver, OutcomeReplayed, OutcomeInProgress,
-	OutcomeMismatch, OutcomeReleased, OutcomeFailed, OutcomeDoubleRun}
+	OutcomeMismatch, OutcomeReleased, OutcomeFailed, OutcomeDoubleRun, OutcomeQuarantined}
 
 // DefaultLogLevel is the level at which the guard logs an outcome unless
 // [Config.LogLevels] says otherwise: success below INFO, duplicates and keys
 // in progress visible, failures and double runs at ERROR (the table is in
-// the package doc, under Observability).
+// the package doc, under Observability). Quarantines are at ERROR: an
+// operator must act on each.
 func DefaultLogLevel(o Outcome) slog.Level {
 	switch o {
 	case OutcomeClaimed:
@@ -214,6 +235,9 @@ func (c *Config) validate() error {
 	}
 	if c.CompleteAttempts == 0 {
 		c.CompleteAttempts = 3
+	}
+	if _, ok := c.Store.(Quarantiner); c.Strict && c.Store != nil && !ok {
+		errs = append(errs, fmt.Errorf("idempotency: Config.Strict needs a store that implements Quarantiner; %T does not", c.Store))
 	}
 	if c.Now == nil {
 		c.Now = time.Now

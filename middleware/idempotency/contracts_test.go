@@ -11,5 +11,6 @@ var (
 	_ batch.PermanentError = (*BodyError)(nil)
 	_ batch.PermanentError = (*KeyError)(nil)
 	_ batch.PermanentError = (*PayloadMismatchError)(nil)
+	_ batch.PermanentError = (*QuarantinedError)(nil)
 	_ PermanentError       = batch.PermanentError(nil) // one method, one meaning
 )

@@ -32,6 +32,16 @@
 //     (an attached write's condition fails, see [Attach]) or still fails
 //     when [Config.CompleteAttempts] and the deadline run out; the call
 //     fails with a [*StoreError].
+//   - In strict mode ([Config.Strict], [Guard.Strict]) the operation
+//     never starts twice for a key while its record lives: the first
+//     exception becomes a quarantine. A strict call that finds the claim's
+//     lease lapsed with the operation's outcome unknown does not run it; it
+//     marks the record quarantined (still INPROGRESS to every reader,
+//     Powertools included), and every call of the key fails with
+//     [ErrQuarantined] (a [*QuarantinedError], permanent) until an operator
+//     releases the record (the next delivery runs the operation) or
+//     resolves it with a result, or the record expires. The same clock
+//     condition holds ([Config.SkewMargin]).
 //   - A call succeeds only once the key's record is COMPLETED, and every
 //     call that succeeds returns the same stored result. Through package
 //     batch, a message is acknowledged only then.
@@ -192,6 +202,7 @@
 //	failed       ERROR  a key, store or encoding error
 //	double_run   ERROR  the operation ran here after its lease passed, and another
 //	                    worker ran it too: the other's result stands
+//	quarantined  ERROR  strict mode stopped the key: an operator must act
 //
 // Success is below INFO, so a slog handler at INFO logs nothing for a
 // first delivery that succeeds, and one line for each duplicate.
@@ -214,6 +225,8 @@
 //     nothing ran. Its RetryAt tells when to deliver again.
 //   - [*PayloadMismatchError] ([ErrPayloadMismatch]): the key was claimed
 //     with another payload; nothing ran.
+//   - [*QuarantinedError] ([ErrQuarantined]): the key's record is
+//     quarantined (strict mode); nothing ran.
 //   - [*StoreError]: the store failed; the operation did not run (Op
 //     "acquire" on the claim) or its outcome was not recorded (see [StoreError]).
 //   - [*PanicError]: the operation, or its result's MarshalJSON, panicked.

@@ -47,6 +47,13 @@ var (
 	// writes together with a completion.
 	ErrAttachUnsupported = errors.New("idempotency: store cannot commit attached writes")
 
+	// ErrQuarantined reports that the key's record is quarantined: a
+	// strict guard found its lease lapsed with the operation's outcome
+	// unknown (see [Config.Strict]). Nothing ran; nothing will run for the
+	// key until an operator releases or resolves the record, or it
+	// expires. The guard returns it as a [*QuarantinedError].
+	ErrQuarantined = errors.New("idempotency: key quarantined: its operation may have run")
+
 	// ErrNotClaimed is returned by [Attach] outside an operation run by the
 	// guard.
 	ErrNotClaimed = errors.New("idempotency: not inside a claimed operation")
@@ -81,6 +88,27 @@ func (e *InProgressError) Is(target error) bool { return target == ErrInProgress
 // succeed. Package batch paces the message's next delivery with it (see
 // [github.com/sqsonce/sqsonce/middleware/batch.RetryAtError]).
 func (e *InProgressError) RetryAt() time.Time { return e.LeaseUntil }
+
+// QuarantinedError is the error of a call whose key's record is
+// quarantined (see [Config.Strict]): nothing ran, and retrying does not
+// help until an operator acts. [errors.Is](err, [ErrQuarantined]) is true
+// for it, and it is a [PermanentError] that reports true, so that package
+// batch can move its message to the dead-letter queue at once.
+type QuarantinedError struct {
+	ID    string    // the record id
+	Since time.Time // when the record was quarantined
+}
+
+func (e *QuarantinedError) Error() string {
+	return fmt.Sprintf("%v: %s, quarantined at %s", ErrQuarantined, e.ID, e.Since.UTC().Format(time.RFC3339Nano))
+}
+
+// Is reports whether target is [ErrQuarantined].
+func (e *QuarantinedError) Is(target error) bool { return target == ErrQuarantined }
+
+// Permanent reports true: the key stays quarantined until an operator
+// acts (batch.PermanentError).
+func (e *QuarantinedError) Permanent() bool { return true }
 
 // PayloadMismatchError is the error of a call whose key was claimed with
 // another payload: nothing ran and the stored result is not returned.
@@ -119,7 +147,8 @@ func (e *StoreError) Unwrap() error { return e.Err }
 // [Config.CompleteAttempts]). Stores implement it on
 // their error types. It is package batch's PermanentError too: a message
 // whose record failed with such an error cannot succeed on a new delivery,
-// and [*BodyError], [*KeyError] and [*PayloadMismatchError] report true.
+// and [*BodyError], [*KeyError], [*PayloadMismatchError] and
+// [*QuarantinedError] report true.
 type PermanentError interface {
 	error
 	Permanent() bool

@@ -26,11 +26,17 @@ const maxCompleteReserve = time.Second
 // Guard runs operations at most once per idempotency key. Create one with
 // [New] at start-up and share it: it is safe for concurrent use.
 type Guard struct {
-	cfg   Config
+	cfg Config // Strict may differ between the views of one guard (see Guard.Strict)
+	*calls
+}
+
+// calls is what the views of one guard share: the cache and the calls
+// running now.
+type calls struct {
 	cache *cache // nil when Config.CacheBytes is 0
 
 	mu      sync.Mutex
-	flights map[string]*flight // calls running now, by id and payload digest
+	flights map[string]*flight // calls running now, by id, payload digest and mode
 }
 
 // flight is one run of an operation that other calls of the same key and
@@ -46,11 +52,26 @@ func New(cfg Config) (*Guard, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	g := &Guard{cfg: cfg, flights: make(map[string]*flight)}
+	g := &Guard{cfg: cfg, calls: &calls{flights: make(map[string]*flight)}}
 	if cfg.CacheBytes > 0 {
 		g.cache = newCache(cfg.CacheBytes)
 	}
 	return g, nil
+}
+
+// Strict returns a view of g in strict mode (see [Config.Strict]): the same
+// store, configuration, cache and calls in progress, with strict mode on,
+// for the operations where running twice is worse than not running. The
+// key's records are shared: a record quarantined through either view fails
+// the calls of both. It fails when the store does not implement
+// [Quarantiner]. Call it once, at start-up, like New.
+func (g *Guard) Strict() (*Guard, error) {
+	if _, ok := g.cfg.Store.(Quarantiner); !ok {
+		return nil, fmt.Errorf("idempotency: Guard.Strict needs a store that implements Quarantiner; %T does not", g.cfg.Store)
+	}
+	v := *g
+	v.cfg.Strict = true
+	return &v, nil
 }
 
 // ID returns the record id of k: "{Namespace}#{digest}", the digest in the
@@ -318,6 +339,9 @@ func (g *Guard) run(ctx context.Context, id, validation string, op func(context.
 		return out
 	}
 	fk := id + "\x00" + validation
+	if g.cfg.Strict { // a strict call never shares a run that may take a lapsed claim over
+		fk += "\x00strict"
+	}
 	for {
 		g.mu.Lock()
 		f, running := g.flights[fk]
@@ -363,6 +387,8 @@ func (out outcome) shared() outcome {
 	case out.ev.Err == nil:
 	case errors.Is(out.ev.Err, ErrInProgress):
 		ev.Outcome = OutcomeInProgress
+	case errors.Is(out.ev.Err, ErrQuarantined):
+		ev.Outcome = OutcomeQuarantined
 	case out.ev.Outcome == OutcomeMismatch:
 		ev.Outcome = OutcomeMismatch
 	default:
@@ -417,14 +443,33 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 		return outcome{ev: Event{Outcome: OutcomeFailed, Err: fmt.Errorf("idempotency: not claimed: %w", context.Cause(ctx))}}
 	}
 	claimed := time.Now() // the operation's timer counts from here, before the lease is computed
-	now := g.cfg.Now()
-	rec := g.claim(ctx, id, validation, now)
-	prev, loaded, err := g.cfg.Store.Acquire(ctx, rec, now)
-	if err != nil {
-		return outcome{ev: Event{Outcome: OutcomeFailed, Err: storeError("acquire", id, err)}}
-	}
-	if loaded {
-		return g.existing(prev, validation, false)
+	var (
+		now  time.Time
+		rec  Record
+		prev Record
+	)
+	for attempt := 1; ; attempt++ {
+		now = g.cfg.Now()
+		rec = g.claim(ctx, id, validation, now)
+		var loaded bool
+		var err error
+		step = "acquire"
+		prev, loaded, err = g.acquire(ctx, rec, now)
+		if err != nil {
+			return outcome{ev: Event{Outcome: OutcomeFailed, Err: storeError("acquire", id, err)}}
+		}
+		if !loaded {
+			break
+		}
+		if !g.cfg.Strict || !lapsed(prev, validation, now) {
+			return g.existing(prev, validation, false)
+		}
+		// Strict mode: the lapsed claim is quarantined, never taken over.
+		step = "quarantine"
+		out, retry := g.quarantine(ctx, prev, validation, now)
+		if !retry || attempt == quarantineAttempts {
+			return out
+		}
 	}
 	result := OutcomeClaimed
 	if prev.ID != "" {
@@ -491,7 +536,7 @@ func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, 
 	defer cancel()
 	now := g.cfg.Now()
 	rec := g.claim(ctx, done.ID, done.Validation, now)
-	prev, loaded, err := g.cfg.Store.Acquire(ctx, rec, now)
+	prev, loaded, err := g.acquire(ctx, rec, now)
 	if err != nil {
 		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("acquire", done.ID, errors.Join(ErrLeaseLost, err))}}
 	}
@@ -510,10 +555,55 @@ func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, 
 	return g.completed(rec, stored, val, Event{Outcome: result, Ran: true, Err: encErr})
 }
 
+// acquire is the store's Acquire, or in strict mode its AcquireStrict,
+// which never takes a lapsed claim over.
+func (g *Guard) acquire(ctx context.Context, rec Record, now time.Time) (Record, bool, error) {
+	if g.cfg.Strict {
+		return g.cfg.Store.(Quarantiner).AcquireStrict(ctx, rec, now) // New and Strict checked the store
+	}
+	return g.cfg.Store.Acquire(ctx, rec, now)
+}
+
+// lapsed reports whether a strict claim that found prev must quarantine it:
+// an INPROGRESS claim, not quarantined yet, whose stored lease ended before
+// now (a record without a lease end is never taken over either way), for
+// the call's own payload.
+func lapsed(prev Record, validation string, now time.Time) bool {
+	return prev.Status == StatusInProgress && prev.Quarantined.IsZero() && !mismatch(prev, validation) &&
+		!prev.LeaseUntil.IsZero() && prev.LeaseUntil.Before(now)
+}
+
+// quarantineAttempts bounds the rounds of a strict claim that found a
+// lapsed claim whose record changed before it could be quarantined.
+const quarantineAttempts = 3
+
+// quarantine marks the lapsed claim prev quarantined, with one conditional
+// write, and reports the outcome. When the record changed first and the
+// store returned it (another call quarantined it, its worker completed
+// it), that record decides; when the store cannot tell, retry is true and
+// the caller claims again.
+func (g *Guard) quarantine(ctx context.Context, prev Record, validation string, now time.Time) (out outcome, retry bool) {
+	got, err := g.cfg.Store.(Quarantiner).Quarantine(ctx, prev, now)
+	switch {
+	case err == nil:
+		err := &QuarantinedError{ID: prev.ID, Since: got.Quarantined}
+		return outcome{rec: got, ev: Event{Outcome: OutcomeQuarantined, Err: err}}, false
+	case !errors.Is(err, ErrLeaseLost):
+		return outcome{ev: Event{Outcome: OutcomeFailed, Err: storeError("quarantine", prev.ID, err)}}, false
+	case got.ID != "" && (got.Status != StatusInProgress || !got.Quarantined.IsZero() || mismatch(got, validation)):
+		return g.existing(got, validation, false), false
+	}
+	return outcome{ev: Event{Outcome: OutcomeFailed, Err: storeError("quarantine", prev.ID, err)}}, true
+}
+
 // existing is the outcome of finding a record that blocked the claim.
 func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
 	if mismatch(prev, validation) {
 		return outcome{ev: Event{Outcome: OutcomeMismatch, Ran: ran, Err: &PayloadMismatchError{ID: prev.ID}}}
+	}
+	if prev.Status == StatusInProgress && !prev.Quarantined.IsZero() {
+		err := &QuarantinedError{ID: prev.ID, Since: prev.Quarantined}
+		return outcome{rec: prev, ev: Event{Outcome: OutcomeQuarantined, Source: "store", Ran: ran, Err: err}}
 	}
 	switch prev.Status {
 	case StatusCompleted:

@@ -184,3 +184,36 @@ type ListOptions struct {
 func (o ListOptions) Match(rec Record) bool {
 	return (o.Status == "" || rec.Status == o.Status) && len(rec.ID) >= len(o.Prefix) && rec.ID[:len(o.Prefix)] == o.Prefix
 }
+
+// Quarantiner is implemented by stores that support strict mode
+// ([Config.Strict], [Guard.Strict]): they can claim a key without taking
+// over a lapsed lease, and mark such a claim quarantined. Like the methods
+// of [Store], each method is one atomic operation evaluated by the store.
+type Quarantiner interface {
+	// AcquireStrict is [Store.Acquire], except that an INPROGRESS record
+	// whose lease lapsed is not taken over: it is returned with loaded
+	// true, like a live one. A free key, an expired record and a released
+	// claim are claimed as Acquire claims them.
+	AcquireStrict(ctx context.Context, rec Record, now time.Time) (actual Record, loaded bool, err error)
+
+	// Quarantine marks the lapsed claim found, the record found as
+	// AcquireStrict returned it, in one atomic conditional write: only if
+	// the record is still INPROGRESS with found's Owner (no owner when
+	// found has none) and found's ExpiresAt, its lease ended before now,
+	// and it is not quarantined yet. The write sets [AttrQuarantined] to
+	// now and the lease to the record's expiry, and keeps the status and
+	// the owner; it returns the record as it is then.
+	//
+	// When the condition fails, nothing is written and the error wraps
+	// [ErrLeaseLost]; the record returned is the one that failed the
+	// condition when the store can tell (the zero Record otherwise). So a
+	// Quarantine sent again by the store's client after its first attempt
+	// was applied, or one that lost a race with another, returns the
+	// record quarantined, with that error: the key is quarantined either
+	// way, and the guard reports it so.
+	//
+	// The store's Complete and Release of a quarantined record, fenced on
+	// its owner as for any claim, clear the mark: a late completion by the
+	// worker that ran the operation, or an operator's resolve or release.
+	Quarantine(ctx context.Context, found Record, now time.Time) (Record, error)
+}

@@ -41,6 +41,12 @@ type Report struct {
 
 	OwnCompletionReplayed int // calls that ran the operation, stored its result and were reported as something other than claimed
 
+	// Strict mode (Profile.Strict).
+	SecondRuns       int // runs of a key started after an earlier run that was not released: never in strict mode
+	Quarantined      int // keys quarantined at the end (INPROGRESS, marked)
+	QuarantinedNoRun int // ...whose claim's worker died before the operation started
+	QuarantineEvents int // quarantined outcomes logged
+
 	DLQ          int            // messages in the DLQ
 	DLQCompleted int            // ...of keys that completed anyway
 	DLQReasons   map[string]int // the last failure of each DLQ message (see WriteTable)
@@ -64,6 +70,8 @@ func (r *Report) Failed() bool { return len(r.Violations) > 0 }
 type runInfo struct {
 	key       string
 	inc       string
+	t         int64 // when it started
+	released  bool  // an outcome says its claim was released (the operation failed)
 	done      bool
 	stored    bool // an outcome says its completion was stored by this call
 	storeFail bool // an outcome says its completion failed with a store error
@@ -149,15 +157,21 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 				}
 			case evOpStart:
 				r.RunsBegun++
-				runs[e.Run] = &runInfo{key: e.Key, inc: inc.Name}
+				runs[e.Run] = &runInfo{key: e.Key, inc: inc.Name, t: e.T}
 			case evOpDone:
 				if ri := runs[e.Run]; ri != nil {
 					ri.done = true
 				}
 			case evOutcome:
+				if e.Outcome == string(idempotency.OutcomeQuarantined) {
+					r.QuarantineEvents++
+				}
 				ri := runs[e.Run]
 				if !e.Ran || ri == nil {
 					continue
+				}
+				if e.Outcome == string(idempotency.OutcomeReleased) {
+					ri.released = true
 				}
 				if e.Err == "" && (e.Outcome == string(idempotency.OutcomeClaimed) || e.Outcome == string(idempotency.OutcomeTakenOver)) {
 					ri.stored = true
@@ -251,6 +265,7 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 	for _, n := range perKey {
 		r.MaxPerKey = max(r.MaxPerKey, n)
 	}
+	strictRuns(p, r, runs, final, violate)
 
 	// Keys: completed, or in the DLQ with a reason.
 	inDLQ := map[string][]string{}
@@ -369,6 +384,12 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 		return fmt.Sprintf("%d (%d / %d / %d)", r.ExtraRuns, r.ExtraKill, r.ExtraStore, r.ExtraDouble)
 	})
 	row("double_run outcomes", func(r *Report) string { return fmt.Sprint(r.DoubleRuns) })
+	if slices.ContainsFunc(reports, func(r *Report) bool { return r.Profile.Strict }) {
+		row("strict: second runs of a key", func(r *Report) string { return fmt.Sprint(r.SecondRuns) })
+		row("strict: keys quarantined (no run) / outcomes", func(r *Report) string {
+			return fmt.Sprintf("%d (%d) / %d", r.Quarantined, r.QuarantinedNoRun, r.QuarantineEvents)
+		})
+	}
 	row("own completion reported as not claimed", func(r *Report) string { return fmt.Sprint(r.OwnCompletionReplayed) })
 	row("acknowledged deliveries", func(r *Report) string { return fmt.Sprint(r.Acks) })
 	row("visibility changes (failed)", func(r *Report) string { return fmt.Sprintf("%d (%d)", r.Paced, r.PaceFailed) })
@@ -401,4 +422,43 @@ func reasons(m map[string]int) string {
 		fmt.Fprintf(&b, "%s:%d", k, m[k])
 	}
 	return b.String()
+}
+
+// strictRuns checks strict mode's promise from the call logs: a key's
+// operation starts again only after a run that failed and was released;
+// every key that did not complete is quarantined, after at most one run.
+// Without strict mode no record may be quarantined.
+func strictRuns(p Profile, r *Report, runs map[string]*runInfo, final map[string]storedRecord, violate func(string, ...any)) {
+	byKey := map[string][]string{}
+	for id, ri := range runs {
+		byKey[ri.key] = append(byKey[ri.key], id)
+	}
+	for key, rec := range final {
+		ids := byKey[key]
+		sort.Slice(ids, func(i, j int) bool { return runs[ids[i]].t < runs[ids[j]].t })
+		live := 0 // runs not released: at most one in strict mode
+		for i, id := range ids {
+			if runs[id].released {
+				continue
+			}
+			live++
+			if p.Strict && i < len(ids)-1 {
+				r.SecondRuns += len(ids) - 1 - i
+				violate("key %s: run %s was not released, yet the operation started again (%v): strict mode ran it twice", key, id, ids[i+1:])
+				break
+			}
+		}
+		quarantined := rec.Quarantined && rec.Status == string(idempotency.StatusInProgress)
+		switch {
+		case quarantined && !p.Strict:
+			violate("key %s: quarantined without strict mode", key)
+		case quarantined:
+			r.Quarantined++
+			if live == 0 {
+				r.QuarantinedNoRun++
+			}
+		case p.Strict && rec.Status != string(idempotency.StatusCompleted):
+			violate("key %s: strict mode left it neither COMPLETED nor quarantined (%q)", key, rec.Status)
+		}
+	}
 }

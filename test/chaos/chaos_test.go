@@ -19,8 +19,32 @@ func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
 func TestShortProfile(t *testing.T) { testShortProfile(t, Short(1)) }
 
 func testShortProfile(t *testing.T, p Profile) {
+	r := runProfile(t, p)
+	if r == nil {
+		return
+	}
+	// The run must have exercised what it claims to.
+	switch {
+	case r.Completed+r.DLQKeys != p.Keys:
+		t.Errorf("%d keys completed and %d in the DLQ, want %d in all", r.Completed, r.DLQKeys, p.Keys)
+	case r.Sent["duplicate"] == 0 || r.Sent["resend"] == 0:
+		t.Errorf("sent %v: want duplicates and re-sends", r.Sent)
+	case r.Kills["random"]+r.Kills["after_op"]+r.Kills["deadline"] == 0:
+		t.Errorf("no worker was killed: %v", r.Kills)
+	case len(r.StoreFaults) == 0:
+		t.Errorf("the proxy injected no fault in %d requests", r.StoreRequests)
+	case r.Acks == 0:
+		t.Error("no delivery was acknowledged")
+	}
+}
+
+// runProfile runs p end to end and fails t for every broken promise. It
+// returns the report, or nil when the run was skipped (-short).
+func runProfile(t *testing.T, p Profile) *Report {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("the chaos run takes about 20 s; skipped with -short")
+		return nil
 	}
 	endpoint := moto.Endpoint(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -42,17 +66,5 @@ func testShortProfile(t *testing.T, p Profile) {
 	for _, v := range r.Violations {
 		t.Error(v)
 	}
-	// The run must have exercised what it claims to.
-	switch {
-	case r.Completed+r.DLQKeys != p.Keys:
-		t.Errorf("%d keys completed and %d in the DLQ, want %d in all", r.Completed, r.DLQKeys, p.Keys)
-	case r.Sent["duplicate"] == 0 || r.Sent["resend"] == 0:
-		t.Errorf("sent %v: want duplicates and re-sends", r.Sent)
-	case r.Kills["random"]+r.Kills["after_op"]+r.Kills["deadline"] == 0:
-		t.Errorf("no worker was killed: %v", r.Kills)
-	case len(r.StoreFaults) == 0:
-		t.Errorf("the proxy injected no fault in %d requests", r.StoreRequests)
-	case r.Acks == 0:
-		t.Error("no delivery was acknowledged")
-	}
+	return r
 }

@@ -58,7 +58,10 @@
 //   - an acknowledged delivery that saw another result than the stored one;
 //   - an acknowledgement of a key that is not COMPLETED;
 //   - a key neither COMPLETED nor in the DLQ with a logged reason, or a queue
-//     that does not drain.
+//     that does not drain;
+//   - in strict mode ([Profile.Strict]), a key whose operation started again
+//     after a run that was not released, or a key neither COMPLETED nor
+//     quarantined; without it, any quarantined record.
 //
 // [WriteTable] prints the reports side by side.
 //

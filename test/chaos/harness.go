@@ -119,6 +119,7 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 		SkewMargin:      p.SkewMargin,
 		Pacing:          p.Pacing,
 		SortKey:         p.SortKey,
+		Strict:          p.Strict,
 		MaxLife:         limit,
 	}, p.ClockSkew, p.Workers)
 	fl.start(ctx)
@@ -343,9 +344,10 @@ func receiveAll(ctx context.Context, q *sqs.Client, url string) ([]dlqMessage, e
 
 // storedRecord is an idempotency record as found at the end.
 type storedRecord struct {
-	Status string
-	Run    string // the run whose result is stored
-	Key    string
+	Status      string
+	Quarantined bool   // marked quarantined by a strict guard
+	Run         string // the run whose result is stored
+	Key         string
 }
 
 // scanTable reads every record, by id (the sort key with sortKey).
@@ -365,6 +367,7 @@ func scanTable(ctx context.Context, db *dynamodb.Client, table string, sortKey b
 			var r storedRecord
 			id := str(item[idAttr])
 			r.Status = str(item["status"])
+			_, r.Quarantined = item["quarantined"]
 			if d := str(item["data"]); d != "" {
 				var res Result
 				if err := json.Unmarshal([]byte(d), &res); err != nil {

@@ -15,6 +15,7 @@ type Profile struct {
 	Seed    uint64 // seeds the producer, the proxy, the killer and the workers
 	Pacing  bool   // pace redelivery with visibility changes
 	SortKey bool   // the table has a sort key; the store uses dynamostore.WithSortKey (see [TableKey])
+	Strict  bool   // the workers' guard runs in strict mode (idempotency.Config.Strict)
 
 	Visibility   time.Duration // the queue's visibility timeout (whole seconds)
 	MaxReceives  int           // receives before the queue moves a message to the DLQ
@@ -87,6 +88,11 @@ func base(name string, keys, workers int, seed uint64) Profile {
 //     reported double_run by the worker that lost the key, and no other
 //     promise may break. Run it with pacing off: paced redeliveries come
 //     back after the lease, and rarely meet the run.
+//   - strict: process in strict mode, with more kills between an operation
+//     and its completion: a lapsed claim is quarantined, never run again.
+//     The account then allows no second run of a key (only after a run
+//     that failed and was released), and every key not completed must be
+//     quarantined after at most one run.
 func Profiles(keys, workers int, seed uint64) []Profile {
 	// The producer sends for about a second per 12 keys (moto_server on a
 	// shared machine serves a few dozen requests a second), and re-sends up
@@ -128,7 +134,20 @@ func Profiles(keys, workers int, seed uint64) []Profile {
 	overrun.Name = "overrun"
 	overrun.ClockSkew = 5 * time.Second
 	overrun.SlowProb = 0.25 // slow runs outlive their message's visibility: the redelivery meets them
-	return []Profile{process, store, all, lambda, overrun}
+	strict := process
+	strict.Name = "strict"
+	strict.Strict = true
+	strict.KillAfterOpProb = 0.1
+	return []Profile{process, store, all, lambda, overrun, strict}
+}
+
+// ShortStrict is the strict profile `go test` runs: 60 keys, three
+// workers, pacing off, about 30 s on an idle machine.
+func ShortStrict(seed uint64) Profile {
+	p := Profiles(60, 3, seed)[5] // strict
+	p.Name = "short-strict"
+	p.Drain = 60 * time.Second
+	return p
 }
 
 // Short is the profile `go test` runs: every fault at once on 100 keys and
@@ -142,13 +161,13 @@ func Short(seed uint64) Profile {
 }
 
 // ProfileByName returns the profile called name ("process", "store",
-// "all", "lambda", "overrun" or "short"). A suffix ":on" or ":off" sets its pacing.
+// "all", "lambda", "overrun", "strict", "short" or "short-strict"). A suffix ":on" or ":off" sets its pacing.
 func ProfileByName(name string, keys, workers int, seed uint64) (Profile, error) {
 	name, pacing, paced := strings.Cut(name, ":")
 	if paced && pacing != "on" && pacing != "off" {
 		return Profile{}, fmt.Errorf("chaos: profile %s: pacing %q: want on or off", name, pacing)
 	}
-	ps := append(Profiles(keys, workers, seed), Short(seed))
+	ps := append(Profiles(keys, workers, seed), Short(seed), ShortStrict(seed))
 	for _, p := range ps {
 		if p.Name == name {
 			if paced {
@@ -157,7 +176,7 @@ func ProfileByName(name string, keys, workers int, seed uint64) (Profile, error)
 			return p, nil
 		}
 	}
-	return Profile{}, fmt.Errorf("chaos: unknown profile %q (want process, store, all, lambda, overrun or short)", name)
+	return Profile{}, fmt.Errorf("chaos: unknown profile %q (want process, store, all, lambda, overrun, strict, short or short-strict)", name)
 }
 
 func (p Profile) validate() error {

@@ -80,6 +80,7 @@ type WorkerConfig struct {
 
 	Pacing  bool          // pace redelivery with visibility changes
 	SortKey bool          // the table has a sort key: see TableKey
+	Strict  bool          // the guard runs in strict mode
 	MaxLife time.Duration // the process exits after this long whatever happens
 }
 
@@ -149,6 +150,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, logPath string) error {
 		Store:      store,
 		Namespace:  cfg.Namespace,
 		SkewMargin: cfg.SkewMargin,
+		Strict:     cfg.Strict,
 		Now:        func() time.Time { return time.Now().Add(cfg.ClockOffset) },
 		Logger:     w.slog,
 		OnOutcome:  w.onOutcome,
@@ -409,6 +411,8 @@ func classify(err error) string {
 	switch {
 	case errors.Is(err, idempotency.ErrInProgress):
 		return "in_progress"
+	case errors.Is(err, idempotency.ErrQuarantined):
+		return "quarantined"
 	case errors.Is(err, batch.ErrDeadline):
 		return "not_started"
 	case errors.As(err, &se):

@@ -79,7 +79,7 @@ func TestPromiseStatedOnce(t *testing.T) {
 	all := files(t)
 	const home = "middleware/idempotency/doc.go"
 	// Phrases that only a statement of the promise uses.
-	statements := []string{"runs to completion at most once", "at most once while", "documented window", "one documented window"}
+	statements := []string{"runs to completion at most once", "at most once while", "documented window", "one documented window", "never starts twice"}
 	for path, text := range all {
 		if path == home || path == "test/standalone/standalone_test.go" {
 			continue

@@ -52,10 +52,15 @@ type stored struct {
 	rec           idempotency.Record
 	hasExpiration bool // the item has an expiration attribute
 	hasLease      bool // the item has a lease expiry attribute
+	released      bool // the item is a claim released by Release
 }
 
-// claimable reports whether Acquire's condition holds for the record at now.
-func (st stored) claimable(now time.Time) bool {
+// claimable reports whether Acquire's condition (AcquireStrict's when
+// strict) holds for the record at now.
+func (st stored) claimable(now time.Time, strict bool) bool {
+	if strict {
+		return st.hasExpiration && st.rec.ExpiresAt.Unix() < now.Unix() || st.released
+	}
 	return st.hasExpiration && st.rec.ExpiresAt.Unix() < now.Unix() ||
 		st.rec.Status == idempotency.StatusInProgress && st.hasLease && st.rec.LeaseUntil.UnixMilli() < now.UnixMilli()
 }
@@ -71,6 +76,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (stored, error) {
 	st.rec.Status = idempotency.Status(stringAttr(item[a.Status]))
 	st.rec.Validation = stringAttr(item[a.Validation])
 	st.rec.Owner = stringAttr(item[a.Owner])
+	st.released = s.isReleased(item)
 	if v, ok := item[a.Expiration]; ok {
 		n, err := numberAttr(v)
 		if err != nil {
@@ -84,6 +90,13 @@ func (s *Store) decode(item map[string]types.AttributeValue) (stored, error) {
 			errs = append(errs, fmt.Errorf("attribute %s: %w", a.LeaseExpiry, err))
 		}
 		st.rec.LeaseUntil, st.hasLease = time.UnixMilli(n), true
+	}
+	if v, ok := item[a.Quarantined]; ok {
+		n, err := numberAttr(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("attribute %s: %w", a.Quarantined, err))
+		}
+		st.rec.Quarantined = time.UnixMilli(n)
 	}
 	data, err := s.decodeData(item)
 	if err != nil {

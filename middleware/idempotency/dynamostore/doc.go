@@ -30,6 +30,7 @@
 //	data_omitted            BOOL  the result was too large to store (sqsonce only)
 //	data_format             S     the data format of a stored result (sqsonce only)
 //	release_call            S     marks a released claim (sqsonce only)
+//	quarantined             N     epoch milliseconds: strict mode quarantined the claim (sqsonce only)
 //
 // [WithAttributes] renames any of them.
 //
@@ -73,6 +74,14 @@
 //     token set. Any claim takes it at once and reports no record
 //     replaced; the SDK's retry of a release whose response was lost finds
 //     the token and succeeds. The item expires with the claim (TTL).
+//   - Strict mode ([idempotency.Quarantiner]): AcquireStrict is Acquire's
+//     PutItem conditional on attribute_not_exists(id) OR expiration < :now
+//     OR attribute_exists(release_call), never a lapsed lease; Quarantine is
+//     one UpdateItem conditional on the lapsed claim found (status, owner,
+//     expiration, in_progress_expiration < :now_ms, not quarantined, not
+//     released) that sets quarantined and extends the lease to the expiry,
+//     with ALL_NEW, and ALL_OLD on a failed condition. Complete and Release
+//     remove quarantined.
 //
 // Through the guard: a first delivery is 2 calls (put, update), a replay 1,
 // a replay from the guard's cache 0, and a duplicate of a key running in the

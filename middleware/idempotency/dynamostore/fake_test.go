@@ -379,10 +379,11 @@ func TestCompleteRequest(t *testing.T) {
 	if got := aws.ToString(in.ConditionExpression); got != "#st = :inprogress AND #own = :me" {
 		t.Errorf("condition = %q", got)
 	}
-	if got := aws.ToString(in.UpdateExpression); got != "SET #st = :completed, #exp = :exp, #data = :data, #fmt = :fmt REMOVE #enc, #omit" {
+	if got := aws.ToString(in.UpdateExpression); got != "SET #st = :completed, #exp = :exp, #data = :data, #fmt = :fmt REMOVE #enc, #omit, #quar" {
 		t.Errorf("update = %q", got)
 	}
-	if in.ExpressionAttributeNames["#own"] != "owner" || in.ExpressionAttributeNames["#data"] != "result" {
+	if in.ExpressionAttributeNames["#own"] != "owner" || in.ExpressionAttributeNames["#data"] != "result" ||
+		in.ExpressionAttributeNames["#quar"] != idempotency.AttrQuarantined {
 		t.Errorf("names = %v, want the configured attribute names", in.ExpressionAttributeNames)
 	}
 	want := map[string]types.AttributeValue{

@@ -65,6 +65,10 @@ func New(api API, table string, opts ...Option) (*Store, error) {
 // The condition of a claim: no record, an expired one, or a lapsed lease.
 const claimCondition = "attribute_not_exists(#id) OR #exp < :now OR (#st = :inprogress AND #lease < :now_ms)"
 
+// The condition of a strict claim: no record, an expired one, or a claim
+// released by Release; never a lapsed lease.
+const strictClaimCondition = "attribute_not_exists(#id) OR #exp < :now OR attribute_exists(#call)"
+
 // The condition of a fenced write: still in progress, and ours.
 const fenceCondition = "#st = :inprogress AND #own = :me"
 
@@ -100,6 +104,10 @@ func (s *Store) idAttr() string {
 // when the server leaves the existing record out of the failure (some
 // emulators do) does Acquire read it, with one consistent GetItem.
 func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+	return s.acquire(ctx, rec, now, false)
+}
+
+func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Time, strict bool) (idempotency.Record, bool, error) {
 	if rec.ID == "" {
 		return idempotency.Record{}, false, storeError("acquire", "", errors.New("dynamostore: empty key"))
 	}
@@ -122,6 +130,11 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		},
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if strict {
+		in.ConditionExpression = aws.String(strictClaimCondition)
+		in.ExpressionAttributeNames = map[string]string{"#id": a.ID, "#exp": a.Expiration, "#call": a.ReleaseCall}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":now": attrN(now.Unix())}
 	}
 	// A second attempt only when the record that failed the condition was
 	// gone, or claimable, by the time it was read.
@@ -154,7 +167,7 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			if err != nil || own {
 				return idempotency.Record{}, false, err
 			}
-			if !st.claimable(now) {
+			if !st.claimable(now, strict) {
 				return st.rec, true, nil
 			}
 		}
@@ -247,6 +260,7 @@ func (s *Store) completion(rec idempotency.Record, p placement, retry bool) *typ
 		ExpressionAttributeNames: map[string]string{
 			"#st": a.Status, "#exp": a.Expiration, "#own": a.Owner,
 			"#data": a.Data, "#enc": a.DataEncoding, "#omit": a.DataOmitted, "#fmt": a.DataFormat,
+			"#quar": a.Quarantined,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":completed":  attrS(string(idempotency.StatusCompleted)),
@@ -263,15 +277,15 @@ func (s *Store) completion(rec idempotency.Record, p placement, retry bool) *typ
 	set := "SET #st = :completed, #exp = :exp"
 	switch {
 	case p.omitted:
-		u.UpdateExpression = aws.String(set + ", #omit = :omit REMOVE #data, #enc, #fmt")
+		u.UpdateExpression = aws.String(set + ", #omit = :omit REMOVE #data, #enc, #fmt, #quar")
 		values[":omit"] = &types.AttributeValueMemberBOOL{Value: true}
 	case p.value == nil:
-		u.UpdateExpression = aws.String(set + " REMOVE #data, #enc, #omit, #fmt")
+		u.UpdateExpression = aws.String(set + " REMOVE #data, #enc, #omit, #fmt, #quar")
 	case p.encoding != "":
-		u.UpdateExpression = aws.String(set + ", #data = :data, #enc = :enc, #fmt = :fmt REMOVE #omit")
+		u.UpdateExpression = aws.String(set + ", #data = :data, #enc = :enc, #fmt = :fmt REMOVE #omit, #quar")
 		values[":data"], values[":enc"], values[":fmt"] = p.value, attrS(p.encoding), attrS(s.format.mark())
 	default:
-		u.UpdateExpression = aws.String(set + ", #data = :data, #fmt = :fmt REMOVE #enc, #omit")
+		u.UpdateExpression = aws.String(set + ", #data = :data, #fmt = :fmt REMOVE #enc, #omit, #quar")
 		values[":data"], values[":fmt"] = p.value, attrS(s.format.mark())
 	}
 	return u
@@ -460,9 +474,9 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 		TableName:           aws.String(s.table),
 		Key:                 s.key(id),
 		ConditionExpression: aws.String(releaseCondition),
-		UpdateExpression:    aws.String("SET #lease = :ended, #call = :call REMOVE #own"),
+		UpdateExpression:    aws.String("SET #lease = :ended, #call = :call REMOVE #own, #quar"),
 		ExpressionAttributeNames: map[string]string{
-			"#st": a.Status, "#own": a.Owner, "#lease": a.LeaseExpiry, "#call": a.ReleaseCall,
+			"#st": a.Status, "#own": a.Owner, "#lease": a.LeaseExpiry, "#call": a.ReleaseCall, "#quar": a.Quarantined,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":inprogress": attrS(string(idempotency.StatusInProgress)),

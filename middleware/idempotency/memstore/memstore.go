@@ -27,6 +27,7 @@ const sweepEvery = 1024
 var (
 	_ idempotency.Store           = (*Store)(nil)
 	_ idempotency.AttachValidator = (*Store)(nil)
+	_ idempotency.Quarantiner     = (*Store)(nil)
 )
 
 // New returns an empty Store.
@@ -36,6 +37,15 @@ func New() *Store {
 
 // Acquire implements [idempotency.Store.Acquire].
 func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+	return s.acquire(ctx, rec, now, false)
+}
+
+// AcquireStrict implements [idempotency.Quarantiner.AcquireStrict].
+func (s *Store) AcquireStrict(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+	return s.acquire(ctx, rec, now, true)
+}
+
+func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Time, strict bool) (idempotency.Record, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return idempotency.Record{}, false, err
 	}
@@ -49,7 +59,7 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		return idempotency.Record{}, false, nil // this claim, made again
 	}
 	if ok && old.ExpiresAt.After(now) &&
-		!(old.Status == idempotency.StatusInProgress && old.LeaseUntil.Before(now)) {
+		(strict || !(old.Status == idempotency.StatusInProgress && old.LeaseUntil.Before(now))) {
 		return clone(old), true, nil
 	}
 	rec = clone(rec)
@@ -88,6 +98,7 @@ func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
 	old.Status = idempotency.StatusCompleted
 	old.Data = bytes.Clone(rec.Data)
 	old.ExpiresAt = rec.ExpiresAt
+	old.Quarantined = time.Time{}
 	s.records[rec.ID] = old
 	return nil
 }
@@ -114,6 +125,28 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	}
 	delete(s.records, id)
 	return nil
+}
+
+// Quarantine implements [idempotency.Quarantiner.Quarantine].
+func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now time.Time) (idempotency.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return idempotency.Record{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[found.ID]
+	if !ok || old.Status != idempotency.StatusInProgress || old.Owner != found.Owner ||
+		!old.ExpiresAt.Equal(found.ExpiresAt) || !old.LeaseUntil.Before(now) || !old.Quarantined.IsZero() {
+		var cur idempotency.Record
+		if ok {
+			cur = clone(old)
+		}
+		return cur, fmt.Errorf("memstore: quarantine %s: the record is no longer the lapsed claim found: %w", found.ID, idempotency.ErrLeaseLost)
+	}
+	old.Quarantined = now
+	old.LeaseUntil = old.ExpiresAt
+	s.records[found.ID] = old
+	return clone(old), nil
 }
 
 // Get returns the record stored under id, for tests and inspection.

@@ -25,8 +25,10 @@
 //	data                    bytea              the result, JSON
 //	validation              text               payload digest, when validation is on
 //	lease_owner             text               the lease owner token
+//	quarantined             timestamptz        when strict mode quarantined the claim, else NULL
 //
-// and an index on expiration. To keep the table elsewhere, set the
+// and an index on expiration. CreateSchema adds the column quarantined to
+// a table created before it (ALTER TABLE … ADD COLUMN IF NOT EXISTS). To keep the table elsewhere, set the
 // connection's search_path.
 //
 // # Round trips
@@ -39,6 +41,7 @@
 //	replay (completed key)           1  the same statement returns the record and result
 //	complete                         1  UPDATE fenced by status and owner
 //	release                          1  DELETE fenced by status and owner
+//	quarantine (strict mode)         1  UPDATE fenced by status, owner, expiry, lease and mark
 //	complete with attached writes    1  one batch: the fenced UPDATE, then the statements
 //
 // pgx prepares a statement the first time it runs on a connection (one round

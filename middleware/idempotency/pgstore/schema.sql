@@ -7,8 +7,12 @@ CREATE TABLE IF NOT EXISTS "idempotency" (
     in_progress_expiration timestamptz NOT NULL,     -- the lease's end
     data                   bytea,                    -- the result, JSON
     validation             text,                     -- payload digest, when validation is on
-    lease_owner            text        NOT NULL      -- the lease owner token (fencing)
+    lease_owner            text        NOT NULL,     -- the lease owner token (fencing)
+    quarantined            timestamptz               -- when strict mode quarantined the claim
 );
+
+-- Tables created before strict mode gain its column.
+ALTER TABLE "idempotency" ADD COLUMN IF NOT EXISTS quarantined timestamptz;
 
 -- For DeleteExpired: PostgreSQL has no TTL.
 CREATE INDEX IF NOT EXISTS "idempotency_expiration_idx" ON "idempotency" (expiration);

@@ -11,12 +11,12 @@ import (
 
 // claimSQL claims $1 with one INSERT … ON CONFLICT DO UPDATE whose WHERE
 // is the takeover rule: the record expired, or is INPROGRESS with its
-// lease passed. It also returns the record as of the statement's start
+// lease passed (not when $7, a strict claim, is true). It also returns the record as of the statement's start
 // (the old CTE): the one a takeover replaced, or the one that refused the
 // claim.
 const claimSQL = `
 WITH old AS (
-    SELECT status, expiration, in_progress_expiration, data, validation, lease_owner
+    SELECT status, expiration, in_progress_expiration, data, validation, lease_owner, quarantined
     FROM {{table}} WHERE id = $1
 ), claim AS (
     INSERT INTO {{table}} AS r (id, status, expiration, in_progress_expiration, data, validation, lease_owner)
@@ -24,18 +24,18 @@ WITH old AS (
     ON CONFLICT (id) DO UPDATE SET
         status = excluded.status, expiration = excluded.expiration,
         in_progress_expiration = excluded.in_progress_expiration, data = NULL,
-        validation = excluded.validation, lease_owner = excluded.lease_owner
-    WHERE r.expiration < $6 OR (r.status = 'INPROGRESS' AND r.in_progress_expiration < $6)
+        validation = excluded.validation, lease_owner = excluded.lease_owner, quarantined = NULL
+    WHERE r.expiration < $6 OR (NOT $7::boolean AND r.status = 'INPROGRESS' AND r.in_progress_expiration < $6)
     RETURNING 1
 )
-SELECT EXISTS (SELECT FROM claim), o.status, o.expiration, o.in_progress_expiration, o.data, o.validation, o.lease_owner
+SELECT EXISTS (SELECT FROM claim), o.status, o.expiration, o.in_progress_expiration, o.data, o.validation, o.lease_owner, o.quarantined
 FROM (SELECT) AS one LEFT JOIN old AS o ON true`
 
 // readSQL reads the record $1 with a snapshot of its own: only after a
 // claim refused by a record its statement could not see (one committed by
 // a concurrent claim while the statement ran).
 const readSQL = `
-SELECT status, expiration, in_progress_expiration, data, validation, lease_owner
+SELECT status, expiration, in_progress_expiration, data, validation, lease_owner, quarantined
 FROM {{table}} WHERE id = $1`
 
 // completeSQL completes $1 if it is INPROGRESS and owned by $2, and returns
@@ -43,7 +43,7 @@ FROM {{table}} WHERE id = $1`
 // start, to tell a lost lease from the owner's own earlier completion.
 const completeSQL = `
 WITH done AS (
-    UPDATE {{table}} SET status = 'COMPLETED', expiration = $3, data = $4
+    UPDATE {{table}} SET status = 'COMPLETED', expiration = $3, data = $4, quarantined = NULL
     WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2
     RETURNING 1
 )
@@ -56,7 +56,7 @@ SELECT EXISTS (SELECT FROM done),
 // implicit transaction, so that no attached statement commits.
 const completeOrAbortSQL = `
 WITH done AS (
-    UPDATE {{table}} SET status = 'COMPLETED', expiration = $3, data = $4
+    UPDATE {{table}} SET status = 'COMPLETED', expiration = $3, data = $4, quarantined = NULL
     WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2
     RETURNING 1
 )
@@ -78,6 +78,23 @@ WITH gone AS (
 SELECT EXISTS (SELECT FROM gone),
        (SELECT status FROM {{table}} WHERE id = $1),
        (SELECT lease_owner FROM {{table}} WHERE id = $1)`
+
+// quarantineSQL marks $1 quarantined at $4, if it is INPROGRESS, owned by
+// $2, expiring at $3, its lease before $4 and not quarantined yet: it sets
+// quarantined and extends the lease to the expiration. It returns whether
+// it did with the record as of the statement's start.
+const quarantineSQL = `
+WITH old AS (
+    SELECT status, expiration, in_progress_expiration, validation, lease_owner, quarantined
+    FROM {{table}} WHERE id = $1
+), q AS (
+    UPDATE {{table}} SET quarantined = $4, in_progress_expiration = expiration
+    WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2 AND expiration = $3
+      AND in_progress_expiration < $4 AND quarantined IS NULL
+    RETURNING 1
+)
+SELECT EXISTS (SELECT FROM q), o.status, o.expiration, o.in_progress_expiration, o.validation, o.lease_owner, o.quarantined
+FROM (SELECT) AS one LEFT JOIN old AS o ON true`
 
 // deleteExpiredSQL deletes up to $1 records past their expiration, oldest
 // first from $2 (NULL: the oldest), skipping rows a claim holds locked, and
@@ -115,8 +132,12 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     in_progress_expiration timestamptz NOT NULL,     -- the lease's end
     data                   bytea,                    -- the result, JSON
     validation             text,                     -- payload digest, when validation is on
-    lease_owner            text        NOT NULL      -- the lease owner token (fencing)
+    lease_owner            text        NOT NULL,     -- the lease owner token (fencing)
+    quarantined            timestamptz               -- when strict mode quarantined the claim
 );
+
+-- Tables created before strict mode gain its column.
+ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS quarantined timestamptz;
 
 -- For DeleteExpired: PostgreSQL has no TTL.
 CREATE INDEX IF NOT EXISTS {{index}} ON {{table}} (expiration);
@@ -124,8 +145,8 @@ CREATE INDEX IF NOT EXISTS {{index}} ON {{table}} (expiration);
 
 // queries are the SQL texts of one table.
 type queries struct {
-	claim, read, complete, completeOrAbort, state, release, deleteExpired, schema string
-	table                                                                         string // the table's quoted name, for inspect.go
+	claim, read, complete, completeOrAbort, state, release, quarantine, deleteExpired, schema string
+	table                                                                                     string // the table's quoted name, for inspect.go
 }
 
 // render returns the statements for the table named table, quoted as one
@@ -136,6 +157,7 @@ func render(table string) queries {
 	return queries{
 		claim: r.Replace(claimSQL), read: r.Replace(readSQL), complete: r.Replace(completeSQL),
 		completeOrAbort: r.Replace(completeOrAbortSQL), state: r.Replace(stateSQL), release: r.Replace(releaseSQL),
+		quarantine:    r.Replace(quarantineSQL),
 		deleteExpired: r.Replace(deleteExpiredSQL), schema: r.Replace(schemaSQL),
 		table: pgx.Identifier{table}.Sanitize(),
 	}

@@ -115,6 +115,7 @@ func storeError(op, id string, err error) error {
 type row struct {
 	status, validation, owner *string
 	expiration, lease         *time.Time
+	quarantined               *time.Time
 	data                      []byte
 }
 
@@ -135,12 +136,15 @@ func (r row) record(id string) idempotency.Record {
 	if r.owner != nil {
 		rec.Owner = *r.owner
 	}
+	if r.quarantined != nil {
+		rec.Quarantined = *r.quarantined
+	}
 	return rec
 }
 
 // claimable reports whether a claim made at now may take r over.
-func claimable(r idempotency.Record, now time.Time) bool {
-	return r.ExpiresAt.Before(now) || (r.Status == idempotency.StatusInProgress && r.LeaseUntil.Before(now))
+func claimable(r idempotency.Record, now time.Time, strict bool) bool {
+	return r.ExpiresAt.Before(now) || (!strict && r.Status == idempotency.StatusInProgress && r.LeaseUntil.Before(now))
 }
 
 // ownClaim reports whether r is the claim rec itself, sent again.
@@ -157,6 +161,10 @@ func ownClaim(r, rec idempotency.Record) bool {
 // the resolution of timestamptz: now, the expiry and the lease are
 // truncated to it.
 func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+	return s.acquire(ctx, rec, now, false)
+}
+
+func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Time, strict bool) (idempotency.Record, bool, error) {
 	if rec.ID == "" {
 		return idempotency.Record{}, false, storeError("acquire", "", errors.New("pgstore: empty record id"))
 	}
@@ -170,8 +178,8 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			claimed bool
 			old     row
 		)
-		err := s.queryRow(ctx, s.sql.claim, []any{rec.ID, micros(rec.ExpiresAt), micros(rec.LeaseUntil), rec.Validation, rec.Owner, now},
-			&claimed, &old.status, &old.expiration, &old.lease, &old.data, &old.validation, &old.owner)
+		err := s.queryRow(ctx, s.sql.claim, []any{rec.ID, micros(rec.ExpiresAt), micros(rec.LeaseUntil), rec.Validation, rec.Owner, now, strict},
+			&claimed, &old.status, &old.expiration, &old.lease, &old.data, &old.validation, &old.owner, &old.quarantined)
 		if err != nil {
 			return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
 		}
@@ -182,13 +190,13 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		if prev.ID != "" && ownClaim(prev, rec) {
 			return idempotency.Record{}, false, nil
 		}
-		if prev.ID != "" && !claimable(prev, now) {
+		if prev.ID != "" && !claimable(prev, now, strict) {
 			return prev, true, nil
 		}
 		// Refused by a record the statement did not see as it is now.
 		var cur row
 		err = s.queryRow(ctx, s.sql.read, []any{rec.ID},
-			&cur.status, &cur.expiration, &cur.lease, &cur.data, &cur.validation, &cur.owner)
+			&cur.status, &cur.expiration, &cur.lease, &cur.data, &cur.validation, &cur.owner, &cur.quarantined)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // gone again: claim again
 		}
@@ -199,7 +207,7 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		if ownClaim(got, rec) {
 			return idempotency.Record{}, false, nil
 		}
-		if !claimable(got, now) {
+		if !claimable(got, now, strict) {
 			return got, true, nil
 		}
 	}

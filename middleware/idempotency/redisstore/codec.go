@@ -106,6 +106,8 @@ func decode(id string, kv []string) (idempotency.Record, error) {
 			rec.Validation = v
 		case idempotency.AttrOwner:
 			rec.Owner = v
+		case idempotency.AttrQuarantined:
+			rec.Quarantined = time.UnixMilli(num(name, v))
 		}
 	}
 	if rec.Status != idempotency.StatusInProgress && rec.Status != idempotency.StatusCompleted {

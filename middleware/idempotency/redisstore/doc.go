@@ -38,6 +38,7 @@
 //	data_encoding           "gzip" when data is compressed
 //	data_omitted            "true" when the result was too large to store
 //	replaced                what a takeover replaced (INPROGRESS records only)
+//	quarantined             epoch milliseconds: when strict mode quarantined the claim (INPROGRESS records only)
 //
 // A released key holds, until a minute after its Release's deadline, a
 // marker with only released_by and release_call, which claims treat as

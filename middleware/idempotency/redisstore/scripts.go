@@ -22,7 +22,8 @@ import "github.com/redis/go-redis/v9"
 // epoch milliseconds).
 //
 // ARGV: now_s, now_ms, owner, expiration_s, lease_ms, validation,
-// expire_at_ms.
+// expire_at_ms, strict ("1": a lapsed lease is not taken over, for
+// AcquireStrict; "0" otherwise).
 //
 // Reply: {0, fields...} claimed, replacing the record whose fields follow
 // (none for a free key); {1, fields...} refused, the whole record follows
@@ -41,7 +42,7 @@ if #cur > 0 then
     local exp = tonumber(r['expiration'])
     local lease = tonumber(r['in_progress_expiration'])
     local expired = exp ~= nil and exp < tonumber(ARGV[1])
-    local lapsed = r['status'] == 'INPROGRESS' and lease ~= nil and lease < tonumber(ARGV[2])
+    local lapsed = ARGV[8] ~= '1' and r['status'] == 'INPROGRESS' and lease ~= nil and lease < tonumber(ARGV[2])
     if not (expired or lapsed) then
       if r['status'] == 'INPROGRESS' and r['lease_owner'] == ARGV[3] then
         local reply = {2}
@@ -93,7 +94,7 @@ return reply
 var completeScript = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'released_by')
 if cur[1] == 'INPROGRESS' and cur[2] == ARGV[1] then
-  redis.call('HDEL', KEYS[1], 'data', 'data_encoding', 'data_omitted', 'replaced')
+  redis.call('HDEL', KEYS[1], 'data', 'data_encoding', 'data_omitted', 'replaced', 'quarantined')
   redis.call('HSET', KEYS[1], 'status', 'COMPLETED', 'expiration', ARGV[2])
   if ARGV[4] == 'plain' then
     redis.call('HSET', KEYS[1], 'data', ARGV[5])
@@ -132,4 +133,54 @@ if cur[1] == false and cur[3] == ARGV[1] and cur[4] == ARGV[2] then
   return {2}
 end
 return {1, cur[1], cur[2], cur[3]}
+`)
+
+// quarantineScript marks KEYS[1] quarantined when it is INPROGRESS, owned
+// by ARGV[1], with expiration ARGV[2], its lease (in_progress_expiration)
+// before ARGV[3] and no quarantined field: it sets quarantined to ARGV[3]
+// and the lease to the expiration, in epoch milliseconds.
+//
+// ARGV: owner, expiration_s, now_ms.
+//
+// Reply: {0, fields...} quarantined, the record follows without its
+// result; {1, fields...} refused, the record as found follows likewise
+// (none when there is no record, or only a release marker). A script sent
+// again after its first run was applied finds the record quarantined and
+// is refused with it: the caller sees the key quarantined either way.
+var quarantineScript = redis.NewScript(`
+local cur = redis.call('HGETALL', KEYS[1])
+local r, rest = {}, {}
+for i = 1, #cur, 2 do
+  r[cur[i]] = cur[i + 1]
+  local f = cur[i]
+  if f ~= 'data' and f ~= 'data_encoding' and f ~= 'data_omitted' and f ~= 'replaced' then
+    rest[#rest + 1] = f
+    rest[#rest + 1] = cur[i + 1]
+  end
+end
+if r['status'] == nil then
+  return {1}
+end
+local lease = tonumber(r['in_progress_expiration'])
+local exp = tonumber(r['expiration'])
+if r['status'] == 'INPROGRESS' and (r['lease_owner'] or '') == ARGV[1] and exp ~= nil and exp == tonumber(ARGV[2])
+    and lease ~= nil and lease < tonumber(ARGV[3]) and r['quarantined'] == nil then
+  local lease_end = string.format('%.0f', exp * 1000)
+  redis.call('HSET', KEYS[1], 'quarantined', ARGV[3], 'in_progress_expiration', lease_end)
+  local reply = {0}
+  for i = 1, #rest, 2 do
+    reply[#reply + 1] = rest[i]
+    if rest[i] == 'in_progress_expiration' then
+      reply[#reply + 1] = lease_end
+    else
+      reply[#reply + 1] = rest[i + 1]
+    end
+  end
+  reply[#reply + 1] = 'quarantined'
+  reply[#reply + 1] = ARGV[3]
+  return reply
+end
+local reply = {1}
+for i = 1, #rest do reply[i + 1] = rest[i] end
+return reply
 `)

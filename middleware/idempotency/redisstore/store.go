@@ -81,6 +81,14 @@ func (s *Store) run(ctx context.Context, script *redis.Script, id string, args .
 // returned without its result; a claim sent again by its owner returns
 // the record its first attempt replaced.
 func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+	return s.acquire(ctx, rec, now, false)
+}
+
+func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Time, strict bool) (idempotency.Record, bool, error) {
+	strictArg := "0"
+	if strict {
+		strictArg = "1"
+	}
 	if rec.ID == "" {
 		return idempotency.Record{}, false, storeError("acquire", "", errors.New("redisstore: empty record id"))
 	}
@@ -91,7 +99,7 @@ func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 	reply, err := s.run(ctx, claimScript, rec.ID,
 		now.Unix(), now.UnixMilli(), rec.Owner,
 		rec.ExpiresAt.Unix(), rec.LeaseUntil.UnixMilli(), rec.Validation,
-		rec.ExpiresAt.UnixMilli(),
+		rec.ExpiresAt.UnixMilli(), strictArg,
 	)
 	if err != nil {
 		return idempotency.Record{}, false, storeError("acquire", rec.ID, err)

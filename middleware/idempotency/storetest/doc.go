@@ -17,4 +17,13 @@
 // goroutines racing to claim one key exactly one wins. Through two guards on
 // the store, it checks that a claimant whose clock runs ahead cannot take
 // over a live claim before its holder's deadline ([idempotency.Config.SkewMargin]).
+//
+// For a store that implements [idempotency.Quarantiner] (strict mode) it
+// checks that a strict claim never takes over a lapsed lease, that
+// Quarantine writes only on the lapsed claim it was given and once, that the
+// quarantined record stays in progress to every claim, that its owner's
+// Release frees the key and its Complete is replayed, both clearing the
+// mark, and that of 200 strict claims racing on one lapsed key none claims
+// it and exactly one quarantines it. A store without strict mode skips
+// these cases, saying so.
 package storetest

@@ -48,6 +48,11 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		{"ClockSkewMargin", testSkewedClocks},
 		{"ResultsByteIdentical", testResultsByteIdentical},
 		{"LargeResultStoredAsReported", testStoredAsReported},
+		{"StrictNoTakeover", testStrictNoTakeover},
+		{"QuarantineFenced", testQuarantineFenced},
+		{"QuarantineThenReleaseRuns", testQuarantineThenRelease},
+		{"QuarantineThenCompleteReplays", testQuarantineThenComplete},
+		{"RaceQuarantine", testRaceQuarantine},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,90 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+var _ idempotency.Quarantiner = (*Store)(nil)
+
+// AcquireStrict implements [idempotency.Quarantiner.AcquireStrict]: Acquire
+// with a condition that takes over no lapsed lease (no record, an expired
+// one, or a claim released by Release).
+func (s *Store) AcquireStrict(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+	return s.acquire(ctx, rec, now, true)
+}
+
+// The condition of a quarantine: the lapsed claim found, unchanged (its
+// owner and expiry, not released), and not quarantined yet. quarantineOwner
+// replaces it for a claim without an owner (written by Powertools).
+const (
+	quarantineCondition = "#st = :inprogress AND #own = :me AND #exp = :exp AND #lease < :now_ms AND " +
+		"attribute_not_exists(#quar) AND attribute_not_exists(#call)"
+	quarantineNoOwner = "#st = :inprogress AND attribute_not_exists(#own) AND #exp = :exp AND #lease < :now_ms AND " +
+		"attribute_not_exists(#quar) AND attribute_not_exists(#call)"
+)
+
+// Quarantine implements [idempotency.Quarantiner.Quarantine] with one
+// conditional UpdateItem that sets the quarantined attribute
+// ([Attributes].Quarantined) to now in epoch milliseconds and the lease to
+// the record's expiry, and returns the record as updated (ALL_NEW). When
+// the condition fails, the record as it was (ALL_OLD) is returned with an
+// error wrapping [idempotency.ErrLeaseLost].
+func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now time.Time) (idempotency.Record, error) {
+	if found.ID == "" {
+		return idempotency.Record{}, storeError("quarantine", "", errors.New("dynamostore: empty id"))
+	}
+	a := s.attrs
+	in := &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 s.key(found.ID),
+		ConditionExpression: aws.String(quarantineCondition),
+		UpdateExpression:    aws.String("SET #quar = :now_ms, #lease = :lease"),
+		ExpressionAttributeNames: map[string]string{
+			"#st": a.Status, "#own": a.Owner, "#exp": a.Expiration, "#lease": a.LeaseExpiry,
+			"#quar": a.Quarantined, "#call": a.ReleaseCall,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":inprogress": attrS(string(idempotency.StatusInProgress)),
+			":me":         attrS(found.Owner),
+			":exp":        attrN(found.ExpiresAt.Unix()),
+			":now_ms":     attrN(now.UnixMilli()),
+			":lease":      attrN(found.ExpiresAt.Unix() * 1000),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if found.Owner == "" {
+		in.ConditionExpression = aws.String(quarantineNoOwner)
+		delete(in.ExpressionAttributeValues, ":me")
+	}
+	out, err := s.api.UpdateItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		st, err := s.decode(out.Attributes)
+		if err != nil && st.rec.ID == "" {
+			return idempotency.Record{}, storeError("quarantine", found.ID, fmt.Errorf("dynamostore: read quarantined record: %w", err))
+		}
+		return st.rec, nil
+	case errors.As(err, &ccf):
+		if len(ccf.Item) == 0 {
+			return idempotency.Record{}, s.leaseLost("quarantine", found.ID, found.Owner, nil)
+		}
+		st, _ := s.decode(ccf.Item) // what matters is status, owner and mark, not the result
+		if !st.rec.Quarantined.IsZero() {
+			return st.rec, storeError("quarantine", found.ID, fmt.Errorf("dynamostore: the record is quarantined already: %w", idempotency.ErrLeaseLost))
+		}
+		return st.rec, s.leaseLost("quarantine", found.ID, found.Owner, ccf.Item)
+	default:
+		return idempotency.Record{}, storeError("quarantine", found.ID, err)
+	}
+}

@@ -1,0 +1,282 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// quarantiner returns s as an idempotency.Quarantiner, or skips the test,
+// saying so, for a store without strict mode.
+func quarantiner(t *testing.T, s idempotency.Store) idempotency.Quarantiner {
+	t.Helper()
+	q, ok := s.(idempotency.Quarantiner)
+	if !ok {
+		t.Skipf("%T does not implement idempotency.Quarantiner: no strict mode", s)
+	}
+	return q
+}
+
+func mustAcquireStrict(t *testing.T, q idempotency.Quarantiner, rec idempotency.Record, now time.Time) (idempotency.Record, bool) {
+	t.Helper()
+	got, loaded, err := q.AcquireStrict(context.Background(), rec, now)
+	if err != nil {
+		t.Fatalf("AcquireStrict(%s): %v", rec.ID, err)
+	}
+	return got, loaded
+}
+
+// lapsedClaim claims a new key of the test with a one-second lease and
+// returns the record as AcquireStrict finds it two seconds later, lapsed.
+func lapsedClaim(t *testing.T, s idempotency.Store, q idempotency.Quarantiner) (first, found idempotency.Record, later time.Time) {
+	t.Helper()
+	_, first, now := claimed(t, s, time.Second)
+	later = now.Add(2 * time.Second)
+	found, loaded := mustAcquireStrict(t, q, claim(first.ID, later, time.Minute), later)
+	if !loaded {
+		t.Fatal("AcquireStrict took over a claim whose lease lapsed")
+	}
+	sameRecord(t, "lapsed claim", found, first)
+	return first, found, later
+}
+
+// wantQuarantined checks a record just quarantined at at: still
+// INPROGRESS with its owner, marked, its lease extended to its expiry.
+func wantQuarantined(t *testing.T, what string, got, first idempotency.Record, at time.Time) {
+	t.Helper()
+	if got.Status != idempotency.StatusInProgress || got.Owner != first.Owner || got.Validation != first.Validation {
+		t.Errorf("%s: status=%q owner=%q validation=%q, want %q, the claim's owner and validation", what,
+			got.Status, got.Owner, got.Validation, idempotency.StatusInProgress)
+	}
+	if got.Quarantined.UnixMilli() != at.UnixMilli() {
+		t.Errorf("%s: Quarantined = %v, want %v (epoch milliseconds)", what, got.Quarantined, at)
+	}
+	if got.ExpiresAt.Unix() != first.ExpiresAt.Unix() {
+		t.Errorf("%s: ExpiresAt = %v, want %v (unchanged)", what, got.ExpiresAt, first.ExpiresAt)
+	}
+	if got.LeaseUntil.UnixMilli() != first.ExpiresAt.Unix()*1000 {
+		t.Errorf("%s: LeaseUntil = %v, want the record's expiry %v", what, got.LeaseUntil, first.ExpiresAt)
+	}
+}
+
+// testStrictNoTakeover: a strict claim takes a free key, an expired record
+// and a released claim, as Acquire does, but never a lapsed lease.
+func testStrictNoTakeover(t *testing.T, s idempotency.Store) {
+	q := quarantiner(t, s)
+	now := base()
+	free := claim(key(t), now, time.Minute)
+	if prev, loaded := mustAcquireStrict(t, q, free, now); loaded || prev.ID != "" {
+		t.Fatalf("AcquireStrict of a free key: loaded=%v, replaced %+v; want a claim", loaded, prev)
+	}
+	if got, loaded := mustAcquireStrict(t, q, free, now); loaded {
+		t.Fatalf("AcquireStrict retried by its owner found its own claim as another's: %+v", got)
+	}
+
+	first, _, later := lapsedClaim(t, s, q)
+	if got, loaded := mustAcquireStrict(t, q, claim(first.ID, later.Add(time.Hour), time.Minute), later.Add(time.Hour)); !loaded {
+		t.Fatal("AcquireStrict an hour after the lease lapsed took the claim over")
+	} else {
+		sameRecord(t, "lapsed claim an hour later", got, first)
+	}
+	// The same lapsed claim is taken over by a default claim (the control).
+	if _, loaded := mustAcquire(t, s, claim(first.ID, later, time.Minute), later); loaded {
+		t.Fatal("Acquire did not take over the lapsed claim: this test proves nothing")
+	}
+
+	k, rec, now := claimed(t, s, time.Minute)
+	if err := s.Release(context.Background(), k, rec.Owner); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if prev, loaded := mustAcquireStrict(t, q, claim(k, now, time.Minute), now); loaded || prev.ID != "" {
+		t.Fatalf("AcquireStrict after Release: loaded=%v, replaced %+v; want a claim of no record", loaded, prev)
+	}
+
+	now = base()
+	exp := claim(key(t), now, time.Minute)
+	exp.ExpiresAt = now.Add(time.Hour)
+	mustAcquire(t, s, exp, now)
+	past := exp.ExpiresAt.Add(time.Second)
+	if _, loaded := mustAcquireStrict(t, q, claim(exp.ID, past, time.Minute), past); loaded {
+		t.Fatal("AcquireStrict did not claim an expired record")
+	}
+}
+
+// testQuarantineFenced: Quarantine writes only on the lapsed claim it was
+// given, once; the quarantined record stays INPROGRESS to every claim.
+func testQuarantineFenced(t *testing.T, s idempotency.Store) {
+	q := quarantiner(t, s)
+	ctx := context.Background()
+	first, found, later := lapsedClaim(t, s, q)
+
+	other := found
+	other.Owner = "not-" + found.Owner
+	if _, err := q.Quarantine(ctx, other, later); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Quarantine with another owner: err = %v, want ErrLeaseLost", err)
+	}
+	early := found.LeaseUntil.Add(-time.Millisecond)
+	if _, err := q.Quarantine(ctx, found, early); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Quarantine before the lease ended: err = %v, want ErrLeaseLost", err)
+	}
+
+	got, err := q.Quarantine(ctx, found, later)
+	if err != nil {
+		t.Fatalf("Quarantine of the lapsed claim: %v", err)
+	}
+	wantQuarantined(t, "Quarantine's record", got, first, later)
+
+	again, err := q.Quarantine(ctx, found, later.Add(time.Second))
+	if !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("second Quarantine: err = %v, want ErrLeaseLost", err)
+	}
+	if again.ID != "" {
+		wantQuarantined(t, "record returned by the second Quarantine", again, first, later)
+	}
+
+	// Every claim, default or strict, finds it in progress, long after the
+	// lease the claim had.
+	at := later.Add(time.Hour)
+	rec, loaded := mustAcquire(t, s, claim(first.ID, at, time.Minute), at)
+	if !loaded {
+		t.Fatal("Acquire took over a quarantined record")
+	}
+	wantQuarantined(t, "quarantined record read by Acquire", rec, first, later)
+	rec, loaded = mustAcquireStrict(t, q, claim(first.ID, at, time.Minute), at)
+	if !loaded {
+		t.Fatal("AcquireStrict took over a quarantined record")
+	}
+	wantQuarantined(t, "quarantined record read by AcquireStrict", rec, first, later)
+
+	// A completed record is not quarantined.
+	k, c, now := claimed(t, s, time.Second)
+	done := mustComplete(t, s, c, `1`)
+	c.LeaseUntil = now.Add(time.Second)
+	if _, err := q.Quarantine(ctx, c, now.Add(2*time.Second)); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Quarantine of a completed record: err = %v, want ErrLeaseLost", err)
+	}
+	got, _ = mustAcquire(t, s, claim(k, now, time.Minute), now.Add(2*time.Second))
+	sameRecord(t, "completed record after Quarantine", got, done)
+	if !got.Quarantined.IsZero() {
+		t.Errorf("completed record quarantined at %v", got.Quarantined)
+	}
+}
+
+// testQuarantineThenRelease: the owner's (or an operator's) Release of a
+// quarantined record frees its key and clears the mark.
+func testQuarantineThenRelease(t *testing.T, s idempotency.Store) {
+	q := quarantiner(t, s)
+	first, found, later := lapsedClaim(t, s, q)
+	if _, err := q.Quarantine(context.Background(), found, later); err != nil {
+		t.Fatalf("Quarantine: %v", err)
+	}
+	if err := s.Release(context.Background(), first.ID, "not-"+first.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Release of a quarantined record by another owner: err = %v, want ErrLeaseLost", err)
+	}
+	if err := s.Release(context.Background(), first.ID, first.Owner); err != nil {
+		t.Fatalf("Release of a quarantined record by its owner: %v", err)
+	}
+	next := claim(first.ID, later, time.Minute)
+	if prev, loaded := mustAcquireStrict(t, q, next, later); loaded || prev.ID != "" {
+		t.Fatalf("AcquireStrict after the release: loaded=%v, replaced %+v; want the key free to run again", loaded, prev)
+	}
+	got, loaded := mustAcquire(t, s, claim(first.ID, later, time.Minute), later)
+	if !loaded {
+		t.Fatal("the new claim was not kept")
+	}
+	sameRecord(t, "claim after the release", got, next)
+	if !got.Quarantined.IsZero() {
+		t.Errorf("a new claim after the release is quarantined (at %v)", got.Quarantined)
+	}
+}
+
+// testQuarantineThenComplete: the owner's late completion (or an operator's
+// resolve) of a quarantined record completes it and clears the mark; later
+// claims replay its result.
+func testQuarantineThenComplete(t *testing.T, s idempotency.Store) {
+	q := quarantiner(t, s)
+	first, found, later := lapsedClaim(t, s, q)
+	if _, err := q.Quarantine(context.Background(), found, later); err != nil {
+		t.Fatalf("Quarantine: %v", err)
+	}
+	stale := first
+	stale.Owner = "not-" + first.Owner
+	stale.Status, stale.Data = idempotency.StatusCompleted, []byte(`"other"`)
+	if err := s.Complete(context.Background(), stale); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Complete of a quarantined record by another owner: err = %v, want ErrLeaseLost", err)
+	}
+	done := mustComplete(t, s, first, `{"late":true}`)
+	for _, strict := range []bool{false, true} {
+		var (
+			got    idempotency.Record
+			loaded bool
+		)
+		if strict {
+			got, loaded = mustAcquireStrict(t, q, claim(first.ID, later, time.Minute), later)
+		} else {
+			got, loaded = mustAcquire(t, s, claim(first.ID, later, time.Minute), later)
+		}
+		if !loaded {
+			t.Fatalf("claim (strict %v) after the completion claimed the key", strict)
+		}
+		sameRecord(t, "completed record", got, done)
+		if !got.Quarantined.IsZero() {
+			t.Errorf("claim (strict %v): the completed record is still marked quarantined (at %v)", strict, got.Quarantined)
+		}
+	}
+}
+
+// testRaceQuarantine: of Racers strict claims of one lapsed key at once,
+// none claims it and exactly one quarantines it.
+func testRaceQuarantine(t *testing.T, s idempotency.Store) {
+	q := quarantiner(t, s)
+	_, first, now := claimed(t, s, time.Second)
+	later := now.Add(2 * time.Second)
+	var (
+		runs, quarantines, lost atomic.Int32
+		errs                    = make(chan error, Racers)
+		start                   = make(chan struct{})
+		wg                      sync.WaitGroup
+	)
+	for range Racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			found, loaded, err := q.AcquireStrict(context.Background(), claim(first.ID, later, time.Minute), later)
+			switch {
+			case err != nil:
+				errs <- err
+				return
+			case !loaded:
+				runs.Add(1)
+				return
+			case !found.Quarantined.IsZero():
+				lost.Add(1)
+				return
+			}
+			_, err = q.Quarantine(context.Background(), found, later)
+			switch {
+			case err == nil:
+				quarantines.Add(1)
+			case errors.Is(err, idempotency.ErrLeaseLost):
+				lost.Add(1)
+			default:
+				errs <- err
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("racer: %v", err)
+	}
+	if runs.Load() != 0 || quarantines.Load() != 1 {
+		t.Fatalf("%d racing strict claims of a lapsed key: %d claimed it (want 0), %d quarantined it (want 1), %d found it quarantined",
+			Racers, runs.Load(), quarantines.Load(), lost.Load())
+	}
+}

@@ -1,0 +1,82 @@
+package ptinterop_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	ptinterop "github.com/sqsonce/sqsonce/internal/testenv/powertools"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+func strict(c *guardConfig) { c.Strict = true }
+
+// TestStrictQuarantineSharedWithPowertools: a claim whose worker died mid
+// call, written by Powertools (no owner) or by sqsonce (with one), is
+// quarantined by a strict sqsonce delivery, not run; then Powertools, on
+// the same table, reads the quarantined record as in progress
+// (IdempotencyAlreadyInProgressError) and does not run its handler either,
+// though the claim's own lease lapsed long ago. The control is TestReclaim:
+// without strict mode, the lapsed claim is taken over and run again.
+func TestStrictQuarantineSharedWithPowertools(t *testing.T) {
+	for _, l := range []struct {
+		name string
+		l    layout
+	}{{"id", layout{}}, {"sort key", sortKeyLayout}} {
+		t.Run(l.name, func(t *testing.T) {
+			tb := newLayoutTable(t, l.l)
+			for _, writer := range []string{"powertools", "sqsonce"} {
+				t.Run("claim by "+writer, func(t *testing.T) {
+					key := "k-" + rand.Text()
+					switch writer {
+					case "powertools":
+						first := message(key, nil, `"first"`)
+						rep := powertools(t, tb, func(r *ptinterop.Request) { r.Crash, r.RemainingMs = true, 1 }, first)
+						if rep.Crashed != first.MessageId {
+							t.Fatalf("the Powertools handler did not run: %+v", rep)
+						}
+					case "sqsonce":
+						now := time.Now().Add(-time.Hour)
+						rec := idempotency.Record{ID: recordID(t, tb, key), Status: idempotency.StatusInProgress,
+							ExpiresAt: now.Add(2 * time.Hour), LeaseUntil: now.Add(time.Minute), Owner: "dead-worker"}
+						if _, loaded, err := tb.store.Acquire(context.Background(), rec, now); err != nil || loaded {
+							t.Fatalf("seed sqsonce's lapsed claim: loaded=%v, %v", loaded, err)
+						}
+					}
+
+					again := message(key, nil, `"second"`)
+					s := newSqsonce(t, tb, withClock(time.Second), strict) // one second on: a 1 ms lease has passed
+					resp := s.run(t, again)
+					if !slices.Equal(failed(resp.BatchItemFailures), []string{again.MessageId}) || s.didRun(again.MessageId) {
+						t.Fatalf("strict sqsonce: failures %v, ran %v; want the message failed, not run", resp.BatchItemFailures, s.didRun(again.MessageId))
+					}
+					var qe *idempotency.QuarantinedError
+					if err := s.result(again.MessageId).err; !errors.As(err, &qe) {
+						t.Fatalf("strict sqsonce: %v, want a *QuarantinedError", err)
+					}
+					if o := s.outcome(again.MessageId).Outcome; o != idempotency.OutcomeQuarantined {
+						t.Errorf("outcome %q, want quarantined", o)
+					}
+
+					third := message(key, nil, `"third"`)
+					rep := powertools(t, tb, nil, third)
+					rec := rep.Events[0].Records[0]
+					if rec.Status != "fail" || rec.Error != "IdempotencyAlreadyInProgressError" || len(rep.Ran) != 0 {
+						t.Errorf("powertools on the quarantined record: %+v, ran %v; want IdempotencyAlreadyInProgressError, not run", rec, rep.Ran)
+					}
+
+					// A default sqsonce guard, an hour of leases later, refuses it too.
+					d := newSqsonce(t, tb, withClock(time.Minute))
+					fourth := message(key, nil, `"fourth"`)
+					d.run(t, fourth)
+					if err := d.result(fourth.MessageId).err; !errors.Is(err, idempotency.ErrQuarantined) || d.didRun(fourth.MessageId) {
+						t.Errorf("default sqsonce on the quarantined record: %v, ran %v; want ErrQuarantined, not run", err, d.didRun(fourth.MessageId))
+					}
+				})
+			}
+		})
+	}
+}
