@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -147,15 +146,6 @@ func (s *Store) inspected(item map[string]types.AttributeValue) (idempotency.Sto
 	a := s.attrs
 	st, err := s.decode(item)
 	out := idempotency.StoredRecord{Record: st.rec}
-	if out.Quarantined.IsZero() {
-		if v, ok := item[idempotency.AttrQuarantined]; ok {
-			if n, qerr := numberAttr(v); qerr == nil {
-				out.Quarantined = time.UnixMilli(n)
-			} else {
-				err = errors.Join(err, fmt.Errorf("attribute %s: %w", idempotency.AttrQuarantined, qerr))
-			}
-		}
-	}
 	out.Encoding = stringAttr(item[a.DataEncoding])
 	out.DataFormat = stringAttr(item[a.DataFormat])
 	if b, ok := item[a.DataOmitted].(*types.AttributeValueMemberBOOL); ok && b.Value {

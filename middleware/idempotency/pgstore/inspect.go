@@ -3,11 +3,8 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,11 +16,8 @@ var _ idempotency.Inspector = (*Store)(nil)
 // listPage is how many rows each statement of List reads.
 const listPage = 500
 
-// The columns an inspection reads: those of readSQL, and the quarantine
-// mark as text (NULL on a table without the column, so that the same
-// statement reads tables of every schema version).
-const inspectColumns = `status, expiration, in_progress_expiration, data, validation, lease_owner,
-       to_jsonb(r)->>'quarantined'`
+// The columns an inspection reads: those of readSQL.
+const inspectColumns = `status, expiration, in_progress_expiration, data, validation, lease_owner, quarantined`
 
 // inspectSQL reads the record $1.
 const inspectSQL = `SELECT ` + inspectColumns + ` FROM {{table}} AS r WHERE id = $1`
@@ -47,19 +41,16 @@ func (s *Store) Inspect(ctx context.Context, id string) (idempotency.StoredRecor
 	if id == "" {
 		return idempotency.StoredRecord{}, storeError("inspect", "", errors.New("pgstore: empty record id"))
 	}
-	var (
-		r          row
-		quarantine *string
-	)
+	var r row
 	err := s.queryRow(ctx, s.inspectSQL(), []any{id},
-		&r.status, &r.expiration, &r.lease, &r.data, &r.validation, &r.owner, &quarantine)
+		&r.status, &r.expiration, &r.lease, &r.data, &r.validation, &r.owner, &r.quarantined)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idempotency.StoredRecord{}, storeError("inspect", id, idempotency.ErrNotFound)
 	}
 	if err != nil {
 		return idempotency.StoredRecord{}, storeError("inspect", id, err)
 	}
-	return inspected(id, r, quarantine)
+	return inspected(id, r), nil
 }
 
 // List implements [idempotency.Inspector.List] in id order, one SELECT of
@@ -75,8 +66,7 @@ func (s *Store) List(ctx context.Context, opts idempotency.ListOptions) iter.Seq
 				return
 			}
 			for _, p := range page {
-				rec, err := inspected(p.id, p.row, p.quarantine)
-				if !yield(rec, err) {
+				if !yield(inspected(p.id, p.row), nil) {
 					return
 				}
 			}
@@ -89,9 +79,8 @@ func (s *Store) List(ctx context.Context, opts idempotency.ListOptions) iter.Seq
 }
 
 type listed struct {
-	id         string
-	row        row
-	quarantine *string
+	id  string
+	row row
 }
 
 // listPage reads one page of List.
@@ -109,7 +98,7 @@ func (s *Store) listPage(ctx context.Context, status, like, after string) ([]lis
 	for rows.Next() {
 		var p listed
 		r := &p.row
-		if err := rows.Scan(&p.id, &r.status, &r.expiration, &r.lease, &r.data, &r.validation, &r.owner, &p.quarantine); err != nil {
+		if err := rows.Scan(&p.id, &r.status, &r.expiration, &r.lease, &r.data, &r.validation, &r.owner, &r.quarantined); err != nil {
 			return nil, err
 		}
 		page = append(page, p)
@@ -120,23 +109,9 @@ func (s *Store) listPage(ctx context.Context, status, like, after string) ([]lis
 	return page, br.Close()
 }
 
-// inspected is the record of r, as the store's other reads decode it, with
-// its quarantine mark: a timestamp, or epoch milliseconds.
-func inspected(id string, r row, quarantine *string) (idempotency.StoredRecord, error) {
-	out := idempotency.StoredRecord{Record: r.record(id), Size: len(r.data)}
-	if quarantine == nil || out.Quarantined.After(time.Time{}) {
-		return out, nil
-	}
-	if n, err := strconv.ParseInt(*quarantine, 10, 64); err == nil {
-		out.Quarantined = time.UnixMilli(n)
-		return out, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, *quarantine)
-	if err != nil {
-		return out, storeError("inspect", id, fmt.Errorf("pgstore: column quarantined is neither a timestamp nor epoch milliseconds (%d bytes)", len(*quarantine)))
-	}
-	out.Quarantined = t
-	return out, nil
+// inspected is the record of r, as the store's other reads decode it.
+func inspected(id string, r row) idempotency.StoredRecord {
+	return idempotency.StoredRecord{Record: r.record(id), Size: len(r.data)}
 }
 
 // likeEscape quotes the characters a LIKE pattern gives a meaning (its

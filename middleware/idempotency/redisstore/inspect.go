@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -126,13 +124,6 @@ func inspected(id string, fields map[string]string) (idempotency.StoredRecord, e
 	}
 	rec, err := decode(id, kv)
 	out := idempotency.StoredRecord{Record: rec}
-	if v, ok := fields[idempotency.AttrQuarantined]; ok && out.Quarantined.IsZero() {
-		if n, qerr := strconv.ParseInt(v, 10, 64); qerr == nil {
-			out.Quarantined = time.UnixMilli(n)
-		} else {
-			err = errors.Join(err, fmt.Errorf("redisstore: field %s is not an integer (%d bytes)", idempotency.AttrQuarantined, len(v)))
-		}
-	}
 	out.Size = len(fields[idempotency.AttrData])
 	out.Encoding = fields[idempotency.AttrDataEncoding]
 	out.Omitted = fields[idempotency.AttrDataOmitted] == omittedTrue
