@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sqsonce/sqsonce/internal/redact"
 )
 
 // fencedWriteTimeout bounds the store writes made after the operation
@@ -613,7 +615,7 @@ func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
 		err := &InProgressError{ID: prev.ID, LeaseUntil: prev.LeaseUntil}
 		return outcome{ev: Event{Outcome: OutcomeInProgress, Ran: ran, Err: err}}
 	default:
-		err := storeError("acquire", prev.ID, fmt.Errorf("record has unknown status %q", prev.Status))
+		err := storeError("acquire", prev.ID, fmt.Errorf("record has unknown status %s", redact.String(string(prev.Status))))
 		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: ran, Err: err}}
 	}
 }

@@ -660,3 +660,33 @@ func TestDeliveriesSeeWhatTheStoreKept(t *testing.T) {
 // guardRun is the guard's run of a call as a stack dump names it: the
 // goroutines in it run a call or wait for one.
 const guardRun = "idempotency.(*Guard).run("
+
+// oddStatusStore returns every record as found, with a status no runtime
+// writes.
+type oddStatusStore struct{ *memstore.Store }
+
+func (s oddStatusStore) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+	return idempotency.Record{ID: rec.ID, Status: idempotency.Status(strings.Repeat("SECRET-STATUS ", 100)), ExpiresAt: now.Add(time.Hour)}, true, nil
+}
+
+// TestUnknownStatusNotQuoted: a stored status the guard does not know fails
+// the call with a *StoreError that describes the value (a prefix, its length
+// and a digest) without quoting it whole, and the operation does not run.
+func TestUnknownStatusNotQuoted(t *testing.T) {
+	g, err := idempotency.New(idempotency.Config{Store: oddStatusStore{memstore.New()}, Namespace: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	_, err = idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("k")), func(context.Context) (int, error) {
+		ran = true
+		return 1, nil
+	})
+	var se *idempotency.StoreError
+	if !errors.As(err, &se) || ran {
+		t.Fatalf("err %v, ran %v: want a *StoreError and no run", err, ran)
+	}
+	if strings.Contains(err.Error(), "SECRET-STATUS SECRET") || !strings.Contains(err.Error(), "1400 bytes") {
+		t.Errorf("error quotes the stored status or does not describe it: %v", err)
+	}
+}
