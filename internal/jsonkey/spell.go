@@ -26,10 +26,10 @@ var (
 		order: func(p *speller, ms []member) ([]member, error) {
 			return p.sorted(ms, func(a, b member) int { return strings.Compare(a.name, b.name) })
 		},
-		number: func(dst []byte, n string) ([]byte, error) { return appendPythonNumber(dst, n), nil },
+		number: func(dst []byte, n string) ([]byte, error) { return AppendPythonNumber(dst, n), nil },
 	}
 	typeScript = style{comma: ",", colon: ":", order: (*speller).deepSort,
-		number: func(dst []byte, n string) ([]byte, error) { return appendJSNumber(dst, n), nil },
+		number: func(dst []byte, n string) ([]byte, error) { return AppendJSNumber(dst, n), nil },
 	}
 	canonical = style{comma: ",", colon: ":",
 		order: func(p *speller, ms []member) ([]member, error) {
@@ -39,7 +39,7 @@ var (
 			if err := ExactNumber(n); err != nil {
 				return nil, err
 			}
-			return appendJSNumber(dst, n), nil
+			return AppendJSNumber(dst, n), nil
 		},
 	}
 )

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sqsonce/sqsonce/internal/inflate"
+	"github.com/sqsonce/sqsonce/internal/jsonkey"
 )
 
 // function is a JMESPath function: its name, arity, which arguments are
@@ -152,7 +153,7 @@ func (ev *evaluator) numbers(fn string, v value) ([]value, error) {
 // tells whether Python's is a float.
 func (ev *evaluator) sum(xs []value) (total float64, float bool, err error) {
 	for _, x := range xs {
-		if isInt(x.s) {
+		if jsonkey.IsInteger(x.s) {
 			if _, ok := smallInt(x.s); !ok {
 				return 0, false, refuse(errPrecision)
 			}
@@ -208,7 +209,7 @@ func fnRound(a []value, round func(float64) float64, fn string) (value, error) {
 	if a[0].k != kNumber {
 		return value{}, typeError(fn, "a number", a[0])
 	}
-	if isInt(a[0].s) {
+	if jsonkey.IsInteger(a[0].s) {
 		return a[0], nil
 	}
 	f := round(double(a[0].s))

@@ -26,7 +26,7 @@ func (ev *evaluator) spell(dst []byte, v value) ([]byte, error) {
 		return append(dst, [...]string{kNull: "null", kTrue: "true", kFalse: "false"}[v.k]...), nil
 	case kNumber:
 		var py, js [64]byte
-		p, j := pyNumber(py[:0], v.s), jsNumber(js[:0], v.s)
+		p, j := jsonkey.AppendPythonNumber(py[:0], v.s), jsonkey.AppendJSNumber(js[:0], v.s)
 		if string(p) != string(j) {
 			return nil, refuse(errSpelling)
 		}
