@@ -289,40 +289,8 @@ func (ev *evaluator) visit(n *node, v value) (value, error) {
 		return ev.comparator(n, v)
 	case nFunction:
 		return ev.function(n, v)
-	case nFilterProjection:
-		base, err := ev.visit(n.children[0], v)
-		if err != nil || base.k != kArray {
-			return null, err
-		}
-		return ev.project(base, func(e value) (value, bool, error) {
-			cond, err := ev.visit(n.children[2], e)
-			if err != nil || !truthy(cond) {
-				return value{}, false, err
-			}
-			r, err := ev.visit(n.children[1], e)
-			return r, true, err
-		})
-	case nProjection:
-		base, err := ev.visit(n.children[0], v)
-		if err != nil || base.k != kArray {
-			return null, err
-		}
-		return ev.project(base, func(e value) (value, bool, error) {
-			r, err := ev.visit(n.children[1], e)
-			return r, true, err
-		})
-	case nValueProjection:
-		base, err := ev.visit(n.children[0], v)
-		if err != nil || base.k != kObject {
-			return null, err
-		}
-		if err := ev.ordered(base); err != nil {
-			return value{}, err
-		}
-		return ev.project(base, func(e value) (value, bool, error) {
-			r, err := ev.visit(n.children[1], e)
-			return r, true, err
-		})
+	case nProjection, nValueProjection, nFilterProjection:
+		return ev.projection(n, v)
 	case nFlatten:
 		base, err := ev.visit(n.children[0], v)
 		if err != nil || base.k != kArray {
@@ -339,50 +307,8 @@ func (ev *evaluator) visit(n *node, v value) (value, error) {
 			return null, nil
 		}
 		return ev.slice(v, n)
-	case nMultiSelectList:
-		if v.k == kNull {
-			return null, nil
-		}
-		if v.k == kUndef {
-			return value{}, refuse(errUndef)
-		}
-		if err := ev.charge(int64(len(n.children))*valueSize + compositeSize); err != nil {
-			return value{}, err
-		}
-		out := make([]value, len(n.children))
-		for i, c := range n.children {
-			r, err := ev.visit(c, v)
-			if err != nil {
-				return value{}, err
-			}
-			if r.k == kUndef {
-				return value{}, refuse(errUndef)
-			}
-			out[i] = r
-		}
-		return array(out), nil
-	case nMultiSelectHash:
-		if v.k == kNull {
-			return null, nil
-		}
-		if v.k == kUndef {
-			return value{}, refuse(errUndef)
-		}
-		if err := ev.charge(int64(len(n.children))*(valueSize+16) + compositeSize); err != nil {
-			return value{}, err
-		}
-		obj := &composite{keys: make([]string, 0, len(n.keys)), vals: make([]value, 0, len(n.keys))}
-		for i, c := range n.children {
-			r, err := ev.visit(c, v)
-			if err != nil {
-				return value{}, err
-			}
-			if r.k == kUndef {
-				return value{}, refuse(errUndef)
-			}
-			obj.set(n.keys[i], r)
-		}
-		return value{k: kObject, c: obj}, nil
+	case nMultiSelectList, nMultiSelectHash:
+		return ev.multiSelect(n, v)
 	case nOr:
 		l, err := ev.visit(n.children[0], v)
 		if err != nil || truthy(l) {
@@ -403,6 +329,76 @@ func (ev *evaluator) visit(n *node, v value) (value, error) {
 		return boolean(!truthy(x)), nil
 	}
 	panic("jmespath: unknown node")
+}
+
+// projection evaluates a projection: the right side on each element of
+// the left side's array (its object's values for a value projection) that
+// the filter keeps, if there is one.
+func (ev *evaluator) projection(n *node, v value) (value, error) {
+	want := kArray
+	if n.typ == nValueProjection {
+		want = kObject
+	}
+	base, err := ev.visit(n.children[0], v)
+	if err != nil || base.k != want {
+		return null, err
+	}
+	if want == kObject {
+		if err := ev.ordered(base); err != nil {
+			return value{}, err
+		}
+	}
+	return ev.project(base, func(e value) (value, bool, error) {
+		if n.typ == nFilterProjection {
+			cond, err := ev.visit(n.children[2], e)
+			if err != nil || !truthy(cond) {
+				return value{}, false, err
+			}
+		}
+		r, err := ev.visit(n.children[1], e)
+		return r, true, err
+	})
+}
+
+// multiSelect evaluates a multi-select list or hash: an array of its
+// children's values, or an object of them under its keys.
+func (ev *evaluator) multiSelect(n *node, v value) (value, error) {
+	if v.k == kNull {
+		return null, nil
+	}
+	if v.k == kUndef {
+		return value{}, refuse(errUndef)
+	}
+	hash := n.typ == nMultiSelectHash
+	size := valueSize
+	if hash {
+		size += 16
+	}
+	if err := ev.charge(int64(len(n.children))*size + compositeSize); err != nil {
+		return value{}, err
+	}
+	out := &composite{vals: make([]value, 0, len(n.children))}
+	if hash {
+		out.keys = make([]string, 0, len(n.keys))
+	}
+	for i, c := range n.children {
+		r, err := ev.visit(c, v)
+		if err != nil {
+			return value{}, err
+		}
+		if r.k == kUndef {
+			return value{}, refuse(errUndef)
+		}
+		if hash {
+			out.set(n.keys[i], r)
+		} else {
+			out.vals = append(out.vals, r)
+		}
+	}
+	if hash {
+		return value{k: kObject, c: out}, nil
+	}
+	return value{k: kArray, c: out}, nil
 }
 
 // set sets the member name of the object c, in place when it has it (as a

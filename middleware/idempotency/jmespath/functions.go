@@ -856,33 +856,41 @@ func fnToString(ev *evaluator, a []value) (value, error) {
 // fnPowertoolsJSON reads JSON text under the package's rules (see
 // jsonrules.go): json.loads in Python, JSON.parse in TypeScript.
 func fnPowertoolsJSON(ev *evaluator, a []value) (value, error) {
-	if a[0].k != kString {
-		return value{}, typeError("powertools_json", "a string", a[0])
+	return ev.decodeOnce("powertools_json", a[0], func(s string) (value, error) {
+		if err := ev.checkJSON(s); err != nil {
+			return value{}, err
+		}
+		return rawValue(trimJSONSpace(s)), nil
+	})
+}
+
+// decodeOnce is a powertools_* function fn of the string a: decode's
+// result on its text, charged a step a byte, once per string in an
+// evaluation.
+func (ev *evaluator) decodeOnce(fn string, a value, decode func(s string) (value, error)) (value, error) {
+	if a.k != kString {
+		return value{}, typeError(fn, "a string", a)
 	}
-	key := memoKey{"json", a[0].identity()}
+	key := memoKey{fn, a.identity()}
 	if v, ok := ev.memo[key]; ok {
 		return v, nil
 	}
-	s, err := ev.text(a[0])
+	s, err := ev.text(a)
 	if err != nil {
 		return value{}, err
 	}
 	if err := ev.step(int64(len(s))); err != nil {
 		return value{}, err
 	}
-	if err := ev.checkJSON(s); err != nil {
+	v, err := decode(s)
+	if err != nil {
 		return value{}, err
 	}
-	v := rawValue(trimJSONSpace(s))
-	ev.remember(key, v)
-	return v, nil
-}
-
-func (ev *evaluator) remember(k memoKey, v value) {
 	if ev.memo == nil {
 		ev.memo = map[memoKey]value{}
 	}
-	ev.memo[k] = v
+	ev.memo[key] = v
+	return v, nil
 }
 
 // fnBase64 is powertools_base64 and powertools_base64_gzip. Both runtimes
@@ -897,20 +905,13 @@ func fnBase64(ev *evaluator, a []value, gz bool) (value, error) {
 	if gz {
 		fn += "_gzip"
 	}
-	if a[0].k != kString {
-		return value{}, typeError(fn, "a string", a[0])
-	}
-	key := memoKey{fn, a[0].identity()}
-	if v, ok := ev.memo[key]; ok {
-		return v, nil
-	}
-	s, err := ev.text(a[0])
-	if err != nil {
-		return value{}, err
-	}
-	if err := ev.step(int64(len(s))); err != nil {
-		return value{}, err
-	}
+	return ev.decodeOnce(fn, a[0], func(s string) (value, error) {
+		return ev.decodeBase64(s, gz)
+	})
+}
+
+// decodeBase64 decodes s for fnBase64.
+func (ev *evaluator) decodeBase64(s string, gz bool) (value, error) {
 	if !strictBase64(s) {
 		return value{}, refuse(errBase64)
 	}
@@ -944,9 +945,7 @@ func fnBase64(ev *evaluator, a []value, gz bool) (value, error) {
 	if !gz && len(b) >= 3 && string(b[:3]) == "\ufeff" {
 		return value{}, refuse(errBOM)
 	}
-	v := str(unsafeString(b))
-	ev.remember(key, v)
-	return v, nil
+	return str(unsafeString(b)), nil
 }
 
 // strictBase64 reports whether s is what Powertools TypeScript's

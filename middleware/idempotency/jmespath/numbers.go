@@ -1,6 +1,7 @@
 package jmespath
 
 import (
+	"cmp"
 	"math"
 	"math/big"
 	"strconv"
@@ -45,11 +46,11 @@ func smallInt(n string) (int64, bool) {
 func pyCompare(a, b string) int {
 	if x, ok := smallInt(a); ok {
 		if y, ok := smallInt(b); ok {
-			return cmp3(x, y)
+			return cmp.Compare(x, y)
 		}
 	}
 	if !jsonkey.IsInteger(a) && !jsonkey.IsInteger(b) {
-		return cmpFloat(double(a), double(b))
+		return cmp.Compare(double(a), double(b))
 	}
 	return exact(a).Cmp(exact(b))
 }
@@ -64,30 +65,10 @@ func exact(n string) *big.Float {
 	return new(big.Float).SetFloat64(double(n))
 }
 
-func cmpFloat(x, y float64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
-}
-
-func cmp3(x, y int64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
-}
-
 // compareNumbers compares two number spellings, refusing when Python and
 // JavaScript order them differently.
 func compareNumbers(a, b string) (int, error) {
-	py, js := pyCompare(a, b), cmpFloat(double(a), double(b))
+	py, js := pyCompare(a, b), cmp.Compare(double(a), double(b))
 	if py != js {
 		return 0, refuse(errPrecision)
 	}
