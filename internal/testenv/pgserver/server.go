@@ -71,17 +71,7 @@ func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
 	base := s.URL(t)
 	name := "test_" + strings.ToLower(rand.Text())
-	exec := func(sql string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
+	exec := func(sql string) error { return execSQL(base, sql, 30*time.Second) }
 	if err := exec("CREATE DATABASE " + name); err != nil {
 		t.Fatalf("pgserver: create database: %v", err)
 	}
@@ -199,18 +189,27 @@ func launch(bin, data, sockets string, cred *syscall.Credential) (*testproc.Proc
 	}
 	p.StopSignal = syscall.SIGINT // fast shutdown: do not wait for clients
 	u := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	ready := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, u)
-		if err != nil {
-			return err
-		}
-		return conn.Close(ctx)
-	}
+	ready := func() error { return execSQL(u, "", 2*time.Second) }
 	if err := p.WaitReady(startTimeout, ready); err != nil {
 		_ = p.Stop()
 		return nil, "", err
 	}
 	return p, u, nil
+}
+
+// execSQL connects to the database at u and runs sql (nothing when it is
+// empty), all within timeout.
+func execSQL(u, sql string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if sql == "" {
+		return nil
+	}
+	_, err = conn.Exec(ctx, sql)
+	return err
 }
