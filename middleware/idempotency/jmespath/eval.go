@@ -370,35 +370,47 @@ func (ev *evaluator) multiSelect(n *node, v value) (value, error) {
 		return value{}, refuse(errUndef)
 	}
 	hash := n.typ == nMultiSelectHash
-	size := valueSize
+	size := int64(compositeSize)
 	if hash {
-		size += 16
+		size += int64(len(n.children)) * 16
 	}
-	if err := ev.charge(int64(len(n.children))*size + compositeSize); err != nil {
+	if err := ev.charge(size); err != nil {
 		return value{}, err
 	}
-	out := &composite{vals: make([]value, 0, len(n.children))}
-	if hash {
-		out.keys = make([]string, 0, len(n.keys))
+	vals, err := ev.visitAll(n.children, v)
+	if err != nil {
+		return value{}, err
 	}
-	for i, c := range n.children {
+	if !hash {
+		return array(vals), nil
+	}
+	// set writes at most one value an iteration, so in vals' own array
+	// no value is overwritten before it is read.
+	obj := &composite{keys: make([]string, 0, len(n.keys)), vals: vals[:0]}
+	for i, r := range vals {
+		obj.set(n.keys[i], r)
+	}
+	return value{k: kObject, c: obj}, nil
+}
+
+// visitAll evaluates each of nodes on v, in order, refusing an undefined
+// result.
+func (ev *evaluator) visitAll(nodes []*node, v value) ([]value, error) {
+	if err := ev.charge(int64(len(nodes)) * valueSize); err != nil {
+		return nil, err
+	}
+	out := make([]value, len(nodes))
+	for i, c := range nodes {
 		r, err := ev.visit(c, v)
 		if err != nil {
-			return value{}, err
+			return nil, err
 		}
 		if r.k == kUndef {
-			return value{}, refuse(errUndef)
+			return nil, refuse(errUndef)
 		}
-		if hash {
-			out.set(n.keys[i], r)
-		} else {
-			out.vals = append(out.vals, r)
-		}
+		out[i] = r
 	}
-	if hash {
-		return value{k: kObject, c: out}, nil
-	}
-	return value{k: kArray, c: out}, nil
+	return out, nil
 }
 
 // set sets the member name of the object c, in place when it has it (as a

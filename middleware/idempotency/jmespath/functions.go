@@ -98,19 +98,9 @@ func resolve(n *node, exprefAllowed bool) error {
 // function evaluates a function call: its arguments in order, then the
 // function.
 func (ev *evaluator) function(n *node, v value) (value, error) {
-	if err := ev.charge(int64(len(n.children)) * valueSize); err != nil {
+	args, err := ev.visitAll(n.children, v)
+	if err != nil {
 		return value{}, err
-	}
-	args := make([]value, len(n.children))
-	for i, c := range n.children {
-		a, err := ev.visit(c, v)
-		if err != nil {
-			return value{}, err
-		}
-		if a.k == kUndef {
-			return value{}, refuse(errUndef)
-		}
-		args[i] = a
 	}
 	r, err := n.fn.call(ev, args)
 	if err != nil {
