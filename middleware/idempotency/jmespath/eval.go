@@ -413,6 +413,15 @@ func (ev *evaluator) visitAll(nodes []*node, v value) ([]value, error) {
 	return out, nil
 }
 
+// values returns an empty slice with room for n values, charging the
+// budget for it and for the array it becomes.
+func (ev *evaluator) values(n int) ([]value, error) {
+	if err := ev.charge(int64(n)*valueSize + compositeSize); err != nil {
+		return nil, err
+	}
+	return make([]value, 0, n), nil
+}
+
 // set sets the member name of the object c, in place when it has it (as a
 // Python dict and a JavaScript object do).
 func (c *composite) set(name string, v value) {
@@ -433,10 +442,10 @@ func (ev *evaluator) project(base value, fn func(value) (value, bool, error)) (v
 	if err != nil {
 		return value{}, err
 	}
-	if err := ev.charge(int64(n)*valueSize + compositeSize); err != nil {
+	out, err := ev.values(n)
+	if err != nil {
 		return value{}, err
 	}
-	out := make([]value, 0, n)
 	err = ev.each(base, func(_ string, e value) (bool, error) {
 		r, keep, err := fn(e)
 		if err != nil || !keep {
@@ -472,10 +481,10 @@ func (ev *evaluator) flatten(base value) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	if err := ev.charge(int64(total)*valueSize + compositeSize); err != nil {
+	out, err := ev.values(total)
+	if err != nil {
 		return value{}, err
 	}
-	out := make([]value, 0, total)
 	err = ev.each(base, func(_ string, e value) (bool, error) {
 		if e.k != kArray {
 			out = append(out, e)
@@ -559,10 +568,10 @@ func (ev *evaluator) slice(v value, n *node) (value, error) {
 	} else if step < 0 && start > stop {
 		count = (start - stop - step - 1) / -step
 	}
-	if err := ev.charge(int64(count)*valueSize + compositeSize); err != nil {
+	out, err := ev.values(count)
+	if err != nil {
 		return value{}, err
 	}
-	out := make([]value, 0, count)
 	for i := start; len(out) < count; i += step {
 		out = append(out, elems[i])
 	}

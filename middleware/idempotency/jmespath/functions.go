@@ -330,22 +330,27 @@ func fnKeysValues(ev *evaluator, a []value, fn string) (value, error) {
 	return array(out), nil
 }
 
+// bmpText is the text of the string v, refused when it has a character
+// beyond U+FFFF: Python counts and reverses code points, TypeScript UTF-16
+// units (splitting a pair).
+func (ev *evaluator) bmpText(v value) (string, error) {
+	s, err := ev.text(v)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range s {
+		if r > 0xffff {
+			return "", refuse(errAstral)
+		}
+	}
+	return s, nil
+}
+
 func fnLength(ev *evaluator, a []value) (value, error) {
 	switch a[0].k {
 	case kString:
-		s, err := ev.text(a[0])
-		if err != nil {
-			return value{}, err
-		}
-		n := 0
-		for _, r := range s {
-			if r > 0xffff {
-				// Python counts code points, TypeScript UTF-16 units.
-				return value{}, refuse(errAstral)
-			}
-			n++
-		}
-		return number(intSpelling(float64(n))), nil
+		s, err := ev.bmpText(a[0])
+		return number(intSpelling(float64(utf8.RuneCountInString(s)))), err
 	case kObject:
 		if a[0].f&fOpaque != 0 {
 			return value{}, refuse(errOpaque)
@@ -575,7 +580,7 @@ func (ev *evaluator) reorder(v value) {
 func fnReverse(ev *evaluator, a []value) (value, error) {
 	switch a[0].k {
 	case kString:
-		s, err := ev.text(a[0])
+		s, err := ev.bmpText(a[0])
 		if err != nil {
 			return value{}, err
 		}
@@ -583,12 +588,6 @@ func fnReverse(ev *evaluator, a []value) (value, error) {
 			return value{}, err
 		}
 		rs := []rune(s)
-		for _, r := range rs {
-			if r > 0xffff {
-				// TypeScript reverses UTF-16 units, splitting pairs.
-				return value{}, refuse(errAstral)
-			}
-		}
 		slices.Reverse(rs)
 		return str(string(rs)), nil
 	case kArray:
