@@ -96,9 +96,10 @@ func decimal(n string) (digits string, exp int, neg bool, ok bool) {
 // (no fraction, no exponent), as Python's json.loads reads it as an int.
 func IsInteger(n string) bool { return !strings.ContainsAny(n, ".eE") }
 
-// appendPythonNumber appends Python's json.dumps of what json.loads makes
-// of n: an int exactly as written ("-0" as 0), or a float's repr.
-func appendPythonNumber(dst []byte, n string) []byte {
+// AppendPythonNumber appends Python's json.dumps of what json.loads makes
+// of the JSON number n: an int exactly as written ("-0" as 0), or a
+// float's repr (±Infinity beyond a double's range).
+func AppendPythonNumber(dst []byte, n string) []byte {
 	if IsInteger(n) {
 		if strings.Trim(n, "-0") == "" {
 			return append(dst, '0')
@@ -146,10 +147,10 @@ func appendPythonNumber(dst []byte, n string) []byte {
 	return strconv.AppendInt(dst, int64(e), 10)
 }
 
-// appendJSNumber appends JavaScript's Number::toString of the double
-// nearest n, as JSON.stringify and RFC 8785 write it (non-finite numbers
-// as null).
-func appendJSNumber(dst []byte, n string) []byte {
+// AppendJSNumber appends JavaScript's Number::toString of the double
+// nearest the JSON number n, as JSON.stringify and RFC 8785 write it
+// (non-finite numbers as null).
+func AppendJSNumber(dst []byte, n string) []byte {
 	f, _ := strconv.ParseFloat(n, 64)
 	if math.IsInf(f, 0) {
 		return append(dst, "null"...)

@@ -1,6 +1,7 @@
 package jsonkey
 
 import (
+	"hash/maphash"
 	"slices"
 	"strings"
 	"unicode/utf16"
@@ -13,11 +14,19 @@ import (
 type scanner struct {
 	s    string
 	dups bool
-	// names holds the member names of the strict objects being scanned,
-	// each object's after the ones of the objects around it, for the
-	// duplicate check.
-	names []string
+	// hashes holds the hashes of the member names of the strict objects
+	// being scanned, each object's after the ones of the objects around
+	// it, for the duplicate check: only names of one hash are compared.
+	hashes []uint64
 }
+
+// nameSeed seeds nameHash, anew in each process, so that no text can be
+// built to make its names' hashes collide.
+var nameSeed = maphash.MakeSeed()
+
+// nameHash is the hash of a member name for the duplicate check; a test
+// replaces it to make hashes collide.
+var nameHash = func(name string) uint64 { return maphash.String(nameSeed, name) }
 
 // smallObject is the number of members up to which duplicates are found
 // as each name comes, by comparing it with the others; a larger object's
@@ -73,7 +82,7 @@ func (s *scanner) value(i, depth int, strict bool) (int, error) {
 func (s *scanner) object(i, depth int, strict bool) (int, error) {
 	begin := i
 	i, depth, more, err := s.open(i, depth, '}')
-	start := len(s.names)
+	start := len(s.hashes)
 	for more {
 		at := i
 		var quoted string
@@ -82,50 +91,89 @@ func (s *scanner) object(i, depth int, strict bool) (int, error) {
 		}
 		if strict && s.dups {
 			n, _ := Unquote(quoted) // valid: the string was scanned strictly
-			if len(s.names)-start < smallObject && slices.Contains(s.names[start:], n) {
+			h := nameHash(n)
+			if len(s.hashes)-start < smallObject && slices.Contains(s.hashes[start:], h) && s.names(begin, at, n) {
 				return 0, &Error{ErrDuplicateName, at}
 			}
-			if len(s.names) == cap(s.names) { // double: append grows large slices by a quarter, allocating five times their size
-				s.names = slices.Grow(s.names, max(len(s.names), smallObject))
+			if len(s.hashes) == cap(s.hashes) { // double: append grows large slices by a quarter, allocating five times their size
+				s.hashes = slices.Grow(s.hashes, max(len(s.hashes), smallObject))
 			}
-			s.names = append(s.names, n)
+			s.hashes = append(s.hashes, h)
 		}
 		if i, err = s.value(i, depth, strict); err != nil {
 			return 0, err
 		}
 		i, more, err = s.next(s.space(i), '}')
 	}
-	if names := s.names[start:]; err == nil && len(names) > smallObject {
-		// Equal names sort together; the offset is found again, as an
-		// error is rare and offsets would double the names' memory.
-		slices.Sort(names)
-		for k := 1; k < len(names); k++ {
-			if names[k] == names[k-1] {
-				err = &Error{ErrDuplicateName, s.second(begin, names[k])}
-				break
-			}
+	if hashes := s.hashes[start:]; err == nil && len(hashes) > smallObject {
+		// Equal hashes sort together; only their names are compared, as
+		// the object is read again.
+		slices.Sort(hashes)
+		if at := s.duplicate(begin, hashes); at >= 0 {
+			err = &Error{ErrDuplicateName, at}
 		}
 	}
-	s.names = s.names[:start]
+	s.hashes = s.hashes[:start]
 	return i, err
 }
 
-// second returns the offset of the second member named n of the checked
-// object at s[i].
-func (s *scanner) second(i int, n string) int {
-	seen := false
-	for i = s.space(i + 1); ; {
-		at := i
+// members calls fn with the offset and name of each member of the checked
+// object at s[i] that starts before end, in order, until fn returns false.
+func (s *scanner) members(i, end int, fn func(at int, name string) bool) {
+	i = s.space(i + 1)
+	for more := s.s[i] != '}'; more && i < end; {
 		quoted, v, _ := s.member(i, false)
-		if name, _ := Unquote(quoted); name == n {
-			if seen {
-				return at
-			}
-			seen = true
+		if name, _ := Unquote(quoted); !fn(i, name) {
+			return
 		}
 		i, _ = s.value(v, 0, false)
-		i, _, _ = s.next(s.space(i), '}')
+		i, more, _ = s.next(s.space(i), '}')
 	}
+}
+
+// names reports whether the checked members of the object at s[i] before
+// end name one n.
+func (s *scanner) names(i, end int, n string) bool {
+	found := false
+	s.members(i, end, func(_ int, name string) bool {
+		found = name == n
+		return !found
+	})
+	return found
+}
+
+// duplicate returns the offset of the second member named m of the
+// checked object at s[i], where m is the least name it has twice, or -1
+// when it names no member twice. sorted holds the hashes of its names,
+// sorted.
+func (s *scanner) duplicate(i int, sorted []uint64) int {
+	var shared []uint64 // the hashes of more than one name, sorted
+	for k := 1; k < len(sorted); k++ {
+		if sorted[k] == sorted[k-1] && (len(shared) == 0 || shared[len(shared)-1] != sorted[k]) {
+			shared = append(shared, sorted[k])
+		}
+	}
+	if len(shared) == 0 {
+		return -1
+	}
+	type member struct {
+		name string
+		at   int
+	}
+	var same []member // the members whose names have those hashes, in order
+	s.members(i, len(s.s), func(at int, name string) bool {
+		if _, ok := slices.BinarySearch(shared, nameHash(name)); ok {
+			same = append(same, member{name, at})
+		}
+		return true
+	})
+	slices.SortStableFunc(same, func(a, b member) int { return strings.Compare(a.name, b.name) })
+	for k := 1; k < len(same); k++ {
+		if same[k].name == same[k-1].name {
+			return same[k].at
+		}
+	}
+	return -1
 }
 
 // open enters the object or array that opens at s[i], one level deeper

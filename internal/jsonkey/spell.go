@@ -1,6 +1,7 @@
 package jsonkey
 
 import (
+	"cmp"
 	"io"
 	"iter"
 	"slices"
@@ -26,10 +27,10 @@ var (
 		order: func(p *speller, ms []member) ([]member, error) {
 			return p.sorted(ms, func(a, b member) int { return strings.Compare(a.name, b.name) })
 		},
-		number: func(dst []byte, n string) ([]byte, error) { return appendPythonNumber(dst, n), nil },
+		number: func(dst []byte, n string) ([]byte, error) { return AppendPythonNumber(dst, n), nil },
 	}
 	typeScript = style{comma: ",", colon: ":", order: (*speller).deepSort,
-		number: func(dst []byte, n string) ([]byte, error) { return appendJSNumber(dst, n), nil },
+		number: func(dst []byte, n string) ([]byte, error) { return AppendJSNumber(dst, n), nil },
 	}
 	canonical = style{comma: ",", colon: ":",
 		order: func(p *speller, ms []member) ([]member, error) {
@@ -39,7 +40,7 @@ var (
 			if err := ExactNumber(n); err != nil {
 				return nil, err
 			}
-			return appendJSNumber(dst, n), nil
+			return AppendJSNumber(dst, n), nil
 		},
 	}
 )
@@ -201,13 +202,13 @@ func (p *speller) deepSort(ms []member) ([]member, error) {
 	// the others in the order deepSort created them: a stable sort by lower
 	// case (V8's sort is stable, and the comparator's 1 for equal keys keeps
 	// them in the order sent).
-	cmp := func(a, b sortKey) int {
-		if c := cmpInt(int64(a.index), int64(b.index)); c != 0 || a.index != notIndex {
+	byKey := func(a, b sortKey) int {
+		if c := cmp.Compare(a.index, b.index); c != 0 || a.index != notIndex {
 			return c
 		}
 		return compareUTF16(a.lower, b.lower)
 	}
-	slices.SortStableFunc(keys, cmp)
+	slices.SortStableFunc(keys, byKey)
 	if changed := slices.IndexFunc(ms, func(m member) bool { return sigmaChanged(m.name) }); changed >= 0 {
 		// Earlier releases lower-cased this key otherwise: if they ordered
 		// the object otherwise, its id would change; it is refused instead.
@@ -216,10 +217,10 @@ func (p *speller) deepSort(ms []member) ([]member, error) {
 			before[i].lower = lowerBefore(ms[before[i].m].name)
 		}
 		slices.SortStableFunc(before, func(a, b sortKey) int {
-			if c := cmp(a, b); c != 0 || a.index != notIndex {
+			if c := byKey(a, b); c != 0 || a.index != notIndex {
 				return c
 			}
-			return cmpInt(int64(a.m), int64(b.m)) // stable: the order sent
+			return cmp.Compare(a.m, b.m) // stable: the order sent
 		})
 		for i := range keys {
 			if keys[i].m != before[i].m {
@@ -230,7 +231,7 @@ func (p *speller) deepSort(ms []member) ([]member, error) {
 	// Equal names sort together, among the keys of one lower case.
 	for i := 0; i < len(keys); {
 		j := i + 1
-		for j < len(keys) && cmp(keys[i], keys[j]) == 0 {
+		for j < len(keys) && byKey(keys[i], keys[j]) == 0 {
 			j++
 		}
 		if j-i > 1 {
@@ -393,16 +394,6 @@ func unescape(s string, i int) (rune, int) {
 	}
 }
 
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // compareUTF16 compares a and b by their UTF-16 code units, as JavaScript
 // compares strings.
 func compareUTF16(a, b string) int {
@@ -411,14 +402,14 @@ func compareUTF16(a, b string) int {
 		rb, nb := utf8.DecodeRuneInString(b)
 		if ra != rb {
 			ua, ub := units(ra), units(rb)
-			if c := cmpInt(int64(ua[0]), int64(ub[0])); c != 0 {
+			if c := cmp.Compare(ua[0], ub[0]); c != 0 {
 				return c
 			}
-			return cmpInt(int64(ua[1]), int64(ub[1]))
+			return cmp.Compare(ua[1], ub[1])
 		}
 		a, b = a[na:], b[nb:]
 	}
-	return cmpInt(int64(len(a)), int64(len(b)))
+	return cmp.Compare(len(a), len(b))
 }
 
 // units is r's UTF-16 code units; the second is 0 in the BMP.

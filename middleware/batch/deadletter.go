@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -157,7 +156,11 @@ func (r *sqsRun) moveToDeadLetter() {
 		}
 		return
 	}
-	errs := r.callMover(ctx, dl.Mover, moves)
+	// Which were sent is unknown after a result of the wrong length: none
+	// is reported moved, so that none is lost; a message that was sent
+	// comes back and is sent again.
+	errs := callEach(moves, func(m []DeadLetterMove) []error { return dl.Mover.MoveToDeadLetter(ctx, m) },
+		"DeadLetterMover", "moves")
 	failed, first := 0, -1
 	for j, err := range errs {
 		i := idx[j]
@@ -183,45 +186,10 @@ func (r *sqsRun) moveToDeadLetter() {
 	}
 }
 
-// callMover calls m, and returns one error per move. A panic in m, or a
-// result of the wrong length, fails every move as not sent.
-func (r *sqsRun) callMover(ctx context.Context, m DeadLetterMover, moves []DeadLetterMove) (errs []error) {
-	all := func(err error) []error {
-		errs := make([]error, len(moves))
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			errs = all(&PanicError{Value: v, Stack: debug.Stack()})
-		}
-	}()
-	errs = m.MoveToDeadLetter(ctx, moves)
-	switch {
-	case errs == nil:
-		return make([]error, len(moves))
-	case len(errs) != len(moves):
-		// Which were sent is unknown: none is reported moved, so that none
-		// is lost; a message that was sent comes back and is sent again.
-		return all(fmt.Errorf("batch: DeadLetterMover returned %d errors for %d moves", len(errs), len(moves)))
-	}
-	return errs
-}
-
 // onMove calls the OnMove hook, containing a panic inside it.
 func (r *sqsRun) onMove(msg *events.SQSMessage, err error) {
 	if r.p.opts.DeadLetter.OnMove == nil {
 		return
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			r.log.LogAttrs(r.parent, slog.LevelError, "batch: DeadLetter.OnMove panicked",
-				slog.String("messageId", msg.MessageId),
-				slog.Any("error", &PanicError{Value: v}),
-				slog.String("stack", string(debug.Stack())))
-		}
-	}()
-	r.p.opts.DeadLetter.OnMove(r.parent, *msg, err)
+	r.hook("DeadLetter.OnMove", msg.MessageId, func() { r.p.opts.DeadLetter.OnMove(r.parent, *msg, err) })
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -245,7 +244,8 @@ func (r *sqsRun) pace() {
 		r.changed(changes, nil, ErrReserveReached)
 		return
 	}
-	errs := r.changeVisibility(ctx, pc.Changer, changes)
+	errs := callEach(changes, func(c []VisibilityChange) []error { return pc.Changer.ChangeVisibility(ctx, c) },
+		"VisibilityChanger", "changes")
 	failed, first := 0, -1
 	for i, err := range errs {
 		if err != nil {
@@ -306,41 +306,7 @@ func (r *sqsRun) changed(changes []VisibilityChange, errs []error, err error) {
 	}
 }
 
-// changeVisibility calls c, and returns one error per change (a nil slice
-// when all were applied). A panic in c, or a result of the wrong length,
-// fails every change.
-func (r *sqsRun) changeVisibility(ctx context.Context, c VisibilityChanger, changes []VisibilityChange) (errs []error) {
-	all := func(err error) []error {
-		errs := make([]error, len(changes))
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			errs = all(&PanicError{Value: v, Stack: debug.Stack()})
-		}
-	}()
-	errs = c.ChangeVisibility(ctx, changes)
-	switch {
-	case errs == nil:
-		return make([]error, len(changes))
-	case len(errs) != len(changes):
-		return all(fmt.Errorf("batch: VisibilityChanger returned %d errors for %d changes", len(errs), len(changes)))
-	}
-	return errs
-}
-
 // onChange calls the OnChange hook, containing a panic inside it.
 func (r *sqsRun) onChange(c VisibilityChange, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			r.log.LogAttrs(r.parent, slog.LevelError, "batch: Pacing.OnChange panicked",
-				slog.String("messageId", c.MessageID),
-				slog.Any("error", &PanicError{Value: v}),
-				slog.String("stack", string(debug.Stack())))
-		}
-	}()
-	r.p.opts.Pacing.OnChange(r.parent, c, err)
+	r.hook("Pacing.OnChange", c.MessageID, func() { r.p.opts.Pacing.OnChange(r.parent, c, err) })
 }

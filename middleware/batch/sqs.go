@@ -2,8 +2,10 @@ package batch
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -119,6 +121,47 @@ type sqsRun struct {
 // isMoved reports whether record i's message was sent to the dead-letter
 // queue.
 func (r *sqsRun) isMoved(i int) bool { return r.moved != nil && r.moved[i] }
+
+// callEach calls call on items, and returns one error per item. A panic
+// in call, or a result of the wrong length, fails every item: which were
+// done is unknown, so none is reported done. name and noun name call and
+// the items in that error.
+func callEach[T any](items []T, call func([]T) []error, name, noun string) (errs []error) {
+	all := func(err error) []error {
+		errs := make([]error, len(items))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			errs = all(&PanicError{Value: v, Stack: debug.Stack()})
+		}
+	}()
+	errs = call(items)
+	switch {
+	case errs == nil:
+		return make([]error, len(items))
+	case len(errs) != len(items):
+		return all(fmt.Errorf("batch: %s returned %d errors for %d %s", name, len(errs), len(items), noun))
+	}
+	return errs
+}
+
+// hook runs the hook named name for the message messageID, logging a
+// panic inside it instead of letting it out.
+func (r *sqsRun) hook(name, messageID string, fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.LogAttrs(r.parent, slog.LevelError, "batch: "+name+" panicked",
+				slog.String("messageId", messageID),
+				slog.Any("error", &PanicError{Value: v}),
+				slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	fn()
+}
 
 // fifoGroup returns the group of each record for planLanes: a FIFO queue's
 // records are grouped by queue and message group; a standard queue's are

@@ -1054,3 +1054,46 @@ func TestSQSFullBatchFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestCallEach checks the one error per item that the dead-letter mover
+// and the visibility changer are called through: nil for all done, the
+// callee's own errors, and every item failed after a panic or a result of
+// the wrong length.
+func TestCallEach(t *testing.T) {
+	items := []string{"a", "b", "c"}
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name string
+		call func([]string) []error
+		want []string // each item's error text, "" for none
+	}{
+		{"nil: all done", func([]string) []error { return nil }, []string{"", "", ""}},
+		{"its own errors", func([]string) []error { return []error{nil, boom, nil} }, []string{"", "boom", ""}},
+		{"too few", func([]string) []error { return []error{boom} },
+			slices.Repeat([]string{"batch: Thing returned 1 errors for 3 items"}, 3)},
+		{"too many", func([]string) []error { return make([]error, 4) },
+			slices.Repeat([]string{"batch: Thing returned 4 errors for 3 items"}, 3)},
+		{"panic", func([]string) []error { panic("down") }, slices.Repeat([]string{"batch: record panicked: down"}, 3)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := callEach(items, tc.call, "Thing", "items")
+			if len(errs) != len(items) {
+				t.Fatalf("%d errors for %d items", len(errs), len(items))
+			}
+			for i, err := range errs {
+				got := ""
+				if err != nil {
+					got = err.Error()
+				}
+				if !strings.HasPrefix(got, tc.want[i]) || (tc.want[i] == "") != (got == "") {
+					t.Errorf("item %d: error %q, want %q", i, got, tc.want[i])
+				}
+			}
+			if tc.name == "panic" {
+				if _, ok := errors.AsType[*PanicError](errs[0]); !ok {
+					t.Errorf("after a panic: %T, want *PanicError", errs[0])
+				}
+			}
+		})
+	}
+}

@@ -90,18 +90,9 @@ func Kinesis[T any](fn func(context.Context, events.KinesisEventRecord) (T, erro
 		func(r *events.KinesisEventRecord) StreamRecord {
 			return StreamRecord{EventSourceARN: r.EventSourceArn, EventID: r.EventID, SequenceNumber: r.Kinesis.SequenceNumber, Key: r.Kinesis.PartitionKey}
 		})
-	group := func(recs []events.KinesisEventRecord) func(int) (streamKey, bool) {
-		return func(i int) (streamKey, bool) {
-			return streamKey{recs[i].EventSourceArn, recs[i].Kinesis.PartitionKey}, true
-		}
-	}
 	return func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
-		failed, err := p.handle(ctx, ev.Records, group(ev.Records))
-		out := make([]events.KinesisBatchItemFailure, len(failed))
-		for i, seq := range failed {
-			out[i].ItemIdentifier = seq
-		}
-		return events.KinesisEventResponse{BatchItemFailures: out}, err
+		failed, err := p.handle(ctx, ev.Records)
+		return events.KinesisEventResponse{BatchItemFailures: itemFailures[events.KinesisBatchItemFailure](failed)}, err
 	}
 }
 
@@ -119,19 +110,21 @@ func DynamoDBStream[T any](fn func(context.Context, events.DynamoDBEventRecord) 
 		func(r *events.DynamoDBEventRecord) StreamRecord {
 			return StreamRecord{EventSourceARN: r.EventSourceArn, EventID: r.EventID, SequenceNumber: r.Change.SequenceNumber, Key: itemKey(r)}
 		})
-	group := func(recs []events.DynamoDBEventRecord) func(int) (streamKey, bool) {
-		return func(i int) (streamKey, bool) {
-			return streamKey{recs[i].EventSourceArn, itemKey(&recs[i])}, true
-		}
-	}
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		failed, err := p.handle(ctx, ev.Records, group(ev.Records))
-		out := make([]events.DynamoDBBatchItemFailure, len(failed))
-		for i, seq := range failed {
-			out[i].ItemIdentifier = seq
-		}
-		return events.DynamoDBEventResponse{BatchItemFailures: out}, err
+		failed, err := p.handle(ctx, ev.Records)
+		return events.DynamoDBEventResponse{BatchItemFailures: itemFailures[events.DynamoDBBatchItemFailure](failed)}, err
 	}
+}
+
+// itemFailures is a response's BatchItemFailures: one a sequence number.
+func itemFailures[F ~struct {
+	ItemIdentifier string `json:"itemIdentifier"`
+}](seqs []string) []F {
+	out := make([]F, len(seqs))
+	for i, seq := range seqs {
+		out[i] = F{ItemIdentifier: seq}
+	}
+	return out
 }
 
 // streamKey is the ordering key of a stream record: its stream and its
@@ -163,6 +156,7 @@ type stream[R any] struct {
 	now  func() time.Time
 	kind kind[R]
 	id   func(*R) (seq, eventID string)
+	desc func(*R) StreamRecord // its Key and EventSourceARN order the records
 }
 
 // newStream validates and builds the processor of a stream handler named
@@ -176,10 +170,11 @@ func newStream[R, T any](fn func(context.Context, R) (T, error), opts StreamOpti
 		panic(err)
 	}
 	p := &stream[R]{
-		fn:  func(ctx context.Context, rec R) error { _, err := fn(ctx, rec); return err },
-		cfg: newSettings(opts.Concurrency, opts.MinRemaining, opts.Reserve, opts.Logger, opts.NoFullBatchError),
-		now: now,
-		id:  id,
+		fn:   func(ctx context.Context, rec R) error { _, err := fn(ctx, rec); return err },
+		cfg:  newSettings(opts.Concurrency, opts.MinRemaining, opts.Reserve, opts.Logger, opts.NoFullBatchError),
+		now:  now,
+		id:   id,
+		desc: desc,
 		kind: kind[R]{
 			ident: func(rec *R) []slog.Attr {
 				seq, eventID := id(rec)
@@ -196,10 +191,14 @@ func newStream[R, T any](fn func(context.Context, R) (T, error), opts StreamOpti
 
 // handle runs one invocation and returns the sequence numbers of the
 // records that failed or did not start, in event order, and the batch's
-// error.
-func (p *stream[R]) handle(ctx context.Context, recs []R, group func(int) (streamKey, bool)) ([]string, error) {
+// error. The records of one key of one stream run in order.
+func (p *stream[R]) handle(ctx context.Context, recs []R) ([]string, error) {
 	if len(recs) == 0 {
 		return []string{}, nil
+	}
+	group := func(i int) (streamKey, bool) {
+		d := p.desc(&recs[i])
+		return streamKey{d.EventSourceARN, d.Key}, true
 	}
 	r := newRun(ctx, &p.cfg, &p.kind, p.fn, p.now, recs, planLanes(len(recs), group))
 	defer r.cancel()

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,67 +29,55 @@ const (
 // Server is a DynamoDB-compatible endpoint shared by the tests of one test
 // binary. Create it with [New]; it is safe for concurrent use.
 type Server struct {
-	once     sync.Once
-	endpoint string
-	err      error // why the server is not available
-
-	mu   sync.Mutex
-	proc *testproc.Process // nil when nothing was started
+	shared *testproc.Shared
 }
 
 // New returns a Server that starts nothing until a test asks for its
 // endpoint.
-func New() *Server { return &Server{} }
+func New() *Server {
+	return &Server{shared: testproc.NewShared("motoserver", hint, func() (string, func() error, error) {
+		if ep := os.Getenv(EnvEndpoint); ep != "" {
+			return ep, nil, nil
+		}
+		return start()
+	})}
+}
 
 // Run runs the tests and then closes the server. Use it in TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
-func (s *Server) Run(m *testing.M) int {
-	return testproc.Run(m, s.Close)
-}
+func (s *Server) Run(m *testing.M) int { return s.shared.Run(m) }
 
 // Endpoint returns the server's base URL, starting moto_server on first use.
 // When no server can be had, it fails the test under CI=true and skips it
 // otherwise.
 func (s *Server) Endpoint(t testing.TB) string {
 	t.Helper()
-	s.once.Do(s.start)
-	if s.err != nil {
-		testproc.Unavailable(t, "motoserver", s.err, hint)
-	}
-	return s.endpoint
+	return s.shared.Addr(t)
 }
 
 // Start starts moto_server if this Server has not yet, and returns its base
 // URL: [Server.Endpoint] for programs that are not tests (the chaos
 // command). Call [Server.Close] when done.
-func (s *Server) Start() (string, error) {
-	s.once.Do(s.start)
-	if s.err != nil {
-		return "", fmt.Errorf("motoserver: %w", s.err)
-	}
-	return s.endpoint, nil
-}
+func (s *Server) Start() (string, error) { return s.shared.Start() }
 
-func (s *Server) start() {
-	if ep := os.Getenv(EnvEndpoint); ep != "" {
-		s.endpoint = ep
-		return
-	}
-	path, err := exec.LookPath(Command)
+// Close stops the server if this Server started one, killing its process
+// group. It is safe to call more than once.
+func (s *Server) Close() error { return s.shared.Close() }
+
+// start starts a moto_server on a free loopback port, and returns its
+// endpoint and the function that stops it.
+func start() (endpoint string, stop func() error, err error) {
+	p, endpoint, err := testproc.LaunchProgram(Command, launch)
 	if err != nil {
-		s.err = fmt.Errorf("%s not found in PATH: %w", Command, err)
-		return
+		return "", nil, err
 	}
-	p, endpoint, err := testproc.Launch(func() (*testproc.Process, string, error) { return launch(path) })
-	if err != nil {
-		s.err = err
-		return
-	}
-	s.endpoint = endpoint
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
+	return endpoint, func() error {
+		if err := p.Stop(); err != nil {
+			return fmt.Errorf("motoserver: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // launch starts one moto_server and waits until it answers.
@@ -152,27 +139,6 @@ func command(motoServer string, port int) *exec.Cmd {
 		return exec.Command(py, "-c", atomicServer, "127.0.0.1", strconv.Itoa(port))
 	}
 	return exec.Command(motoServer, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-}
-
-// Close stops the server if this Server started one, killing its process
-// group. It is safe to call more than once.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	p := s.proc
-	s.proc = nil
-	s.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	return stopProcess(p)
-}
-
-// stopProcess stops p, naming this package in its error.
-func stopProcess(p *testproc.Process) error {
-	if err := p.Stop(); err != nil {
-		return fmt.Errorf("motoserver: %w", err)
-	}
-	return nil
 }
 
 // Reset clears all of moto's state (POST /moto-api/reset). It affects every

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,34 +37,33 @@ const (
 // Server is a PostgreSQL server shared by the tests of one test binary.
 // Create it with [New]; it is safe for concurrent use.
 type Server struct {
-	once sync.Once
-	url  string // of the "postgres" database, as superuser
-	err  error
-
-	mu   sync.Mutex
-	proc *testproc.Process
-	dir  string
+	shared *testproc.Shared // its address: the URL of the "postgres" database, as superuser
 }
 
 // New returns a Server that starts nothing until a test asks for it.
-func New() *Server { return &Server{} }
+func New() *Server {
+	return &Server{shared: testproc.NewShared("pgserver", hint, func() (string, func() error, error) {
+		if u := os.Getenv(EnvURL); u != "" {
+			return u, nil, nil
+		}
+		return start()
+	})}
+}
 
 // Run runs the tests and then closes the server. Use it in TestMain.
-func (s *Server) Run(m *testing.M) int {
-	return testproc.Run(m, s.Close)
-}
+func (s *Server) Run(m *testing.M) int { return s.shared.Run(m) }
 
 // URL returns the URL of the server's "postgres" database as its
 // superuser, starting the server on first use. When no server can be had,
 // it fails the test under CI=true and skips it otherwise.
 func (s *Server) URL(t testing.TB) string {
 	t.Helper()
-	s.once.Do(s.start)
-	if s.err != nil {
-		testproc.Unavailable(t, "pgserver", s.err, hint)
-	}
-	return s.url
+	return s.shared.Addr(t)
 }
+
+// Close stops the server if this Server started one and removes its
+// directory. It is safe to call more than once.
+func (s *Server) Close() error { return s.shared.Close() }
 
 // NewDatabase creates an empty database for t and returns its URL. The
 // database is dropped when t ends.
@@ -73,17 +71,7 @@ func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
 	base := s.URL(t)
 	name := "test_" + strings.ToLower(rand.Text())
-	exec := func(sql string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
+	exec := func(sql string) error { return execSQL(base, sql, 30*time.Second) }
 	if err := exec("CREATE DATABASE " + name); err != nil {
 		t.Fatalf("pgserver: create database: %v", err)
 	}
@@ -121,31 +109,26 @@ func BinDir() (string, error) {
 	return "", errors.New("no initdb in pg_config --bindir, PATH or /usr/lib/postgresql/*/bin")
 }
 
-func (s *Server) start() {
-	if u := os.Getenv(EnvURL); u != "" {
-		s.url = u
-		return
-	}
+// start initialises a cluster in a new directory and starts PostgreSQL on
+// it, and returns its URL and the function that stops it and removes the
+// directory.
+func start() (string, func() error, error) {
 	bin, err := BinDir()
 	if err != nil {
-		s.err = err
-		return
+		return "", nil, err
 	}
 	cred, err := credential()
 	if err != nil {
-		s.err = err
-		return
+		return "", nil, err
 	}
 	dir, err := os.MkdirTemp("", "pgserver-")
 	if err != nil {
-		s.err = err
-		return
+		return "", nil, err
 	}
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			os.RemoveAll(dir)
-			s.err = fmt.Errorf("give %s to user %s: %w", dir, unprivileged, err)
-			return
+			return "", nil, fmt.Errorf("give %s to user %s: %w", dir, unprivileged, err)
 		}
 	}
 	data := filepath.Join(dir, "data")
@@ -154,19 +137,20 @@ func (s *Server) start() {
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
-		s.err = fmt.Errorf("initdb: %w\n%s", err, out)
-		return
+		return "", nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
 	p, u, err := testproc.Launch(func() (*testproc.Process, string, error) { return launch(bin, data, dir, cred) })
 	if err != nil {
 		os.RemoveAll(dir)
-		s.err = err
-		return
+		return "", nil, err
 	}
-	s.url = u
-	s.mu.Lock()
-	s.proc, s.dir = p, dir
-	s.mu.Unlock()
+	return u, func() error {
+		err := p.Stop()
+		if rerr := os.RemoveAll(dir); err == nil {
+			err = rerr
+		}
+		return err
+	}, nil
 }
 
 // credential returns the user to run PostgreSQL as: nil (the current user)
@@ -205,15 +189,7 @@ func launch(bin, data, sockets string, cred *syscall.Credential) (*testproc.Proc
 	}
 	p.StopSignal = syscall.SIGINT // fast shutdown: do not wait for clients
 	u := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	ready := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, u)
-		if err != nil {
-			return err
-		}
-		return conn.Close(ctx)
-	}
+	ready := func() error { return execSQL(u, "", 2*time.Second) }
 	if err := p.WaitReady(startTimeout, ready); err != nil {
 		_ = p.Stop()
 		return nil, "", err
@@ -221,19 +197,19 @@ func launch(bin, data, sockets string, cred *syscall.Credential) (*testproc.Proc
 	return p, u, nil
 }
 
-// Close stops the server if this Server started one and removes its
-// directory. It is safe to call more than once.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	p, dir := s.proc, s.dir
-	s.proc, s.dir = nil, ""
-	s.mu.Unlock()
-	if p == nil {
+// execSQL connects to the database at u and runs sql (nothing when it is
+// empty), all within timeout.
+func execSQL(u, sql string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if sql == "" {
 		return nil
 	}
-	err := p.Stop()
-	if rerr := os.RemoveAll(dir); err == nil {
-		err = rerr
-	}
+	_, err = conn.Exec(ctx, sql)
 	return err
 }

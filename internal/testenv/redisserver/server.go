@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,39 +32,41 @@ const (
 // Server is a Redis server shared by the tests of one test binary. Create it
 // with [New]; it is safe for concurrent use.
 type Server struct {
-	cluster bool
-
-	once sync.Once
-	addr string
-	err  error
-
-	mu   sync.Mutex
-	proc *testproc.Process
+	shared *testproc.Shared
 }
 
 // New returns a Server that starts nothing until a test asks for its address.
-func New() *Server { return &Server{} }
+func New() *Server { return newServer(false) }
 
 // NewCluster returns a Server that starts a one-node Redis Cluster (cluster
 // mode on, all 16384 slots on the node), for tests through a
 // redis.ClusterClient. [EnvAddr] does not apply to it.
-func NewCluster() *Server { return &Server{cluster: true} }
+func NewCluster() *Server { return newServer(true) }
+
+func newServer(cluster bool) *Server {
+	return &Server{shared: testproc.NewShared("redisserver", hint, func() (string, func() error, error) {
+		if addr := os.Getenv(EnvAddr); addr != "" && !cluster {
+			return addr, nil, nil
+		}
+		p, addr, err := testproc.LaunchProgram(Command, func(path string) (*testproc.Process, string, error) {
+			return launch(path, cluster)
+		})
+		if err != nil {
+			return "", nil, err
+		}
+		return addr, p.Stop, nil
+	})}
+}
 
 // Run runs the tests and then closes the server. Use it in TestMain.
-func (s *Server) Run(m *testing.M) int {
-	return testproc.Run(m, s.Close)
-}
+func (s *Server) Run(m *testing.M) int { return s.shared.Run(m) }
 
 // Addr returns the server's host:port, starting redis-server on first use.
 // When no server can be had, it fails the test under CI=true and skips it
 // otherwise.
 func (s *Server) Addr(t testing.TB) string {
 	t.Helper()
-	s.once.Do(s.start)
-	if s.err != nil {
-		testproc.Unavailable(t, "redisserver", s.err, hint)
-	}
-	return s.addr
+	return s.shared.Addr(t)
 }
 
 // URL returns the server's address as a redis:// URL.
@@ -74,26 +75,9 @@ func (s *Server) URL(t testing.TB) string {
 	return "redis://" + s.Addr(t)
 }
 
-func (s *Server) start() {
-	if addr := os.Getenv(EnvAddr); addr != "" && !s.cluster {
-		s.addr = addr
-		return
-	}
-	path, err := exec.LookPath(Command)
-	if err != nil {
-		s.err = fmt.Errorf("%s not found in PATH: %w", Command, err)
-		return
-	}
-	p, addr, err := testproc.Launch(func() (*testproc.Process, string, error) { return launch(path, s.cluster) })
-	if err != nil {
-		s.err = err
-		return
-	}
-	s.addr = addr
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
-}
+// Close stops the server if this Server started one. It is safe to call
+// more than once.
+func (s *Server) Close() error { return s.shared.Close() }
 
 func launch(path string, cluster bool) (*testproc.Process, string, error) {
 	port, err := testproc.FreePort()
@@ -198,17 +182,4 @@ func command(addr, cmd string) (string, error) {
 		return string(buf[:n]), nil
 	}
 	return "", fmt.Errorf("%s: unexpected reply %q", cmd, line)
-}
-
-// Close stops the server if this Server started one. It is safe to call
-// more than once.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	p := s.proc
-	s.proc = nil
-	s.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	return p.Stop()
 }

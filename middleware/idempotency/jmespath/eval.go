@@ -289,40 +289,8 @@ func (ev *evaluator) visit(n *node, v value) (value, error) {
 		return ev.comparator(n, v)
 	case nFunction:
 		return ev.function(n, v)
-	case nFilterProjection:
-		base, err := ev.visit(n.children[0], v)
-		if err != nil || base.k != kArray {
-			return null, err
-		}
-		return ev.project(base, func(e value) (value, bool, error) {
-			cond, err := ev.visit(n.children[2], e)
-			if err != nil || !truthy(cond) {
-				return value{}, false, err
-			}
-			r, err := ev.visit(n.children[1], e)
-			return r, true, err
-		})
-	case nProjection:
-		base, err := ev.visit(n.children[0], v)
-		if err != nil || base.k != kArray {
-			return null, err
-		}
-		return ev.project(base, func(e value) (value, bool, error) {
-			r, err := ev.visit(n.children[1], e)
-			return r, true, err
-		})
-	case nValueProjection:
-		base, err := ev.visit(n.children[0], v)
-		if err != nil || base.k != kObject {
-			return null, err
-		}
-		if err := ev.ordered(base); err != nil {
-			return value{}, err
-		}
-		return ev.project(base, func(e value) (value, bool, error) {
-			r, err := ev.visit(n.children[1], e)
-			return r, true, err
-		})
+	case nProjection, nValueProjection, nFilterProjection:
+		return ev.projection(n, v)
 	case nFlatten:
 		base, err := ev.visit(n.children[0], v)
 		if err != nil || base.k != kArray {
@@ -339,50 +307,8 @@ func (ev *evaluator) visit(n *node, v value) (value, error) {
 			return null, nil
 		}
 		return ev.slice(v, n)
-	case nMultiSelectList:
-		if v.k == kNull {
-			return null, nil
-		}
-		if v.k == kUndef {
-			return value{}, refuse(errUndef)
-		}
-		if err := ev.charge(int64(len(n.children))*valueSize + compositeSize); err != nil {
-			return value{}, err
-		}
-		out := make([]value, len(n.children))
-		for i, c := range n.children {
-			r, err := ev.visit(c, v)
-			if err != nil {
-				return value{}, err
-			}
-			if r.k == kUndef {
-				return value{}, refuse(errUndef)
-			}
-			out[i] = r
-		}
-		return array(out), nil
-	case nMultiSelectHash:
-		if v.k == kNull {
-			return null, nil
-		}
-		if v.k == kUndef {
-			return value{}, refuse(errUndef)
-		}
-		if err := ev.charge(int64(len(n.children))*(valueSize+16) + compositeSize); err != nil {
-			return value{}, err
-		}
-		obj := &composite{keys: make([]string, 0, len(n.keys)), vals: make([]value, 0, len(n.keys))}
-		for i, c := range n.children {
-			r, err := ev.visit(c, v)
-			if err != nil {
-				return value{}, err
-			}
-			if r.k == kUndef {
-				return value{}, refuse(errUndef)
-			}
-			obj.set(n.keys[i], r)
-		}
-		return value{k: kObject, c: obj}, nil
+	case nMultiSelectList, nMultiSelectHash:
+		return ev.multiSelect(n, v)
 	case nOr:
 		l, err := ev.visit(n.children[0], v)
 		if err != nil || truthy(l) {
@@ -405,6 +331,97 @@ func (ev *evaluator) visit(n *node, v value) (value, error) {
 	panic("jmespath: unknown node")
 }
 
+// projection evaluates a projection: the right side on each element of
+// the left side's array (its object's values for a value projection) that
+// the filter keeps, if there is one.
+func (ev *evaluator) projection(n *node, v value) (value, error) {
+	want := kArray
+	if n.typ == nValueProjection {
+		want = kObject
+	}
+	base, err := ev.visit(n.children[0], v)
+	if err != nil || base.k != want {
+		return null, err
+	}
+	if want == kObject {
+		if err := ev.ordered(base); err != nil {
+			return value{}, err
+		}
+	}
+	return ev.project(base, func(e value) (value, bool, error) {
+		if n.typ == nFilterProjection {
+			cond, err := ev.visit(n.children[2], e)
+			if err != nil || !truthy(cond) {
+				return value{}, false, err
+			}
+		}
+		r, err := ev.visit(n.children[1], e)
+		return r, true, err
+	})
+}
+
+// multiSelect evaluates a multi-select list or hash: an array of its
+// children's values, or an object of them under its keys.
+func (ev *evaluator) multiSelect(n *node, v value) (value, error) {
+	if v.k == kNull {
+		return null, nil
+	}
+	if v.k == kUndef {
+		return value{}, refuse(errUndef)
+	}
+	hash := n.typ == nMultiSelectHash
+	size := int64(compositeSize)
+	if hash {
+		size += int64(len(n.children)) * 16
+	}
+	if err := ev.charge(size); err != nil {
+		return value{}, err
+	}
+	vals, err := ev.visitAll(n.children, v)
+	if err != nil {
+		return value{}, err
+	}
+	if !hash {
+		return array(vals), nil
+	}
+	// set writes at most one value an iteration, so in vals' own array
+	// no value is overwritten before it is read.
+	obj := &composite{keys: make([]string, 0, len(n.keys)), vals: vals[:0]}
+	for i, r := range vals {
+		obj.set(n.keys[i], r)
+	}
+	return value{k: kObject, c: obj}, nil
+}
+
+// visitAll evaluates each of nodes on v, in order, refusing an undefined
+// result.
+func (ev *evaluator) visitAll(nodes []*node, v value) ([]value, error) {
+	if err := ev.charge(int64(len(nodes)) * valueSize); err != nil {
+		return nil, err
+	}
+	out := make([]value, len(nodes))
+	for i, c := range nodes {
+		r, err := ev.visit(c, v)
+		if err != nil {
+			return nil, err
+		}
+		if r.k == kUndef {
+			return nil, refuse(errUndef)
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// values returns an empty slice with room for n values, charging the
+// budget for it and for the array it becomes.
+func (ev *evaluator) values(n int) ([]value, error) {
+	if err := ev.charge(int64(n)*valueSize + compositeSize); err != nil {
+		return nil, err
+	}
+	return make([]value, 0, n), nil
+}
+
 // set sets the member name of the object c, in place when it has it (as a
 // Python dict and a JavaScript object do).
 func (c *composite) set(name string, v value) {
@@ -425,10 +442,10 @@ func (ev *evaluator) project(base value, fn func(value) (value, bool, error)) (v
 	if err != nil {
 		return value{}, err
 	}
-	if err := ev.charge(int64(n)*valueSize + compositeSize); err != nil {
+	out, err := ev.values(n)
+	if err != nil {
 		return value{}, err
 	}
-	out := make([]value, 0, n)
 	err = ev.each(base, func(_ string, e value) (bool, error) {
 		r, keep, err := fn(e)
 		if err != nil || !keep {
@@ -464,10 +481,10 @@ func (ev *evaluator) flatten(base value) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	if err := ev.charge(int64(total)*valueSize + compositeSize); err != nil {
+	out, err := ev.values(total)
+	if err != nil {
 		return value{}, err
 	}
-	out := make([]value, 0, total)
 	err = ev.each(base, func(_ string, e value) (bool, error) {
 		if e.k != kArray {
 			out = append(out, e)
@@ -551,10 +568,10 @@ func (ev *evaluator) slice(v value, n *node) (value, error) {
 	} else if step < 0 && start > stop {
 		count = (start - stop - step - 1) / -step
 	}
-	if err := ev.charge(int64(count)*valueSize + compositeSize); err != nil {
+	out, err := ev.values(count)
+	if err != nil {
 		return value{}, err
 	}
-	out := make([]value, 0, count)
 	for i := start; len(out) < count; i += step {
 		out = append(out, elems[i])
 	}

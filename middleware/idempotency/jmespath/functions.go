@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sqsonce/sqsonce/internal/inflate"
+	"github.com/sqsonce/sqsonce/internal/jsonkey"
 )
 
 // function is a JMESPath function: its name, arity, which arguments are
@@ -97,19 +98,9 @@ func resolve(n *node, exprefAllowed bool) error {
 // function evaluates a function call: its arguments in order, then the
 // function.
 func (ev *evaluator) function(n *node, v value) (value, error) {
-	if err := ev.charge(int64(len(n.children)) * valueSize); err != nil {
+	args, err := ev.visitAll(n.children, v)
+	if err != nil {
 		return value{}, err
-	}
-	args := make([]value, len(n.children))
-	for i, c := range n.children {
-		a, err := ev.visit(c, v)
-		if err != nil {
-			return value{}, err
-		}
-		if a.k == kUndef {
-			return value{}, refuse(errUndef)
-		}
-		args[i] = a
 	}
 	r, err := n.fn.call(ev, args)
 	if err != nil {
@@ -152,7 +143,7 @@ func (ev *evaluator) numbers(fn string, v value) ([]value, error) {
 // tells whether Python's is a float.
 func (ev *evaluator) sum(xs []value) (total float64, float bool, err error) {
 	for _, x := range xs {
-		if isInt(x.s) {
+		if jsonkey.IsInteger(x.s) {
 			if _, ok := smallInt(x.s); !ok {
 				return 0, false, refuse(errPrecision)
 			}
@@ -208,7 +199,7 @@ func fnRound(a []value, round func(float64) float64, fn string) (value, error) {
 	if a[0].k != kNumber {
 		return value{}, typeError(fn, "a number", a[0])
 	}
-	if isInt(a[0].s) {
+	if jsonkey.IsInteger(a[0].s) {
 		return a[0], nil
 	}
 	f := round(double(a[0].s))
@@ -339,22 +330,27 @@ func fnKeysValues(ev *evaluator, a []value, fn string) (value, error) {
 	return array(out), nil
 }
 
+// bmpText is the text of the string v, refused when it has a character
+// beyond U+FFFF: Python counts and reverses code points, TypeScript UTF-16
+// units (splitting a pair).
+func (ev *evaluator) bmpText(v value) (string, error) {
+	s, err := ev.text(v)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range s {
+		if r > 0xffff {
+			return "", refuse(errAstral)
+		}
+	}
+	return s, nil
+}
+
 func fnLength(ev *evaluator, a []value) (value, error) {
 	switch a[0].k {
 	case kString:
-		s, err := ev.text(a[0])
-		if err != nil {
-			return value{}, err
-		}
-		n := 0
-		for _, r := range s {
-			if r > 0xffff {
-				// Python counts code points, TypeScript UTF-16 units.
-				return value{}, refuse(errAstral)
-			}
-			n++
-		}
-		return number(intSpelling(float64(n))), nil
+		s, err := ev.bmpText(a[0])
+		return number(intSpelling(float64(utf8.RuneCountInString(s)))), err
 	case kObject:
 		if a[0].f&fOpaque != 0 {
 			return value{}, refuse(errOpaque)
@@ -584,7 +580,7 @@ func (ev *evaluator) reorder(v value) {
 func fnReverse(ev *evaluator, a []value) (value, error) {
 	switch a[0].k {
 	case kString:
-		s, err := ev.text(a[0])
+		s, err := ev.bmpText(a[0])
 		if err != nil {
 			return value{}, err
 		}
@@ -592,12 +588,6 @@ func fnReverse(ev *evaluator, a []value) (value, error) {
 			return value{}, err
 		}
 		rs := []rune(s)
-		for _, r := range rs {
-			if r > 0xffff {
-				// TypeScript reverses UTF-16 units, splitting pairs.
-				return value{}, refuse(errAstral)
-			}
-		}
 		slices.Reverse(rs)
 		return str(string(rs)), nil
 	case kArray:
@@ -855,33 +845,41 @@ func fnToString(ev *evaluator, a []value) (value, error) {
 // fnPowertoolsJSON reads JSON text under the package's rules (see
 // jsonrules.go): json.loads in Python, JSON.parse in TypeScript.
 func fnPowertoolsJSON(ev *evaluator, a []value) (value, error) {
-	if a[0].k != kString {
-		return value{}, typeError("powertools_json", "a string", a[0])
+	return ev.decodeOnce("powertools_json", a[0], func(s string) (value, error) {
+		if err := ev.checkJSON(s); err != nil {
+			return value{}, err
+		}
+		return rawValue(trimJSONSpace(s)), nil
+	})
+}
+
+// decodeOnce is a powertools_* function fn of the string a: decode's
+// result on its text, charged a step a byte, once per string in an
+// evaluation.
+func (ev *evaluator) decodeOnce(fn string, a value, decode func(s string) (value, error)) (value, error) {
+	if a.k != kString {
+		return value{}, typeError(fn, "a string", a)
 	}
-	key := memoKey{"json", a[0].identity()}
+	key := memoKey{fn, a.identity()}
 	if v, ok := ev.memo[key]; ok {
 		return v, nil
 	}
-	s, err := ev.text(a[0])
+	s, err := ev.text(a)
 	if err != nil {
 		return value{}, err
 	}
 	if err := ev.step(int64(len(s))); err != nil {
 		return value{}, err
 	}
-	if err := ev.checkJSON(s); err != nil {
+	v, err := decode(s)
+	if err != nil {
 		return value{}, err
 	}
-	v := rawValue(trimJSONSpace(s))
-	ev.remember(key, v)
-	return v, nil
-}
-
-func (ev *evaluator) remember(k memoKey, v value) {
 	if ev.memo == nil {
 		ev.memo = map[memoKey]value{}
 	}
-	ev.memo[k] = v
+	ev.memo[key] = v
+	return v, nil
 }
 
 // fnBase64 is powertools_base64 and powertools_base64_gzip. Both runtimes
@@ -896,20 +894,13 @@ func fnBase64(ev *evaluator, a []value, gz bool) (value, error) {
 	if gz {
 		fn += "_gzip"
 	}
-	if a[0].k != kString {
-		return value{}, typeError(fn, "a string", a[0])
-	}
-	key := memoKey{fn, a[0].identity()}
-	if v, ok := ev.memo[key]; ok {
-		return v, nil
-	}
-	s, err := ev.text(a[0])
-	if err != nil {
-		return value{}, err
-	}
-	if err := ev.step(int64(len(s))); err != nil {
-		return value{}, err
-	}
+	return ev.decodeOnce(fn, a[0], func(s string) (value, error) {
+		return ev.decodeBase64(s, gz)
+	})
+}
+
+// decodeBase64 decodes s for fnBase64.
+func (ev *evaluator) decodeBase64(s string, gz bool) (value, error) {
 	if !strictBase64(s) {
 		return value{}, refuse(errBase64)
 	}
@@ -943,9 +934,7 @@ func fnBase64(ev *evaluator, a []value, gz bool) (value, error) {
 	if !gz && len(b) >= 3 && string(b[:3]) == "\ufeff" {
 		return value{}, refuse(errBOM)
 	}
-	v := str(unsafeString(b))
-	ev.remember(key, v)
-	return v, nil
+	return str(unsafeString(b)), nil
 }
 
 // strictBase64 reports whether s is what Powertools TypeScript's

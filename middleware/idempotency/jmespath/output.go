@@ -26,7 +26,7 @@ func (ev *evaluator) spell(dst []byte, v value) ([]byte, error) {
 		return append(dst, [...]string{kNull: "null", kTrue: "true", kFalse: "false"}[v.k]...), nil
 	case kNumber:
 		var py, js [64]byte
-		p, j := pyNumber(py[:0], v.s), jsNumber(js[:0], v.s)
+		p, j := jsonkey.AppendPythonNumber(py[:0], v.s), jsonkey.AppendJSNumber(js[:0], v.s)
 		if string(p) != string(j) {
 			return nil, refuse(errSpelling)
 		}
@@ -46,45 +46,53 @@ func (ev *evaluator) spell(dst []byte, v value) ([]byte, error) {
 				return nil, err
 			}
 		}
-		open, closing := byte('['), byte(']')
-		if v.k == kObject {
-			open, closing = '{', '}'
-		}
-		if dst, err = ev.reserve(dst, 2); err != nil {
-			return nil, err
-		}
-		dst = append(dst, open)
-		first := true
-		err := ev.each(v, func(key string, e value) (bool, error) {
-			var err error
-			if !first {
-				if dst, err = ev.reserve(dst, 1); err != nil {
-					return false, err
-				}
-				dst = append(dst, ',')
-			}
-			first = false
-			if v.k == kObject {
-				if dst, err = ev.appendASCII(dst, key); err != nil {
-					return false, err
-				}
-				if dst, err = ev.reserve(dst, 1); err != nil {
-					return false, err
-				}
-				dst = append(dst, ':')
-			}
-			dst, err = ev.spell(dst, e)
-			return true, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		if dst, err = ev.reserve(dst, 1); err != nil {
-			return nil, err
-		}
-		return append(dst, closing), nil
+		return ev.appendComposite(dst, v, ev.appendASCII, ev.spell)
 	}
 	return nil, refuse(errUndef)
+}
+
+// appendComposite appends the array or object v without space, its names
+// by name and its values by elem.
+func (ev *evaluator) appendComposite(dst []byte, v value,
+	name func([]byte, string) ([]byte, error), elem func([]byte, value) ([]byte, error)) ([]byte, error) {
+	open, closing := byte('['), byte(']')
+	if v.k == kObject {
+		open, closing = '{', '}'
+	}
+	dst, err := ev.reserve(dst, 2)
+	if err != nil {
+		return nil, err
+	}
+	dst = append(dst, open)
+	first := true
+	err = ev.each(v, func(key string, e value) (bool, error) {
+		var err error
+		if !first {
+			if dst, err = ev.reserve(dst, 1); err != nil {
+				return false, err
+			}
+			dst = append(dst, ',')
+		}
+		first = false
+		if v.k == kObject {
+			if dst, err = name(dst, key); err != nil {
+				return false, err
+			}
+			if dst, err = ev.reserve(dst, 1); err != nil {
+				return false, err
+			}
+			dst = append(dst, ':')
+		}
+		dst, err = elem(dst, e)
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if dst, err = ev.reserve(dst, 1); err != nil {
+		return nil, err
+	}
+	return append(dst, closing), nil
 }
 
 // appendASCII appends the string s, which both runtimes escape alike only
@@ -140,10 +148,7 @@ func (ev *evaluator) keyJSON(dst []byte, v value) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !utf8.ValidString(s) {
-			return nil, refuse(errUTF8)
-		}
-		return ev.appendString(dst, s)
+		return ev.appendUTF8(dst, s)
 	case kArray, kObject:
 		if v.f&fOpaque != 0 {
 			return nil, refuse(errOpaque)
@@ -156,48 +161,17 @@ func (ev *evaluator) keyJSON(dst []byte, v value) ([]byte, error) {
 			// as they were sent, which Lambda's event does not fix.
 			return nil, refuse(errUnordered)
 		}
-		open, closing := byte('['), byte(']')
-		if v.k == kObject {
-			open, closing = '{', '}'
-		}
-		if dst, err = ev.reserve(dst, 2); err != nil {
-			return nil, err
-		}
-		dst = append(dst, open)
-		first := true
-		err := ev.each(v, func(key string, e value) (bool, error) {
-			var err error
-			if !first {
-				if dst, err = ev.reserve(dst, 1); err != nil {
-					return false, err
-				}
-				dst = append(dst, ',')
-			}
-			first = false
-			if v.k == kObject {
-				if !utf8.ValidString(key) {
-					return false, refuse(errUTF8)
-				}
-				if dst, err = ev.appendString(dst, key); err != nil {
-					return false, err
-				}
-				if dst, err = ev.reserve(dst, 1); err != nil {
-					return false, err
-				}
-				dst = append(dst, ':')
-			}
-			dst, err = ev.keyJSON(dst, e)
-			return true, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		if dst, err = ev.reserve(dst, 1); err != nil {
-			return nil, err
-		}
-		return append(dst, closing), nil
+		return ev.appendComposite(dst, v, ev.appendUTF8, ev.keyJSON)
 	}
 	return nil, refuse(errUndef)
+}
+
+// appendUTF8 appends s as appendString does, refusing invalid UTF-8.
+func (ev *evaluator) appendUTF8(dst []byte, s string) ([]byte, error) {
+	if !utf8.ValidString(s) {
+		return nil, refuse(errUTF8)
+	}
+	return ev.appendString(dst, s)
 }
 
 // compact appends the raw array or object text without space, its strings

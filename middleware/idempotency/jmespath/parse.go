@@ -434,12 +434,16 @@ func (p *parser) nud(t token) (*node, error) {
 			return nil, err
 		}
 		return &node{typ: nProjection, children: []*node{{typ: nFlatten, children: []*node{{typ: nIdentity}}}, right}}, nil
-	case tNot:
-		n, err := p.expression(bindingPower[tNot])
+	case tNot, tExpref: // !expr, &expr
+		n, err := p.expression(bindingPower[t.typ])
 		if err != nil {
 			return nil, err
 		}
-		return &node{typ: nNot, children: []*node{n}}, nil
+		typ := nNot
+		if t.typ == tExpref {
+			typ = nExpref
+		}
+		return &node{typ: typ, children: []*node{n}}, nil
 	case tLbracket:
 		switch {
 		case p.cur() == tNumber || p.cur() == tColon:
@@ -460,12 +464,6 @@ func (p *parser) nud(t token) (*node, error) {
 		return p.multiSelectList()
 	case tCurrent:
 		return &node{typ: nCurrent}, nil
-	case tExpref:
-		n, err := p.expression(bindingPower[tExpref])
-		if err != nil {
-			return nil, err
-		}
-		return &node{typ: nExpref, children: []*node{n}}, nil
 	case tEOF:
 		return nil, errAt(t.start, "incomplete expression")
 	}

@@ -71,21 +71,9 @@ func main() {
 	opts := batch.StreamOptions{MinRemaining: time.Second, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	switch kind := os.Getenv("STREAM_KIND"); kind {
 	case "kinesis":
-		lambda.Start(batch.Kinesis(func(ctx context.Context, r events.KinesisEventRecord) (struct{}, error) {
-			w, err := kinesisWork(r)
-			if err != nil {
-				return struct{}{}, batch.Permanent(err)
-			}
-			return struct{}{}, f.run(ctx, w)
-		}, opts))
+		lambda.Start(batch.Kinesis(record(f, kinesisWork), opts))
 	case "dynamodb":
-		lambda.Start(batch.DynamoDBStream(func(ctx context.Context, r events.DynamoDBEventRecord) (struct{}, error) {
-			w, err := dynamodbWork(r)
-			if err != nil {
-				return struct{}{}, batch.Permanent(err)
-			}
-			return struct{}{}, f.run(ctx, w)
-		}, opts))
+		lambda.Start(batch.DynamoDBStream(record(f, dynamodbWork), opts))
 	default:
 		fmt.Fprintf(os.Stderr, "streamfn: STREAM_KIND=%q is not kinesis or dynamodb\n", kind)
 		os.Exit(2)
@@ -139,6 +127,18 @@ func dynamodbWork(r events.DynamoDBEventRecord) (work, error) {
 }
 
 var errAsked = errors.New("streamfn: failing, as the record asks")
+
+// record is the record function of f for records whose work read finds:
+// a record it cannot read fails permanently.
+func record[R any](f *function, read func(R) (work, error)) func(context.Context, R) (struct{}, error) {
+	return func(ctx context.Context, r R) (struct{}, error) {
+		w, err := read(r)
+		if err != nil {
+			return struct{}{}, batch.Permanent(err)
+		}
+		return struct{}{}, f.run(ctx, w)
+	}
+}
 
 // run does the work, through the guard when there is one.
 func (f *function) run(ctx context.Context, w work) error {

@@ -23,25 +23,13 @@
 import { BatchProcessor, EventType } from '@aws-lambda-powertools/batch';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { dynamoDBClient, lambdaContext, readRequest, sleep, writeReport } from './common.mjs';
 
-const input = await new Promise((resolve, reject) => {
-  let text = '';
-  process.stdin.setEncoding('utf8');
-  process.stdin.on('data', (chunk) => { text += chunk; });
-  process.stdin.on('end', () => resolve(text));
-  process.stdin.on('error', reject);
-});
-const req = JSON.parse(input);
+const req = await readRequest();
 
-const client = new DynamoDBClient({
-  endpoint: req.endpoint,
-  region: 'us-east-1',
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-});
 const persistenceStore = new DynamoDBPersistenceLayer({
   tableName: req.table,
-  awsSdkV3Client: client,
+  awsSdkV3Client: dynamoDBClient(req.endpoint),
   keyAttr: req.keyAttr,
   sortKeyAttr: req.sortKeyAttr,
   staticPkValue: req.staticPkValue,
@@ -53,12 +41,11 @@ const config = new IdempotencyConfig({
 });
 
 const ran = [];
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const processIdempotently = makeIdempotent(
   async (record) => {
     ran.push(record.messageId);
     if (req.crash) {
-      process.stdout.write(JSON.stringify({ crashed: record.messageId, ran }) + '\n');
+      writeReport({ crashed: record.messageId, ran });
       process.exit(0);
     }
     if (req.modelMs) await sleep(req.modelMs);
@@ -67,11 +54,7 @@ const processIdempotently = makeIdempotent(
   { persistenceStore, config, keyPrefix: req.keyPrefix },
 );
 
-const context = {
-  functionName: 'pt-interop',
-  awsRequestId: 'req',
-  getRemainingTimeInMillis: () => req.remainingMs ?? 60_000,
-};
+const context = lambdaContext('pt-interop', req.remainingMs);
 
 const report = { events: [], ran };
 for (const event of req.events) {
@@ -103,4 +86,4 @@ for (const event of req.events) {
         : { messageId: record.messageId, status, error: errors.get(record.messageId) }),
   });
 }
-process.stdout.write(JSON.stringify(report) + '\n');
+writeReport(report);

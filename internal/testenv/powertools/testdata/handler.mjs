@@ -22,23 +22,14 @@
 //   ran: indices of the events whose handler ran; crashed: the index it exited in
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { dynamoDBClient, lambdaContext, readRequest, writeReport } from './common.mjs';
 
-const input = await new Promise((resolve, reject) => {
-  let text = '';
-  process.stdin.setEncoding('utf8');
-  process.stdin.on('data', (chunk) => { text += chunk; });
-  process.stdin.on('end', () => resolve(text));
-  process.stdin.on('error', reject);
-});
-const req = JSON.parse(input);
+const req = await readRequest();
 
-const client = new DynamoDBClient({
-  endpoint: req.endpoint,
-  region: 'us-east-1',
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+const persistenceStore = new DynamoDBPersistenceLayer({
+  tableName: req.table,
+  awsSdkV3Client: dynamoDBClient(req.endpoint),
 });
-const persistenceStore = new DynamoDBPersistenceLayer({ tableName: req.table, awsSdkV3Client: client });
 const config = new IdempotencyConfig({
   eventKeyJmesPath: req.eventKeyJmesPath,
   payloadValidationJmesPath: req.payloadValidationJmesPath,
@@ -54,7 +45,7 @@ const handler = makeIdempotent(
   async (_event, _context) => {
     ran.push(current);
     if (req.crash) {
-      process.stdout.write(JSON.stringify({ crashed: current, ran, results: [] }) + '\n');
+      writeReport({ crashed: current, ran, results: [] });
       process.exit(0);
     }
     return { statusCode: 201, headers: {}, body: JSON.stringify({ by: 'powertools', event: current }) };
@@ -62,11 +53,7 @@ const handler = makeIdempotent(
   { persistenceStore, config, keyPrefix: req.keyPrefix },
 );
 
-const context = {
-  functionName: process.env.AWS_LAMBDA_FUNCTION_NAME,
-  awsRequestId: 'req',
-  getRemainingTimeInMillis: () => req.remainingMs ?? 60_000,
-};
+const context = lambdaContext(process.env.AWS_LAMBDA_FUNCTION_NAME, req.remainingMs);
 
 const results = [];
 for (const [i, event] of req.events.entries()) {
@@ -77,4 +64,4 @@ for (const [i, event] of req.events.entries()) {
     results.push({ status: 'fail', error: err?.name ?? String(err) });
   }
 }
-process.stdout.write(JSON.stringify({ results, ran }) + '\n');
+writeReport({ results, ran });

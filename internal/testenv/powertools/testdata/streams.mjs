@@ -10,16 +10,9 @@
 // Report:  { events: [{batchItemFailures, error?}], calls: [{seq, key, start, end, ok}] }
 //   start and end are performance.now() in ms, in this process.
 import { BatchProcessor, EventType } from '@aws-lambda-powertools/batch';
+import { readRequest, sleep, writeReport } from './common.mjs';
 
-const input = await new Promise((resolve, reject) => {
-  let text = '';
-  process.stdin.setEncoding('utf8');
-  process.stdin.on('data', (chunk) => { text += chunk; });
-  process.stdin.on('end', () => resolve(text));
-  process.stdin.on('error', reject);
-});
-const req = JSON.parse(input);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const req = await readRequest();
 
 // The DynamoDB item's key as Go's encoding/json writes map[string]AttributeValue:
 // names sorted, each value {"S": ...} or {"N": ...}.
@@ -65,4 +58,4 @@ for (const event of req.events) {
     report.events.push({ batchItemFailures: null, error: err?.name ?? String(err) });
   }
 }
-process.stdout.write(JSON.stringify(report));
+writeReport(report);
