@@ -340,13 +340,20 @@ func (g *Guard) run(ctx context.Context, id, validation string, op func(context.
 	if out, ok := g.fromCache(id, validation); ok {
 		return out
 	}
+	// A strict call never shares a run that may take a lapsed claim over, so
+	// it has flights of its own; a default call shares either kind, since a
+	// strict run takes nothing over (and must not be taken over from here).
 	fk := id + "\x00" + validation
-	if g.cfg.Strict { // a strict call never shares a run that may take a lapsed claim over
-		fk += "\x00strict"
+	strictKey := fk + "\x00strict"
+	if g.cfg.Strict {
+		fk = strictKey
 	}
 	for {
 		g.mu.Lock()
 		f, running := g.flights[fk]
+		if !running && !g.cfg.Strict {
+			f, running = g.flights[strictKey]
+		}
 		if !running {
 			break // with g.mu held: this call runs
 		}

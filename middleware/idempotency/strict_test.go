@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -295,5 +296,62 @@ func TestStrictRace(t *testing.T) {
 	}
 	if runs.Load() != 0 || own.Load() != 1 {
 		t.Errorf("%d racing strict calls: %d runs (want 0), %d quarantined the record themselves (want 1)", n, runs.Load(), own.Load())
+	}
+}
+
+// TestStrictRunSharedWithDefaultCalls: a strict call of a key runs in this
+// process past its lease; a default call of the same key and payload
+// through the base guard waits for it and shares its outcome, rather than
+// taking its lapsed claim over and running the operation a second time.
+func TestStrictRunSharedWithDefaultCalls(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "mix", Now: clock,
+		Lease: time.Minute, SkewMargin: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict, err := g.Strict()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := idempotency.RawKey([]byte(`"pay-1"`))
+	var runs atomic.Int32
+	started, release := make(chan struct{}), make(chan struct{})
+	op := func(context.Context) (string, error) {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return "paid", nil
+	}
+	first := make(chan error, 1)
+	go func() { _, err := idempotency.Do(context.Background(), strict, key, op); first <- err }()
+	<-started
+	mu.Lock()
+	now = now.Add(2 * time.Minute) // the strict call outlived its lease
+	mu.Unlock()
+	second := make(chan error, 1)
+	var got string
+	go func() {
+		var err error
+		got, err = idempotency.Do(context.Background(), g, key, op)
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("the default call returned while the strict run went on: %v (runs %d)", err, runs.Load())
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("strict call: %v", err)
+	}
+	if err := <-second; err != nil || got != "paid" {
+		t.Fatalf("default call: %q, %v", got, err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the operation ran %d times in one process, want 1", n)
 	}
 }
