@@ -10,7 +10,7 @@
 //	sqsonce-ops inspect (--key JSON [--key-field a.b] | --body FILE|- | --id ID)
 //	sqsonce-ops list [--all]
 //	sqsonce-ops release (--id ID | --key … | --body …) --owner OWNER [--dry-run] [--force]
-//	sqsonce-ops resolve (--id ID | --key … | --body …) --owner OWNER (--result JSON | --result-file FILE|-) [--dry-run] [--force]
+//	sqsonce-ops resolve (--id ID | --key … | --body …) --owner OWNER (--result JSON | --result-file FILE|-) [--dry-run]
 //	sqsonce-ops redrive --dlq URL --queue URL [--rate N/s] [--max N] [--dry-run]
 //
 // Every command takes the store's flags (--store dynamodb|redis|postgres,

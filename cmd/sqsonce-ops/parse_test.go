@@ -36,6 +36,7 @@ func TestParseRefusals(t *testing.T) {
 		{[]string{"release", "--id", "x"}, "--owner is required"},
 		{[]string{"resolve", "--id", "x", "--owner", "o"}, "one of --result and --result-file"},
 		{[]string{"resolve", "--id", "x", "--owner", "o", "--result", "{"}, "not one JSON value"},
+		{[]string{"resolve", "--id", "x", "--owner", "o", "--result", "1", "--force"}, "--force is for release only"},
 		{[]string{"redrive"}, "--dlq and --queue are required"},
 		{[]string{"redrive", "--dlq", "q", "--queue", "q"}, "the same queue"},
 		{[]string{"redrive", "--dlq", "a", "--queue", "b", "--rate", "fast"}, "--rate"},

@@ -166,6 +166,9 @@ func (c *writeCmd) target(ctx context.Context, o *ops, verb string) (string, ide
 		return "", rec, failed(o, "%s %s: the record is %s (%s), not INPROGRESS: nothing to %s", verb, id, rec.Status, st, verb)
 	case rec.Owner != c.owner:
 		return "", rec, failed(o, "%s %s: the record's owner is not --owner: it changed since you looked; inspect it again", verb, id)
+	case st == stateExpired:
+		return "", rec, failed(o, "%s %s: the record expired at %s: every store treats it as absent and the next delivery runs the operation; nothing to %s",
+			verb, id, rec.ExpiresAt.UTC().Format(time.RFC3339), verb)
 	case st == stateInProgress && !c.force:
 		return "", rec, failed(o, "%s %s: its lease is live until %s: a worker may be running the operation; wait for the lease, or --force",
 			verb, id, rec.LeaseUntil.UTC().Format(time.RFC3339))
@@ -249,6 +252,11 @@ func (c *resolveCmd) check() error {
 	}
 	if c.result != "" && !jsonValue(c.result) {
 		err = errors.Join(err, errors.New("--result is not one JSON value"))
+	}
+	if c.force {
+		// The resolve completes under the claim's own owner: a worker still
+		// running would find its late completion taken for its own.
+		err = errors.Join(err, errors.New("--force is for release only: resolve acts on a lapsed or quarantined claim, never a live one"))
 	}
 	return err
 }
