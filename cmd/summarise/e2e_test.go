@@ -32,6 +32,7 @@ import (
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/internal/testenv/poll"
+	"github.com/sqsonce/sqsonce/internal/testenv/testproc"
 )
 
 var moto = motoserver.New()
@@ -83,10 +84,7 @@ func findRIE(t *testing.T) string {
 
 func missing(t *testing.T, why string) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s; install it with: %s", why, rieInstall)
-	}
-	t.Skipf("%s; install it with: %s", why, rieInstall)
+	testproc.Unavailable(t, "aws-lambda-rie", errors.New(why), "install it with: "+rieInstall)
 }
 
 // goTool is the go command: on PATH (as under go test), else in $GOROOT/bin.

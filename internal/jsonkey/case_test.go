@@ -5,12 +5,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sqsonce/sqsonce/internal/testenv/testproc"
 )
 
 // runNode runs script under node with stdin and returns its output lines. It
@@ -19,10 +20,7 @@ func runNode(t *testing.T, script string, stdin string) []string {
 	t.Helper()
 	path, err := exec.LookPath("node")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node is required under CI=true: %v", err)
-		}
-		t.Skipf("node not available: %v", err)
+		testproc.Unavailable(t, "node", err, "install node")
 	}
 	cmd := exec.Command(path, "-e", script)
 	cmd.Stdin = strings.NewReader(stdin)

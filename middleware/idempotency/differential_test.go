@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sqsonce/sqsonce/internal/testenv/testproc"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -181,10 +182,7 @@ func powertoolsNode(t *testing.T) (node, dir string) {
 // CI=true, where it fails.
 func peerMissing(t *testing.T, what string, err error) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is required under CI=true: %v", what, err)
-	}
-	t.Skipf("%s not available: %v", what, err)
+	testproc.Unavailable(t, what, err, "install it, or run make test, which does")
 }
 
 // pythonIJSON defines ijson(text): whether JSON text is I-JSON (no
