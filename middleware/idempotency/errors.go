@@ -128,9 +128,11 @@ func (e *PayloadMismatchError) Is(target error) bool { return target == ErrPaylo
 // the guard cannot read. Op is the [Store] method: "acquire" (nothing ran,
 // unless a completion that found its lease lost was claiming the key
 // again), "complete" (the operation ran; its result is not recorded) or
-// "release" (the operation failed; its claim lapses with its lease).
+// "release" (the operation failed; its claim lapses with its lease); in
+// strict mode also "quarantine" (nothing ran; the lapsed claim may or may
+// not be marked, and the next strict call tries again).
 type StoreError struct {
-	Op  string // "acquire", "complete" or "release"
+	Op  string // "acquire", "complete", "release" or "quarantine"
 	ID  string // the record id
 	Err error  // the store's error
 }
