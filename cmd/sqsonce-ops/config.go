@@ -176,6 +176,7 @@ type ops struct {
 	g       globals
 	store   idempotency.Store
 	inspect idempotency.Inspector
+	write   inspectedWriter
 	guard   *idempotency.Guard
 	sqs     sqsAPI
 	closers []func()
@@ -216,7 +217,7 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 		if err != nil {
 			return nil, err
 		}
-		o.store, o.inspect = s, s
+		o.store, o.inspect, o.write = s, s, s
 	case storeRedis:
 		var rdb redis.UniversalClient
 		if g.redisCluster {
@@ -240,7 +241,7 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 			o.close()
 			return nil, err
 		}
-		o.store, o.inspect = s, s
+		o.store, o.inspect, o.write = s, s, s
 	case storePostgres:
 		pool, err := pgxpool.New(ctx, g.postgresURL)
 		if err != nil {
@@ -256,7 +257,7 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 			o.close()
 			return nil, err
 		}
-		o.store, o.inspect = s, s
+		o.store, o.inspect, o.write = s, s, s
 	}
 	guard, err := idempotency.New(idempotency.Config{Store: o.store, Namespace: g.namespace, Format: formats[g.format]})
 	if err != nil {
@@ -273,6 +274,24 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 	}
 	return o, nil
 }
+
+// inspectedWriter is what release and resolve write with: each store's
+// release and completion fenced on the record as inspect read it (its
+// owner or none, expiry, lease end and quarantine mark), not on an owner
+// token alone, so that a claim without an owner (Powertools writes none)
+// can be released and resolved too, and a record that changed since it
+// was read is left alone. CompleteInspected never completes a record
+// without its result: one the store cannot keep in full is refused.
+type inspectedWriter interface {
+	ReleaseInspected(ctx context.Context, found idempotency.Record) error
+	CompleteInspected(ctx context.Context, found, done idempotency.Record) error
+}
+
+var (
+	_ inspectedWriter = (*dynamostore.Store)(nil)
+	_ inspectedWriter = (*redisstore.Store)(nil)
+	_ inspectedWriter = (*pgstore.Store)(nil)
+)
 
 // keyPath parses --key-field: member names separated by dots, or a JSON
 // array of them (for names that hold a dot).
