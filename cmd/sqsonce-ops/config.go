@@ -161,6 +161,9 @@ func (g *globals) check() error {
 	if g.namespace == "" {
 		errs = append(errs, errors.New("--namespace is empty"))
 	}
+	if strings.Contains(g.namespace, "#") {
+		errs = append(errs, fmt.Errorf("--namespace %q holds a \"#\", which ends the namespace in a record id", g.namespace))
+	}
 	if _, ok := formats[g.format]; !ok {
 		errs = append(errs, fmt.Errorf("--format %q is not one of native, powertools-python, powertools-typescript", g.format))
 	}

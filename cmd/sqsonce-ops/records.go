@@ -74,6 +74,9 @@ func (c *listCmd) exec(ctx context.Context, o *ops) int {
 		if err != nil && rec.ID == "" {
 			return failed(o, "list: %v", err)
 		}
+		if namespaceProblem(o, rec.ID) != "" {
+			continue // another namespace's, one that starts with this one and "#"
+		}
 		v := view(o, rec.ID, rec, err, at)
 		switch {
 		case v.Problem != "":
