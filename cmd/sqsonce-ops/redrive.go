@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +80,11 @@ func (c *redriveCmd) check() error {
 	if c.max < 1 {
 		errs = append(errs, fmt.Errorf("--max %d: want at least 1", c.max))
 	}
+	if err == nil && c.max >= 1 && time.Minute.Seconds()+runTime(c.max, r) > maxVisibility.Seconds() {
+		// The messages read would be visible again before they were sent.
+		errs = append(errs, fmt.Errorf("--max %d at --rate %s takes longer than the %v a message can stay invisible: raise --rate or lower --max",
+			c.max, c.rate, maxVisibility))
+	}
 	if c.visibility != 0 && (c.visibility < time.Second || c.visibility > 12*time.Hour) {
 		errs = append(errs, fmt.Errorf("--visibility %v: want 1s to 12h", c.visibility))
 	}
@@ -93,21 +99,41 @@ func (c *redriveCmd) check() error {
 	return errors.Join(errs...)
 }
 
-// parseRate reads "N/s", "N/m" or "N" (per second).
+// The bounds of --rate, per second. Messages are sent one call at a time,
+// so a faster rate would be no limit at all; a slower one leaves more than
+// SQS's longest visibility timeout between two sends.
+const (
+	maxRate       = 1000
+	maxVisibility = 12 * time.Hour // SQS's longest visibility timeout
+)
+
+// parseRate reads "N/s", "N/m" or "N" (per second): a finite positive
+// rate from one message per 12 hours to 1000 a second.
 func parseRate(s string) (float64, error) {
 	num, unit, _ := strings.Cut(s, "/")
 	n, err := strconv.ParseFloat(num, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("--rate %q: want a positive number per second (N/s) or minute (N/m)", s)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) || n <= 0 {
+		return 0, fmt.Errorf("--rate %q: want a finite positive number per second (N/s) or minute (N/m)", s)
 	}
 	switch unit {
 	case "", "s":
-		return n, nil
 	case "m":
-		return n / 60, nil
+		n /= 60
+	default:
+		return 0, fmt.Errorf("--rate %q: the unit is s or m", s)
 	}
-	return 0, fmt.Errorf("--rate %q: the unit is s or m", s)
+	switch {
+	case n > maxRate:
+		return 0, fmt.Errorf("--rate %q: above %d/s, which one send at a time cannot keep: the limit would be off", s, maxRate)
+	case 1/n > maxVisibility.Seconds():
+		return 0, fmt.Errorf("--rate %q: below one message per %v, SQS's longest visibility timeout", s, maxVisibility)
+	}
+	return n, nil
 }
+
+// runTime is how long sending n messages takes at perSecond, in seconds:
+// the last is sent n-1 intervals after the first.
+func runTime(n int, perSecond float64) float64 { return float64(n-1) / perSecond }
 
 // dlqMessage is one message read from the dead-letter queue.
 type dlqMessage struct {
@@ -146,8 +172,10 @@ type redriveMessage struct {
 func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
 	// Messages stay invisible while they are classified and sent: at the
 	// rate, plus a minute, at most SQS's 12 hours.
-	visibility := time.Minute + time.Duration(float64(c.max)/c.perSecond*float64(time.Second))*2
-	visibility = min(visibility, 12*time.Hour)
+	visibility := maxVisibility
+	if secs := time.Minute.Seconds() + 2*runTime(c.max, c.perSecond); secs < maxVisibility.Seconds() {
+		visibility = time.Duration(secs * float64(time.Second))
+	}
 	if c.visibility > 0 {
 		visibility = c.visibility
 	}
@@ -264,7 +292,7 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.KeyFun
 // dead-letter queue once it was sent: a message is never lost, at worst
 // it is in both queues.
 func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, report *redriveReport) {
-	interval := time.Duration(float64(time.Second) / c.perSecond)
+	interval := time.Duration(float64(time.Second) / c.perSecond) // parseRate bounds it
 	fifo := strings.HasSuffix(c.queue, ".fifo")
 	next := time.Now()
 	var unsent []*dlqMessage
