@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,7 +47,18 @@ type redriveCmd struct {
 	keyField   string
 	wait       time.Duration
 	visibility time.Duration
+	force      reason
 }
+
+// reason is a flag whose value must say why: it records whether it was
+// given, so that an empty one is refused rather than taken for no flag.
+type reason struct {
+	text string
+	set  bool
+}
+
+func (r *reason) String() string     { return r.text }
+func (r *reason) Set(v string) error { r.text, r.set = strings.TrimSpace(v), true; return nil }
 
 func (c *redriveCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.dlq, "dlq", "", "the dead-letter queue's URL")
@@ -56,6 +68,7 @@ func (c *redriveCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.dryRun, "dry-run", false, "read and classify the messages, send and delete nothing (they are visible again at once)")
 	fs.StringVar(&c.keyField, "key-field", "", "the body field the key is in, as inspect's --key-field (default: the app's key)")
 	fs.DurationVar(&c.wait, "wait", 2*time.Second, "how long a receive waits for messages (long polling) before the queue counts as drained")
+	fs.Var(&c.force, "force", "REASON: go on past the queue checks (--queue's RedrivePolicy names --dlq; a dry run of a --dlq with a RedrivePolicy of its own), saying why; the reason is printed with the run")
 	fs.DurationVar(&c.visibility, "visibility", 0, "how long the messages read stay invisible in the dead-letter queue while they are checked and sent (default: a minute plus twice --max at --rate)")
 }
 
@@ -87,6 +100,9 @@ func (c *redriveCmd) check() error {
 	}
 	if c.visibility != 0 && (c.visibility < time.Second || c.visibility > 12*time.Hour) {
 		errs = append(errs, fmt.Errorf("--visibility %v: want 1s to 12h", c.visibility))
+	}
+	if c.force.set && c.force.text == "" {
+		errs = append(errs, errors.New("--force needs a reason: --force 'why the queue checks do not apply'"))
 	}
 	if c.wait < 0 || c.wait > 20*time.Second {
 		errs = append(errs, fmt.Errorf("--wait %v: want 0 to 20s", c.wait))
@@ -144,6 +160,14 @@ type dlqMessage struct {
 	Outcome  string `json:"outcome,omitempty"` // redriven | not_sent | sent_not_deleted | kept
 }
 
+// The outcomes of a message.
+const (
+	outcomeRedriven       = "redriven"         // sent, and deleted from the dead-letter queue
+	outcomeNotSent        = "not_sent"         // its send failed: still in the dead-letter queue
+	outcomeSentNotDeleted = "sent_not_deleted" // sent, its delete failed: in both queues
+	outcomeKept           = "kept"             // a dry run, or a refused one: still in the dead-letter queue
+)
+
 // redriveReport is redrive's output.
 type redriveReport struct {
 	DLQ      string         `json:"dlq"`
@@ -156,8 +180,11 @@ type redriveReport struct {
 	// SentNotDeleted counts messages sent to the queue whose delete from
 	// the dead-letter queue failed: they are in both, and the idempotent
 	// consumer replays the second delivery.
-	SentNotDeleted int              `json:"sent_not_deleted"`
-	Messages       []redriveMessage `json:"messages"`
+	SentNotDeleted int `json:"sent_not_deleted"`
+	// Forced is --force's reason, and ForcedPast the checks it went past.
+	Forced     string           `json:"forced,omitempty"`
+	ForcedPast []string         `json:"forced_past,omitempty"`
+	Messages   []redriveMessage `json:"messages"`
 }
 
 // redriveMessage is one message in the report: ids only, never content.
@@ -170,6 +197,24 @@ type redriveMessage struct {
 }
 
 func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
+	report := redriveReport{DLQ: c.dlq, Queue: c.queue, DryRun: c.dryRun, Classes: map[string]int{}}
+	problems, err := c.checkQueues(ctx, o)
+	if err != nil {
+		return failed(o, "redrive: read the queues' attributes: %v (nothing was read or sent)", err)
+	}
+	if len(problems) > 0 && !c.force.set {
+		for _, p := range problems {
+			fmt.Fprintf(o.stderr, "sqsonce-ops: refused: %s\n", p)
+		}
+		return refuse(o, "nothing was read or sent (--force REASON goes on past these checks)")
+	}
+	if c.force.set {
+		report.Forced, report.ForcedPast = c.force.text, problems
+		fmt.Fprintf(o.stderr, "sqsonce-ops: --force: %s\n", c.force.text)
+		for _, p := range problems {
+			fmt.Fprintf(o.stderr, "sqsonce-ops: forced past: %s\n", p)
+		}
+	}
 	// Messages stay invisible while they are classified and sent: at the
 	// rate, plus a minute, at most SQS's 12 hours.
 	visibility := maxVisibility
@@ -180,7 +225,7 @@ func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
 		visibility = c.visibility
 	}
 	msgs, err := c.receive(ctx, o, visibility)
-	report := redriveReport{DLQ: c.dlq, Queue: c.queue, DryRun: c.dryRun, Read: len(msgs), Classes: map[string]int{}}
+	report.Read = len(msgs)
 	if err != nil {
 		c.release(o, msgs)
 		return failed(o, "redrive: receive from the dead-letter queue: %v (the %d messages read are visible again)", err, len(msgs))
@@ -194,7 +239,7 @@ func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
 	if c.dryRun || refused {
 		c.release(o, msgs)
 		for _, m := range msgs {
-			m.Outcome = "kept"
+			m.Outcome = outcomeKept
 		}
 	} else {
 		c.send(ctx, o, msgs, &report)
@@ -211,6 +256,65 @@ func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// redrivePolicy is a queue's RedrivePolicy attribute.
+type redrivePolicy struct {
+	DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+	// MaxReceiveCount is a JSON number, or a string holding one.
+	MaxReceiveCount json.RawMessage `json:"maxReceiveCount"`
+}
+
+// maxReceives is p's maxReceiveCount as written, without quotes.
+func (p *redrivePolicy) maxReceives() string { return strings.Trim(string(p.MaxReceiveCount), `"`) }
+
+// queueAttrs reads a queue's ARN and its RedrivePolicy (nil when it has
+// none).
+func queueAttrs(ctx context.Context, o *ops, url string) (string, *redrivePolicy, error) {
+	out, err := o.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn, types.QueueAttributeNameRedrivePolicy}})
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", url, err)
+	}
+	arn := out.Attributes[string(types.QueueAttributeNameQueueArn)]
+	v := out.Attributes[string(types.QueueAttributeNameRedrivePolicy)]
+	if v == "" {
+		return arn, nil, nil
+	}
+	var p redrivePolicy
+	if err := json.Unmarshal([]byte(v), &p); err != nil {
+		return "", nil, fmt.Errorf("%s: its RedrivePolicy is not JSON: %w", url, err)
+	}
+	return arn, &p, nil
+}
+
+// checkQueues says why the queues must not be redriven as the flags name
+// them: --queue's RedrivePolicy must name --dlq, or the messages may go
+// to a queue that never held them (--dlq and --queue swapped would move
+// the live queue into the dead-letter queue); and since SQS shows no
+// message without receiving it, a dry run must not count receives toward
+// a RedrivePolicy of --dlq's own.
+func (c *redriveCmd) checkQueues(ctx context.Context, o *ops) ([]string, error) {
+	_, sourcePolicy, err := queueAttrs(ctx, o, c.queue)
+	if err != nil {
+		return nil, err
+	}
+	dlqARN, dlqPolicy, err := queueAttrs(ctx, o, c.dlq)
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	switch {
+	case sourcePolicy == nil:
+		problems = append(problems, "--queue has no RedrivePolicy: it is no queue whose dead-letter queue is --dlq (are --dlq and --queue swapped?)")
+	case sourcePolicy.DeadLetterTargetArn != dlqARN:
+		problems = append(problems, fmt.Sprintf("--queue's RedrivePolicy names the dead-letter queue %s, not --dlq (%s)", sourcePolicy.DeadLetterTargetArn, dlqARN))
+	}
+	if c.dryRun && dlqPolicy != nil {
+		problems = append(problems, fmt.Sprintf("--dlq has a RedrivePolicy of its own (maxReceiveCount %s, to %s): SQS shows no message without receiving it, "+
+			"and each receive of a dry run counts toward that policy, which moves the message on", dlqPolicy.maxReceives(), dlqPolicy.DeadLetterTargetArn))
+	}
+	return problems, nil
 }
 
 // receive reads up to --max messages, each once, keeping them invisible.
@@ -298,7 +402,7 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 	var unsent []*dlqMessage
 	for _, m := range msgs {
 		if err := ctx.Err(); err != nil {
-			m.Outcome, m.Problem = "not_sent", "interrupted"
+			m.Outcome, m.Problem = outcomeNotSent, "interrupted"
 			report.NotSent++
 			unsent = append(unsent, m)
 			continue
@@ -307,7 +411,7 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 			select {
 			case <-time.After(d):
 			case <-ctx.Done():
-				m.Outcome, m.Problem = "not_sent", "interrupted"
+				m.Outcome, m.Problem = outcomeNotSent, "interrupted"
 				report.NotSent++
 				unsent = append(unsent, m)
 				continue
@@ -322,7 +426,7 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 		if fifo {
 			group := m.msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 			if group == "" {
-				m.Outcome, m.Problem = "not_sent", "the message has no MessageGroupId for the FIFO queue"
+				m.Outcome, m.Problem = outcomeNotSent, "the message has no MessageGroupId for the FIFO queue"
 				report.NotSent++
 				unsent = append(unsent, m)
 				continue
@@ -333,7 +437,7 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 			in.MessageDeduplicationId = m.msg.MessageId
 		}
 		if _, err := o.sqs.SendMessage(ctx, in); err != nil {
-			m.Outcome, m.Problem = "not_sent", err.Error()
+			m.Outcome, m.Problem = outcomeNotSent, err.Error()
 			report.NotSent++
 			unsent = append(unsent, m)
 			continue
@@ -349,11 +453,11 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 			}
 		}
 		if err != nil {
-			m.Outcome, m.Problem = "sent_not_deleted", err.Error()
+			m.Outcome, m.Problem = outcomeSentNotDeleted, err.Error()
 			report.SentNotDeleted++
 			continue
 		}
-		m.Outcome = "redriven"
+		m.Outcome = outcomeRedriven
 		report.Redriven++
 	}
 	c.release(o, unsent)
@@ -416,9 +520,12 @@ func (c *redriveCmd) print(o *ops, r redriveReport) {
 			fmt.Fprintf(w, "  message %s: %s: %s\n", m.MessageID, m.Class, m.Problem)
 		}
 	}
+	if r.Forced != "" {
+		fmt.Fprintf(w, "forced (%s) past %d queue check(s)\n", r.Forced, len(r.ForcedPast))
+	}
 	switch {
 	case r.DryRun:
-		fmt.Fprintf(w, "dry run: would send %d message(s) to %s; nothing sent or deleted\n", r.Read, r.Queue)
+		fmt.Fprintf(w, "dry run: would send %d message(s) to %s; nothing sent or deleted (each message read was received once: its receive count rose by one)\n", r.Read, r.Queue)
 	case r.Classes[classUnreadable] > 0:
 		fmt.Fprintf(w, "nothing sent to %s\n", r.Queue)
 	default:

@@ -8,12 +8,88 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 )
+
+// policy is a RedrivePolicy to the queue arn.
+func policy(arn string, maxReceives int) string {
+	return fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`, arn, maxReceives)
+}
+
+// fifoQueues are a FIFO dead-letter queue and its source queue.
+func fifoQueues(t *testing.T) (client *sqs.Client, dlq, source string) {
+	t.Helper()
+	client = moto.SQS(t)
+	ctx := context.Background()
+	create := func(name string, attrs map[string]string) (string, string) {
+		attrs["FifoQueue"] = "true"
+		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + ".fifo"), Attributes: attrs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl}) })
+		a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.QueueUrl), a.Attributes[string(types.QueueAttributeNameQueueArn)]
+	}
+	name := "ops-fifo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	dlq, dlqARN := create(name+"-dlq", map[string]string{})
+	source, _ = create(name, map[string]string{"RedrivePolicy": policy(dlqARN, 3)})
+	return client, dlq, source
+}
+
+// TestRedriveChecksQueues: --dlq must be the dead-letter queue that
+// --queue's RedrivePolicy names. Swapped, nothing moves (the live queue's
+// messages stayed where they were); another queue is refused too; --force
+// with a reason goes on and prints the reason.
+func TestRedriveChecksQueues(t *testing.T) {
+	env, _, _, _ := dynamoEnv(t, "orders")
+	q := newQueues(t)
+	ctx := context.Background()
+	send := func(url string, n int) {
+		for i := range n {
+			if _, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url),
+				MessageBody: aws.String(fmt.Sprintf(`{"idempotency_key":"k-%d"}`, i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(q.source.URL, 5)
+	send(q.dlq.URL, 2)
+	r := cli(t, env, "redrive", "--dlq", q.source.URL, "--queue", q.dlq.URL, "--wait", "0s").want(t, exitRefused)
+	if !strings.Contains(r.stderr, "RedrivePolicy") {
+		t.Errorf("swapped queues: %s", r.stderr)
+	}
+	if s, d := q.count(t, q.source.URL), q.count(t, q.dlq.URL); s != 5 || d != 2 {
+		t.Errorf("after the refused swap: queue %d, dead-letter queue %d; want 5 and 2", s, d)
+	}
+	other := motoserver.NewQueue(t, q.client, nil)
+	send(other.URL, 1)
+	r = cli(t, env, "redrive", "--dlq", other.URL, "--queue", q.source.URL, "--wait", "0s").want(t, exitRefused)
+	if !strings.Contains(r.stderr, q.dlq.ARN) || q.count(t, other.URL) != 1 {
+		t.Errorf("another queue as --dlq: %s", r.stderr)
+	}
+	cli(t, env, "redrive", "--dlq", other.URL, "--queue", q.source.URL, "--force", " ").want(t, exitRefused)
+	reason := "moving the copy made by hand from the old dead-letter queue"
+	r = cli(t, env, "redrive", "--dlq", other.URL, "--queue", q.source.URL, "--wait", "0s", "--force", reason, "--json").want(t, exitOK)
+	var out map[string]any
+	r.decode(t, &out)
+	if !strings.Contains(r.stderr, reason) || out["forced"] != reason || q.count(t, q.source.URL) != 6 || q.count(t, other.URL) != 0 {
+		t.Errorf("--force: stderr %q, report %v", r.stderr, out)
+	}
+}
 
 // TestRedriveRateRefused: a rate that is no number, no rate, or no limit
 // is refused before anything is read.
@@ -39,5 +115,44 @@ func TestRedriveRateRefused(t *testing.T) {
 	}
 	if d, s := q.count(t, q.dlq.URL), q.count(t, q.source.URL); d != 3 || s != 0 {
 		t.Errorf("after the refusals: dead-letter queue %d, queue %d; want 3 and 0", d, s)
+	}
+}
+
+// TestRedriveDryRunCounts: SQS shows no message without receiving it, and
+// a dead-letter queue with a RedrivePolicy of its own moves a message on
+// after maxReceiveCount receives: a dry run there is refused and receives
+// nothing, unless --force says why, and then the run says what it cost.
+func TestRedriveDryRunCounts(t *testing.T) {
+	env, _, _, _ := dynamoEnv(t, "orders")
+	client := moto.SQS(t)
+	last := motoserver.NewQueue(t, client, nil)
+	dlq := motoserver.NewQueue(t, client, map[string]string{"RedrivePolicy": policy(last.ARN, 3)})
+	source := motoserver.NewQueue(t, client, map[string]string{"RedrivePolicy": policy(dlq.ARN, 1)})
+	ctx := context.Background()
+	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq.URL), MessageBody: aws.String(`{"idempotency_key":"k"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		r := cli(t, env, "redrive", "--dlq", dlq.URL, "--queue", source.URL, "--dry-run", "--wait", "0s").want(t, exitRefused)
+		if !strings.Contains(r.stderr, "RedrivePolicy of its own") {
+			t.Fatalf("dry run: %s", r.stderr)
+		}
+	}
+	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq.URL), VisibilityTimeout: 0, WaitTimeSeconds: 1,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Messages) != 1 || out.Messages[0].Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)] != "1" {
+		t.Fatalf("after three refused dry runs the message is %v, want received once (by this check)", out.Messages)
+	}
+	if _, err := client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(dlq.URL),
+		ReceiptHandle: out.Messages[0].ReceiptHandle, VisibilityTimeout: 0}); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, env, "redrive", "--dlq", dlq.URL, "--queue", source.URL, "--dry-run", "--wait", "1s",
+		"--force", "its policy allows 3 receives, this is the second").want(t, exitOK)
+	if !strings.Contains(r.stderr, "this is the second") || !strings.Contains(r.stdout, "received once") {
+		t.Errorf("a forced dry run:\nstdout %s\nstderr %s", r.stdout, r.stderr)
 	}
 }
