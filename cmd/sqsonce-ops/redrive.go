@@ -157,13 +157,14 @@ type dlqMessage struct {
 	RecordID string `json:"record_id,omitempty"`
 	Class    string `json:"class"`
 	Problem  string `json:"problem,omitempty"`
-	Outcome  string `json:"outcome,omitempty"` // redriven | not_sent | sent_not_deleted | kept
+	Outcome  string `json:"outcome,omitempty"` // redriven | not_sent | held | sent_not_deleted | kept
 }
 
 // The outcomes of a message.
 const (
 	outcomeRedriven       = "redriven"         // sent, and deleted from the dead-letter queue
 	outcomeNotSent        = "not_sent"         // its send failed: still in the dead-letter queue
+	outcomeHeld           = "held"             // not sent because an earlier message of its FIFO group was not: still in the dead-letter queue
 	outcomeSentNotDeleted = "sent_not_deleted" // sent, its delete failed: in both queues
 	outcomeKept           = "kept"             // a dry run, or a refused one: still in the dead-letter queue
 )
@@ -181,10 +182,22 @@ type redriveReport struct {
 	// the dead-letter queue failed: they are in both, and the idempotent
 	// consumer replays the second delivery.
 	SentNotDeleted int `json:"sent_not_deleted"`
+	// Held counts the messages of FIFO groups that stopped: each group
+	// stops at its first message not sent, and the rest of the group
+	// stays in the dead-letter queue behind it, in order.
+	Held          int            `json:"held"`
+	StoppedGroups []stoppedGroup `json:"stopped_groups,omitempty"`
 	// Forced is --force's reason, and ForcedPast the checks it went past.
 	Forced     string           `json:"forced,omitempty"`
 	ForcedPast []string         `json:"forced_past,omitempty"`
 	Messages   []redriveMessage `json:"messages"`
+}
+
+// stoppedGroup is a FIFO group that stopped at a message not sent.
+type stoppedGroup struct {
+	Group     string `json:"group"`
+	MessageID string `json:"message_id"` // the first message not sent
+	Left      int    `json:"left"`       // the group's messages left in the dead-letter queue, that one included
 }
 
 // redriveMessage is one message in the report: ids only, never content.
@@ -394,26 +407,43 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.KeyFun
 
 // send sends each message to the queue at the rate, and deletes it from the
 // dead-letter queue once it was sent: a message is never lost, at worst
-// it is in both queues.
+// it is in both queues. A FIFO group stops at its first message not sent:
+// the rest of the group stays in the dead-letter queue behind it, so that
+// the next run sends them in their order.
 func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, report *redriveReport) {
 	interval := time.Duration(float64(time.Second) / c.perSecond) // parseRate bounds it
 	fifo := strings.HasSuffix(c.queue, ".fifo")
 	next := time.Now()
 	var unsent []*dlqMessage
+	stopped := map[string]*stoppedGroup{}
+	var groups []string // stopped, in the order they stopped
+	notSent := func(m *dlqMessage, group, why string) {
+		m.Outcome, m.Problem = outcomeNotSent, why
+		report.NotSent++
+		unsent = append(unsent, m)
+		if fifo && group != "" {
+			stopped[group] = &stoppedGroup{Group: group, MessageID: aws.ToString(m.msg.MessageId), Left: 1}
+			groups = append(groups, group)
+		}
+	}
 	for _, m := range msgs {
-		if err := ctx.Err(); err != nil {
-			m.Outcome, m.Problem = outcomeNotSent, "interrupted"
-			report.NotSent++
+		group := m.msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+		if sg := stopped[group]; fifo && sg != nil {
+			m.Outcome, m.Problem = outcomeHeld, "an earlier message of its FIFO group was not sent"
+			report.Held++
+			sg.Left++
 			unsent = append(unsent, m)
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			notSent(m, group, "interrupted")
 			continue
 		}
 		if d := time.Until(next); d > 0 {
 			select {
 			case <-time.After(d):
 			case <-ctx.Done():
-				m.Outcome, m.Problem = outcomeNotSent, "interrupted"
-				report.NotSent++
-				unsent = append(unsent, m)
+				notSent(m, group, "interrupted")
 				continue
 			}
 		}
@@ -424,11 +454,8 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 			MessageAttributes: sendable(m.msg.MessageAttributes),
 		}
 		if fifo {
-			group := m.msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 			if group == "" {
-				m.Outcome, m.Problem = outcomeNotSent, "the message has no MessageGroupId for the FIFO queue"
-				report.NotSent++
-				unsent = append(unsent, m)
+				notSent(m, group, "the message has no MessageGroupId for the FIFO queue")
 				continue
 			}
 			// A message sent again by a later run (this run's delete failed)
@@ -437,9 +464,7 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 			in.MessageDeduplicationId = m.msg.MessageId
 		}
 		if _, err := o.sqs.SendMessage(ctx, in); err != nil {
-			m.Outcome, m.Problem = outcomeNotSent, err.Error()
-			report.NotSent++
-			unsent = append(unsent, m)
+			notSent(m, group, err.Error())
 			continue
 		}
 		// Sent: from here on the message is never lost. A delete that
@@ -459,6 +484,9 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 		}
 		m.Outcome = outcomeRedriven
 		report.Redriven++
+	}
+	for _, g := range groups {
+		report.StoppedGroups = append(report.StoppedGroups, *stopped[g])
 	}
 	c.release(o, unsent)
 }
@@ -516,7 +544,7 @@ func (c *redriveCmd) print(o *ops, r redriveReport) {
 		fmt.Fprintf(w, "  %4d %s\n", r.Classes[cl.name], cl.text)
 	}
 	for _, m := range r.Messages {
-		if m.Problem != "" {
+		if m.Problem != "" && m.Outcome != outcomeHeld {
 			fmt.Fprintf(w, "  message %s: %s: %s\n", m.MessageID, m.Class, m.Problem)
 		}
 	}
@@ -529,7 +557,11 @@ func (c *redriveCmd) print(o *ops, r redriveReport) {
 	case r.Classes[classUnreadable] > 0:
 		fmt.Fprintf(w, "nothing sent to %s\n", r.Queue)
 	default:
-		fmt.Fprintf(w, "redriven to %s: %d sent and deleted, %d not sent (still in the dead-letter queue), %d sent but not deleted (in both queues)\n",
-			r.Queue, r.Redriven, r.NotSent, r.SentNotDeleted)
+		fmt.Fprintf(w, "redriven to %s: %d sent and deleted, %d not sent (still in the dead-letter queue), %d held behind them in their FIFO group (still in the dead-letter queue), %d sent but not deleted (in both queues)\n",
+			r.Queue, r.Redriven, r.NotSent, r.Held, r.SentNotDeleted)
+	}
+	for _, g := range r.StoppedGroups {
+		fmt.Fprintf(w, "FIFO group %s stopped at message %s: %d message(s) left in the dead-letter queue, in order; run redrive again to send them\n",
+			g.Group, g.MessageID, g.Left)
 	}
 }

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"strconv"
 	"strings"
@@ -48,6 +49,92 @@ func fifoQueues(t *testing.T) (client *sqs.Client, dlq, source string) {
 	dlq, dlqARN := create(name+"-dlq", map[string]string{})
 	source, _ = create(name, map[string]string{"RedrivePolicy": policy(dlqARN, 3)})
 	return client, dlq, source
+}
+
+// fifoMsg is a FIFO message: its group and body.
+type fifoMsg struct{ group, body string }
+
+func sendFIFO(t *testing.T, client *sqs.Client, url string, msgs ...fifoMsg) {
+	t.Helper()
+	for _, m := range msgs {
+		if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(m.body),
+			MessageGroupId: aws.String(m.group), MessageDeduplicationId: aws.String(rand.Text())}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func drainFIFO(t *testing.T, client *sqs.Client, url string) []fifoMsg {
+	t.Helper()
+	var got []fifoMsg
+	for _, m := range (queues{client: client}).drain(t, url) {
+		got = append(got, fifoMsg{m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], aws.ToString(m.Body)})
+	}
+	return got
+}
+
+// failSend fails the first SendMessage of one body, as a throttle would.
+type failSend struct {
+	sqsAPI
+	body   string
+	failed bool
+}
+
+func (f *failSend) SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	if aws.ToString(in.MessageBody) == f.body && !f.failed {
+		f.failed = true
+		return nil, fmt.Errorf("%w: ThrottlingException", errInjected)
+	}
+	return f.sqsAPI.SendMessage(ctx, in, optFns...)
+}
+
+// TestRedriveFIFOGroupStops: the dead-letter queue holds a then b in group
+// g1, c in g2; the send of a fails. b stays behind a in the dead-letter
+// queue (sending it would put it before a), c goes, the run says which
+// group stopped and how many it left; the next run sends a then b.
+func TestRedriveFIFOGroupStops(t *testing.T) {
+	env, _, _, _ := dynamoEnv(t, "orders")
+	client, dlq, source := fifoQueues(t)
+	a, b, c := fifoMsg{"g1", `{"idempotency_key":"a"}`}, fifoMsg{"g1", `{"idempotency_key":"b"}`}, fifoMsg{"g2", `{"idempotency_key":"c"}`}
+	sendFIFO(t, client, dlq, a, b, c)
+	f := &failSend{body: a.body}
+	wrapSQS = func(c sqsAPI) sqsAPI { f.sqsAPI = c; return f }
+	t.Cleanup(func() { wrapSQS = func(c sqsAPI) sqsAPI { return c } })
+
+	args := []string{"redrive", "--dlq", dlq, "--queue", source, "--wait", "0s", "--rate", "50/s"}
+	r := cli(t, env, append(args, "--json")...).want(t, exitFailed)
+	var out struct {
+		Redriven      int `json:"redriven"`
+		NotSent       int `json:"not_sent"`
+		Held          int `json:"held"`
+		StoppedGroups []struct {
+			Group string `json:"group"`
+			Left  int    `json:"left"`
+		} `json:"stopped_groups"`
+	}
+	r.decode(t, &out)
+	if got := drainFIFO(t, client, source); fmt.Sprint(got) != fmt.Sprint([]fifoMsg{c}) {
+		t.Errorf("after the failed send of a, the queue got %v, want only %v: b must wait behind a", got, c)
+	}
+	if n := (queues{client: client}).count(t, dlq); n != 2 {
+		t.Errorf("the dead-letter queue holds %d messages, want a and b", n)
+	}
+	if out.Redriven != 1 || out.NotSent != 1 || out.Held != 1 || len(out.StoppedGroups) != 1 ||
+		out.StoppedGroups[0].Group != "g1" || out.StoppedGroups[0].Left != 2 {
+		t.Errorf("the report: %+v, want g1 stopped with 2 left\n%s", out, r.stdout)
+	}
+	text := cli(t, env, args...).want(t, exitOK).stdout
+	if got := drainFIFO(t, client, source); fmt.Sprint(got) != fmt.Sprint([]fifoMsg{a, b}) {
+		t.Errorf("the next run sent %v, want %v in that order\n%s", got, []fifoMsg{a, b}, text)
+	}
+
+	// The text says so too.
+	sendFIFO(t, client, dlq, a, b)
+	f.failed = false
+	text = cli(t, env, args...).want(t, exitFailed).stdout
+	if !strings.Contains(text, "FIFO group g1 stopped") || !strings.Contains(text, "2 message(s) left") {
+		t.Errorf("the text does not say which group stopped:\n%s", text)
+	}
 }
 
 // TestRedriveChecksQueues: --dlq must be the dead-letter queue that
