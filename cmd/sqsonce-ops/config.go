@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,27 +24,40 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 )
 
-// The environment: the names cmd/summarise reads, so that an operator can
-// reuse the app's environment, and a few of the tool's own. Flags override
-// the environment.
+// The environment: the names cmd/summarise reads and infra's construct
+// sets, with the app's meaning, so that an operator can reuse the
+// function's environment. Flags override the environment.
 const (
 	envStore            = "SQSONCE_STORE"             // dynamodb | redis | postgres; default dynamodb
-	envTable            = "SQSONCE_TABLE"             // DynamoDB table, or PostgreSQL table (default idempotency)
+	envTable            = "SQSONCE_TABLE"             // the DynamoDB table (the app's PostgreSQL table is pgstore's default)
 	envNamespace        = "SQSONCE_NAMESPACE"         // record id prefix; default summarise
 	envDynamoDBEndpoint = "SQSONCE_DYNAMODB_ENDPOINT" // DynamoDB endpoint override
 	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override
 	envRedisURL         = "SQSONCE_REDIS_URL"         // redis:// or rediss:// URL
 	envPostgresURL      = "SQSONCE_POSTGRES_URL"      // postgres:// URL or DSN
-
-	envRedisCluster     = "SQSONCE_REDIS_CLUSTER"      // on | off: SQSONCE_REDIS_URL names a Redis Cluster
-	envRedisKeyPrefix   = "SQSONCE_REDIS_KEY_PREFIX"   // redisstore.WithKeyPrefix
-	envFormat           = "SQSONCE_FORMAT"             // native | powertools-python | powertools-typescript
-	envDataFormat       = "SQSONCE_DATA_FORMAT"        // json | powertools-python | powertools-typescript
-	envSortKey          = "SQSONCE_SORT_KEY"           // dynamostore.SortKey.Attr
-	envSortKeyPartition = "SQSONCE_SORT_KEY_PARTITION" // dynamostore.SortKey.Partition
-	envFunctionName     = "AWS_LAMBDA_FUNCTION_NAME"   // dynamostore.SortKey.FunctionName
-	envPartitionKey     = "SQSONCE_PARTITION_KEY"      // dynamostore.Attributes.ID; default id
+	envPartitionKey     = "SQSONCE_PARTITION_KEY"     // dynamostore.Attributes.ID; default id
+	envSortKey          = "SQSONCE_SORT_KEY"          // dynamostore.SortKey.Attr
+	envStaticPartition  = "SQSONCE_STATIC_PARTITION"  // dynamostore.SortKey.Partition (Powertools' static_pk_value)
 )
+
+// The tool's own variables: settings the app does not have.
+const (
+	envRedisCluster   = "SQSONCE_REDIS_CLUSTER"    // on | off: SQSONCE_REDIS_URL names a Redis Cluster
+	envRedisKeyPrefix = "SQSONCE_REDIS_KEY_PREFIX" // redisstore.WithKeyPrefix
+	envFormat         = "SQSONCE_FORMAT"           // native | powertools-python | powertools-typescript
+	envDataFormat     = "SQSONCE_DATA_FORMAT"      // json | powertools-python | powertools-typescript
+)
+
+// envNames are the variables the tool reads: the app's, then its own.
+var envNames = []string{
+	envStore, envTable, envNamespace, envDynamoDBEndpoint, envSQSEndpoint, envRedisURL, envPostgresURL,
+	envPartitionKey, envSortKey, envStaticPartition,
+	envRedisCluster, envRedisKeyPrefix, envFormat, envDataFormat,
+}
+
+// envRenamed are variables earlier releases of the tool read, by the name
+// that replaced them: set, they are refused rather than ignored.
+var envRenamed = map[string]string{"SQSONCE_SORT_KEY_PARTITION": envStaticPartition}
 
 // Store names.
 const (
@@ -68,9 +82,11 @@ type globals struct {
 	dataFormat       string
 	partitionKey     string
 	sortKey          string
-	sortKeyPartition string
+	staticPartition  string
 	functionName     string
 	json             bool
+	// renamed are the variables of envRenamed that are set.
+	renamed []string
 }
 
 // defaults reads the environment.
@@ -81,7 +97,7 @@ func defaults(getenv func(string) string) globals {
 		}
 		return def
 	}
-	return globals{
+	g := globals{
 		store:            or(envStore, storeDynamoDB),
 		table:            getenv(envTable),
 		dynamoDBEndpoint: getenv(envDynamoDBEndpoint),
@@ -95,15 +111,21 @@ func defaults(getenv func(string) string) globals {
 		dataFormat:       or(envDataFormat, "json"),
 		partitionKey:     or(envPartitionKey, idempotency.AttrID),
 		sortKey:          getenv(envSortKey),
-		sortKeyPartition: getenv(envSortKeyPartition),
-		functionName:     getenv(envFunctionName),
+		staticPartition:  getenv(envStaticPartition),
 	}
+	for old := range envRenamed {
+		if getenv(old) != "" {
+			g.renamed = append(g.renamed, old)
+		}
+	}
+	slices.Sort(g.renamed)
+	return g
 }
 
 // register adds the global flags to fs, their defaults as g holds them.
 func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.store, "store", g.store, "the record store: dynamodb, redis or postgres ($"+envStore+")")
-	fs.StringVar(&g.table, "table", g.table, "the DynamoDB table, or the PostgreSQL table (default idempotency) ($"+envTable+")")
+	fs.StringVar(&g.table, "table", g.table, "the DynamoDB table ($"+envTable+"), or the PostgreSQL table (default "+pgstore.DefaultTable+", as the app's)")
 	fs.StringVar(&g.endpoint, "endpoint", g.endpoint, "DynamoDB and SQS endpoint override, e.g. moto's ($"+envDynamoDBEndpoint+", $"+envSQSEndpoint+")")
 	fs.StringVar(&g.redisURL, "redis-url", g.redisURL, "redis:// or rediss:// URL ($"+envRedisURL+")")
 	fs.BoolVar(&g.redisCluster, "redis-cluster", g.redisCluster, "the Redis URL names a Redis Cluster ($"+envRedisCluster+"=on)")
@@ -114,8 +136,8 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.dataFormat, "data-format", g.dataFormat, "dynamostore.WithDataFormat: json, powertools-python or powertools-typescript ($"+envDataFormat+")")
 	fs.StringVar(&g.partitionKey, "partition-key", g.partitionKey, "the DynamoDB table's partition key attribute ($"+envPartitionKey+")")
 	fs.StringVar(&g.sortKey, "sort-key", g.sortKey, "dynamostore.WithSortKey: the table's sort key attribute ($"+envSortKey+")")
-	fs.StringVar(&g.sortKeyPartition, "sort-key-partition", g.sortKeyPartition, "dynamostore.SortKey.Partition ($"+envSortKeyPartition+")")
-	fs.StringVar(&g.functionName, "function-name", g.functionName, "dynamostore.SortKey.FunctionName, for the default partition ($"+envFunctionName+")")
+	fs.StringVar(&g.staticPartition, "static-partition", g.staticPartition, "dynamostore.SortKey.Partition, the partition value of every record with --sort-key ($"+envStaticPartition+")")
+	fs.StringVar(&g.functionName, "function-name", g.functionName, "dynamostore.SortKey.FunctionName: with --sort-key and no --static-partition, Powertools' default partition idempotency#{function name}")
 	fs.BoolVar(&g.json, "json", g.json, "print JSON")
 }
 
@@ -144,8 +166,11 @@ func (g *globals) check() error {
 		if g.table == "" {
 			errs = append(errs, fmt.Errorf("--table ($%s) is required with the DynamoDB store", envTable))
 		}
-		if g.sortKey != "" && g.sortKeyPartition == "" && g.functionName == "" {
-			errs = append(errs, fmt.Errorf("--sort-key needs --sort-key-partition or --function-name ($%s)", envFunctionName))
+		if g.sortKey != "" && g.staticPartition == "" && g.functionName == "" {
+			errs = append(errs, fmt.Errorf("--sort-key ($%s) needs --static-partition ($%s), or --function-name for Powertools' default partition", envSortKey, envStaticPartition))
+		}
+		if g.sortKey == "" && (g.staticPartition != "" || g.functionName != "") {
+			errs = append(errs, fmt.Errorf("--static-partition ($%s) and --function-name are for a table with --sort-key ($%s)", envStaticPartition, envSortKey))
 		}
 	case storeRedis:
 		if g.redisURL == "" {
@@ -157,6 +182,9 @@ func (g *globals) check() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("--store %q is not one of dynamodb, redis, postgres", g.store))
+	}
+	for _, old := range g.renamed {
+		errs = append(errs, fmt.Errorf("$%s is now $%s, the name the app reads", old, envRenamed[old]))
 	}
 	if g.namespace == "" {
 		errs = append(errs, errors.New("--namespace is empty"))
@@ -214,7 +242,7 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 		opts := []dynamostore.Option{dynamostore.WithLogger(logger), dynamostore.WithDataFormat(dataFormats[g.dataFormat]),
 			dynamostore.WithAttributes(dynamostore.Attributes{ID: g.partitionKey})}
 		if g.sortKey != "" {
-			opts = append(opts, dynamostore.WithSortKey(dynamostore.SortKey{Attr: g.sortKey, Partition: g.sortKeyPartition, FunctionName: g.functionName}))
+			opts = append(opts, dynamostore.WithSortKey(dynamostore.SortKey{Attr: g.sortKey, Partition: g.staticPartition, FunctionName: g.functionName}))
 		}
 		s, err := dynamostore.New(db, g.table, opts...)
 		if err != nil {

@@ -111,6 +111,13 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*invoca
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%s: unexpected argument %q (flags go before arguments; quote JSON values)", rest[0], fs.Arg(0))
 	}
+	tableFlag := false
+	for _, f := range []*flag.FlagSet{gfs, fs} {
+		f.Visit(func(f *flag.Flag) { tableFlag = tableFlag || f.Name == "table" })
+	}
+	if g.store == storePostgres && !tableFlag {
+		g.table = "" // $SQSONCE_TABLE is the DynamoDB table; the app's PostgreSQL table is pgstore's default
+	}
 	if err := errors.Join(g.check(), cmd.check()); err != nil {
 		return nil, err
 	}
