@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,27 +24,40 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 )
 
-// The environment: the names cmd/summarise reads, so that an operator can
-// reuse the app's environment, and a few of the tool's own. Flags override
-// the environment.
+// The environment: the names cmd/summarise reads and infra's construct
+// sets, with the app's meaning, so that an operator can reuse the
+// function's environment. Flags override the environment.
 const (
 	envStore            = "SQSONCE_STORE"             // dynamodb | redis | postgres; default dynamodb
-	envTable            = "SQSONCE_TABLE"             // DynamoDB table, or PostgreSQL table (default idempotency)
+	envTable            = "SQSONCE_TABLE"             // the DynamoDB table (the app's PostgreSQL table is pgstore's default)
 	envNamespace        = "SQSONCE_NAMESPACE"         // record id prefix; default summarise
 	envDynamoDBEndpoint = "SQSONCE_DYNAMODB_ENDPOINT" // DynamoDB endpoint override
 	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override
 	envRedisURL         = "SQSONCE_REDIS_URL"         // redis:// or rediss:// URL
 	envPostgresURL      = "SQSONCE_POSTGRES_URL"      // postgres:// URL or DSN
-
-	envRedisCluster     = "SQSONCE_REDIS_CLUSTER"      // on | off: SQSONCE_REDIS_URL names a Redis Cluster
-	envRedisKeyPrefix   = "SQSONCE_REDIS_KEY_PREFIX"   // redisstore.WithKeyPrefix
-	envFormat           = "SQSONCE_FORMAT"             // native | powertools-python | powertools-typescript
-	envDataFormat       = "SQSONCE_DATA_FORMAT"        // json | powertools-python | powertools-typescript
-	envSortKey          = "SQSONCE_SORT_KEY"           // dynamostore.SortKey.Attr
-	envSortKeyPartition = "SQSONCE_SORT_KEY_PARTITION" // dynamostore.SortKey.Partition
-	envFunctionName     = "AWS_LAMBDA_FUNCTION_NAME"   // dynamostore.SortKey.FunctionName
-	envPartitionKey     = "SQSONCE_PARTITION_KEY"      // dynamostore.Attributes.ID; default id
+	envPartitionKey     = "SQSONCE_PARTITION_KEY"     // dynamostore.Attributes.ID; default id
+	envSortKey          = "SQSONCE_SORT_KEY"          // dynamostore.SortKey.Attr
+	envStaticPartition  = "SQSONCE_STATIC_PARTITION"  // dynamostore.SortKey.Partition (Powertools' static_pk_value)
 )
+
+// The tool's own variables: settings the app does not have.
+const (
+	envRedisCluster   = "SQSONCE_REDIS_CLUSTER"    // on | off: SQSONCE_REDIS_URL names a Redis Cluster
+	envRedisKeyPrefix = "SQSONCE_REDIS_KEY_PREFIX" // redisstore.WithKeyPrefix
+	envFormat         = "SQSONCE_FORMAT"           // native | powertools-python | powertools-typescript
+	envDataFormat     = "SQSONCE_DATA_FORMAT"      // json | powertools-python | powertools-typescript
+)
+
+// envNames are the variables the tool reads: the app's, then its own.
+var envNames = []string{
+	envStore, envTable, envNamespace, envDynamoDBEndpoint, envSQSEndpoint, envRedisURL, envPostgresURL,
+	envPartitionKey, envSortKey, envStaticPartition,
+	envRedisCluster, envRedisKeyPrefix, envFormat, envDataFormat,
+}
+
+// envRenamed are variables earlier releases of the tool read, by the name
+// that replaced them: set, they are refused rather than ignored.
+var envRenamed = map[string]string{"SQSONCE_SORT_KEY_PARTITION": envStaticPartition}
 
 // Store names.
 const (
@@ -68,9 +82,11 @@ type globals struct {
 	dataFormat       string
 	partitionKey     string
 	sortKey          string
-	sortKeyPartition string
+	staticPartition  string
 	functionName     string
 	json             bool
+	// renamed are the variables of envRenamed that are set.
+	renamed []string
 }
 
 // defaults reads the environment.
@@ -81,7 +97,7 @@ func defaults(getenv func(string) string) globals {
 		}
 		return def
 	}
-	return globals{
+	g := globals{
 		store:            or(envStore, storeDynamoDB),
 		table:            getenv(envTable),
 		dynamoDBEndpoint: getenv(envDynamoDBEndpoint),
@@ -95,15 +111,21 @@ func defaults(getenv func(string) string) globals {
 		dataFormat:       or(envDataFormat, "json"),
 		partitionKey:     or(envPartitionKey, idempotency.AttrID),
 		sortKey:          getenv(envSortKey),
-		sortKeyPartition: getenv(envSortKeyPartition),
-		functionName:     getenv(envFunctionName),
+		staticPartition:  getenv(envStaticPartition),
 	}
+	for old := range envRenamed {
+		if getenv(old) != "" {
+			g.renamed = append(g.renamed, old)
+		}
+	}
+	slices.Sort(g.renamed)
+	return g
 }
 
 // register adds the global flags to fs, their defaults as g holds them.
 func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.store, "store", g.store, "the record store: dynamodb, redis or postgres ($"+envStore+")")
-	fs.StringVar(&g.table, "table", g.table, "the DynamoDB table, or the PostgreSQL table (default idempotency) ($"+envTable+")")
+	fs.StringVar(&g.table, "table", g.table, "the DynamoDB table ($"+envTable+"), or the PostgreSQL table (default "+pgstore.DefaultTable+", as the app's)")
 	fs.StringVar(&g.endpoint, "endpoint", g.endpoint, "DynamoDB and SQS endpoint override, e.g. moto's ($"+envDynamoDBEndpoint+", $"+envSQSEndpoint+")")
 	fs.StringVar(&g.redisURL, "redis-url", g.redisURL, "redis:// or rediss:// URL ($"+envRedisURL+")")
 	fs.BoolVar(&g.redisCluster, "redis-cluster", g.redisCluster, "the Redis URL names a Redis Cluster ($"+envRedisCluster+"=on)")
@@ -114,8 +136,8 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.dataFormat, "data-format", g.dataFormat, "dynamostore.WithDataFormat: json, powertools-python or powertools-typescript ($"+envDataFormat+")")
 	fs.StringVar(&g.partitionKey, "partition-key", g.partitionKey, "the DynamoDB table's partition key attribute ($"+envPartitionKey+")")
 	fs.StringVar(&g.sortKey, "sort-key", g.sortKey, "dynamostore.WithSortKey: the table's sort key attribute ($"+envSortKey+")")
-	fs.StringVar(&g.sortKeyPartition, "sort-key-partition", g.sortKeyPartition, "dynamostore.SortKey.Partition ($"+envSortKeyPartition+")")
-	fs.StringVar(&g.functionName, "function-name", g.functionName, "dynamostore.SortKey.FunctionName, for the default partition ($"+envFunctionName+")")
+	fs.StringVar(&g.staticPartition, "static-partition", g.staticPartition, "dynamostore.SortKey.Partition, the partition value of every record with --sort-key ($"+envStaticPartition+")")
+	fs.StringVar(&g.functionName, "function-name", g.functionName, "dynamostore.SortKey.FunctionName: with --sort-key and no --static-partition, Powertools' default partition idempotency#{function name}")
 	fs.BoolVar(&g.json, "json", g.json, "print JSON")
 }
 
@@ -144,8 +166,11 @@ func (g *globals) check() error {
 		if g.table == "" {
 			errs = append(errs, fmt.Errorf("--table ($%s) is required with the DynamoDB store", envTable))
 		}
-		if g.sortKey != "" && g.sortKeyPartition == "" && g.functionName == "" {
-			errs = append(errs, fmt.Errorf("--sort-key needs --sort-key-partition or --function-name ($%s)", envFunctionName))
+		if g.sortKey != "" && g.staticPartition == "" && g.functionName == "" {
+			errs = append(errs, fmt.Errorf("--sort-key ($%s) needs --static-partition ($%s), or --function-name for Powertools' default partition", envSortKey, envStaticPartition))
+		}
+		if g.sortKey == "" && (g.staticPartition != "" || g.functionName != "") {
+			errs = append(errs, fmt.Errorf("--static-partition ($%s) and --function-name are for a table with --sort-key ($%s)", envStaticPartition, envSortKey))
 		}
 	case storeRedis:
 		if g.redisURL == "" {
@@ -158,8 +183,14 @@ func (g *globals) check() error {
 	default:
 		errs = append(errs, fmt.Errorf("--store %q is not one of dynamodb, redis, postgres", g.store))
 	}
+	for _, old := range g.renamed {
+		errs = append(errs, fmt.Errorf("$%s is now $%s, the name the app reads", old, envRenamed[old]))
+	}
 	if g.namespace == "" {
 		errs = append(errs, errors.New("--namespace is empty"))
+	}
+	if strings.Contains(g.namespace, "#") {
+		errs = append(errs, fmt.Errorf("--namespace %q holds a \"#\", which ends the namespace in a record id", g.namespace))
 	}
 	if _, ok := formats[g.format]; !ok {
 		errs = append(errs, fmt.Errorf("--format %q is not one of native, powertools-python, powertools-typescript", g.format))
@@ -176,6 +207,7 @@ type ops struct {
 	g       globals
 	store   idempotency.Store
 	inspect idempotency.Inspector
+	write   inspectedWriter
 	guard   *idempotency.Guard
 	sqs     sqsAPI
 	closers []func()
@@ -210,13 +242,13 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 		opts := []dynamostore.Option{dynamostore.WithLogger(logger), dynamostore.WithDataFormat(dataFormats[g.dataFormat]),
 			dynamostore.WithAttributes(dynamostore.Attributes{ID: g.partitionKey})}
 		if g.sortKey != "" {
-			opts = append(opts, dynamostore.WithSortKey(dynamostore.SortKey{Attr: g.sortKey, Partition: g.sortKeyPartition, FunctionName: g.functionName}))
+			opts = append(opts, dynamostore.WithSortKey(dynamostore.SortKey{Attr: g.sortKey, Partition: g.staticPartition, FunctionName: g.functionName}))
 		}
 		s, err := dynamostore.New(db, g.table, opts...)
 		if err != nil {
 			return nil, err
 		}
-		o.store, o.inspect = s, s
+		o.store, o.inspect, o.write = s, s, s
 	case storeRedis:
 		var rdb redis.UniversalClient
 		if g.redisCluster {
@@ -240,7 +272,7 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 			o.close()
 			return nil, err
 		}
-		o.store, o.inspect = s, s
+		o.store, o.inspect, o.write = s, s, s
 	case storePostgres:
 		pool, err := pgxpool.New(ctx, g.postgresURL)
 		if err != nil {
@@ -256,7 +288,7 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 			o.close()
 			return nil, err
 		}
-		o.store, o.inspect = s, s
+		o.store, o.inspect, o.write = s, s, s
 	}
 	guard, err := idempotency.New(idempotency.Config{Store: o.store, Namespace: g.namespace, Format: formats[g.format]})
 	if err != nil {
@@ -273,6 +305,24 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 	}
 	return o, nil
 }
+
+// inspectedWriter is what release and resolve write with: each store's
+// release and completion fenced on the record as inspect read it (its
+// owner or none, expiry, lease end and quarantine mark), not on an owner
+// token alone, so that a claim without an owner (Powertools writes none)
+// can be released and resolved too, and a record that changed since it
+// was read is left alone. CompleteInspected never completes a record
+// without its result: one the store cannot keep in full is refused.
+type inspectedWriter interface {
+	ReleaseInspected(ctx context.Context, found idempotency.Record) error
+	CompleteInspected(ctx context.Context, found, done idempotency.Record) error
+}
+
+var (
+	_ inspectedWriter = (*dynamostore.Store)(nil)
+	_ inspectedWriter = (*redisstore.Store)(nil)
+	_ inspectedWriter = (*pgstore.Store)(nil)
+)
 
 // keyPath parses --key-field: member names separated by dots, or a JSON
 // array of them (for names that hold a dot).
@@ -302,7 +352,10 @@ type sqsAPI interface {
 	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 	ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
+
+var _ sqsAPI = (*sqs.Client)(nil)
 
 // wrapSQS wraps the SQS client: the seam of tests' injected faults.
 var wrapSQS = func(c sqsAPI) sqsAPI { return c }

@@ -9,19 +9,23 @@
 //
 //	sqsonce-ops inspect (--key JSON [--key-field a.b] | --body FILE|- | --id ID)
 //	sqsonce-ops list [--all]
-//	sqsonce-ops release (--id ID | --key … | --body …) --owner OWNER [--dry-run] [--force]
-//	sqsonce-ops resolve (--id ID | --key … | --body …) --owner OWNER (--result JSON | --result-file FILE|-) [--dry-run]
-//	sqsonce-ops redrive --dlq URL --queue URL [--rate N/s] [--max N] [--dry-run]
+//	sqsonce-ops release (--id ID | --key … | --body …) --owner OWNER|- [--dry-run] [--force]
+//	sqsonce-ops resolve (--id ID | --key … | --body …) --owner OWNER|- (--result JSON | --result-file FILE|-) [--dry-run]
+//	sqsonce-ops redrive --dlq URL --queue URL [--rate N/s] [--max N] [--dry-run] [--force REASON]
 //
 // Every command takes the store's flags (--store dynamodb|redis|postgres,
 // --table, --endpoint, --redis-url, --postgres-url, --namespace, --format,
 // --data-format, the sort key's) and --json; each defaults to the
 // environment variable cmd/summarise reads (SQSONCE_STORE, SQSONCE_TABLE,
-// SQSONCE_NAMESPACE, …). A record id is computed as [idempotency.Guard.ID]
-// computes it, with the app's key function ([handler.Key]) unless
-// --key-field names the body field. Records are read through the store's
-// [idempotency.Inspector]; release and resolve write with the store's
-// fenced Release and Complete.
+// SQSONCE_NAMESPACE, SQSONCE_STATIC_PARTITION, …). A record id is computed
+// as [idempotency.Guard.ID] computes it, with the app's key function
+// ([handler.Key]) unless --key-field names the body field. Records are
+// read through the store's [idempotency.Inspector]; release and resolve
+// write with the store's ReleaseInspected and CompleteInspected, fenced on
+// the record as read (its owner or none, expiry, lease and quarantine
+// mark). redrive refuses queues that --queue's RedrivePolicy does not
+// pair, stops a FIFO group at its first message not sent, and sends at
+// most --rate.
 //
 // Exit codes: 0 done (or, with --dry-run, would be done); 1 a call failed
 // or a write was refused because the record is not as shown; 2 bad usage,

@@ -96,9 +96,11 @@ func view(o *ops, id string, rec idempotency.StoredRecord, err error, t time.Tim
 }
 
 // namespaceProblem says why id is not a record id of the configured
-// namespace, or "".
+// namespace, "{namespace}#{digest}", or "". A digest holds no "#" (it is
+// hex or base64), so "a#b#{digest}" is of namespace "a#b", not "a".
 func namespaceProblem(o *ops, id string) string {
-	if !strings.HasPrefix(id, o.g.namespace+"#") {
+	digest, ok := strings.CutPrefix(id, o.g.namespace+"#")
+	if !ok || digest == "" || strings.Contains(digest, "#") {
 		return fmt.Sprintf("the id is not in namespace %q (--namespace)", o.g.namespace)
 	}
 	return ""

@@ -30,7 +30,7 @@ func TestParseRefusals(t *testing.T) {
 		{[]string{"inspect", "--id", "x", "--table", ""}, "--table"},
 		{[]string{"inspect", "--id", "x", "--format", "md5"}, "--format"},
 		{[]string{"inspect", "--id", "x", "--data-format", "xml"}, "--data-format"},
-		{[]string{"inspect", "--id", "x", "--sort-key", "sk"}, "--sort-key needs"},
+		{[]string{"inspect", "--id", "x", "--sort-key", "sk"}, "needs --static-partition"},
 		{[]string{"inspect", "--id", "x", "--store", "redis"}, "--redis-url"},
 		{[]string{"inspect", "--id", "x", "--store", "postgres"}, "--postgres-url"},
 		{[]string{"release", "--id", "x"}, "--owner is required"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -73,6 +74,9 @@ func (c *listCmd) exec(ctx context.Context, o *ops) int {
 		if err != nil && rec.ID == "" {
 			return failed(o, "list: %v", err)
 		}
+		if namespaceProblem(o, rec.ID) != "" {
+			continue // another namespace's, one that starts with this one and "#"
+		}
 		v := view(o, rec.ID, rec, err, at)
 		switch {
 		case v.Problem != "":
@@ -119,22 +123,43 @@ func (c *listCmd) exec(ctx context.Context, o *ops) int {
 // inspect showed it, and --dry-run.
 type writeCmd struct {
 	sel    selector
-	owner  string
+	owner  ownerFlag
 	dryRun bool
 	force  bool
 }
 
+// noOwner is how inspect and list show a record without an owner, and
+// how --owner names one.
+const noOwner = "-"
+
+// ownerFlag is --owner: the owner inspect showed, "-" (or "") for none.
+// It records whether it was given, so that --owner "" names a record
+// without an owner rather than no flag.
+type ownerFlag struct {
+	owner string
+	set   bool
+}
+
+func (f *ownerFlag) String() string { return f.owner }
+func (f *ownerFlag) Set(v string) error {
+	f.owner, f.set = v, true
+	if v == noOwner {
+		f.owner = ""
+	}
+	return nil
+}
+
 func (c *writeCmd) flags(fs *flag.FlagSet) {
 	c.sel.flags(fs)
-	fs.StringVar(&c.owner, "owner", "", "the record's owner, as inspect showed it: a record whose owner changed since is left alone")
+	fs.Var(&c.owner, "owner", "the record's owner, as inspect showed it (- for a record without one, as Powertools writes them): a record whose owner changed since is left alone")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print what would be done, write nothing")
 	fs.BoolVar(&c.force, "force", false, "act on a record whose lease is live (a worker may still be running its operation)")
 }
 
 func (c *writeCmd) check() error {
 	err := c.sel.check()
-	if c.owner == "" {
-		err = errors.Join(err, errors.New("--owner is required: the record's owner as inspect shows it"))
+	if !c.owner.set {
+		err = errors.Join(err, errors.New("--owner is required: the record's owner as inspect shows it (- for none)"))
 	}
 	return err
 }
@@ -164,8 +189,8 @@ func (c *writeCmd) target(ctx context.Context, o *ops, verb string) (string, ide
 	switch st := state(rec.Record, now()); {
 	case rec.Status != idempotency.StatusInProgress:
 		return "", rec, failed(o, "%s %s: the record is %s (%s), not INPROGRESS: nothing to %s", verb, id, rec.Status, st, verb)
-	case rec.Owner != c.owner:
-		return "", rec, failed(o, "%s %s: the record's owner is not --owner: it changed since you looked; inspect it again", verb, id)
+	case rec.Owner != c.owner.owner:
+		return "", rec, failed(o, "%s %s: the record's owner (%s) is not --owner: it changed since you looked; inspect it again", verb, id, orDash(rec.Owner))
 	case st == stateExpired:
 		return "", rec, failed(o, "%s %s: the record expired at %s: every store treats it as absent and the next delivery runs the operation; nothing to %s",
 			verb, id, rec.ExpiresAt.UTC().Format(time.RFC3339), verb)
@@ -194,19 +219,34 @@ func (c *writeCmd) report(ctx context.Context, o *ops, action, id string, before
 			out.After = &v
 		}
 	}
+	code := exitOK
+	if out.After != nil && out.After.DataOmitted {
+		// The stores refuse such a completion; should one be written
+		// anyway, it is reported as the failure it is.
+		code = failed(o, "%s %s: the record was completed WITHOUT the result: later deliveries replay an empty result", action, id)
+	}
 	if o.g.json {
 		printJSON(o.stdout, out)
-		return exitOK
+		return code
 	}
 	if c.dryRun {
-		fmt.Fprintf(o.stdout, "dry run: would %s %s (state %s, owner %s); nothing written\n", action, id, out.Before.State, before.Owner)
-		return exitOK
+		fmt.Fprintf(o.stdout, "dry run: would %s %s (state %s, owner %s); nothing written\n", action, id, out.Before.State, orDash(before.Owner))
+		return code
 	}
 	fmt.Fprintf(o.stdout, "%s %s\n", pastTense(action), id)
 	if out.After != nil {
 		printRecord(o.stdout, *out.After, now())
 	}
-	return exitOK
+	return code
+}
+
+// writeFailed reports a release's or resolve's write that failed: refused
+// by its fence (the record changed since it was read), or an error.
+func writeFailed(o *ops, verb, id string, err error) int {
+	if errors.Is(err, idempotency.ErrLeaseLost) {
+		return failed(o, "%s %s: refused, nothing written: %v; inspect it again", verb, id, err)
+	}
+	return failed(o, "%s %s: %v", verb, id, err)
 }
 
 func pastTense(action string) string {
@@ -225,8 +265,8 @@ func (c *releaseCmd) exec(ctx context.Context, o *ops) int {
 		return code
 	}
 	if !c.dryRun {
-		if err := o.store.Release(ctx, id, c.owner); err != nil {
-			return failed(o, "release %s: %v", id, err)
+		if err := o.write.ReleaseInspected(ctx, rec.Record); err != nil {
+			return writeFailed(o, "release", id, err)
 		}
 	}
 	return c.report(ctx, o, "release", id, rec)
@@ -291,10 +331,17 @@ func (c *resolveCmd) exec(ctx context.Context, o *ops) int {
 		if expires.IsZero() {
 			expires = now().Add(idempotency.DefaultExpiresAfter)
 		}
-		done := idempotency.Record{ID: id, Status: idempotency.StatusCompleted, Owner: c.owner,
+		// The claim's own owner; a claim without one (written by
+		// Powertools) is completed under a new token, so that the store
+		// can tell its own completion sent again.
+		owner := rec.Owner
+		if owner == "" {
+			owner = rand.Text()
+		}
+		done := idempotency.Record{ID: id, Status: idempotency.StatusCompleted, Owner: owner,
 			ExpiresAt: expires, Validation: rec.Validation, Data: data}
-		if err := o.store.Complete(ctx, done); err != nil {
-			return failed(o, "resolve %s: %v", id, err)
+		if err := o.write.CompleteInspected(ctx, rec.Record, done); err != nil {
+			return writeFailed(o, "resolve", id, err)
 		}
 	}
 	return c.report(ctx, o, "resolve", id, rec)

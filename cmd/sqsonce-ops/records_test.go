@@ -240,7 +240,7 @@ func TestDynamoDBSortKey(t *testing.T) {
 		}
 	})
 	env := map[string]string{envTable: table, envNamespace: "orders", envDynamoDBEndpoint: moto.Endpoint(t),
-		envPartitionKey: "pk", envSortKey: "sk", envFunctionName: "summarise-fn"}
+		envPartitionKey: "pk", envSortKey: "sk", envStaticPartition: dynamostore.DefaultPartitionPrefix + "summarise-fn"}
 	scenario(t, env, s)
 	// Without the sort key flags the table's key does not match: a clear failure, nothing found.
 	plain := map[string]string{envTable: table, envNamespace: "orders", envDynamoDBEndpoint: moto.Endpoint(t)}

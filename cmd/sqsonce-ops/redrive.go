@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +47,18 @@ type redriveCmd struct {
 	keyField   string
 	wait       time.Duration
 	visibility time.Duration
+	force      reason
 }
+
+// reason is a flag whose value must say why: it records whether it was
+// given, so that an empty one is refused rather than taken for no flag.
+type reason struct {
+	text string
+	set  bool
+}
+
+func (r *reason) String() string     { return r.text }
+func (r *reason) Set(v string) error { r.text, r.set = strings.TrimSpace(v), true; return nil }
 
 func (c *redriveCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.dlq, "dlq", "", "the dead-letter queue's URL")
@@ -55,6 +68,7 @@ func (c *redriveCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.dryRun, "dry-run", false, "read and classify the messages, send and delete nothing (they are visible again at once)")
 	fs.StringVar(&c.keyField, "key-field", "", "the body field the key is in, as inspect's --key-field (default: the app's key)")
 	fs.DurationVar(&c.wait, "wait", 2*time.Second, "how long a receive waits for messages (long polling) before the queue counts as drained")
+	fs.Var(&c.force, "force", "REASON: go on past the queue checks (--queue's RedrivePolicy names --dlq; a dry run of a --dlq with a RedrivePolicy of its own), saying why; the reason is printed with the run")
 	fs.DurationVar(&c.visibility, "visibility", 0, "how long the messages read stay invisible in the dead-letter queue while they are checked and sent (default: a minute plus twice --max at --rate)")
 }
 
@@ -79,8 +93,16 @@ func (c *redriveCmd) check() error {
 	if c.max < 1 {
 		errs = append(errs, fmt.Errorf("--max %d: want at least 1", c.max))
 	}
+	if err == nil && c.max >= 1 && time.Minute.Seconds()+runTime(c.max, r) > maxVisibility.Seconds() {
+		// The messages read would be visible again before they were sent.
+		errs = append(errs, fmt.Errorf("--max %d at --rate %s takes longer than the %v a message can stay invisible: raise --rate or lower --max",
+			c.max, c.rate, maxVisibility))
+	}
 	if c.visibility != 0 && (c.visibility < time.Second || c.visibility > 12*time.Hour) {
 		errs = append(errs, fmt.Errorf("--visibility %v: want 1s to 12h", c.visibility))
+	}
+	if c.force.set && c.force.text == "" {
+		errs = append(errs, errors.New("--force needs a reason: --force 'why the queue checks do not apply'"))
 	}
 	if c.wait < 0 || c.wait > 20*time.Second {
 		errs = append(errs, fmt.Errorf("--wait %v: want 0 to 20s", c.wait))
@@ -93,21 +115,41 @@ func (c *redriveCmd) check() error {
 	return errors.Join(errs...)
 }
 
-// parseRate reads "N/s", "N/m" or "N" (per second).
+// The bounds of --rate, per second. Messages are sent one call at a time,
+// so a faster rate would be no limit at all; a slower one leaves more than
+// SQS's longest visibility timeout between two sends.
+const (
+	maxRate       = 1000
+	maxVisibility = 12 * time.Hour // SQS's longest visibility timeout
+)
+
+// parseRate reads "N/s", "N/m" or "N" (per second): a finite positive
+// rate from one message per 12 hours to 1000 a second.
 func parseRate(s string) (float64, error) {
 	num, unit, _ := strings.Cut(s, "/")
 	n, err := strconv.ParseFloat(num, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("--rate %q: want a positive number per second (N/s) or minute (N/m)", s)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) || n <= 0 {
+		return 0, fmt.Errorf("--rate %q: want a finite positive number per second (N/s) or minute (N/m)", s)
 	}
 	switch unit {
 	case "", "s":
-		return n, nil
 	case "m":
-		return n / 60, nil
+		n /= 60
+	default:
+		return 0, fmt.Errorf("--rate %q: the unit is s or m", s)
 	}
-	return 0, fmt.Errorf("--rate %q: the unit is s or m", s)
+	switch {
+	case n > maxRate:
+		return 0, fmt.Errorf("--rate %q: above %d/s, which one send at a time cannot keep: the limit would be off", s, maxRate)
+	case 1/n > maxVisibility.Seconds():
+		return 0, fmt.Errorf("--rate %q: below one message per %v, SQS's longest visibility timeout", s, maxVisibility)
+	}
+	return n, nil
 }
+
+// runTime is how long sending n messages takes at perSecond, in seconds:
+// the last is sent n-1 intervals after the first.
+func runTime(n int, perSecond float64) float64 { return float64(n-1) / perSecond }
 
 // dlqMessage is one message read from the dead-letter queue.
 type dlqMessage struct {
@@ -115,8 +157,17 @@ type dlqMessage struct {
 	RecordID string `json:"record_id,omitempty"`
 	Class    string `json:"class"`
 	Problem  string `json:"problem,omitempty"`
-	Outcome  string `json:"outcome,omitempty"` // redriven | not_sent | sent_not_deleted | kept
+	Outcome  string `json:"outcome,omitempty"` // redriven | not_sent | held | sent_not_deleted | kept
 }
+
+// The outcomes of a message.
+const (
+	outcomeRedriven       = "redriven"         // sent, and deleted from the dead-letter queue
+	outcomeNotSent        = "not_sent"         // its send failed: still in the dead-letter queue
+	outcomeHeld           = "held"             // not sent because an earlier message of its FIFO group was not: still in the dead-letter queue
+	outcomeSentNotDeleted = "sent_not_deleted" // sent, its delete failed: in both queues
+	outcomeKept           = "kept"             // a dry run, or a refused one: still in the dead-letter queue
+)
 
 // redriveReport is redrive's output.
 type redriveReport struct {
@@ -130,8 +181,23 @@ type redriveReport struct {
 	// SentNotDeleted counts messages sent to the queue whose delete from
 	// the dead-letter queue failed: they are in both, and the idempotent
 	// consumer replays the second delivery.
-	SentNotDeleted int              `json:"sent_not_deleted"`
-	Messages       []redriveMessage `json:"messages"`
+	SentNotDeleted int `json:"sent_not_deleted"`
+	// Held counts the messages of FIFO groups that stopped: each group
+	// stops at its first message not sent, and the rest of the group
+	// stays in the dead-letter queue behind it, in order.
+	Held          int            `json:"held"`
+	StoppedGroups []stoppedGroup `json:"stopped_groups,omitempty"`
+	// Forced is --force's reason, and ForcedPast the checks it went past.
+	Forced     string           `json:"forced,omitempty"`
+	ForcedPast []string         `json:"forced_past,omitempty"`
+	Messages   []redriveMessage `json:"messages"`
+}
+
+// stoppedGroup is a FIFO group that stopped at a message not sent.
+type stoppedGroup struct {
+	Group     string `json:"group"`
+	MessageID string `json:"message_id"` // the first message not sent
+	Left      int    `json:"left"`       // the group's messages left in the dead-letter queue, that one included
 }
 
 // redriveMessage is one message in the report: ids only, never content.
@@ -144,15 +210,35 @@ type redriveMessage struct {
 }
 
 func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
+	report := redriveReport{DLQ: c.dlq, Queue: c.queue, DryRun: c.dryRun, Classes: map[string]int{}}
+	problems, err := c.checkQueues(ctx, o)
+	if err != nil {
+		return failed(o, "redrive: read the queues' attributes: %v (nothing was read or sent)", err)
+	}
+	if len(problems) > 0 && !c.force.set {
+		for _, p := range problems {
+			fmt.Fprintf(o.stderr, "sqsonce-ops: refused: %s\n", p)
+		}
+		return refuse(o, "nothing was read or sent (--force REASON goes on past these checks)")
+	}
+	if c.force.set {
+		report.Forced, report.ForcedPast = c.force.text, problems
+		fmt.Fprintf(o.stderr, "sqsonce-ops: --force: %s\n", c.force.text)
+		for _, p := range problems {
+			fmt.Fprintf(o.stderr, "sqsonce-ops: forced past: %s\n", p)
+		}
+	}
 	// Messages stay invisible while they are classified and sent: at the
 	// rate, plus a minute, at most SQS's 12 hours.
-	visibility := time.Minute + time.Duration(float64(c.max)/c.perSecond*float64(time.Second))*2
-	visibility = min(visibility, 12*time.Hour)
+	visibility := maxVisibility
+	if secs := time.Minute.Seconds() + 2*runTime(c.max, c.perSecond); secs < maxVisibility.Seconds() {
+		visibility = time.Duration(secs * float64(time.Second))
+	}
 	if c.visibility > 0 {
 		visibility = c.visibility
 	}
 	msgs, err := c.receive(ctx, o, visibility)
-	report := redriveReport{DLQ: c.dlq, Queue: c.queue, DryRun: c.dryRun, Read: len(msgs), Classes: map[string]int{}}
+	report.Read = len(msgs)
 	if err != nil {
 		c.release(o, msgs)
 		return failed(o, "redrive: receive from the dead-letter queue: %v (the %d messages read are visible again)", err, len(msgs))
@@ -166,7 +252,7 @@ func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
 	if c.dryRun || refused {
 		c.release(o, msgs)
 		for _, m := range msgs {
-			m.Outcome = "kept"
+			m.Outcome = outcomeKept
 		}
 	} else {
 		c.send(ctx, o, msgs, &report)
@@ -183,6 +269,65 @@ func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// redrivePolicy is a queue's RedrivePolicy attribute.
+type redrivePolicy struct {
+	DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+	// MaxReceiveCount is a JSON number, or a string holding one.
+	MaxReceiveCount json.RawMessage `json:"maxReceiveCount"`
+}
+
+// maxReceives is p's maxReceiveCount as written, without quotes.
+func (p *redrivePolicy) maxReceives() string { return strings.Trim(string(p.MaxReceiveCount), `"`) }
+
+// queueAttrs reads a queue's ARN and its RedrivePolicy (nil when it has
+// none).
+func queueAttrs(ctx context.Context, o *ops, url string) (string, *redrivePolicy, error) {
+	out, err := o.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn, types.QueueAttributeNameRedrivePolicy}})
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", url, err)
+	}
+	arn := out.Attributes[string(types.QueueAttributeNameQueueArn)]
+	v := out.Attributes[string(types.QueueAttributeNameRedrivePolicy)]
+	if v == "" {
+		return arn, nil, nil
+	}
+	var p redrivePolicy
+	if err := json.Unmarshal([]byte(v), &p); err != nil {
+		return "", nil, fmt.Errorf("%s: its RedrivePolicy is not JSON: %w", url, err)
+	}
+	return arn, &p, nil
+}
+
+// checkQueues says why the queues must not be redriven as the flags name
+// them: --queue's RedrivePolicy must name --dlq, or the messages may go
+// to a queue that never held them (--dlq and --queue swapped would move
+// the live queue into the dead-letter queue); and since SQS shows no
+// message without receiving it, a dry run must not count receives toward
+// a RedrivePolicy of --dlq's own.
+func (c *redriveCmd) checkQueues(ctx context.Context, o *ops) ([]string, error) {
+	_, sourcePolicy, err := queueAttrs(ctx, o, c.queue)
+	if err != nil {
+		return nil, err
+	}
+	dlqARN, dlqPolicy, err := queueAttrs(ctx, o, c.dlq)
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	switch {
+	case sourcePolicy == nil:
+		problems = append(problems, "--queue has no RedrivePolicy: it is no queue whose dead-letter queue is --dlq (are --dlq and --queue swapped?)")
+	case sourcePolicy.DeadLetterTargetArn != dlqARN:
+		problems = append(problems, fmt.Sprintf("--queue's RedrivePolicy names the dead-letter queue %s, not --dlq (%s)", sourcePolicy.DeadLetterTargetArn, dlqARN))
+	}
+	if c.dryRun && dlqPolicy != nil {
+		problems = append(problems, fmt.Sprintf("--dlq has a RedrivePolicy of its own (maxReceiveCount %s, to %s): SQS shows no message without receiving it, "+
+			"and each receive of a dry run counts toward that policy, which moves the message on", dlqPolicy.maxReceives(), dlqPolicy.DeadLetterTargetArn))
+	}
+	return problems, nil
 }
 
 // receive reads up to --max messages, each once, keeping them invisible.
@@ -262,26 +407,43 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.KeyFun
 
 // send sends each message to the queue at the rate, and deletes it from the
 // dead-letter queue once it was sent: a message is never lost, at worst
-// it is in both queues.
+// it is in both queues. A FIFO group stops at its first message not sent:
+// the rest of the group stays in the dead-letter queue behind it, so that
+// the next run sends them in their order.
 func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, report *redriveReport) {
-	interval := time.Duration(float64(time.Second) / c.perSecond)
+	interval := time.Duration(float64(time.Second) / c.perSecond) // parseRate bounds it
 	fifo := strings.HasSuffix(c.queue, ".fifo")
 	next := time.Now()
 	var unsent []*dlqMessage
+	stopped := map[string]*stoppedGroup{}
+	var groups []string // stopped, in the order they stopped
+	notSent := func(m *dlqMessage, group, why string) {
+		m.Outcome, m.Problem = outcomeNotSent, why
+		report.NotSent++
+		unsent = append(unsent, m)
+		if fifo && group != "" {
+			stopped[group] = &stoppedGroup{Group: group, MessageID: aws.ToString(m.msg.MessageId), Left: 1}
+			groups = append(groups, group)
+		}
+	}
 	for _, m := range msgs {
-		if err := ctx.Err(); err != nil {
-			m.Outcome, m.Problem = "not_sent", "interrupted"
-			report.NotSent++
+		group := m.msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+		if sg := stopped[group]; fifo && sg != nil {
+			m.Outcome, m.Problem = outcomeHeld, "an earlier message of its FIFO group was not sent"
+			report.Held++
+			sg.Left++
 			unsent = append(unsent, m)
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			notSent(m, group, "interrupted")
 			continue
 		}
 		if d := time.Until(next); d > 0 {
 			select {
 			case <-time.After(d):
 			case <-ctx.Done():
-				m.Outcome, m.Problem = "not_sent", "interrupted"
-				report.NotSent++
-				unsent = append(unsent, m)
+				notSent(m, group, "interrupted")
 				continue
 			}
 		}
@@ -292,11 +454,8 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 			MessageAttributes: sendable(m.msg.MessageAttributes),
 		}
 		if fifo {
-			group := m.msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 			if group == "" {
-				m.Outcome, m.Problem = "not_sent", "the message has no MessageGroupId for the FIFO queue"
-				report.NotSent++
-				unsent = append(unsent, m)
+				notSent(m, group, "the message has no MessageGroupId for the FIFO queue")
 				continue
 			}
 			// A message sent again by a later run (this run's delete failed)
@@ -305,9 +464,7 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 			in.MessageDeduplicationId = m.msg.MessageId
 		}
 		if _, err := o.sqs.SendMessage(ctx, in); err != nil {
-			m.Outcome, m.Problem = "not_sent", err.Error()
-			report.NotSent++
-			unsent = append(unsent, m)
+			notSent(m, group, err.Error())
 			continue
 		}
 		// Sent: from here on the message is never lost. A delete that
@@ -321,12 +478,15 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 			}
 		}
 		if err != nil {
-			m.Outcome, m.Problem = "sent_not_deleted", err.Error()
+			m.Outcome, m.Problem = outcomeSentNotDeleted, err.Error()
 			report.SentNotDeleted++
 			continue
 		}
-		m.Outcome = "redriven"
+		m.Outcome = outcomeRedriven
 		report.Redriven++
+	}
+	for _, g := range groups {
+		report.StoppedGroups = append(report.StoppedGroups, *stopped[g])
 	}
 	c.release(o, unsent)
 }
@@ -384,17 +544,24 @@ func (c *redriveCmd) print(o *ops, r redriveReport) {
 		fmt.Fprintf(w, "  %4d %s\n", r.Classes[cl.name], cl.text)
 	}
 	for _, m := range r.Messages {
-		if m.Problem != "" {
+		if m.Problem != "" && m.Outcome != outcomeHeld {
 			fmt.Fprintf(w, "  message %s: %s: %s\n", m.MessageID, m.Class, m.Problem)
 		}
 	}
+	if r.Forced != "" {
+		fmt.Fprintf(w, "forced (%s) past %d queue check(s)\n", r.Forced, len(r.ForcedPast))
+	}
 	switch {
 	case r.DryRun:
-		fmt.Fprintf(w, "dry run: would send %d message(s) to %s; nothing sent or deleted\n", r.Read, r.Queue)
+		fmt.Fprintf(w, "dry run: would send %d message(s) to %s; nothing sent or deleted (each message read was received once: its receive count rose by one)\n", r.Read, r.Queue)
 	case r.Classes[classUnreadable] > 0:
 		fmt.Fprintf(w, "nothing sent to %s\n", r.Queue)
 	default:
-		fmt.Fprintf(w, "redriven to %s: %d sent and deleted, %d not sent (still in the dead-letter queue), %d sent but not deleted (in both queues)\n",
-			r.Queue, r.Redriven, r.NotSent, r.SentNotDeleted)
+		fmt.Fprintf(w, "redriven to %s: %d sent and deleted, %d not sent (still in the dead-letter queue), %d held behind them in their FIFO group (still in the dead-letter queue), %d sent but not deleted (in both queues)\n",
+			r.Queue, r.Redriven, r.NotSent, r.Held, r.SentNotDeleted)
+	}
+	for _, g := range r.StoppedGroups {
+		fmt.Fprintf(w, "FIFO group %s stopped at message %s: %d message(s) left in the dead-letter queue, in order; run redrive again to send them\n",
+			g.Group, g.MessageID, g.Left)
 	}
 }

@@ -188,19 +188,8 @@ func TestRedriveUnreadable(t *testing.T) {
 
 func TestRedriveFIFO(t *testing.T) {
 	env, _, _, _ := dynamoEnv(t, "orders")
-	client := moto.SQS(t)
+	client, dlq, source := fifoQueues(t)
 	ctx := context.Background()
-	fifo := func(name string) string {
-		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + ".fifo"),
-			Attributes: map[string]string{"FifoQueue": "true"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl}) })
-		return aws.ToString(out.QueueUrl)
-	}
-	name := "ops-fifo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	dlq, source := fifo(name+"-dlq"), fifo(name)
 	type msg struct{ group, body string }
 	sent := []msg{{"g1", `{"idempotency_key":"a"}`}, {"g1", `{"idempotency_key":"b"}`}, {"g2", `{"idempotency_key":"c"}`}}
 	for i, m := range sent {

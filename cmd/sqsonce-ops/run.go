@@ -46,8 +46,8 @@ var commands = []struct {
 }{
 	{"inspect", "show a record, by the request's key (--key), a message body (--body) or its id (--id)", func() command { return &inspectCmd{} }},
 	{"list", "list INPROGRESS records past their lease, and quarantined ones (--all: every INPROGRESS record)", func() command { return &listCmd{} }},
-	{"release", "release an INPROGRESS record, fenced on its owner, so that the next delivery runs again", func() command { return &releaseCmd{} }},
-	{"resolve", "complete an INPROGRESS record with a given result, fenced on its owner", func() command { return &resolveCmd{} }},
+	{"release", "release an INPROGRESS record, fenced on the record as read (its owner, or none), so that the next delivery runs again", func() command { return &releaseCmd{} }},
+	{"resolve", "complete an INPROGRESS record with a given result, fenced on the record as read (its owner, or none)", func() command { return &resolveCmd{} }},
 	{"redrive", "move the dead-letter queue's messages back to their queue, at a bounded rate, after checking each key", func() command { return &redriveCmd{} }},
 }
 
@@ -110,6 +110,13 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*invoca
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%s: unexpected argument %q (flags go before arguments; quote JSON values)", rest[0], fs.Arg(0))
+	}
+	tableFlag := false
+	for _, f := range []*flag.FlagSet{gfs, fs} {
+		f.Visit(func(f *flag.Flag) { tableFlag = tableFlag || f.Name == "table" })
+	}
+	if g.store == storePostgres && !tableFlag {
+		g.table = "" // $SQSONCE_TABLE is the DynamoDB table; the app's PostgreSQL table is pgstore's default
 	}
 	if err := errors.Join(g.check(), cmd.check()); err != nil {
 		return nil, err

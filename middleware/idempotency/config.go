@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -31,7 +32,7 @@ type Config struct {
 
 	// Namespace prefixes every record id ("{Namespace}#{digest}"): a fixed
 	// string, not a generated function name, which a redeploy would change.
-	// Required.
+	// Required; it may not hold a "#", which ends it in a record id.
 	Namespace string
 
 	// ExpiresAfter is how long a record counts after it is written or
@@ -198,6 +199,10 @@ func (c *Config) validate() error {
 	}
 	if c.Namespace == "" {
 		errs = append(errs, errors.New("idempotency: Config.Namespace is required"))
+	}
+	if strings.Contains(c.Namespace, "#") {
+		errs = append(errs, fmt.Errorf("idempotency: Config.Namespace %q holds a \"#\", which ends the namespace in a record id: "+
+			"its ids would read as those of the namespace before it", c.Namespace))
 	}
 	if c.ExpiresAfter < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.ExpiresAfter %v is negative", c.ExpiresAfter))

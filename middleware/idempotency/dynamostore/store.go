@@ -219,26 +219,34 @@ type placement struct {
 // place decides how rec.Data is stored: plain JSON, compressed, or left out
 // when it does not fit in the item even compressed.
 func (s *Store) place(ctx context.Context, rec idempotency.Record) placement {
+	p, budget, why := s.fit(rec)
+	if p.omitted {
+		s.omitted(ctx, rec, budget, why)
+	}
+	return p
+}
+
+// fit is place without its log: the placement of rec.Data, the bytes the
+// item has for it, and why a result left out is.
+func (s *Store) fit(rec idempotency.Record) (placement, int, string) {
 	if rec.Data == nil {
-		return placement{}
+		return placement{}, 0, ""
 	}
 	budget := s.itemLimit - sizeMargin - s.completedSize(rec)
 	plainFits := len(rec.Data) <= budget
 	if s.format == DataJSON && (len(rec.Data) > s.compressAbove || !plainFits) {
 		if z := gzipBytes(rec.Data); len(z) < len(rec.Data) && len(z) <= budget {
-			return placement{value: &types.AttributeValueMemberB{Value: z}, encoding: encodingGzip}
+			return placement{value: &types.AttributeValueMemberB{Value: z}, encoding: encodingGzip}, budget, ""
 		}
 	}
 	if plainFits {
 		v, err := s.encodeData(rec.Data)
 		if err != nil {
-			s.omitted(ctx, rec, budget, fmt.Sprintf("the result cannot be stored in %v: %v", s.format, err))
-			return placement{omitted: true}
+			return placement{omitted: true}, budget, fmt.Sprintf("the result cannot be stored in %v: %v", s.format, err)
 		}
-		return placement{value: v}
+		return placement{value: v}, budget, ""
 	}
-	s.omitted(ctx, rec, budget, "the result does not fit in the item, even compressed")
-	return placement{omitted: true}
+	return placement{omitted: true}, budget, "the result does not fit in the item, even compressed"
 }
 
 func (s *Store) omitted(ctx context.Context, rec idempotency.Record, budget int, why string) {

@@ -1,0 +1,131 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+)
+
+// The writes of an operator's tool (cmd/sqsonce-ops): a release and a
+// completion fenced on the record as the tool inspected it. The table
+// keeps an owner on every claim; the fence is the other stores', so that
+// the tool writes the same way on each.
+
+// inspectedFenceSQL is the condition that record $1 is the INPROGRESS
+// record found: owner $2, expiration $3, lease end $4 and quarantine mark
+// $5 (NULL for none).
+const inspectedFenceSQL = `id = $1 AND status = 'INPROGRESS' AND lease_owner = $2 AND expiration = $3
+      AND in_progress_expiration = $4 AND quarantined IS NOT DISTINCT FROM $5`
+
+// releaseInspectedSQL deletes the record found, and returns whether it did
+// with the record's status and owner as of the statement's start.
+const releaseInspectedSQL = `
+WITH gone AS (
+    DELETE FROM {{table}} WHERE ` + inspectedFenceSQL + `
+    RETURNING 1
+)
+SELECT EXISTS (SELECT FROM gone),
+       (SELECT status FROM {{table}} WHERE id = $1),
+       (SELECT lease_owner FROM {{table}} WHERE id = $1)`
+
+// completeInspectedSQL completes the record found with expiration $6,
+// result $7 and owner $8, and returns whether it did with the record's
+// status, owner and result as of the statement's start.
+const completeInspectedSQL = `
+WITH done AS (
+    UPDATE {{table}} SET status = 'COMPLETED', expiration = $6, data = $7, lease_owner = $8, quarantined = NULL
+    WHERE ` + inspectedFenceSQL + `
+    RETURNING 1
+)
+SELECT EXISTS (SELECT FROM done),
+       (SELECT status FROM {{table}} WHERE id = $1),
+       (SELECT lease_owner FROM {{table}} WHERE id = $1),
+       (SELECT data FROM {{table}} WHERE id = $1)`
+
+func (s *Store) operatorSQL(sql string) string {
+	return strings.ReplaceAll(sql, "{{table}}", s.sql.table)
+}
+
+// fenceArgs are the arguments $1 to $5 of inspectedFenceSQL for found.
+func fenceArgs(found idempotency.Record) []any {
+	var quarantined *time.Time
+	if !found.Quarantined.IsZero() {
+		q := micros(found.Quarantined)
+		quarantined = &q
+	}
+	return []any{found.ID, found.Owner, micros(found.ExpiresAt), micros(found.LeaseUntil), quarantined}
+}
+
+// ReleaseInspected releases the INPROGRESS record found, as [Store.Inspect]
+// returned it, for an operator: one DELETE fenced on the record being
+// unchanged since it was read (status, owner, expiration, lease end,
+// quarantine mark). A record that changed, or is gone, is left alone and
+// the error wraps [idempotency.ErrLeaseLost].
+func (s *Store) ReleaseInspected(ctx context.Context, found idempotency.Record) error {
+	if found.ID == "" {
+		return storeError("release", "", errors.New("pgstore: empty record id"))
+	}
+	var (
+		done          bool
+		status, owner *string
+	)
+	if err := s.queryRow(ctx, s.operatorSQL(releaseInspectedSQL), fenceArgs(found), &done, &status, &owner); err != nil {
+		return storeError("release", found.ID, err)
+	}
+	if done {
+		return nil
+	}
+	return changed("release", found, status, owner)
+}
+
+// CompleteInspected completes the INPROGRESS record found, as
+// [Store.Inspect] returned it, for an operator: one UPDATE that sets it
+// COMPLETED with done.Data, done.ExpiresAt and done.Owner as its owner,
+// fenced as [Store.ReleaseInspected]. The table keeps every result in
+// full. Finding the record COMPLETED with done's owner and result (the
+// statement sent again after it was applied) is a success.
+func (s *Store) CompleteInspected(ctx context.Context, found, done idempotency.Record) error {
+	if found.ID == "" || done.ID != found.ID {
+		return storeError("complete", found.ID, errors.New("pgstore: the completion names another id than the record found"))
+	}
+	if done.Owner == "" {
+		return storeError("complete", found.ID, errors.New("pgstore: the completion has no owner"))
+	}
+	if len(done.Attached) > 0 {
+		return storeError("complete", found.ID, fmt.Errorf("pgstore: an operator's completion takes no attached statements: %w", idempotency.ErrAttachUnsupported))
+	}
+	var (
+		ok            bool
+		status, owner *string
+		data          []byte
+	)
+	args := append(fenceArgs(found), micros(done.ExpiresAt), done.Data, done.Owner)
+	if err := s.queryRow(ctx, s.operatorSQL(completeInspectedSQL), args, &ok, &status, &owner, &data); err != nil {
+		return storeError("complete", found.ID, err)
+	}
+	if ok || deref(status) == string(idempotency.StatusCompleted) && deref(owner) == done.Owner && bytes.Equal(data, done.Data) {
+		return nil
+	}
+	return changed("complete", found, status, owner)
+}
+
+// changed is the error of an operator's write refused by its fence, judged
+// from the record's status and owner before the write.
+func changed(op string, found idempotency.Record, status, owner *string) error {
+	why := "the record is gone"
+	switch {
+	case status == nil:
+	case *status != string(idempotency.StatusInProgress):
+		why = "the record is " + *status
+	case deref(owner) != found.Owner:
+		why = "the lease was taken over by another owner"
+	default:
+		why = "the record changed since it was inspected (its lease, expiry or quarantine mark)"
+	}
+	return storeError(op, found.ID, fmt.Errorf("pgstore: %s: %w", why, idempotency.ErrLeaseLost))
+}
