@@ -30,4 +30,10 @@
 // quarantined by it and not before, and leaves nothing behind in the claim
 // that replaces it once released or expired. A store without strict mode
 // skips these cases, saying so.
+//
+// Three scenarios need a store's own setup, so its tests call them:
+// [StrictAcrossProcesses] (a strict and a default guard in two OS
+// processes), [StrictAcrossGuards] (the same in one process, for a store
+// that lives in one) and [OlderReleaseKeepsOff] (a store's claim as an
+// older release sends it, against a strict claim).
 package storetest
