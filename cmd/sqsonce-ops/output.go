@@ -33,7 +33,7 @@ func state(rec idempotency.Record, t time.Time) string {
 		return stateExpired
 	case rec.Status == idempotency.StatusInProgress && !rec.Quarantined.IsZero():
 		return stateQuarantined
-	case rec.Status == idempotency.StatusInProgress && !rec.LeaseUntil.IsZero() && rec.LeaseUntil.Before(t):
+	case rec.Status == idempotency.StatusInProgress && !rec.LeaseEnd().IsZero() && rec.LeaseEnd().Before(t):
 		// A claim without a lease end (written by another library) is
 		// held until it expires.
 		return stateLeaseLapsed
@@ -79,7 +79,7 @@ func view(o *ops, id string, rec idempotency.StoredRecord, err error, t time.Tim
 	}
 	v.State = state(rec.Record, t)
 	v.Status = string(rec.Status)
-	v.LeaseUntil, v.ExpiresAt, v.Quarantined = timePtr(rec.LeaseUntil), timePtr(rec.ExpiresAt), timePtr(rec.Quarantined)
+	v.LeaseUntil, v.ExpiresAt, v.Quarantined = timePtr(rec.LeaseEnd()), timePtr(rec.ExpiresAt), timePtr(rec.Quarantined)
 	v.Owner = rec.Owner
 	v.DataBytes, v.StoredBytes = len(rec.Data), rec.Size
 	v.DataFormat, v.Encoding, v.DataOmitted = rec.DataFormat, rec.Encoding, rec.Omitted

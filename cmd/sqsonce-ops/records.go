@@ -196,7 +196,7 @@ func (c *writeCmd) target(ctx context.Context, o *ops, verb string) (string, ide
 			verb, id, rec.ExpiresAt.UTC().Format(time.RFC3339), verb)
 	case st == stateInProgress && !c.force:
 		return "", rec, failed(o, "%s %s: its lease is live until %s: a worker may be running the operation; wait for the lease, or --force",
-			verb, id, rec.LeaseUntil.UTC().Format(time.RFC3339))
+			verb, id, rec.LeaseEnd().UTC().Format(time.RFC3339))
 	}
 	return id, rec, exitOK
 }

@@ -84,7 +84,12 @@ type Config struct {
 	// operator releases the record (the next delivery runs the operation)
 	// or resolves it with a result (later deliveries replay it), or the
 	// record expires. For operations where running twice is worse than not
-	// running: a payment, an e-mail. The store must implement
+	// running: a payment, an e-mail. A strict call's own claim is stored
+	// with its lease at the record's expiry and its lease end in
+	// [Record.StrictLease], so that no reader takes it over while the
+	// record lives (a default guard, an earlier release, Powertools: all
+	// see it in progress); a guard of this package, strict or not, that
+	// finds it lapsed quarantines it. The store must implement
 	// [Quarantiner]. Default false: a lapsed claim is taken over and the
 	// operation runs again (the promise's first exception).
 	Strict bool

@@ -40,8 +40,10 @@
 //     Powertools included), and every call of the key fails with
 //     [ErrQuarantined] (a [*QuarantinedError], permanent) until an operator
 //     releases the record (the next delivery runs the operation) or
-//     resolves it with a result, or the record expires. The same clock
-//     condition holds ([Config.SkewMargin]).
+//     resolves it with a result, or the record expires. A strict claim is
+//     written so that no reader of the record (a default guard, an earlier
+//     release, Powertools) takes it over. The same clock condition holds
+//     ([Config.SkewMargin]).
 //   - A call succeeds only once the key's record is COMPLETED, and every
 //     call that succeeds returns the same stored result. Through package
 //     batch, a message is acknowledged only then.

@@ -64,11 +64,12 @@ var (
 // for it. Calls of the same key in this process that waited for the call
 // that found the lease get the same error.
 //
-// LeaseUntil is the holder's lease end as stored (its deadline plus
-// [Config.SkewMargin]): the earliest moment a new delivery can take the key
-// over if the holder died, and the latest at which it can find the result if
-// the holder finishes. It is the zero time when the record carries no lease
-// end (one written by another library without it).
+// LeaseUntil is the holder's lease end ([Record.LeaseEnd]: its deadline
+// plus [Config.SkewMargin]): the earliest moment a new delivery can take
+// the key over (or, for a strict claim, quarantine it) if the holder died,
+// and the latest at which it can find the result if the holder finishes.
+// It is the zero time when the record carries no lease end (one written by
+// another library without it).
 type InProgressError struct {
 	ID         string    // the record id
 	LeaseUntil time.Time // the holder's lease end; zero when unknown

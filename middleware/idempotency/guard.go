@@ -470,10 +470,11 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 		if !loaded {
 			break
 		}
-		if !g.cfg.Strict || !lapsed(prev, validation, now) {
+		if !g.quarantines(prev) || !lapsed(prev, validation, now) {
 			return g.existing(prev, validation, false)
 		}
-		// Strict mode: the lapsed claim is quarantined, never taken over.
+		// A lapsed claim found in strict mode, or a lapsed strict claim, is
+		// quarantined, never taken over.
 		step = "quarantine"
 		out, retry := g.quarantine(ctx, prev, validation, now)
 		if !retry || attempt == quarantineAttempts {
@@ -573,13 +574,25 @@ func (g *Guard) acquire(ctx context.Context, rec Record, now time.Time) (Record,
 	return g.cfg.Store.Acquire(ctx, rec, now)
 }
 
-// lapsed reports whether a strict claim that found prev must quarantine it:
-// an INPROGRESS claim, not quarantined yet, whose stored lease ended before
-// now (a record without a lease end is never taken over either way), for
-// the call's own payload.
+// quarantines reports whether a claim refused by prev quarantines it when
+// its lease lapsed: in strict mode always; in default mode when prev is a
+// strict claim, whose record no claim takes over, and the store can mark it.
+func (g *Guard) quarantines(prev Record) bool {
+	if g.cfg.Strict {
+		return true
+	}
+	_, ok := g.cfg.Store.(Quarantiner)
+	return ok && prev.strict()
+}
+
+// lapsed reports whether a claim that found prev must quarantine it (see
+// quarantines): an INPROGRESS claim, not quarantined yet, whose lease
+// (Record.LeaseEnd) ended before now (a record without a lease end is
+// never taken over either way), for the call's own payload.
 func lapsed(prev Record, validation string, now time.Time) bool {
+	end := prev.LeaseEnd()
 	return prev.Status == StatusInProgress && prev.Quarantined.IsZero() && !mismatch(prev, validation) &&
-		!prev.LeaseUntil.IsZero() && prev.LeaseUntil.Before(now)
+		!end.IsZero() && end.Before(now)
 }
 
 // quarantineAttempts bounds the rounds of a strict claim that found a
@@ -619,7 +632,7 @@ func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
 		g.remember(prev)
 		return outcome{data: prev.Data, rec: prev, ev: Event{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
 	case StatusInProgress:
-		err := &InProgressError{ID: prev.ID, LeaseUntil: prev.LeaseUntil}
+		err := &InProgressError{ID: prev.ID, LeaseUntil: prev.LeaseEnd()}
 		return outcome{ev: Event{Outcome: OutcomeInProgress, Ran: ran, Err: err}}
 	default:
 		err := storeError("acquire", prev.ID, fmt.Errorf("record has unknown status %s", redact.String(string(prev.Status))))
@@ -629,13 +642,15 @@ func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
 
 // claim is a new INPROGRESS record with a fresh owner token. The lease ends
 // at the context's deadline (the Lambda invocation's), else after
-// Config.Lease, plus Config.SkewMargin for clocks that disagree.
+// Config.Lease, plus Config.SkewMargin for clocks that disagree. In strict
+// mode the lease end is the record's StrictLease, and its LeaseUntil the
+// record's expiry, so that no reader of LeaseUntil takes the claim over.
 func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time) Record {
 	lease := now.Add(g.cfg.Lease)
 	if d, ok := ctx.Deadline(); ok && d.After(now) {
 		lease = d
 	}
-	return Record{
+	rec := Record{
 		ID:         id,
 		Status:     StatusInProgress,
 		ExpiresAt:  now.Add(g.cfg.ExpiresAfter),
@@ -643,6 +658,10 @@ func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time)
 		Validation: validation,
 		Owner:      rand.Text(),
 	}
+	if g.cfg.Strict {
+		rec.StrictLease, rec.LeaseUntil = rec.LeaseUntil, rec.ExpiresAt
+	}
+	return rec
 }
 
 // complete stores the completion and returns the result the store kept,

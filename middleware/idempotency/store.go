@@ -22,16 +22,17 @@ const (
 // unless configured otherwise; infrastructure code enables the table's TTL on
 // [AttrExpiration].
 const (
-	AttrID           = "id"                     // S: the record id, "{namespace}#{digest}"
-	AttrStatus       = "status"                 // S: INPROGRESS or COMPLETED
-	AttrExpiration   = "expiration"             // N: epoch seconds; the table's TTL attribute
-	AttrLeaseExpiry  = "in_progress_expiration" // N: epoch milliseconds; the lease's end
-	AttrData         = "data"                   // S: the stored result, JSON
-	AttrValidation   = "validation"             // S: digest of the validated payload
-	AttrOwner        = "lease_owner"            // S: sqsonce's lease owner token (fencing)
-	AttrDataEncoding = "data_encoding"          // S: sqsonce's flag for a compressed result
-	AttrDataOmitted  = "data_omitted"           // BOOL: sqsonce's flag for a result too large to store
-	AttrQuarantined  = "quarantined"            // N: epoch milliseconds; sqsonce's mark on a quarantined claim (see [Config.Strict])
+	AttrID           = "id"                      // S: the record id, "{namespace}#{digest}"
+	AttrStatus       = "status"                  // S: INPROGRESS or COMPLETED
+	AttrExpiration   = "expiration"              // N: epoch seconds; the table's TTL attribute
+	AttrLeaseExpiry  = "in_progress_expiration"  // N: epoch milliseconds; the lease's end (a strict claim's: the record's expiry)
+	AttrData         = "data"                    // S: the stored result, JSON
+	AttrValidation   = "validation"              // S: digest of the validated payload
+	AttrOwner        = "lease_owner"             // S: sqsonce's lease owner token (fencing)
+	AttrDataEncoding = "data_encoding"           // S: sqsonce's flag for a compressed result
+	AttrDataOmitted  = "data_omitted"            // BOOL: sqsonce's flag for a result too large to store
+	AttrQuarantined  = "quarantined"             // N: epoch milliseconds; sqsonce's mark on a quarantined claim (see [Config.Strict])
+	AttrStrictLease  = "strict_lease_expiration" // N: epoch milliseconds; sqsonce's lease end of a strict claim (see [Record.StrictLease])
 )
 
 // Record is one idempotency record: the claim on a key and, once the operation
@@ -45,8 +46,18 @@ type Record struct {
 	// the table's TTL attribute). A record past it is treated as absent.
 	ExpiresAt time.Time
 	// LeaseUntil is when an INPROGRESS claim may be taken over by another
-	// worker (stored as epoch milliseconds).
+	// worker (stored as epoch milliseconds): the lease's end, or for a
+	// strict or quarantined claim the record's expiry.
 	LeaseUntil time.Time
+	// StrictLease is the lease end of a strict claim ([Config.Strict];
+	// stored as epoch milliseconds in [AttrStrictLease]), zero for any
+	// other. A strict claim is written with LeaseUntil at ExpiresAt, so
+	// that no claim condition that reads only LeaseUntil (a default guard's,
+	// an earlier sqsonce release's, Powertools') takes it over while the
+	// record lives; once StrictLease has passed, a guard of this package
+	// that finds the claim quarantines it. [Record.LeaseEnd] tells which
+	// lease end holds.
+	StrictLease time.Time
 	// Data is the operation's result as JSON. It is nil while in progress, and
 	// may be nil on a completed record whose result could not be stored.
 	Data []byte
@@ -56,9 +67,10 @@ type Record struct {
 	// Owner is the lease owner token that fences Complete and Release. Records
 	// written by other libraries have none.
 	Owner string
-	// Quarantined is when a strict guard found this INPROGRESS record's
-	// lease lapsed with the operation's outcome unknown and stopped its key
-	// (see [Config.Strict]); zero otherwise. A quarantined record stays
+	// Quarantined is when a guard found this INPROGRESS record's lease
+	// lapsed with the operation's outcome unknown and stopped its key (a
+	// strict guard, any claim; any guard, a strict claim; see
+	// [Config.Strict]); zero otherwise. A quarantined record stays
 	// INPROGRESS, with its lease extended to ExpiresAt, so that every reader
 	// (Powertools too) treats it as in progress until an operator releases
 	// or resolves it, or it expires.
@@ -71,6 +83,23 @@ type Record struct {
 	Attached []any
 }
 
+// LeaseEnd returns when the claim's holder's lease ends: StrictLease for a
+// strict claim, else LeaseUntil. A StrictLease counts only on a record
+// whose LeaseUntil is at or after its ExpiresAt, as a strict claim is
+// written: a claim by a writer that does not know the attribute may have
+// left it behind beside a lease of its own.
+func (r Record) LeaseEnd() time.Time {
+	if r.strict() {
+		return r.StrictLease
+	}
+	return r.LeaseUntil
+}
+
+// strict reports whether r is a strict claim (see Record.LeaseEnd).
+func (r Record) strict() bool {
+	return !r.StrictLease.IsZero() && !r.LeaseUntil.Before(r.ExpiresAt)
+}
+
 // Store persists idempotency records. Implementations must be safe for
 // concurrent use, and each method must be a single atomic operation evaluated
 // by the store itself: never a read followed by a write. Run the conformance
@@ -78,7 +107,8 @@ type Record struct {
 // promise (see the package doc) rests on these methods doing what they say.
 type Store interface {
 	// Acquire claims rec.ID by writing rec (status INPROGRESS, with its
-	// lease and owner) in one atomic conditional create. The create succeeds
+	// lease, its StrictLease when set, and its owner) in one atomic
+	// conditional create; a claim keeps nothing of the record it replaces. The create succeeds
 	// when no record exists for the id, or the existing record is past its
 	// ExpiresAt, or it is INPROGRESS with LeaseUntil before now. Then loaded
 	// is false and actual is the record the claim replaced (the zero Record
@@ -199,10 +229,11 @@ type Quarantiner interface {
 	// Quarantine marks the lapsed claim found, the record found as
 	// AcquireStrict returned it, in one atomic conditional write: only if
 	// the record is still INPROGRESS with found's Owner (no owner when
-	// found has none) and found's ExpiresAt, its lease ended before now,
-	// and it is not quarantined yet. The write sets [AttrQuarantined] to
-	// now and the lease to the record's expiry, and keeps the status and
-	// the owner; it returns the record as it is then.
+	// found has none) and found's ExpiresAt, its lease ([Record.LeaseEnd]:
+	// a strict claim's StrictLease) ended before now, and it is not
+	// quarantined yet. The write sets [AttrQuarantined] to now and the
+	// lease to the record's expiry, and keeps the status, the owner and
+	// the StrictLease; it returns the record as it is then.
 	//
 	// When the condition fails, nothing is written and the error wraps
 	// [ErrLeaseLost]; the record returned is the one that failed the

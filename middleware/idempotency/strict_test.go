@@ -355,3 +355,77 @@ func TestStrictRunSharedWithDefaultCalls(t *testing.T) {
 		t.Errorf("the operation ran %d times in one process, want 1", n)
 	}
 }
+
+// TestDefaultGuardHonoursStrictClaim: a strict claim by a guard of its own
+// (another process: no call is shared) is written with its lease apart:
+// LeaseUntil at the record's expiry, StrictLease at the holder's deadline
+// plus the margin. A default guard's call while that lease is live is in
+// progress, and package batch paces its redelivery on StrictLease, not on
+// the record's expiry; once StrictLease has passed, the default call
+// quarantines the claim and runs nothing; the holder's late completion
+// stands and is replayed.
+func TestDefaultGuardHonoursStrictClaim(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store := memstore.New()
+	cfg := idempotency.Config{Store: store, Namespace: "mix", Now: clock, Logger: slog.New(slog.DiscardHandler)}
+	plain, err := idempotency.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Strict = true
+	strict, err := idempotency.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := now.Add(3 * time.Second)
+	ctx, cancel := context.WithDeadline(t.Context(), deadline)
+	defer cancel()
+	keyFn := idempotency.BodyField("k")
+	msg := events.SQSMessage{MessageId: "dup", ReceiptHandle: "rh", Body: `{"k":"pay-1"}`,
+		EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:jobs", Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
+	material, _ := keyFn(msg)
+	id := mustID(t, plain, material)
+	release := holdingMessage(t, ctx, strict, keyFn, msg)
+
+	rec, _ := store.Get(id)
+	lease := deadline.Add(idempotency.DefaultSkewMargin)
+	if !rec.StrictLease.Equal(lease) || !rec.LeaseUntil.Equal(rec.ExpiresAt) || !rec.LeaseEnd().Equal(lease) {
+		t.Errorf("strict claim: LeaseUntil %v, StrictLease %v, LeaseEnd %v; want the expiry %v, and %v twice",
+			rec.LeaseUntil, rec.StrictLease, rec.LeaseEnd(), rec.ExpiresAt, lease)
+	}
+
+	var runs atomic.Int32
+	ch := &changes{}
+	h := batch.SQS(idempotency.Wrap(plain, keyFn, func(context.Context, events.SQSMessage) (string, error) {
+		runs.Add(1)
+		return "ran again", nil
+	}), batch.Options{Logger: slog.New(slog.DiscardHandler), Pacing: batch.Pacing{Changer: ch}, NoFullBatchError: true})
+	before := time.Now()
+	resp, err := h(t.Context(), events.SQSEvent{Records: []events.SQSMessage{msg}})
+	after := time.Now()
+	if err != nil || len(resp.BatchItemFailures) != 1 || len(ch.got) != 1 {
+		t.Fatalf("default call while the strict lease is live: %+v, %v, changes %+v; want the record failed and paced", resp, err, ch.got)
+	}
+	lo, hi := lease.Sub(after), lease.Sub(before)+time.Duration(batch.DefaultPacingJitter*float64(batch.DefaultPacingBase))
+	if got := ch.got[0].Timeout; got < lo || got > hi {
+		t.Errorf("visibility timeout %v, want between %v and %v: just after the strict lease's end, not the record's expiry", got, lo, hi)
+	}
+
+	mu.Lock()
+	now = lease.Add(time.Second) // the strict call outlived its lease
+	mu.Unlock()
+	_, err = idempotency.Do(context.Background(), plain, material, func(context.Context) (string, error) { runs.Add(1); return "", nil })
+	if !errors.Is(err, idempotency.ErrQuarantined) {
+		t.Errorf("default call after the strict lease lapsed: %v, want ErrQuarantined", err)
+	}
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("the default guard ran the operation %d times on a strict claim", n)
+	}
+	release() // the holder completes: its completion clears the mark
+	got, err := idempotency.Do(context.Background(), plain, material, func(context.Context) (string, error) { runs.Add(1); return "", nil })
+	if err != nil || got != "holder's result" || runs.Load() != 0 {
+		t.Errorf("default call after the holder completed: %q, %v, runs %d; want the holder's result replayed", got, err, runs.Load())
+	}
+}

@@ -3,13 +3,18 @@ package ptinterop_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	ptinterop "github.com/sqsonce/sqsonce/internal/testenv/powertools"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 )
 
 func strict(c *guardConfig) { c.Strict = true }
@@ -78,5 +83,70 @@ func TestStrictQuarantineSharedWithPowertools(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestStrictClaimSharedWithPowertools: a strict sqsonce call, with
+// Lambda's 3 s deadline and no option but the ones sharing a table needs,
+// outlives its lease; then Powertools, on the same table, reads its claim
+// as in progress (IdempotencyAlreadyInProgressError) and does not run its
+// handler, though the lease lapsed: a strict claim's in_progress_expiration
+// is the record's expiry. A default sqsonce guard quarantines it and runs
+// nothing. The strict call then completes, and Powertools replays its
+// result. The control is TestReclaim: a default claim whose lease lapsed
+// is taken over by Powertools.
+func TestStrictClaimSharedWithPowertools(t *testing.T) {
+	tb := newTable(t)
+	g, err := idempotency.New(idempotency.Config{Store: tb.store, Namespace: keyPrefix,
+		Format: idempotency.FormatPowertoolsTypeScript, Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	op := idempotency.Wrap(g, jmespath.MustCompile(keyJMESPath).Select, func(context.Context, events.SQSMessage) (string, error) {
+		runs.Add(1)
+		close(started)
+		<-release // outlives its context and its lease
+		return "strict result", nil
+	})
+	key := "k-" + rand.Text()
+	first := message(key, nil, `"unused"`)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // Lambda's default timeout
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	done := make(chan error, 1)
+	go func() { _, err := op(ctx, first); done <- err }()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("the strict call did not start its operation: %v", err)
+	}
+	time.Sleep(time.Until(deadline.Add(idempotency.DefaultSkewMargin + time.Second)))
+
+	again := message(key, nil, `"powertools ran"`)
+	rep := powertools(t, tb, nil, again)
+	if rec := rep.Events[0].Records[0]; rec.Status != "fail" || rec.Error != "IdempotencyAlreadyInProgressError" || len(rep.Ran) != 0 {
+		t.Errorf("powertools on a strict claim whose lease lapsed: %+v, ran %v; want IdempotencyAlreadyInProgressError, not run", rec, rep.Ran)
+	}
+	d := newSqsonce(t, tb)
+	third := message(key, nil, `"default ran"`)
+	d.run(t, third)
+	if err := d.result(third.MessageId).err; !errors.Is(err, idempotency.ErrQuarantined) || d.didRun(third.MessageId) {
+		t.Errorf("default sqsonce on a strict claim whose lease lapsed: %v, ran %v; want ErrQuarantined, not run", err, d.didRun(third.MessageId))
+	}
+
+	close(release)
+	if err := <-done; err != nil {
+		t.Errorf("the strict call: %v", err)
+	}
+	fourth := message(key, nil, `"powertools ran"`)
+	rep = powertools(t, tb, nil, fourth)
+	var got any
+	if rec := rep.Events[0].Records[0]; rec.Status != "success" || len(rep.Ran) != 0 || json.Unmarshal(rec.Value, &got) != nil || got != "strict result" {
+		t.Errorf("powertools after the strict call completed: %+v, ran %v; want the strict call's result replayed", rec, rep.Ran)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the strict operation ran %d times, want once", n)
 	}
 }

@@ -40,6 +40,9 @@ func (s *Store) claimItem(rec idempotency.Record) map[string]types.AttributeValu
 	item[a.Expiration] = attrN(rec.ExpiresAt.Unix())
 	item[a.LeaseExpiry] = attrN(rec.LeaseUntil.UnixMilli())
 	item[a.Owner] = attrS(rec.Owner)
+	if !rec.StrictLease.IsZero() {
+		item[a.StrictLease] = attrN(rec.StrictLease.UnixMilli())
+	}
 	if rec.Validation != "" {
 		item[a.Validation] = attrS(rec.Validation)
 	}
@@ -97,6 +100,13 @@ func (s *Store) decode(item map[string]types.AttributeValue) (stored, error) {
 			errs = append(errs, fmt.Errorf("attribute %s: %w", a.Quarantined, err))
 		}
 		st.rec.Quarantined = time.UnixMilli(n)
+	}
+	if v, ok := item[a.StrictLease]; ok {
+		n, err := numberAttr(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("attribute %s: %w", a.StrictLease, err))
+		}
+		st.rec.StrictLease = time.UnixMilli(n)
 	}
 	data, err := s.decodeData(item)
 	if err != nil {
@@ -430,6 +440,9 @@ func (s *Store) completedSize(rec idempotency.Record) int {
 		max(len(a.DataEncoding)+len(encodingGzip), len(a.DataOmitted)+1)
 	if rec.Validation != "" {
 		n += len(a.Validation) + len(rec.Validation)
+	}
+	if !rec.StrictLease.IsZero() { // kept by the completion
+		n += len(a.StrictLease) + numberSize
 	}
 	return n
 }

@@ -31,6 +31,7 @@
 //	data_format             S     the data format of a stored result (sqsonce only)
 //	release_call            S     marks a released claim (sqsonce only)
 //	quarantined             N     epoch milliseconds: strict mode quarantined the claim (sqsonce only)
+//	strict_lease_expiration N     epoch milliseconds: a strict claim's lease end (sqsonce only)
 //
 // [WithAttributes] renames any of them.
 //
@@ -78,10 +79,13 @@
 //     PutItem conditional on attribute_not_exists(id) OR expiration < :now
 //     OR attribute_exists(release_call), never a lapsed lease; Quarantine is
 //     one UpdateItem conditional on the lapsed claim found (status, owner,
-//     expiration, in_progress_expiration < :now_ms, not quarantined, not
-//     released) that sets quarantined and extends the lease to the expiry,
-//     with ALL_NEW, and ALL_OLD on a failed condition. Complete and Release
-//     remove quarantined.
+//     expiration, its lease before :now_ms, not quarantined, not released)
+//     that sets quarantined and extends the lease to the expiry, with
+//     ALL_NEW, and ALL_OLD on a failed condition. Complete and Release
+//     remove quarantined. A strict claim is an ordinary claim whose
+//     in_progress_expiration is the record's expiry, so that no claim
+//     condition takes it over; its lease end is strict_lease_expiration,
+//     which Quarantine's condition reads instead.
 //
 // Through the guard: a first delivery is 2 calls (put, update), a replay 1,
 // a replay from the guard's cache 0, and a duplicate of a key running in the

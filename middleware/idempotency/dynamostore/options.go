@@ -54,6 +54,7 @@ type Attributes struct {
 	DataFormat   string // default [AttrDataFormat]
 	ReleaseCall  string // default [AttrReleaseCall]
 	Quarantined  string // default [idempotency.AttrQuarantined]
+	StrictLease  string // default [idempotency.AttrStrictLease]
 }
 
 func (a *Attributes) fill() error {
@@ -74,9 +75,10 @@ func (a *Attributes) fill() error {
 	def(&a.DataFormat, AttrDataFormat)
 	def(&a.ReleaseCall, AttrReleaseCall)
 	def(&a.Quarantined, idempotency.AttrQuarantined)
+	def(&a.StrictLease, idempotency.AttrStrictLease)
 	seen := map[string]bool{}
 	var errs []error
-	for _, n := range []string{a.ID, a.Status, a.Expiration, a.LeaseExpiry, a.Data, a.Validation, a.Owner, a.DataEncoding, a.DataOmitted, a.DataFormat, a.ReleaseCall, a.Quarantined} {
+	for _, n := range []string{a.ID, a.Status, a.Expiration, a.LeaseExpiry, a.Data, a.Validation, a.Owner, a.DataEncoding, a.DataOmitted, a.DataFormat, a.ReleaseCall, a.Quarantined, a.StrictLease} {
 		if seen[n] {
 			errs = append(errs, fmt.Errorf("dynamostore: attribute name %q is used twice", n))
 		}
@@ -196,7 +198,7 @@ func (k *SortKey) fill(a Attributes) error {
 	case a.ID:
 		errs = append(errs, fmt.Errorf("dynamostore: WithSortKey: the partition key attribute %q and the sort key attribute %q cannot be the same", a.ID, k.Attr))
 	default:
-		for _, n := range []string{a.Status, a.Expiration, a.LeaseExpiry, a.Data, a.Validation, a.Owner, a.DataEncoding, a.DataOmitted, a.DataFormat, a.ReleaseCall, a.Quarantined} {
+		for _, n := range []string{a.Status, a.Expiration, a.LeaseExpiry, a.Data, a.Validation, a.Owner, a.DataEncoding, a.DataOmitted, a.DataFormat, a.ReleaseCall, a.Quarantined, a.StrictLease} {
 			if n == k.Attr {
 				errs = append(errs, fmt.Errorf("dynamostore: WithSortKey: the sort key attribute %q is also a record attribute", k.Attr))
 			}

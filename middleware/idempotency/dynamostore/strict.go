@@ -24,18 +24,24 @@ func (s *Store) AcquireStrict(ctx context.Context, rec idempotency.Record, now t
 
 // The condition of a quarantine: the lapsed claim found, unchanged (its
 // owner and expiry, not released), and not quarantined yet. quarantineOwner
-// replaces it for a claim without an owner (written by Powertools).
+// replaces it for a claim without an owner (written by Powertools). The
+// lease that lapsed is the one Record.LeaseEnd reads: a strict claim's
+// strict lease, on a record whose lease is at its expiry (:lease), else
+// the lease.
 const (
-	quarantineCondition = "#st = :inprogress AND #own = :me AND #exp = :exp AND #lease < :now_ms AND " +
+	quarantineLapsed = "((#lease < :now_ms AND (attribute_not_exists(#slease) OR #lease < :lease)) OR " +
+		"(#lease >= :lease AND #slease < :now_ms))"
+	quarantineCondition = "#st = :inprogress AND #own = :me AND #exp = :exp AND " + quarantineLapsed + " AND " +
 		"attribute_not_exists(#quar) AND attribute_not_exists(#call)"
-	quarantineNoOwner = "#st = :inprogress AND attribute_not_exists(#own) AND #exp = :exp AND #lease < :now_ms AND " +
+	quarantineNoOwner = "#st = :inprogress AND attribute_not_exists(#own) AND #exp = :exp AND " + quarantineLapsed + " AND " +
 		"attribute_not_exists(#quar) AND attribute_not_exists(#call)"
 )
 
 // Quarantine implements [idempotency.Quarantiner.Quarantine] with one
 // conditional UpdateItem that sets the quarantined attribute
 // ([Attributes].Quarantined) to now in epoch milliseconds and the lease to
-// the record's expiry, and returns the record as updated (ALL_NEW). When
+// the record's expiry, keeping a strict claim's strict lease
+// ([Attributes].StrictLease), and returns the record as updated (ALL_NEW). When
 // the condition fails, the record as it was (ALL_OLD) is returned with an
 // error wrapping [idempotency.ErrLeaseLost].
 func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now time.Time) (idempotency.Record, error) {
@@ -50,7 +56,7 @@ func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now ti
 		UpdateExpression:    aws.String("SET #quar = :now_ms, #lease = :lease"),
 		ExpressionAttributeNames: map[string]string{
 			"#st": a.Status, "#own": a.Owner, "#exp": a.Expiration, "#lease": a.LeaseExpiry,
-			"#quar": a.Quarantined, "#call": a.ReleaseCall,
+			"#quar": a.Quarantined, "#call": a.ReleaseCall, "#slease": a.StrictLease,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":inprogress": attrS(string(idempotency.StatusInProgress)),

@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
 )
 
 // TestStrictItems: in every data format, on an id table and a sort-key
@@ -88,4 +93,65 @@ func attrString(v types.AttributeValue) string {
 		return "absent"
 	}
 	return "other"
+}
+
+// TestStrictAcrossProcesses: a strict guard and a default guard in two
+// processes on one table (storetest.StrictAcrossProcesses): the strict
+// call outlives its lease, the default call does not run the operation.
+func TestStrictAcrossProcesses(t *testing.T) {
+	const envTable = "SQSONCE_TEST_STRICT_TABLE"
+	storetest.StrictAcrossProcesses(t, func(t *testing.T) (idempotency.Store, []string) {
+		db := moto.DynamoDB(t) // in a child, the parent's server (motoserver.EnvEndpoint)
+		table := os.Getenv(envTable)
+		if table == "" {
+			table = motoserver.NewTable(t, db)
+		}
+		s, err := dynamostore.New(db, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, []string{motoserver.EnvEndpoint + "=" + moto.Endpoint(t), envTable + "=" + table}
+	})
+}
+
+// claimCondition2e43541 is the claim condition of sqsonce's dynamostore as
+// of commit 2e43541, before strict claims were written as they are now:
+// what an older release, still running beside this one, sends. It is
+// Powertools' condition too.
+const claimCondition2e43541 = "attribute_not_exists(#id) OR #exp < :now OR (#st = :inprogress AND #lease < :now_ms)"
+
+// olderClaim sends the claim of an older release (claimCondition2e43541,
+// its item and values) of id at now, and reports whether it claimed it.
+func olderClaim(t *testing.T, e env, id string, now time.Time) bool {
+	t.Helper()
+	_, err := e.db.PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(e.table),
+		Item: map[string]types.AttributeValue{
+			"id": s(id), "status": s("INPROGRESS"), "lease_owner": s("older-release"),
+			"expiration":             &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(time.Hour).Unix(), 10)},
+			"in_progress_expiration": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(time.Minute).UnixMilli(), 10)},
+		},
+		ConditionExpression:      aws.String(claimCondition2e43541),
+		ExpressionAttributeNames: map[string]string{"#id": "id", "#exp": "expiration", "#st": "status", "#lease": "in_progress_expiration"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now":        &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
+			":now_ms":     &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)},
+			":inprogress": s("INPROGRESS"),
+		},
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// TestOlderReleaseKeepsOffStrictClaim: the claim an older release sends
+// (claimCondition2e43541) does not take over a strict claim whose lease
+// lapsed (storetest.OlderReleaseKeepsOff).
+func TestOlderReleaseKeepsOffStrictClaim(t *testing.T) {
+	e := newEnv(t)
+	storetest.OlderReleaseKeepsOff(t, e.store, func(t *testing.T, id string, now time.Time) bool { return olderClaim(t, e, id, now) })
 }

@@ -136,7 +136,7 @@ func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now ti
 	defer s.mu.Unlock()
 	old, ok := s.records[found.ID]
 	if !ok || old.Status != idempotency.StatusInProgress || old.Owner != found.Owner ||
-		!old.ExpiresAt.Equal(found.ExpiresAt) || !old.LeaseUntil.Before(now) || !old.Quarantined.IsZero() {
+		!old.ExpiresAt.Equal(found.ExpiresAt) || !old.LeaseEnd().Before(now) || !old.Quarantined.IsZero() {
 		var cur idempotency.Record
 		if ok {
 			cur = clone(old)

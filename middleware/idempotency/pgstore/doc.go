@@ -26,9 +26,11 @@
 //	validation              text               payload digest, when validation is on
 //	lease_owner             text               the lease owner token
 //	quarantined             timestamptz        when strict mode quarantined the claim, else NULL
+//	strict_lease_expiration timestamptz        a strict claim's lease end, else NULL
 //
-// and an index on expiration. CreateSchema adds the column quarantined to
-// a table created before it (ALTER TABLE … ADD COLUMN IF NOT EXISTS). To keep the table elsewhere, set the
+// and an index on expiration. CreateSchema adds the columns quarantined
+// and strict_lease_expiration to a table created before them (ALTER TABLE
+// … ADD COLUMN IF NOT EXISTS). To keep the table elsewhere, set the
 // connection's search_path.
 //
 // # Round trips

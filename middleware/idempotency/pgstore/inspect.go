@@ -17,7 +17,7 @@ var _ idempotency.Inspector = (*Store)(nil)
 const listPage = 500
 
 // The columns an inspection reads: those of readSQL.
-const inspectColumns = `status, expiration, in_progress_expiration, data, validation, lease_owner, quarantined`
+const inspectColumns = `status, expiration, in_progress_expiration, data, validation, lease_owner, quarantined, strict_lease_expiration`
 
 // inspectSQL reads the record $1.
 const inspectSQL = `SELECT ` + inspectColumns + ` FROM {{table}} AS r WHERE id = $1`
@@ -43,7 +43,7 @@ func (s *Store) Inspect(ctx context.Context, id string) (idempotency.StoredRecor
 	}
 	var r row
 	err := s.queryRow(ctx, s.inspectSQL(), []any{id},
-		&r.status, &r.expiration, &r.lease, &r.data, &r.validation, &r.owner, &r.quarantined)
+		&r.status, &r.expiration, &r.lease, &r.data, &r.validation, &r.owner, &r.quarantined, &r.strictLease)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idempotency.StoredRecord{}, storeError("inspect", id, idempotency.ErrNotFound)
 	}
@@ -98,7 +98,7 @@ func (s *Store) listPage(ctx context.Context, status, like, after string) ([]lis
 	for rows.Next() {
 		var p listed
 		r := &p.row
-		if err := rows.Scan(&p.id, &r.status, &r.expiration, &r.lease, &r.data, &r.validation, &r.owner, &r.quarantined); err != nil {
+		if err := rows.Scan(&p.id, &r.status, &r.expiration, &r.lease, &r.data, &r.validation, &r.owner, &r.quarantined, &r.strictLease); err != nil {
 			return nil, err
 		}
 		page = append(page, p)

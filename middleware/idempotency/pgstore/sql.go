@@ -11,31 +11,34 @@ import (
 
 // claimSQL claims $1 with one INSERT … ON CONFLICT DO UPDATE whose WHERE
 // is the takeover rule: the record expired, or is INPROGRESS with its
-// lease passed (not when $7, a strict claim, is true). It also returns the record as of the statement's start
-// (the old CTE): the one a takeover replaced, or the one that refused the
-// claim.
+// lease passed (not when $7, a strict claim, is true). $8 is a strict
+// claim's lease end, NULL for another claim. It also returns the record as
+// of the statement's start (the old CTE): the one a takeover replaced, or
+// the one that refused the claim.
 const claimSQL = `
 WITH old AS (
-    SELECT status, expiration, in_progress_expiration, data, validation, lease_owner, quarantined
+    SELECT status, expiration, in_progress_expiration, data, validation, lease_owner, quarantined, strict_lease_expiration
     FROM {{table}} WHERE id = $1
 ), claim AS (
-    INSERT INTO {{table}} AS r (id, status, expiration, in_progress_expiration, data, validation, lease_owner)
-    VALUES ($1, 'INPROGRESS', $2, $3, NULL, NULLIF($4, ''), $5)
+    INSERT INTO {{table}} AS r (id, status, expiration, in_progress_expiration, data, validation, lease_owner, strict_lease_expiration)
+    VALUES ($1, 'INPROGRESS', $2, $3, NULL, NULLIF($4, ''), $5, $8)
     ON CONFLICT (id) DO UPDATE SET
         status = excluded.status, expiration = excluded.expiration,
         in_progress_expiration = excluded.in_progress_expiration, data = NULL,
-        validation = excluded.validation, lease_owner = excluded.lease_owner, quarantined = NULL
+        validation = excluded.validation, lease_owner = excluded.lease_owner, quarantined = NULL,
+        strict_lease_expiration = excluded.strict_lease_expiration
     WHERE r.expiration < $6 OR (NOT $7::boolean AND r.status = 'INPROGRESS' AND r.in_progress_expiration < $6)
     RETURNING 1
 )
-SELECT EXISTS (SELECT FROM claim), o.status, o.expiration, o.in_progress_expiration, o.data, o.validation, o.lease_owner, o.quarantined
+SELECT EXISTS (SELECT FROM claim), o.status, o.expiration, o.in_progress_expiration, o.data, o.validation, o.lease_owner, o.quarantined,
+       o.strict_lease_expiration
 FROM (SELECT) AS one LEFT JOIN old AS o ON true`
 
 // readSQL reads the record $1 with a snapshot of its own: only after a
 // claim refused by a record its statement could not see (one committed by
 // a concurrent claim while the statement ran).
 const readSQL = `
-SELECT status, expiration, in_progress_expiration, data, validation, lease_owner, quarantined
+SELECT status, expiration, in_progress_expiration, data, validation, lease_owner, quarantined, strict_lease_expiration
 FROM {{table}} WHERE id = $1`
 
 // completeSQL completes $1 if it is INPROGRESS and owned by $2, and returns
@@ -81,19 +84,24 @@ SELECT EXISTS (SELECT FROM gone),
 
 // quarantineSQL marks $1 quarantined at $4, if it is INPROGRESS, owned by
 // $2, expiring at $3, its lease before $4 and not quarantined yet: it sets
-// quarantined and extends the lease to the expiration. It returns whether
-// it did with the record as of the statement's start.
+// quarantined and extends the lease to the expiration. The lease is
+// Record.LeaseEnd's: a strict claim's strict_lease_expiration (on a record
+// whose lease is at its expiration), else in_progress_expiration. It
+// returns whether it did with the record as of the statement's start.
 const quarantineSQL = `
 WITH old AS (
-    SELECT status, expiration, in_progress_expiration, validation, lease_owner, quarantined
+    SELECT status, expiration, in_progress_expiration, validation, lease_owner, quarantined, strict_lease_expiration
     FROM {{table}} WHERE id = $1
 ), q AS (
     UPDATE {{table}} SET quarantined = $4, in_progress_expiration = expiration
     WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2 AND expiration = $3
-      AND in_progress_expiration < $4 AND quarantined IS NULL
+      AND CASE WHEN strict_lease_expiration IS NOT NULL AND in_progress_expiration >= expiration
+               THEN strict_lease_expiration ELSE in_progress_expiration END < $4
+      AND quarantined IS NULL
     RETURNING 1
 )
-SELECT EXISTS (SELECT FROM q), o.status, o.expiration, o.in_progress_expiration, o.validation, o.lease_owner, o.quarantined
+SELECT EXISTS (SELECT FROM q), o.status, o.expiration, o.in_progress_expiration, o.validation, o.lease_owner, o.quarantined,
+       o.strict_lease_expiration
 FROM (SELECT) AS one LEFT JOIN old AS o ON true`
 
 // deleteExpiredSQL deletes up to $1 records past their expiration, oldest
@@ -133,11 +141,13 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     data                   bytea,                    -- the result, JSON
     validation             text,                     -- payload digest, when validation is on
     lease_owner            text        NOT NULL,     -- the lease owner token (fencing)
-    quarantined            timestamptz               -- when strict mode quarantined the claim
+    quarantined            timestamptz,              -- when strict mode quarantined the claim
+    strict_lease_expiration timestamptz              -- a strict claim's lease end
 );
 
--- Tables created before strict mode gain its column.
+-- Tables created before strict mode gain its columns.
 ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS quarantined timestamptz;
+ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS strict_lease_expiration timestamptz;
 
 -- For DeleteExpired: PostgreSQL has no TTL.
 CREATE INDEX IF NOT EXISTS {{index}} ON {{table}} (expiration);

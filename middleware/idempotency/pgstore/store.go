@@ -115,7 +115,7 @@ func storeError(op, id string, err error) error {
 type row struct {
 	status, validation, owner *string
 	expiration, lease         *time.Time
-	quarantined               *time.Time
+	quarantined, strictLease  *time.Time
 	data                      []byte
 }
 
@@ -138,6 +138,9 @@ func (r row) record(id string) idempotency.Record {
 	}
 	if r.quarantined != nil {
 		rec.Quarantined = *r.quarantined
+	}
+	if r.strictLease != nil {
+		rec.StrictLease = *r.strictLease
 	}
 	return rec
 }
@@ -173,13 +176,18 @@ func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			errors.New("pgstore: record has no owner: its Complete and Release could not be fenced"))
 	}
 	now = micros(now)
+	var strictLease *time.Time // NULL: not a strict claim
+	if !rec.StrictLease.IsZero() {
+		t := micros(rec.StrictLease)
+		strictLease = &t
+	}
 	for range 2 {
 		var (
 			claimed bool
 			old     row
 		)
-		err := s.queryRow(ctx, s.sql.claim, []any{rec.ID, micros(rec.ExpiresAt), micros(rec.LeaseUntil), rec.Validation, rec.Owner, now, strict},
-			&claimed, &old.status, &old.expiration, &old.lease, &old.data, &old.validation, &old.owner, &old.quarantined)
+		err := s.queryRow(ctx, s.sql.claim, []any{rec.ID, micros(rec.ExpiresAt), micros(rec.LeaseUntil), rec.Validation, rec.Owner, now, strict, strictLease},
+			&claimed, &old.status, &old.expiration, &old.lease, &old.data, &old.validation, &old.owner, &old.quarantined, &old.strictLease)
 		if err != nil {
 			return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
 		}
@@ -196,7 +204,7 @@ func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		// Refused by a record the statement did not see as it is now.
 		var cur row
 		err = s.queryRow(ctx, s.sql.read, []any{rec.ID},
-			&cur.status, &cur.expiration, &cur.lease, &cur.data, &cur.validation, &cur.owner, &cur.quarantined)
+			&cur.status, &cur.expiration, &cur.lease, &cur.data, &cur.validation, &cur.owner, &cur.quarantined, &cur.strictLease)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // gone again: claim again
 		}

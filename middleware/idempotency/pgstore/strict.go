@@ -19,8 +19,8 @@ func (s *Store) AcquireStrict(ctx context.Context, rec idempotency.Record, now t
 
 // Quarantine implements [idempotency.Quarantiner.Quarantine] with one
 // UPDATE that sets the column quarantined to now and the lease to the
-// expiration, fenced on found's owner and expiration, a lapsed lease and
-// no mark; the statement also returns the record as it found it. Times are
+// expiration, fenced on found's owner and expiration, a lapsed lease (a
+// strict claim's strict_lease_expiration) and no mark; the statement also returns the record as it found it. Times are
 // kept in microseconds, as by Acquire.
 func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now time.Time) (idempotency.Record, error) {
 	if found.ID == "" {
@@ -32,7 +32,7 @@ func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now ti
 		old  row
 	)
 	err := s.queryRow(ctx, s.sql.quarantine, []any{found.ID, found.Owner, micros(found.ExpiresAt), now},
-		&done, &old.status, &old.expiration, &old.lease, &old.validation, &old.owner, &old.quarantined)
+		&done, &old.status, &old.expiration, &old.lease, &old.validation, &old.owner, &old.quarantined, &old.strictLease)
 	if err != nil {
 		return idempotency.Record{}, storeError("quarantine", found.ID, err)
 	}

@@ -108,6 +108,8 @@ func decode(id string, kv []string) (idempotency.Record, error) {
 			rec.Owner = v
 		case idempotency.AttrQuarantined:
 			rec.Quarantined = time.UnixMilli(num(name, v))
+		case idempotency.AttrStrictLease:
+			rec.StrictLease = time.UnixMilli(num(name, v))
 		}
 	}
 	if rec.Status != idempotency.StatusInProgress && rec.Status != idempotency.StatusCompleted {

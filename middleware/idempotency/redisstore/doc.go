@@ -39,6 +39,7 @@
 //	data_omitted            "true" when the result was too large to store
 //	replaced                what a takeover replaced (INPROGRESS records only)
 //	quarantined             epoch milliseconds: when strict mode quarantined the claim (INPROGRESS records only)
+//	strict_lease_expiration epoch milliseconds: a strict claim's lease end (its in_progress_expiration is its expiration)
 //
 // A released key holds, until a minute after its Release's deadline, a
 // marker with only released_by and release_call, which claims treat as

@@ -23,7 +23,8 @@ import "github.com/redis/go-redis/v9"
 //
 // ARGV: now_s, now_ms, owner, expiration_s, lease_ms, validation,
 // expire_at_ms, strict ("1": a lapsed lease is not taken over, for
-// AcquireStrict; "0" otherwise).
+// AcquireStrict; "0" otherwise), strict_lease_ms (a strict claim's lease
+// end, written to strict_lease_expiration; "" for none).
 //
 // Reply: {0, fields...} claimed, replacing the record whose fields follow
 // (none for a free key); {1, fields...} refused, the whole record follows
@@ -70,6 +71,9 @@ redis.call('HSET', KEYS[1], 'status', 'INPROGRESS', 'expiration', ARGV[4],
   'in_progress_expiration', ARGV[5], 'lease_owner', ARGV[3])
 if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[1], 'validation', ARGV[6])
+end
+if ARGV[9] ~= '' then
+  redis.call('HSET', KEYS[1], 'strict_lease_expiration', ARGV[9])
 end
 if #replaced > 0 then
   redis.call('HSET', KEYS[1], 'replaced', cmsgpack.pack(replaced))
@@ -136,9 +140,11 @@ return {1, cur[1], cur[2], cur[3]}
 `)
 
 // quarantineScript marks KEYS[1] quarantined when it is INPROGRESS, owned
-// by ARGV[1], with expiration ARGV[2], its lease (in_progress_expiration)
-// before ARGV[3] and no quarantined field: it sets quarantined to ARGV[3]
-// and the lease to the expiration, in epoch milliseconds.
+// by ARGV[1], with expiration ARGV[2], its lease before ARGV[3] and no
+// quarantined field: it sets quarantined to ARGV[3] and the lease to the
+// expiration, in epoch milliseconds. The lease is Record.LeaseEnd's:
+// strict_lease_expiration on a record whose in_progress_expiration is at
+// its expiration (a strict claim), else in_progress_expiration.
 //
 // ARGV: owner, expiration_s, now_ms.
 //
@@ -162,7 +168,11 @@ if r['status'] == nil then
   return {1}
 end
 local lease = tonumber(r['in_progress_expiration'])
+local strict_lease = tonumber(r['strict_lease_expiration'])
 local exp = tonumber(r['expiration'])
+if strict_lease ~= nil and lease ~= nil and exp ~= nil and lease >= exp * 1000 then
+  lease = strict_lease
+end
 if r['status'] == 'INPROGRESS' and (r['lease_owner'] or '') == ARGV[1] and exp ~= nil and exp == tonumber(ARGV[2])
     and lease ~= nil and lease < tonumber(ARGV[3]) and r['quarantined'] == nil then
   local lease_end = string.format('%.0f', exp * 1000)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,10 +97,14 @@ func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		return idempotency.Record{}, false, storeError("acquire", rec.ID,
 			errors.New("redisstore: record has no owner: its Complete and Release could not be fenced"))
 	}
+	strictLease := ""
+	if !rec.StrictLease.IsZero() {
+		strictLease = strconv.FormatInt(rec.StrictLease.UnixMilli(), 10)
+	}
 	reply, err := s.run(ctx, claimScript, rec.ID,
 		now.Unix(), now.UnixMilli(), rec.Owner,
 		rec.ExpiresAt.Unix(), rec.LeaseUntil.UnixMilli(), rec.Validation,
-		rec.ExpiresAt.UnixMilli(), strictArg,
+		rec.ExpiresAt.UnixMilli(), strictArg, strictLease,
 	)
 	if err != nil {
 		return idempotency.Record{}, false, storeError("acquire", rec.ID, err)

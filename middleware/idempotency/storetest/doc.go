@@ -24,6 +24,16 @@
 // quarantined record stays in progress to every claim, that its owner's
 // Release frees the key and its Complete is replayed, both clearing the
 // mark, and that of 200 strict claims racing on one lapsed key none claims
-// it and exactly one quarantines it. A store without strict mode skips
-// these cases, saying so.
+// it and exactly one quarantines it. It checks that a strict claim (its
+// lease at its expiry, its own in [idempotency.Record.StrictLease]) keeps
+// its StrictLease, is taken over by no claim once that lapsed, is
+// quarantined by it and not before, and leaves nothing behind in the claim
+// that replaces it once released or expired. A store without strict mode
+// skips these cases, saying so.
+//
+// Three scenarios need a store's own setup, so its tests call them:
+// [StrictAcrossProcesses] (a strict and a default guard in two OS
+// processes), [StrictAcrossGuards] (the same in one process, for a store
+// that lives in one) and [OlderReleaseKeepsOff] (a store's claim as an
+// older release sends it, against a strict claim).
 package storetest

@@ -20,8 +20,9 @@ type InspectorStore interface {
 }
 
 // RunInspector tests s's [idempotency.Inspector] on records s writes: a
-// completed one, a claim whose lease lapsed, a live claim, a released claim
-// (no record), and a quarantined claim written by quarantine as strict
+// completed one, a claim whose lease lapsed, a live claim, a strict claim
+// whose StrictLease lapsed, a released claim (no record), and a
+// quarantined claim written by quarantine as strict
 // mode leaves one (INPROGRESS, its lease extended to its expiry, the
 // [idempotency.AttrQuarantined] mark). With many > 0 it lists that many
 // records more, to cross the store's pages.
@@ -30,24 +31,28 @@ func RunInspector(t *testing.T, s InspectorStore, quarantine func(t *testing.T, 
 	ctx := context.Background()
 	ns := "inspect-" + rand.Text()[:10] + "#"
 	now := time.Now().Truncate(time.Millisecond)
-	claim := func(name string, lease time.Duration) idempotency.Record {
+	claim := func(name string, lease time.Duration, strict bool) idempotency.Record {
 		t.Helper()
 		rec := idempotency.Record{ID: ns + name, Status: idempotency.StatusInProgress,
 			ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(lease), Owner: rand.Text()}
+		if strict { // as a strict guard writes it
+			rec.StrictLease, rec.LeaseUntil = rec.LeaseUntil, rec.ExpiresAt
+		}
 		if _, loaded, err := s.Acquire(ctx, rec, now); err != nil || loaded {
 			t.Fatalf("acquire %s: loaded %v, %v", name, loaded, err)
 		}
 		return rec
 	}
-	done := claim("completed", time.Minute)
+	done := claim("completed", time.Minute, false)
 	done.Data, done.ExpiresAt = []byte(`{"summary":"ok","n":1}`), now.Add(2*time.Hour)
 	if err := s.Complete(ctx, done); err != nil {
 		t.Fatal(err)
 	}
 	done.Status = idempotency.StatusCompleted
-	stuck := claim("stuck", -time.Minute)
-	live := claim("live", time.Hour)
-	released := claim("released", time.Minute)
+	stuck := claim("stuck", -time.Minute, false)
+	live := claim("live", time.Hour, false)
+	strict := claim("strict", -time.Minute, true)
+	released := claim("released", time.Minute, false)
 	if err := s.Release(ctx, released.ID, released.Owner); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +65,9 @@ func RunInspector(t *testing.T, s InspectorStore, quarantine func(t *testing.T, 
 		t.Helper()
 		if got.ID != want.ID || got.Status != want.Status || got.Owner != want.Owner ||
 			got.ExpiresAt.Unix() != want.ExpiresAt.Unix() || got.LeaseUntil.UnixMilli() != want.LeaseUntil.UnixMilli() ||
-			got.Quarantined.UnixMilli() != want.Quarantined.UnixMilli() || !bytes.Equal(got.Data, want.Data) {
+			got.Quarantined.UnixMilli() != want.Quarantined.UnixMilli() || !bytes.Equal(got.Data, want.Data) ||
+			got.StrictLease.IsZero() != want.StrictLease.IsZero() || got.StrictLease.UnixMilli() != want.StrictLease.UnixMilli() ||
+			got.LeaseEnd().UnixMilli() != want.LeaseEnd().UnixMilli() {
 			t.Errorf("record %s:\n got %+v\nwant %+v", want.ID, got.Record, want)
 		}
 		if want.Data != nil && got.Size == 0 {
@@ -71,7 +78,7 @@ func RunInspector(t *testing.T, s InspectorStore, quarantine func(t *testing.T, 
 		}
 	}
 	t.Run("Inspect", func(t *testing.T) {
-		for _, want := range []idempotency.Record{done, stuck, live, q} {
+		for _, want := range []idempotency.Record{done, stuck, live, strict, q} {
 			got, err := s.Inspect(ctx, want.ID)
 			if err != nil {
 				t.Fatalf("inspect %s: %v", want.ID, err)
@@ -108,14 +115,14 @@ func RunInspector(t *testing.T, s InspectorStore, quarantine func(t *testing.T, 
 			return out
 		}
 		all := list(idempotency.ListOptions{Prefix: ns})
-		if want := []string{done.ID, live.ID, q.ID, stuck.ID}; !slices.Equal(ids(all), want) {
+		if want := []string{done.ID, live.ID, q.ID, strict.ID, stuck.ID}; !slices.Equal(ids(all), want) {
 			t.Fatalf("list %s: %v, want %v", ns, ids(all), want)
 		}
-		for _, want := range []idempotency.Record{done, stuck, live, q} {
+		for _, want := range []idempotency.Record{done, stuck, live, strict, q} {
 			same(t, all[want.ID], want)
 		}
 		inProgress := list(idempotency.ListOptions{Prefix: ns, Status: idempotency.StatusInProgress})
-		if want := []string{live.ID, q.ID, stuck.ID}; !slices.Equal(ids(inProgress), want) {
+		if want := []string{live.ID, q.ID, strict.ID, stuck.ID}; !slices.Equal(ids(inProgress), want) {
 			t.Errorf("list INPROGRESS: %v, want %v", ids(inProgress), want)
 		}
 		completed := list(idempotency.ListOptions{Prefix: ns, Status: idempotency.StatusCompleted})

@@ -53,6 +53,8 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		{"QuarantineThenReleaseRuns", testQuarantineThenRelease},
 		{"QuarantineThenCompleteReplays", testQuarantineThenComplete},
 		{"RaceQuarantine", testRaceQuarantine},
+		{"StrictClaimOutlivesLease", testStrictClaimOutlivesLease},
+		{"StrictLeaseNotLeftBehind", testStrictLeaseNotLeftBehind},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +113,10 @@ func sameRecord(t *testing.T, what string, got, want idempotency.Record) {
 	}
 	if want.Status == idempotency.StatusInProgress && got.LeaseUntil.UnixMilli() != want.LeaseUntil.UnixMilli() {
 		t.Errorf("%s: LeaseUntil = %v, want %v (epoch milliseconds)", what, got.LeaseUntil, want.LeaseUntil)
+	}
+	if want.Status == idempotency.StatusInProgress && (got.StrictLease.IsZero() != want.StrictLease.IsZero() ||
+		!want.StrictLease.IsZero() && got.StrictLease.UnixMilli() != want.StrictLease.UnixMilli()) {
+		t.Errorf("%s: StrictLease = %v, want %v (epoch milliseconds)", what, got.StrictLease, want.StrictLease)
 	}
 	if !jsonEqual(got.Data, want.Data) {
 		t.Errorf("%s: Data = %s, want %s", what, got.Data, want.Data)

@@ -280,3 +280,95 @@ func testRaceQuarantine(t *testing.T, s idempotency.Store) {
 			Racers, runs.Load(), quarantines.Load(), lost.Load())
 	}
 }
+
+// strictClaim is a claim of k as a strict guard writes one: its lease at
+// the record's expiry, so that no claim takes it over, and its own lease
+// end in StrictLease.
+func strictClaim(k string, now time.Time, lease time.Duration) idempotency.Record {
+	rec := claim(k, now, lease)
+	rec.StrictLease, rec.LeaseUntil = rec.LeaseUntil, rec.ExpiresAt
+	return rec
+}
+
+// testStrictClaimOutlivesLease: a strict claim keeps its StrictLease; once
+// that lapsed, no claim, default or strict, takes it over while the record
+// lives; Quarantine judges the lapse by StrictLease (not before it ends)
+// and keeps it; the owner's completion still completes it.
+func testStrictClaimOutlivesLease(t *testing.T, s idempotency.Store) {
+	q := quarantiner(t, s)
+	ctx := context.Background()
+	now := base()
+	first := strictClaim(key(t), now, time.Second)
+	if prev, loaded := mustAcquireStrict(t, q, first, now); loaded || prev.ID != "" {
+		t.Fatalf("AcquireStrict of a free key: loaded=%v, replaced %+v; want a claim", loaded, prev)
+	}
+	later := now.Add(2 * time.Second) // past StrictLease
+	var found idempotency.Record
+	for _, at := range []time.Time{later, later.Add(time.Hour)} {
+		got, loaded := mustAcquire(t, s, claim(first.ID, at, time.Minute), at)
+		if !loaded {
+			t.Fatalf("Acquire %v after a strict claim's lease lapsed took it over", at.Sub(now))
+		}
+		sameRecord(t, "strict claim read by Acquire", got, first)
+		if got.LeaseEnd().UnixMilli() != first.StrictLease.UnixMilli() {
+			t.Errorf("LeaseEnd of the strict claim = %v, want its StrictLease %v", got.LeaseEnd(), first.StrictLease)
+		}
+		if found, loaded = mustAcquireStrict(t, q, claim(first.ID, at, time.Minute), at); !loaded {
+			t.Fatalf("AcquireStrict %v after a strict claim's lease lapsed took it over", at.Sub(now))
+		}
+		sameRecord(t, "strict claim read by AcquireStrict", found, first)
+	}
+
+	if _, err := q.Quarantine(ctx, found, now.Add(500*time.Millisecond)); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Quarantine of a strict claim before its StrictLease ended: err = %v, want ErrLeaseLost", err)
+	}
+	got, err := q.Quarantine(ctx, found, later)
+	if err != nil {
+		t.Fatalf("Quarantine of a strict claim whose StrictLease lapsed: %v", err)
+	}
+	wantQuarantined(t, "quarantined strict claim", got, first, later)
+	if got.StrictLease.UnixMilli() != first.StrictLease.UnixMilli() {
+		t.Errorf("quarantined strict claim: StrictLease = %v, want it kept, %v", got.StrictLease, first.StrictLease)
+	}
+	done := mustComplete(t, s, first, `{"late":true}`)
+	rec, loaded := mustAcquire(t, s, claim(first.ID, later, time.Minute), later)
+	if !loaded {
+		t.Fatal("a claim after the owner's completion claimed the key")
+	}
+	sameRecord(t, "completed strict claim", rec, done)
+}
+
+// testStrictLeaseNotLeftBehind: a claim over a released or expired strict
+// claim is a claim of its own, without the old StrictLease.
+func testStrictLeaseNotLeftBehind(t *testing.T, s idempotency.Store) {
+	q := quarantiner(t, s)
+	now := base()
+	released := strictClaim(key(t), now, time.Minute)
+	mustAcquireStrict(t, q, released, now)
+	if err := s.Release(context.Background(), released.ID, released.Owner); err != nil {
+		t.Fatalf("Release of a strict claim by its owner: %v", err)
+	}
+	expired := strictClaim(key(t), now, time.Minute)
+	expired.ExpiresAt = now.Add(time.Hour)
+	expired.LeaseUntil = expired.ExpiresAt
+	mustAcquireStrict(t, q, expired, now)
+	for _, tc := range []struct {
+		what string
+		old  idempotency.Record
+		at   time.Time
+	}{{"released", released, now}, {"expired", expired, expired.ExpiresAt.Add(time.Second)}} {
+		next := claim(tc.old.ID, tc.at, time.Minute)
+		if prev, loaded := mustAcquire(t, s, next, tc.at); loaded {
+			t.Fatalf("Acquire of a %s strict claim: refused by %+v", tc.what, prev)
+		}
+		got, loaded := mustAcquire(t, s, claim(tc.old.ID, tc.at, time.Minute), tc.at)
+		if !loaded {
+			t.Fatalf("the claim over a %s strict claim was not kept", tc.what)
+		}
+		sameRecord(t, "claim over a "+tc.what+" strict claim", got, next)
+		if !got.StrictLease.IsZero() || !got.LeaseEnd().Equal(got.LeaseUntil) {
+			t.Errorf("claim over a %s strict claim: StrictLease %v, LeaseEnd %v; want none, and its own lease %v",
+				tc.what, got.StrictLease, got.LeaseEnd(), got.LeaseUntil)
+		}
+	}
+}
