@@ -270,6 +270,9 @@ func TestSpellingsKeepTheValue(t *testing.T) {
 				t.Fatalf("Index(%q) reads %q; the compact %q reads %q", s, treeTokens(tree.Root(), nil), compact, treeTokens(ctree.Root(), nil))
 			}
 			checkNodes(t, s, tree.Root())
+			if st.style.Numbers == jsongen.KeepNumbers && !st.style.Reorder && !jsonkey.Equal(s, compact) {
+				t.Fatalf("Equal(%q, %q) is false", s, compact)
+			}
 			for _, w := range writers {
 				if w.name == "canonical" && !st.canonical || w.name == "python" && !st.python || w.name == "typescript" && !st.typescript {
 					continue
@@ -388,6 +391,7 @@ var entryPoints = []struct {
 	{"AppendString", func(s string) { jsonkey.AppendString(nil, s) }},
 	{"CaseStable", func(s string) { jsonkey.CaseStable(s) }},
 	{"Space", func(s string) { jsonkey.Space(s, 0) }},
+	{"Equal", func(s string) { jsonkey.Equal(s, s); jsonkey.Equal(s, s[:len(s)/2]); jsonkey.Equal(`"\u00e9"`, s) }},
 }
 
 // walk reads every part of every node of a tree.
