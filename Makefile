@@ -88,14 +88,20 @@ bench-peer: $(PTNODE)
 # FUZZTIME is how long each fuzzer runs; PROPERTY_CASES how many values the
 # record-id property test generates (make test: 600), from PROPERTY_SEED
 # (make test: 15; here a new one each run, printed by the test).
+# JSONKEY_FUZZ are internal/jsonkey's fuzzers, one per reader; SPELLING_BODIES
+# how many bodies the spelling differential generates (make test: 3500), from
+# PROPERTY_SEED (make test: 25).
 FUZZTIME ?= 30s
 PROPERTY_CASES ?= 20000
+SPELLING_BODIES ?= 50000
 PROPERTY_SEED ?= $(shell date +%s)
-## fuzz: fuzz key extraction, the JSON rules and the spellings for FUZZTIME each (default 30s), then the record-id property test on PROPERTY_CASES values (default 20000) from a new PROPERTY_SEED, and jmespath's differential test, long.
+JSONKEY_FUZZ := FuzzRules FuzzCheck FuzzIndex FuzzDecode FuzzSelect FuzzWriteCanonical FuzzWritePython FuzzWriteTypeScript FuzzStrings FuzzNumbers FuzzEqual
+## fuzz: fuzz key extraction and each JSON reader (Check, Index, Decode, Select, the spellings, strings, numbers, Equal) for FUZZTIME each (default 30s), then the record-id property test on PROPERTY_CASES values (default 20000) and the spelling differential on SPELLING_BODIES bodies (default 50000) from a new PROPERTY_SEED, and jmespath's differential test, long.
 fuzz: $(PTNODE)
 	$(GO) test -run '^$$' -fuzz FuzzBodyKeys -fuzztime $(FUZZTIME) ./middleware/idempotency/
-	$(GO) test -run '^$$' -fuzz FuzzRules -fuzztime $(FUZZTIME) ./internal/jsonkey/
+	for f in $(JSONKEY_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./internal/jsonkey/ || exit 1; done
 	$(GO) test -count=1 -v -run '^TestRecordIDProperty$$' -timeout 60m ./middleware/idempotency/ -property.cases=$(PROPERTY_CASES) -property.seed=$(PROPERTY_SEED)
+	$(GO) test -count=1 -v -run '^TestSpellingDifferential$$' -timeout 60m ./middleware/idempotency/ -spelling.bodies=$(SPELLING_BODIES) -spelling.seed=$(PROPERTY_SEED)
 	$(GO) test -count=1 -run '^TestDifferential$$' ./middleware/idempotency/jmespath/ -args -long
 
 # The chaos test's long runs: 300 keys, 4 worker processes each; the process

@@ -3,6 +3,7 @@
 // from JSON: the rules every key's JSON must keep ([Check], and [Decode]
 // and [Index] for readers that keep them), the scanner that selects body
 // fields ([Select]), the number rule of the native format ([ExactNumber]),
+// the test of two texts alike but for white space and escapes ([Equal]),
 // and the three spellings: RFC 8785's canonical form ([WriteCanonical]),
 // Python's json.dumps(sort_keys=True) ([WritePython]) and JavaScript's
 // JSON.stringify of Powertools' deepSort ([WriteTypeScript]).

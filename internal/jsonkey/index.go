@@ -20,13 +20,19 @@ type tree struct {
 	nodes []node
 }
 
-// newTree indexes text, which Check accepted.
+// newTree indexes text, which check accepted, in one more pass of the
+// scanner: the nodes are the values and member names the scanner reads, so
+// the index splits the text exactly where the rules do (no second reader
+// of the grammar to disagree with the first on white space or escapes).
 func newTree(text string) (*tree, error) {
 	if len(text) > math.MaxInt32 {
 		return nil, &Error{ErrSyntax, math.MaxInt32}
 	}
 	t := &tree{s: text, nodes: make([]node, 0, countNodes(text))}
-	t.add(Space(text, 0))
+	s := scanner{s: text, tree: t}
+	if _, err := s.value(s.space(0), 0, false); err != nil { // unreachable for checked text
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -58,75 +64,33 @@ func isNumberByte(c byte) bool {
 	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
-// add indexes the value at s[i] and returns the index after it.
-func (t *tree) add(i int) int {
-	s := t.s
-	n := len(t.nodes)
+// begin adds the node of the value or member name at s[i] and returns its
+// index, for done once the scanner has read what it holds.
+func (t *tree) begin(i int) int {
 	t.nodes = append(t.nodes, node{at: int32(i)})
-	end := i + 1
-	switch c := s[i]; {
-	case c == '"':
-		for ; s[end] != '"'; end++ {
-			if s[end] == '\\' {
-				end++
-			}
-		}
-		end++
-	case c == '{' || c == '[':
-		end = Space(s, end)
-		for s[end] != '}' && s[end] != ']' {
-			if c == '{' {
-				end = Space(s, t.add(end)+1) // the name, then the ':'
-			}
-			end = Space(s, t.add(end))
-			if s[end] == ',' {
-				end = Space(s, end+1)
-			}
-		}
-		end++
-	case c == 't' || c == 'n':
-		end = i + 4
-	case c == 'f':
-		end = i + 5
-	default:
-		for end < len(s) && isNumberByte(s[end]) {
-			end++
-		}
-	}
-	t.nodes[n].next = int32(len(t.nodes))
-	return end
+	return len(t.nodes) - 1
 }
+
+// done ends node n: the next node is the one after it and all it holds.
+func (t *tree) done(n int) { t.nodes[n].next = int32(len(t.nodes)) }
 
 // end returns the index after node n's text.
 func (t *tree) end(n int) int {
 	s, i := t.s, int(t.nodes[n].at)
-	switch c := s[i]; {
-	case c == '"':
-		for i++; s[i] != '"'; i++ {
-			if s[i] == '\\' {
-				i++
-			}
-		}
-		return i + 1
-	case c == '{' || c == '[':
-		last := -1
-		for c := range t.children(n) {
-			last = c
-		}
-		if last >= 0 {
-			i = t.end(last)
-		} else {
-			i++
-		}
-		return Space(s, i) + 1
-	case c == 't' || c == 'n':
-		return i + 4
-	case c == 'f':
-		return i + 5
+	if c := s[i]; c != '{' && c != '[' {
+		end, _ := (&scanner{s: s}).scan(i, 0, false) // checked: no error
+		return end
 	}
-	for i++; i < len(s) && isNumberByte(s[i]); i++ {
+	last := -1
+	for c := range t.children(n) {
+		last = c
 	}
-	return i
+	if last >= 0 {
+		i = t.end(last)
+	} else {
+		i++
+	}
+	return Space(s, i) + 1 // the closing byte
 }
 
 // text is the text of node n.

@@ -77,6 +77,12 @@ func decimal(n string) (digits string, exp int, neg bool, ok bool) {
 	neg = strings.HasPrefix(n, "-")
 	n = strings.TrimPrefix(n, "-")
 	mant, e, hasExp := strings.Cut(strings.ToLower(n), "e")
+	whole, frac, _ := strings.Cut(mant, ".")
+	all := whole + frac
+	trimmed := strings.TrimLeft(all, "0")
+	if trimmed == "" {
+		return "", 0, neg, true // zero, whatever its exponent: 0e10000000 too
+	}
 	if hasExp {
 		x, err := strconv.Atoi(e)
 		if err != nil || x > 1<<20 || x < -1<<20 {
@@ -84,10 +90,7 @@ func decimal(n string) (digits string, exp int, neg bool, ok bool) {
 		}
 		exp = x
 	}
-	whole, frac, _ := strings.Cut(mant, ".")
-	all := whole + frac
 	exp += len(whole)
-	trimmed := strings.TrimLeft(all, "0")
 	exp -= len(all) - len(trimmed)
 	return strings.TrimRight(trimmed, "0"), exp, neg, true
 }

@@ -18,6 +18,9 @@ type scanner struct {
 	// being scanned, each object's after the ones of the objects around
 	// it, for the duplicate check: only names of one hash are compared.
 	hashes []uint64
+	// tree, when set, gets a node for each value and member name scanned
+	// (see newTree).
+	tree *tree
 }
 
 // nameSeed seeds nameHash, anew in each process, so that no text can be
@@ -47,6 +50,17 @@ func (s *scanner) space(i int) int { return Space(s.s, i) }
 // value scans the value at s[i], depth levels deep, and returns the index
 // after it.
 func (s *scanner) value(i, depth int, strict bool) (int, error) {
+	if s.tree == nil {
+		return s.scan(i, depth, strict)
+	}
+	n := s.tree.begin(i)
+	end, err := s.scan(i, depth, strict)
+	s.tree.done(n)
+	return end, err
+}
+
+// scan is value, without the node.
+func (s *scanner) scan(i, depth int, strict bool) (int, error) {
 	b := s.s
 	if i >= len(b) {
 		return 0, &Error{ErrSyntax, i}
@@ -89,6 +103,9 @@ func (s *scanner) object(i, depth int, strict bool) (int, error) {
 		if quoted, i, err = s.member(i, strict); err != nil {
 			return 0, err
 		}
+		if s.tree != nil {
+			s.tree.done(s.tree.begin(at))
+		}
 		if strict && s.dups {
 			n, _ := Unquote(quoted) // valid: the string was scanned strictly
 			h := nameHash(n)
@@ -120,14 +137,15 @@ func (s *scanner) object(i, depth int, strict bool) (int, error) {
 // members calls fn with the offset and name of each member of the checked
 // object at s[i] that starts before end, in order, until fn returns false.
 func (s *scanner) members(i, end int, fn func(at int, name string) bool) {
-	i = s.space(i + 1)
-	for more := s.s[i] != '}'; more && i < end; {
-		quoted, v, _ := s.member(i, false)
+	r := scanner{s: s.s} // reads again: no duplicate check, no nodes
+	i = r.space(i + 1)
+	for more := r.s[i] != '}'; more && i < end; {
+		quoted, v, _ := r.member(i, false)
 		if name, _ := Unquote(quoted); !fn(i, name) {
 			return
 		}
-		i, _ = s.value(v, 0, false)
-		i, more, _ = s.next(s.space(i), '}')
+		i, _ = r.value(v, 0, false)
+		i, more, _ = r.next(r.space(i), '}')
 	}
 }
 
@@ -352,8 +370,12 @@ func pair(b string, i int, r rune) (rune, int, bool) {
 // Unquote returns the string that quoted, a JSON string as written
 // (quotes included) in text that is JSON, spells. It reports false when
 // the string breaks a rule (invalid UTF-8, an unpaired surrogate escape):
-// such a string equals no Go string, and is never replaced by one.
+// such a string equals no Go string, and is never replaced by one. For
+// other text it reports false or returns some string; it never panics.
 func Unquote(quoted string) (string, bool) {
+	if len(quoted) < 2 || quoted[0] != '"' || quoted[len(quoted)-1] != '"' {
+		return "", false
+	}
 	inner := quoted[1 : len(quoted)-1]
 	if strings.IndexByte(inner, '\\') < 0 {
 		return inner, utf8.ValidString(inner)
@@ -370,6 +392,9 @@ func Unquote(quoted string) (string, bool) {
 			i += n
 			continue
 		}
+		if i+1 >= len(inner) {
+			return "", false
+		}
 		e := inner[i+1]
 		i += 2
 		switch e {
@@ -384,17 +409,21 @@ func Unquote(quoted string) (string, bool) {
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			r, _ := hex4(inner, i)
+			r, ok := hex4(inner, i)
+			if !ok {
+				return "", false
+			}
 			i += 4
 			if utf16.IsSurrogate(r) {
-				var ok bool
 				if r, i, ok = pair(inner, i, r); !ok {
 					return "", false
 				}
 			}
 			out = utf8.AppendRune(out, r)
-		default: // " \ /
+		case '"', '\\', '/':
 			out = append(out, e)
+		default:
+			return "", false
 		}
 	}
 	return string(out), true

@@ -56,7 +56,31 @@ func hostileBodies() []struct{ name, body string } {
 		{"deep arrays as the key", deep(`{"k":`, "[", "]", "}", 9999)},
 		{"deep objects as the key", deep(`{"k":`, `{"Σa":`, "}", "1}", 9998)},
 		{"many members beside the key", fill(`{"k":"x"`, `,"a":0`, "}")},
+		// White space wherever RFC 8259 allows it (issue 25): around every
+		// token, in a pretty printer's layout, in one long run.
+		{"white space around the key", fill(`{ "k" : "x" ,`, " \t\r\n", `"s" : "y" }`)},
+		{"white space in the key", fill(`{"k" : [`, " \n", `0 ] , "s" : "y"}`)},
+		{"wide object as the key, pretty-printed", prettyObject(`{"k" : `, "}")},
+		{"wide object beside the key, pretty-printed", prettyObject(`{"k" : "x" , "o" : `, "}")},
+		{"wide array spaced as the key", fill(`{ "k" : [ 0`, " , 0", " ] }")},
+		{"deep objects spaced as the key", deep(`{ "k" : `, `{ "Σa" : `, " }", "1 }", 9998)},
+		{"many spaced members beside the key", fill(`{ "k" : "x"`, " ,\n  \"a\" : 0", "\n}")},
 	}
+}
+
+// prettyObject is a wide object laid out as Jackson's pretty printer lays
+// it out, "name" : value, one member a line, after prefix and before
+// suffix, about maxBody bytes in all.
+func prettyObject(prefix, suffix string) string {
+	var b strings.Builder
+	b.WriteString(prefix + "{")
+	for i := 0; b.Len() < maxBody-len(suffix)-40; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n  \"Σk" + strconv.Itoa(i) + `" : ` + strconv.Itoa(i%10))
+	}
+	return b.String() + "\n}" + suffix
 }
 
 type hostileRaw struct {

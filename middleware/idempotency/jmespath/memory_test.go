@@ -48,6 +48,18 @@ func hostileMessages() []hostile {
 		b.WriteString("}")
 		return b.String()
 	}(mib)
+	prettyMembers := func(n int) string { // as Jackson's pretty printer writes them
+		var b strings.Builder
+		b.WriteString("{")
+		for i := 0; b.Len() < n-40; i++ {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString("\n  \"k" + strconv.Itoa(i) + `" : ` + strconv.Itoa(i))
+		}
+		b.WriteString("\n}")
+		return b.String()
+	}(mib)
 	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
 	shortNames := func(escaped bool) string { // the most members 1 MiB holds
 		var b strings.Builder
@@ -110,6 +122,13 @@ func hostileMessages() []hostile {
 		body("1 MiB of escapes, the string", `powertools_json(body).k`, escaped),
 		body("a 1 MiB number", `powertools_json(body).k`, `{"k":`+strings.Repeat("7", mib-10)+`}`),
 		body("1 MiB of base64", `powertools_base64(body)`, base64.StdEncoding.EncodeToString([]byte(strings.Repeat("é", mib*3/8)))),
+		// White space wherever RFC 8259 allows it (issue 25).
+		body("1 MiB of white space around one key", `powertools_json(body).idempotency_key`,
+			fill(`{ "idempotency_key" : "k" ,`, " \t\r\n", "", `"pad" : 1 }`, mib)),
+		body("1 MiB of spaced numbers, the whole body", `powertools_json(body)`, fill("[ ", "0", " ,\n ", " ]", mib)),
+		body("1 MiB of pretty-printed members, a late member", `powertools_json(body).k40000`, prettyMembers),
+		body("1 MiB of pretty-printed members, the whole body", `powertools_json(body)`, prettyMembers),
+		body("1 MiB of pretty-printed members, keys", `keys(powertools_json(body))`, prettyMembers),
 		{name: "10 attributes of 100 KiB", expr: `[messageAttributes.a0.stringValue, messageAttributes.a9.stringValue]`,
 			m: events.SQSMessage{MessageId: "m-1", Body: "{}", MessageAttributes: attrs}},
 	}
