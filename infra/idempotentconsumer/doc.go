@@ -66,5 +66,11 @@
 // # Errors
 //
 // [New] checks [Props] before it adds anything to the scope and returns
-// every problem at once, as "idempotentconsumer: ..." errors.
+// every problem at once, as "idempotentconsumer: ..." errors. Among them are
+// the settings a deploy would fail on, or that would break the function
+// only when it starts: maximum concurrency with provisioned pollers, either
+// outside SQS's bounds, a visibility timeout below the function's timeout
+// (Lambda refuses the event source mapping; the construct wants
+// [VisibilityFactor] × the timeout), a namespace holding a "#" (the
+// function's guard refuses it at start-up).
 package idempotentconsumer

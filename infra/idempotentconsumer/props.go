@@ -420,6 +420,10 @@ func (p Props) Plan() (Plan, error) {
 	if p.Namespace == "" {
 		bad("Props.Namespace is required: a fixed string, not the function name")
 	}
+	if strings.Contains(p.Namespace, "#") {
+		bad("Props.Namespace %q holds a \"#\", which ends the namespace in a record id ({Namespace}#{digest}): "+
+			"its ids would read as those of the namespace before it, and the function's guard (idempotency.Config.Namespace) refuses it at start-up", p.Namespace)
+	}
 	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict} {
 		if _, ok := p.Environment[k]; ok {
 			bad("Props.Environment sets %s, which the construct derives", k)
@@ -548,7 +552,12 @@ func (p Props) Plan() (Plan, error) {
 		bad("Timeout %v is outside 1s–%v", pl.Timeout, maxTimeout)
 	}
 	seconds("Timeout", pl.Timeout)
-	if pl.VisibilityTimeout < VisibilityFactor*pl.Timeout {
+	switch {
+	case pl.VisibilityTimeout < pl.Timeout:
+		bad("VisibilityTimeout %v is below Timeout %v: Lambda refuses an event source mapping whose queue's visibility timeout "+
+			"is below the function's timeout (a message would reappear while its invocation still runs), and the construct wants %d × Timeout (%v)",
+			pl.VisibilityTimeout, pl.Timeout, VisibilityFactor, VisibilityFactor*pl.Timeout)
+	case pl.VisibilityTimeout < VisibilityFactor*pl.Timeout:
 		bad("VisibilityTimeout %v is below %d × Timeout %v (%v): Lambda could not retry a throttled batch before its messages reappear",
 			pl.VisibilityTimeout, VisibilityFactor, pl.Timeout, VisibilityFactor*pl.Timeout)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -137,6 +138,10 @@ func TestConstructScaleRefusals(t *testing.T) {
 			[]string{"WarmThroughput.WriteUnitsPerSecond 100 is below the 4000"}},
 		{"warm throughput with an existing table", idempotentconsumer.Props{WarmThroughput: idempotentconsumer.WarmThroughput{WriteUnitsPerSecond: 8000}}, true,
 			[]string{"WarmThroughput is set with Props.Table"}},
+		{"namespace with a #", idempotentconsumer.Props{Namespace: "orders#eu"}, false,
+			[]string{`Props.Namespace "orders#eu" holds a "#"`}},
+		{"visibility below the timeout", idempotentconsumer.Props{Timeout: time.Minute, VisibilityTimeout: 30 * time.Second}, false,
+			[]string{"VisibilityTimeout 30s is below Timeout 1m0s: Lambda refuses an event source mapping"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			app := awscdk.NewApp(nil)
