@@ -16,6 +16,7 @@ const (
 	OneResult         Property = "one_result"
 	AckSawStored      Property = "ack_saw_stored"
 	AckCompleted      Property = "ack_completed"
+	PayloadValidated  Property = "payload_validated"
 	QuarantineHolds   Property = "quarantine_holds"
 	FailureNotAcked   Property = "failure_not_acked"
 	DoubleRunReported Property = "double_run_reported"
@@ -31,6 +32,7 @@ var Properties = []struct {
 	{OneResult, "one completion of a record succeeds, and every read of the record shows that run's result"},
 	{AckSawStored, "every acknowledged delivery returned its key's stored result"},
 	{AckCompleted, "a delivery is acknowledged only when it saw its key's record COMPLETED"},
+	{PayloadValidated, "an acknowledged delivery carried the payload whose run's result is stored"},
 	{QuarantineHolds, "no run of a quarantined key after the quarantine, until the record is released"},
 	{FailureNotAcked, "a call that failed (in progress, quarantined, mismatch, released, error) is never acknowledged"},
 	{DoubleRunReported, "a run whose result is not stored is reported so (double_run, or a failed call), and only such a run"},
@@ -56,11 +58,12 @@ const (
 	// (exception 2: an attached write's condition failed).
 	CauseCompletionRefused Cause = "completion_refused"
 	// CauseLeaseOutlived: the run's completion found its lease taken over,
-	// and was sent after the lease it was granted had ended by its own
-	// clock (the lease end less the skew margin: its deadline); exception
-	// 1, a worker outlives its lease. With leases extended
-	// (Header.LeaseExtension) only when a fault hit its process during the
-	// run: a live owner that reaches the store keeps its lease.
+	// after the run outlived its invocation's deadline (the delivery's
+	// Deadline; without one, the lease it was granted: its lease end less
+	// the skew margin, by its own clock); exception 1, a worker outlives
+	// its lease. With leases extended (Header.LeaseExtension) only when a
+	// fault hit its process during the run: a live owner that reaches the
+	// store keeps its lease.
 	CauseLeaseOutlived Cause = "lease_outlived"
 	// CauseClockSkew: the run's claim was taken over by a worker whose
 	// clock disagreed with the run's by at least the skew margin: the
@@ -125,6 +128,7 @@ func (v *Verdict) Result(p Property) Result {
 type delivery struct {
 	id, proc, key string
 	epoch         int
+	deliver       *Event
 	claims        []*Event
 	completes     []*Event
 	releases      []*Event
@@ -312,6 +316,10 @@ func (c *checker) index() {
 			ep.deliveries = append(ep.deliveries, d)
 		}
 		switch e.Ev {
+		case KindDeliver:
+			if d != nil && d.deliver == nil {
+				d.deliver = e
+			}
 		case KindClaim:
 			if d != nil {
 				d.claims = append(d.claims, e)
@@ -582,8 +590,12 @@ func (c *checker) explain(ep *epoch, r *run) (Cause, string, []*Event) {
 			}
 		}
 		shown := []*Event{c.taker(ep, r, e), e}
-		sent, granted := c.clock(e), end*int64(time.Millisecond)-c.margin
-		if sent < granted {
+		if dl := deadline(d); dl != 0 {
+			if e.T < dl {
+				return "", fmt.Sprintf("its completion found its lease taken over %v before its invocation's deadline",
+					time.Duration(dl-e.T)), append(shown, d.deliver)
+			}
+		} else if sent, granted := c.clock(e), end*int64(time.Millisecond)-c.margin; sent < granted {
 			return "", fmt.Sprintf("its completion found its lease taken over %v before the lease it was granted ended (by its own clock)",
 				time.Duration(granted-sent)), shown
 		}
@@ -599,6 +611,14 @@ func (c *checker) explain(ep *epoch, r *run) (Cause, string, []*Event) {
 		return "", "its worker was not killed, and no completion of it was attempted", nil
 	}
 	return "", "no documented cause applies", []*Event{d.completes[len(d.completes)-1]}
+}
+
+// deadline is d's invocation's deadline, 0 if none was recorded.
+func deadline(d *delivery) int64 {
+	if d.deliver == nil {
+		return 0
+	}
+	return d.deliver.Deadline
 }
 
 // taker returns the claim that took r's claim over before r's completion
@@ -771,10 +791,18 @@ func (c *checker) checkAck(d *delivery) {
 		c.violate(AckCompleted, d.key, []*Event{ev, a, f}, "%s was acknowledged, and the key's record is %s at the end", d.id, status(f.Status))
 	}
 
-	if result, by, _, ok := c.stored(ep); ok {
+	result, by, storedRun, ok := c.stored(ep)
+	if ok {
 		c.checked(AckSawStored)
 		if a.Result != result {
 			c.violate(AckSawStored, d.key, []*Event{by, a}, "%s was acknowledged with result %q, and the stored one is %q", d.id, a.Result, result)
+		}
+	}
+	if storedRun != nil && storedRun.claim != nil && storedRun.claim.Payload != "" && d.deliver != nil && d.deliver.Payload != "" {
+		c.checked(PayloadValidated)
+		if want := storedRun.claim.Payload; d.deliver.Payload != want {
+			c.violate(PayloadValidated, d.key, []*Event{storedRun.claim, d.deliver, a},
+				"%s was acknowledged with the result of payload %q, and its own is %q", d.id, want, d.deliver.Payload)
 		}
 	}
 }

@@ -169,6 +169,21 @@ func TestPropertiesCatch(t *testing.T) {
 			want: []Property{AckSawStored},
 		},
 		{
+			name: "a cached result returned for another payload", property: PayloadValidated,
+			// d1b reuses k1 with payload "q"; broken: w1's cache answers it.
+			build: func(s *script, broken bool) {
+				s.proc("w1", ReaderSqsonce)
+				s.at(1000).firstRun("w1", "d1", "k1", "o1", "r1")
+				s.at(2000).deliver("w1", "d1b", "k1").set("d1b", KindDeliver, func(e *Event) { e.Payload = "q" })
+				if broken {
+					s.shared("w1", "d1b", "cache").ack("w1", "d1b", "r1")
+				} else {
+					s.outcome("w1", "d1b", OutcomeMismatch, false, "mismatch").fail("w1", "d1b", "mismatch")
+				}
+			},
+			want: []Property{PayloadValidated},
+		},
+		{
 			name: "an acknowledgement with another result", property: AckSawStored,
 			build: func(s *script, broken bool) {
 				s.proc("w1", ReaderSqsonce).proc("w2", ReaderSqsonce)
@@ -406,6 +421,30 @@ func TestCauses(t *testing.T) {
 				t.Errorf("explained %v, want %v\n%s", v.Explained, want, report(t, v))
 			}
 		})
+	}
+}
+
+// TestDeadlineOverLease: a run outlived its lease only if it outlived its
+// invocation's deadline. A guard that writes its lease without the skew
+// margin (lease end = deadline) is taken over by a clock 0.5 s ahead while
+// its run is still inside its deadline: the deadline shows it; the lease
+// it wrote, which the checker falls back on without a deadline, does not.
+func TestDeadlineOverLease(t *testing.T) {
+	for _, withDeadline := range []bool{true, false} {
+		s := newScript("synthetic")
+		outlived(s, 3600, 3650, ReaderSqsonce, OutcomeDoubleRun)
+		s.at(10).fault("harness", FaultClockSkew, "w2", 500*time.Millisecond)
+		s.set("d1", KindClaim, func(e *Event) { e.Lease = 1000 + lease }) // no margin
+		var want []Property
+		if withDeadline {
+			want = []Property{AtMostOnce}
+		} else {
+			s.set("d1", KindDeliver, func(e *Event) { e.Deadline = 0 })
+		}
+		v := Check(s.history())
+		if got := violated(v); !slices.Equal(got, want) {
+			t.Errorf("deadline recorded %v: violated %v, want %v\n%s", withDeadline, got, want, report(t, v))
+		}
 	}
 }
 

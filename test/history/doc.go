@@ -40,11 +40,13 @@
 //     but for runs whose result is not stored and that a [Cause] explains:
 //     the run's worker was killed before a completion was answered; every
 //     completion attempt failed; the store refused it for good; the
-//     completion found the lease taken over after the run outlived the lease
-//     it was granted (its lease end less the skew margin, by its own clock;
-//     with Header.LeaseExtension, only for a worker a fault cut off); the
-//     claim was taken over by a clock off by the skew margin or more. No
-//     cause explains a second run under a strict claim.
+//     completion found the lease taken over after the run outlived its
+//     invocation's deadline (recorded by the harness, not the guard's lease
+//     arithmetic; without one, the lease it was granted: its lease end less
+//     the skew margin, by its own clock; with Header.LeaseExtension, only
+//     for a worker a fault cut off); the claim was taken over by a clock off
+//     by the skew margin or more. No cause explains a second run under a
+//     strict claim.
 //   - strict_once: no run starts after a run under a strict claim, and no
 //     run under a strict claim starts after another run, unless the earlier
 //     run's claim was released first.
@@ -57,6 +59,8 @@
 //     completed, or (an outcome shared in its process or served from its
 //     cache) another delivery of the key in its process saw it so; and the
 //     record is COMPLETED at the end.
+//   - payload_validated: an acknowledged delivery carried the payload of
+//     the run whose result is stored (the promise's payload validation).
 //   - quarantine_holds: after a quarantine, no run but the quarantined
 //     claim's own, until that claim's owner releases it or the epoch ends.
 //   - failure_not_acked: a delivery whose call failed is not acknowledged.

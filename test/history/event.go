@@ -18,13 +18,16 @@ const (
 	// KindExit: a process stopped cleanly.
 	KindExit Kind = "exit"
 	// KindDeliver: a message was received. D is the delivery (unique in
-	// the run), Msg the message id, Rc its receive count, Key its key, Inv
-	// the invocation (the batch) it came in.
+	// the run), Msg the message id, Rc its receive count, Key its key,
+	// Payload the digest of its validated payload, Inv the invocation (the
+	// batch) it came in, Deadline that invocation's deadline (unix ns, the
+	// recorder's clock; 0 for none).
 	KindDeliver Kind = "deliver"
 	// KindClaim: a claim attempt and the store's answer, recorded at the
 	// store: Resp is a claim response (RespClaimed ... RespError), Reader
 	// the claimer's kind, Owner the owner token written, Lease and Exp
 	// the lease end and expiry written (epoch ms, the claimer's clock),
+	// Payload the validation digest written,
 	// Clock the claimer's clock when it sent the claim. Prev is the owner
 	// of the record found (refused) or replaced (taken over), Expired
 	// whether the record replaced had expired, Result the found record's
@@ -180,17 +183,19 @@ type Event struct {
 	Proc string `json:"proc"` // the process that recorded it
 	Ev   Kind   `json:"ev"`
 
-	Inv     string `json:"inv,omitempty"` // the invocation (one batch)
-	D       string `json:"d,omitempty"`   // the delivery: one receive of one message
-	Msg     string `json:"msg,omitempty"` // the message id
-	Rc      int    `json:"rc,omitempty"`  // the message's receive count
-	Key     string `json:"key,omitempty"` // the record's key: the same for every delivery of one request
-	Reader  Reader `json:"reader,omitempty"`
-	Resp    Resp   `json:"resp,omitempty"`
-	Outcome string `json:"outcome,omitempty"`
-	Ran     bool   `json:"ran,omitempty"`
-	Source  string `json:"src,omitempty"`
-	Class   string `json:"class,omitempty"`
+	Inv      string `json:"inv,omitempty"`      // the invocation (one batch)
+	D        string `json:"d,omitempty"`        // the delivery: one receive of one message
+	Msg      string `json:"msg,omitempty"`      // the message id
+	Rc       int    `json:"rc,omitempty"`       // the message's receive count
+	Key      string `json:"key,omitempty"`      // the record's key: the same for every delivery of one request
+	Payload  string `json:"payload,omitempty"`  // the digest of the validated payload
+	Deadline int64  `json:"deadline,omitempty"` // the invocation's deadline, unix ns
+	Reader   Reader `json:"reader,omitempty"`
+	Resp     Resp   `json:"resp,omitempty"`
+	Outcome  string `json:"outcome,omitempty"`
+	Ran      bool   `json:"ran,omitempty"`
+	Source   string `json:"src,omitempty"`
+	Class    string `json:"class,omitempty"`
 
 	Owner   string `json:"owner,omitempty"` // a lease owner token
 	Prev    string `json:"prev,omitempty"`  // the owner of the record a claim found or replaced

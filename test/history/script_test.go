@@ -53,18 +53,30 @@ func (s *script) proc(proc string, r Reader) *script {
 	return s
 }
 
+// deliver records a delivery of key with payload "p", in an invocation
+// whose deadline is 3 s away.
 func (s *script) deliver(proc, d, key string) *script {
-	s.add(proc, Event{Ev: KindDeliver, D: d, Msg: "m-" + d, Rc: 1, Key: key})
+	s.add(proc, Event{Ev: KindDeliver, D: d, Msg: "m-" + d, Rc: 1, Key: key, Payload: "p", Deadline: (s.ms + lease) * int64(time.Millisecond)})
+	return s
+}
+
+// set changes the events of delivery d of kind k.
+func (s *script) set(d string, k Kind, f func(e *Event)) *script {
+	for i := range s.events {
+		if s.events[i].D == d && s.events[i].Ev == k {
+			f(&s.events[i])
+		}
+	}
 	return s
 }
 
 // claim records a claim of d by a reader of kind r, answered resp; a
 // successful one writes owner's lease end, 3 s from now plus the margin,
-// and an expiry a day from now.
+// an expiry a day from now and payload "p".
 func (s *script) claim(proc, d string, r Reader, resp Resp, owner, prev string) *script {
 	e := Event{Ev: KindClaim, D: d, Reader: r, Resp: resp, Prev: prev}
 	if resp == RespClaimed || resp == RespTakenOver {
-		e.Owner, e.Lease, e.Exp = owner, s.ms+lease+margin.Milliseconds(), s.ms+day
+		e.Owner, e.Lease, e.Exp, e.Payload = owner, s.ms+lease+margin.Milliseconds(), s.ms+day, "p"
 	}
 	s.add(proc, e)
 	return s
