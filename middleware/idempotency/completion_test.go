@@ -29,6 +29,12 @@ func (s *lostResponses) Acquire(ctx context.Context, rec idempotency.Record, now
 	return s.Store.Acquire(ctx, rec, now)
 }
 
+// CompleteData is Complete, so that the guard calls this store's
+// Complete and not the embedded memstore's CompleteData.
+func (s *lostResponses) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
+	return rec.Data, s.Complete(ctx, rec)
+}
+
 func (s *lostResponses) Complete(ctx context.Context, rec idempotency.Record) error {
 	s.completes.Add(1)
 	if err := s.Store.Complete(ctx, rec); err != nil {

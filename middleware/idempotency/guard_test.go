@@ -41,6 +41,12 @@ func (s *faultStore) Acquire(ctx context.Context, rec idempotency.Record, now ti
 	return s.Store.Acquire(ctx, rec, now)
 }
 
+// CompleteData is Complete, so that the guard calls this store's
+// Complete and not the embedded memstore's CompleteData.
+func (s *faultStore) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
+	return rec.Data, s.Complete(ctx, rec)
+}
+
 func (s *faultStore) Complete(ctx context.Context, rec idempotency.Record) error {
 	n := s.completes.Add(1)
 	if s.beforeComplete != nil {
@@ -593,6 +599,10 @@ func TestWrapRefusesNilConfiguration(t *testing.T) {
 type panickingStore struct{ *faultStore }
 
 func (panickingStore) Complete(context.Context, idempotency.Record) error { panic("store bug") }
+
+func (panickingStore) CompleteData(context.Context, idempotency.Record) ([]byte, error) {
+	panic("store bug")
+}
 
 func TestPanickingStoreFailsTheCall(t *testing.T) {
 	store := panickingStore{&faultStore{Store: memstore.New()}}

@@ -32,6 +32,12 @@ func (s *slowStore) Acquire(ctx context.Context, rec idempotency.Record, now tim
 	return prev, loaded, err
 }
 
+// CompleteData is Complete, so that the guard calls this store's
+// Complete and not the embedded memstore's CompleteData.
+func (s *slowStore) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
+	return rec.Data, s.Complete(ctx, rec)
+}
+
 func (s *slowStore) Complete(ctx context.Context, rec idempotency.Record) error {
 	s.mu.Lock()
 	s.completedAt = time.Now()

@@ -26,6 +26,7 @@ const sweepEvery = 1024
 
 var (
 	_ idempotency.Store           = (*Store)(nil)
+	_ idempotency.DataCompleter   = (*Store)(nil)
 	_ idempotency.AttachValidator = (*Store)(nil)
 	_ idempotency.Quarantiner     = (*Store)(nil)
 )
@@ -76,31 +77,40 @@ func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 	return clone(old), false, nil
 }
 
-// Complete implements [idempotency.Store.Complete]. The memory store cannot
-// commit attached writes: a record with any fails with
-// [idempotency.ErrAttachUnsupported], and nothing is written.
+// Complete implements [idempotency.Store.Complete]: [Store.CompleteData]
+// without the result it returns.
 func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
+	_, err := s.CompleteData(ctx, rec)
+	return err
+}
+
+// CompleteData implements [idempotency.DataCompleter]. The memory store
+// keeps every result in full, and cannot commit attached writes: a record
+// with any fails with [idempotency.ErrAttachUnsupported], and nothing is
+// written. Finding the record completed by rec's owner already is a
+// success, which returns the result stored then.
+func (s *Store) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if len(rec.Attached) > 0 {
-		return fmt.Errorf("memstore: complete %s: %w", rec.ID, idempotency.ErrAttachUnsupported)
+		return nil, fmt.Errorf("memstore: complete %s: %w", rec.ID, idempotency.ErrAttachUnsupported)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[rec.ID]
 	if ok && old.Status == idempotency.StatusCompleted && old.Owner != "" && old.Owner == rec.Owner {
-		return nil // this completion, made again
+		return bytes.Clone(old.Data), nil // this completion, made again, or an operator's under this owner
 	}
 	if !ok || old.Status != idempotency.StatusInProgress || old.Owner == "" || old.Owner != rec.Owner {
-		return fmt.Errorf("memstore: complete %s: %w", rec.ID, idempotency.ErrLeaseLost)
+		return nil, fmt.Errorf("memstore: complete %s: %w", rec.ID, idempotency.ErrLeaseLost)
 	}
 	old.Status = idempotency.StatusCompleted
 	old.Data = bytes.Clone(rec.Data)
 	old.ExpiresAt = rec.ExpiresAt
 	old.Quarantined = time.Time{}
 	s.records[rec.ID] = old
-	return nil
+	return bytes.Clone(rec.Data), nil
 }
 
 // ValidateAttached implements [idempotency.AttachValidator]: the memory

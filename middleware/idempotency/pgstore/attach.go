@@ -78,18 +78,18 @@ func statements(attached []any) ([]Statement, error) {
 // implicit transaction commits all of it or nothing. A batch refused for
 // a stale cached plan (DDL on a table it touches) did not run, and is sent
 // again.
-func (s *Store) completeWith(ctx context.Context, rec idempotency.Record, stmts []Statement) error {
+func (s *Store) completeWith(ctx context.Context, rec idempotency.Record, stmts []Statement) ([]byte, error) {
 	for attempt := 1; ; attempt++ {
-		stale, err := s.completeBatch(ctx, rec, stmts)
+		stored, stale, err := s.completeBatch(ctx, rec, stmts)
 		if !stale || attempt == stalePlanAttempts || ctx.Err() != nil {
-			return err
+			return stored, err
 		}
 	}
 }
 
-// completeBatch sends the batch once. stale reports a batch refused for a
-// stale cached plan: nothing of it ran.
-func (s *Store) completeBatch(ctx context.Context, rec idempotency.Record, stmts []Statement) (stale bool, err error) {
+// completeBatch sends the batch once, and returns the result stored.
+// stale reports a batch refused for a stale cached plan: nothing of it ran.
+func (s *Store) completeBatch(ctx context.Context, rec idempotency.Record, stmts []Statement) (stored []byte, stale bool, err error) {
 	b := &pgx.Batch{}
 	b.Queue(s.sql.completeOrAbort, rec.ID, rec.Owner, micros(rec.ExpiresAt), rec.Data)
 	for _, st := range stmts {
@@ -119,26 +119,30 @@ func (s *Store) completeBatch(ctx context.Context, rec idempotency.Record, stmts
 		// statement it names, and nothing ran.
 		i := slices.IndexFunc(stmts, func(st Statement) bool { return st.SQL == pre.SQL() })
 		if i < 0 {
-			return stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: preparing the completion's fenced update: %w", fenceErr))
+			return nil, stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: preparing the completion's fenced update: %w", fenceErr))
 		}
-		return stale, storeError("complete", rec.ID, &StatementError{Index: i, Err: fenceErr, unencodable: !errors.As(fenceErr, &pgErr)})
+		return nil, stale, storeError("complete", rec.ID, &StatementError{Index: i, Err: fenceErr, unencodable: !errors.As(fenceErr, &pgErr)})
 	case fenceErr != nil && errors.As(fenceErr, &pgErr) && pgErr.Code == "22012": // division_by_zero: the fence failed
 		var status, owner *string
-		err := s.queryRow(ctx, s.sql.state, []any{rec.ID}, &status, &owner)
+		var data []byte
+		err := s.queryRow(ctx, s.sql.state, []any{rec.ID}, &status, &owner, &data)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: read the record after its completion was refused: %w", err))
+			return nil, stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: read the record after its completion was refused: %w", err))
 		}
-		return stale, fenced("complete", rec.ID, rec.Owner, false, status, owner)
+		if err := fenced("complete", rec.ID, rec.Owner, false, status, owner); err != nil {
+			return nil, stale, err
+		}
+		return data, stale, nil
 	case fenceErr != nil:
 		// The fenced update itself failed (a lock timeout, a cancelled
 		// statement, a lost connection): nothing was written.
-		return stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: the completion's fenced update: %w", fenceErr))
+		return nil, stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: the completion's fenced update: %w", fenceErr))
 	case stmtErr != nil:
-		return stale, storeError("complete", rec.ID, &StatementError{Index: failed, Err: stmtErr})
+		return nil, stale, storeError("complete", rec.ID, &StatementError{Index: failed, Err: stmtErr})
 	case closeErr != nil:
-		return stale, storeError("complete", rec.ID, closeErr)
+		return nil, stale, storeError("complete", rec.ID, closeErr)
 	}
-	return false, nil
+	return rec.Data, false, nil
 }
 
 // StatementError reports an attached statement that failed: nothing of the

@@ -49,6 +49,7 @@ type Store struct {
 
 var (
 	_ idempotency.Store           = (*Store)(nil)
+	_ idempotency.DataCompleter   = (*Store)(nil)
 	_ idempotency.AttachValidator = (*Store)(nil)
 )
 
@@ -254,22 +255,32 @@ func (s *Store) queryRow(ctx context.Context, sql string, args []any, dest ...an
 	}
 }
 
-// Complete implements [idempotency.Store.Complete]: one UPDATE fenced by
-// status and owner; with attached statements, one batch that runs the
-// fenced UPDATE and then the statements in one transaction (see
-// [Attach]). A record already completed by the same owner (an earlier
-// attempt whose reply was lost, its attached statements committed with it)
-// is a success, and nothing is written again.
+// Complete implements [idempotency.Store.Complete]: [Store.CompleteData]
+// without the result it returns.
 func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
+	_, err := s.CompleteData(ctx, rec)
+	return err
+}
+
+// CompleteData implements [idempotency.DataCompleter]: one UPDATE fenced
+// by status and owner; with attached statements, one batch that runs the
+// fenced UPDATE and then the statements in one transaction (see
+// [Attach]). The table keeps every result in full, so it returns rec.Data
+// when it completes the record. A record already completed by the same
+// owner (an earlier attempt whose reply was lost, its attached statements
+// committed with it, or an operator's resolve under the claim's owner) is
+// a success: nothing is written again, and the result returned is the one
+// stored then, read by the same statement.
+func (s *Store) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
 	if rec.ID == "" {
-		return storeError("complete", "", errors.New("pgstore: empty record id"))
+		return nil, storeError("complete", "", errors.New("pgstore: empty record id"))
 	}
 	stmts, err := statements(rec.Attached)
 	if err != nil {
-		return storeError("complete", rec.ID, err)
+		return nil, storeError("complete", rec.ID, err)
 	}
 	if rec.Owner == "" {
-		return storeError("complete", rec.ID, fmt.Errorf("pgstore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
+		return nil, storeError("complete", rec.ID, fmt.Errorf("pgstore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
 	}
 	if len(stmts) > 0 {
 		return s.completeWith(ctx, rec, stmts)
@@ -277,12 +288,19 @@ func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
 	var (
 		done          bool
 		status, owner *string
+		data          []byte
 	)
-	err = s.queryRow(ctx, s.sql.complete, []any{rec.ID, rec.Owner, micros(rec.ExpiresAt), rec.Data}, &done, &status, &owner)
+	err = s.queryRow(ctx, s.sql.complete, []any{rec.ID, rec.Owner, micros(rec.ExpiresAt), rec.Data}, &done, &status, &owner, &data)
 	if err != nil {
-		return storeError("complete", rec.ID, err)
+		return nil, storeError("complete", rec.ID, err)
 	}
-	return fenced("complete", rec.ID, rec.Owner, done, status, owner)
+	if done {
+		return rec.Data, nil
+	}
+	if err := fenced("complete", rec.ID, rec.Owner, false, status, owner); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // Release implements [idempotency.Store.Release] with one DELETE fenced by

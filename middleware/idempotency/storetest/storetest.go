@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		{"StaleOwnerCannotRelease", testStaleRelease},
 		{"CompleteOnlyOnce", testCompleteOnce},
 		{"CompleteRetriedByOwner", testCompleteRetriedByOwner},
+		{"LateCompletionGetsStored", testLateCompletionGetsStored},
 		{"ReleaseFreesKey", testReleaseFrees},
 		{"CompleteAfterRelease", testCompleteAfterRelease},
 		{"CompletedNotReleased", testCompletedNotReleased},
@@ -292,6 +293,27 @@ func testCompleteRetriedByOwner(t *testing.T, s idempotency.Store) {
 		t.Fatal("a retried Complete freed the key")
 	}
 	sameRecord(t, "record after a retried Complete", got, done)
+}
+
+// testLateCompletionGetsStored: a completion that finds the record
+// COMPLETED under its own owner with another result (an operator resolved
+// the claim under its owner while the worker still ran) succeeds, and
+// returns the result stored, not its own: every delivery that succeeds
+// gets the one stored result.
+func testLateCompletionGetsStored(t *testing.T, s idempotency.Store) {
+	k, rec, now := claimed(t, s, time.Minute)
+	resolved := mustComplete(t, s, rec, `{"resolved":true}`)
+	late := rec
+	late.Status, late.Data = idempotency.StatusCompleted, []byte(`{"worker":1}`)
+	stored, err := completeData(s, late)
+	if err != nil {
+		t.Fatalf("late Complete by the owner: %v, want success", err)
+	}
+	if !jsonEqual(stored, resolved.Data) {
+		t.Errorf("late Complete by the owner reported %s stored, want the stored result %s", stored, resolved.Data)
+	}
+	got, _ := mustAcquire(t, s, claim(k, now, time.Minute), now)
+	sameRecord(t, "record after a late Complete", got, resolved)
 }
 
 func testReleaseFrees(t *testing.T, s idempotency.Store) {
