@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqsonce/sqsonce/internal/inflate"
+	"github.com/sqsonce/sqsonce/internal/redact"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
@@ -315,14 +316,16 @@ func toNative(x any) (types.AttributeValue, error) {
 }
 
 // dynamoNumber checks that a JSON number fits DynamoDB's number type: at
-// most 38 significant digits, magnitude from 1E-130 to below 1E+126.
+// most 38 significant digits, magnitude from 1E-130 to below 1E+126. Its
+// errors describe the number (redact.String), never quote it: a result can
+// echo the message.
 func dynamoNumber(n string) error {
 	mant, exp, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(n, "-")), "e")
 	e := 0
 	if exp != "" {
 		var err error
 		if e, err = strconv.Atoi(exp); err != nil {
-			return fmt.Errorf("number %s: exponent out of range", n)
+			return fmt.Errorf("number %s: exponent out of range", redact.String(n))
 		}
 	}
 	whole, frac, _ := strings.Cut(mant, ".")
@@ -334,10 +337,10 @@ func dynamoNumber(n string) error {
 	mag := e + len(whole) - (len(whole+frac) - len(digits))
 	digits = strings.TrimRight(digits, "0")
 	if len(digits) > 38 {
-		return fmt.Errorf("number %s has more than 38 significant digits, the most DynamoDB stores", n)
+		return fmt.Errorf("number %s has %d significant digits, more than the 38 DynamoDB stores", redact.String(n), len(digits))
 	}
 	if mag > 126 || mag < -129 {
-		return fmt.Errorf("number %s is outside the range DynamoDB stores (1E-130 to 9.9…9E+125)", n)
+		return fmt.Errorf("number %s is outside the range DynamoDB stores (1E-130 to 9.9…9E+125)", redact.String(n))
 	}
 	return nil
 }

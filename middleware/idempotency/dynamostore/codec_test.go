@@ -1,9 +1,12 @@
 package dynamostore_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -184,6 +187,39 @@ func TestPowertoolsFormatsDoNotCompress(t *testing.T) {
 			}
 			if got, _ := vals[":data"].(*types.AttributeValueMemberS); got == nil || got.Value != want {
 				t.Error("the result was not stored as a plain string")
+			}
+		})
+	}
+}
+
+// TestNativeNumberNotQuoted: the log line of a result left out for a
+// number DynamoDB cannot hold describes the number (a short prefix, its
+// length and a digest), never quotes it: a result can echo the message.
+func TestNativeNumberNotQuoted(t *testing.T) {
+	for _, n := range []string{
+		"1234567890" + strings.Repeat("7", 30), // 40 significant digits
+		"98765432101234e1000",                  // out of range
+		"55555555555555e99999999999999999999",  // exponent out of range
+	} {
+		t.Run(n, func(t *testing.T) {
+			var logs bytes.Buffer
+			fake := &fakeAPI{updateReplies: []reply[dynamodb.UpdateItemOutput]{ok(&dynamodb.UpdateItemOutput{})}}
+			st := newFake(t, fake, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript),
+				dynamostore.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			rec := record("ns#k")
+			rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`{"n":`+n+`}`)
+			if stored, err := st.CompleteData(context.Background(), rec); err != nil || stored != nil {
+				t.Fatalf("CompleteData = %s, %v; want the record completed without the result", stored, err)
+			}
+			line := logs.String()
+			if !strings.Contains(line, "WITHOUT its result") {
+				t.Fatalf("no log line of the result left out: %q", line)
+			}
+			if strings.Contains(line, n) || strings.Contains(line, n[:12]) {
+				t.Errorf("the log line quotes the number: %s", line)
+			}
+			if !strings.Contains(line, fmt.Sprintf("%d bytes", len(n))) {
+				t.Errorf("the log line does not describe the number by its length: %s", line)
 			}
 		})
 	}
