@@ -321,17 +321,17 @@ func toNative(x any) (types.AttributeValue, error) {
 // echo the message.
 func dynamoNumber(n string) error {
 	mant, exp, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(n, "-")), "e")
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	if digits == "" {
+		return nil // zero, whatever its exponent
+	}
 	e := 0
 	if exp != "" {
 		var err error
 		if e, err = strconv.Atoi(exp); err != nil {
 			return fmt.Errorf("number %s: exponent out of range", redact.String(n))
 		}
-	}
-	whole, frac, _ := strings.Cut(mant, ".")
-	digits := strings.TrimLeft(whole+frac, "0")
-	if digits == "" {
-		return nil // zero
 	}
 	// The value is 0.digits × 10^mag.
 	mag := e + len(whole) - (len(whole+frac) - len(digits))

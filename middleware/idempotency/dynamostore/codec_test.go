@@ -237,6 +237,7 @@ func TestNativeNumbers(t *testing.T) {
 		{"1e-130", true}, {"0.1e-129", true}, {"1e-131", false}, {"0.001e-128", false},
 		{strings.Repeat("9", 38), true}, {strings.Repeat("9", 39), false}, {"1" + strings.Repeat("0", 50), true},
 		{"0." + strings.Repeat("1", 38) + "00", true}, {"1e99999999999999999999", false},
+		{"0e99999999999999999999", true}, {"-0.000E-99999999999999999999", true}, // zero, whatever its exponent
 	} {
 		t.Run(tc.n, func(t *testing.T) {
 			fake := &fakeAPI{updateReplies: []reply[dynamodb.UpdateItemOutput]{ok(&dynamodb.UpdateItemOutput{})}}
