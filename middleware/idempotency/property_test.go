@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/sqsonce/sqsonce/internal/jsonkey"
+	"github.com/sqsonce/sqsonce/internal/jsonkey/jsongen"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -147,6 +148,7 @@ var propertySources = []propSource{
 	{name: "FirstOf(BodyField, BodySubset)", selector: `body ["idempotency_key"]`,
 		message: bodyWith(`{"document_id":1,"version":9,"idempotency_key":%v}`), selection: selectionOf(`%v`),
 		fallback: func(v string) (string, string, bool) {
+			v = strings.Trim(v, " \t\n\r")
 			return "body fields", `{"document_id":1,"version":9}`, v == "null" || v == `""`
 		},
 		id: keyFuncID(idempotency.FirstOf(idempotency.BodyField("idempotency_key"), idempotency.BodySubset("document_id", "version")))},
@@ -220,9 +222,10 @@ func propValues(n int) []string {
 		`{"ʕ":1,"a":2}`, `{"` + "\U00016EA0" + `":1,"a":2}`, `{"` + "\U00016EA0" + `":1}`,
 		`"1"`, `1`, `["1"]`, `[1]`,
 	}
+	spaces := jsongen.New(*propertySeed)
 	for len(out) < n {
 		v := propGen.value(r, 0)
-		out = append(out, v, respell(r, v))
+		out = append(out, v, respell(r, spaces, v))
 	}
 	return out
 }
@@ -244,9 +247,10 @@ var propGen = genSpec{keys: propKeys, maxDepth: 3,
 		strings.Repeat("7", 101), "1." + strings.Repeat("0", 99), "123456"},
 }
 
-// respell writes v otherwise: white space, escaped letters, decimals with
-// a trailing zero, integers as decimals.
-func respell(r *rand.Rand, v string) string {
+// respell writes v otherwise: escaped letters, decimals with a trailing
+// zero, integers as decimals, and white space at every place RFC 8259
+// allows it (jsongen's Respace, so before a colon too).
+func respell(r *rand.Rand, spaces *jsongen.Gen, v string) string {
 	var b strings.Builder
 	inString := false
 	for i := 0; i < len(v); i++ {
@@ -265,9 +269,6 @@ func respell(r *rand.Rand, v string) string {
 		case inString && c >= 'a' && c <= 'z' && r.IntN(3) == 0:
 			fmt.Fprintf(&b, `\u%04x`, c)
 			continue
-		case !inString && (c == ',' || c == ':') && r.IntN(2) == 0:
-			b.WriteString(string(c) + " ")
-			continue
 		case !inString && c >= '0' && c <= '9' && (i+1 == len(v) || !strings.ContainsRune("0123456789.eE+-", rune(v[i+1]))):
 			b.WriteByte(c)
 			if r.IntN(3) == 0 {
@@ -281,7 +282,7 @@ func respell(r *rand.Rand, v string) string {
 		}
 		b.WriteByte(c)
 	}
-	return b.String()
+	return spaces.Respace(b.String())
 }
 
 // propertyOracle answers each line, {"k": kind, "s": selector, "v":
@@ -330,7 +331,9 @@ for line in sys.stdin:
     if q['k'] == 1:  # the double, as Go's json.Marshal writes it: integers below 1e21 without a fraction
         value = json.loads(text, parse_int=as_go, parse_float=as_go)
     py = hashlib.md5(json.dumps(value, sort_keys=True).encode()).hexdigest()
-    ts = text
+    # One line per answer: JSON's white space outside strings (the only
+    # place a line break can be in JSON text) read as a space.
+    ts = text.replace('\n', ' ').replace('\r', ' ')
     if q['k'] == 1 and ok:  # the JSON json.Marshal writes for it: map keys sorted
         ts = json.dumps(value, sort_keys=True, separators=(',', ':'))
     out.append('%d %d %d %d %s %s %s' % (ijson(text), ok, okgo, long, native, py, ts))
@@ -369,6 +372,14 @@ func TestRecordIDProperty(t *testing.T) {
 		t.Errorf("a second process gives other ids or refusals (%v)", err)
 	}
 
+	// The spellings cover white space at every place RFC 8259 allows it,
+	// before a colon too (issue 25's index bug lived there).
+	if n := countSpelled(cases, spaceBeforeColon); n == 0 {
+		t.Error("no value is spelled with white space before a colon: the respellings miss a place RFC 8259 allows it")
+	} else {
+		t.Logf("%d cases spell a value with white space before a colon", n)
+	}
+
 	verdicts := propertyVerdicts(t, cases)
 	var refusedAsDocumented, refusedAsRequired, noKey [3]int
 	for fi, f := range allFormats {
@@ -389,7 +400,7 @@ func TestRecordIDProperty(t *testing.T) {
 			case mustRefuse:
 				refusedAsRequired[fi]++
 				continue
-			case errors.Is(err, idempotency.ErrNoKey) && slices.Contains(c.src.noKey, c.value):
+			case errors.Is(err, idempotency.ErrNoKey) && slices.Contains(c.src.noKey, strings.Trim(c.value, " \t\n\r")):
 				noKey[fi]++
 				continue
 			case err != nil && (f == idempotency.FormatPowertoolsTypeScript && (errors.Is(err, jsonkey.ErrCaseVersioned) || errors.Is(err, jsonkey.ErrSortChanged)) ||
@@ -463,6 +474,34 @@ func evalProperty(t *testing.T, n int) []*propCase {
 		}
 	}
 	return cases
+}
+
+// countSpelled is the number of cases whose value is spelled as has says.
+func countSpelled(cases []*propCase, has func(string) bool) int {
+	n := 0
+	for _, c := range cases {
+		if has(c.value) {
+			n++
+		}
+	}
+	return n
+}
+
+// spaceBeforeColon reports whether JSON text v has white space before a
+// name separator (outside its strings).
+func spaceBeforeColon(v string) bool {
+	inString := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case !inString && c == ':' && i > 0 && strings.IndexByte(" \t\n\r", v[i-1]) >= 0:
+			return true
+		}
+	}
+	return false
 }
 
 // digestCases is a digest of every id and refusal.
