@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // The classes of a dead-letter message, by what its redelivery will do.
@@ -384,7 +385,7 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.KeyFun
 	m.RecordID = id
 	rec, err := o.inspect.Inspect(ctx, id)
 	switch {
-	case errors.Is(err, idempotency.ErrNotFound):
+	case errors.Is(err, driver.ErrNotFound):
 		m.Class = classRun
 		return
 	case err != nil:

@@ -11,10 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/handler/dynamosink"
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
@@ -109,7 +111,7 @@ func TestSummaryCommitsWithRecord(t *testing.T) {
 		str(item, "output_tokens") == "" || str(item, "model") != "m" {
 		t.Errorf("summary item = %v", item)
 	}
-	if rec := s.get(t, s.records, first.ID); str(rec, idempotency.AttrStatus) != string(idempotency.StatusCompleted) {
+	if rec := s.get(t, s.records, first.ID); str(rec, driver.AttrStatus) != string(driver.StatusCompleted) {
 		t.Errorf("record = %v, want COMPLETED", rec)
 	}
 }
@@ -129,7 +131,7 @@ func TestFailedTransactionWritesNeither(t *testing.T) {
 	}
 	key, _ := handler.Key()(events.SQSMessage{Body: body})
 	id, _ := s.g.ID(key)
-	if rec := s.get(t, s.records, id); str(rec, idempotency.AttrStatus) == string(idempotency.StatusCompleted) {
+	if rec := s.get(t, s.records, id); str(rec, driver.AttrStatus) == string(driver.StatusCompleted) {
 		t.Errorf("record completed without its summary: %v", rec)
 	}
 }

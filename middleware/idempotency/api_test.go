@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // TestPayloadMismatchErrorNamesTheRecord: a reused key with another payload
@@ -85,7 +87,7 @@ func TestResultMarshalPanic(t *testing.T) {
 	if ev := f.lastEvent(t); ev.Outcome != idempotency.OutcomeFailed || !ev.Ran {
 		t.Errorf("event %+v, want failed with Ran", ev)
 	}
-	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != idempotency.StatusCompleted || rec.Data != nil {
+	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != driver.StatusCompleted || rec.Data != nil {
 		t.Errorf("record %+v, want COMPLETED without a result", rec)
 	}
 	if _, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (panicky, error) { runs++; return panicky{}, nil }); err != nil || runs != 1 {

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -57,7 +59,7 @@ func TestBatchMixedGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store.Put(idempotency.Record{ID: busyID, Status: idempotency.StatusInProgress,
+	store.Put(driver.Record{ID: busyID, Status: driver.StatusInProgress,
 		ExpiresAt: time.Now().Add(time.Hour), LeaseUntil: time.Now().Add(time.Hour), Owner: "another-instance"})
 
 	var event events.SQSEvent

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -24,26 +25,21 @@ type lostResponses struct {
 
 var errResponseLost = errors.New("connection reset after the write was applied")
 
-func (s *lostResponses) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+func (s *lostResponses) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
 	s.acquires.Add(1)
-	return s.Store.Acquire(ctx, rec, now)
+	return s.Store.Acquire(ctx, rec, now, mode)
 }
 
-// CompleteData is Complete, so that the guard calls this store's
-// Complete and not the embedded memstore's CompleteData.
-func (s *lostResponses) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
-	return rec.Data, s.Complete(ctx, rec)
-}
-
-func (s *lostResponses) Complete(ctx context.Context, rec idempotency.Record) error {
+func (s *lostResponses) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	s.completes.Add(1)
-	if err := s.Store.Complete(ctx, rec); err != nil {
-		return err
+	stored, err := s.Store.Complete(ctx, rec)
+	if err != nil {
+		return nil, err
 	}
 	if s.drop.Add(-1) >= 0 {
-		return errResponseLost
+		return nil, errResponseLost
 	}
-	return nil
+	return stored, nil
 }
 
 // TestCompletionResponseLost: the retry of a completion whose first attempt
@@ -81,7 +77,7 @@ func TestCompletionResponseLost(t *testing.T) {
 		t.Errorf("store calls: %d Acquire, %d Complete; want 1 and 2 (the retried completion, and no new claim)", a, c)
 	}
 	rec, _ := store.Get(mustID(t, g, idempotency.RawKey([]byte(`"k"`))))
-	if rec.Status != idempotency.StatusCompleted || string(rec.Data) != `"summary"` {
+	if rec.Status != driver.StatusCompleted || string(rec.Data) != `"summary"` {
 		t.Errorf("record = %+v, want COMPLETED with the result", rec)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // Defaults for the zero values of [Config].
@@ -28,7 +30,7 @@ const (
 // documented default; [New] validates the whole once.
 type Config struct {
 	// Store persists the records. Required.
-	Store Store
+	Store driver.Store
 
 	// Namespace prefixes every record id ("{Namespace}#{digest}"): a fixed
 	// string, not a generated function name, which a redeploy would change.
@@ -69,8 +71,8 @@ type Config struct {
 	Format Format
 
 	// CompleteAttempts bounds the tries of a Complete that fails with an
-	// error that may pass: not one that wraps [ErrLeaseLost],
-	// [ErrAttachUnsupported], [context.Canceled] or a [PermanentError]
+	// error that may pass: not one that wraps [driver.ErrLeaseLost],
+	// [driver.ErrAttachUnsupported], [context.Canceled] or a [PermanentError]
 	// reporting true, which are not retried. Tries also stop at the context's
 	// deadline. Default 3.
 	CompleteAttempts int
@@ -79,18 +81,17 @@ type Config struct {
 	// turns it on for some): a claim whose lease lapsed with the
 	// operation's outcome unknown (its worker died, or outlived its lease)
 	// is never taken over. The call that finds it quarantines the record
-	// instead (see [Quarantiner]) and fails with a [*QuarantinedError], and
+	// instead (see [driver.Store.Quarantine]) and fails with a [*QuarantinedError], and
 	// so does every later call of the key, in strict mode or not, until an
 	// operator releases the record (the next delivery runs the operation)
 	// or resolves it with a result (later deliveries replay it), or the
 	// record expires. For operations where running twice is worse than not
 	// running: a payment, an e-mail. A strict call's own claim is stored
 	// with its lease at the record's expiry and its lease end in
-	// [Record.StrictLease], so that no reader takes it over while the
+	// [driver.Record.StrictLease], so that no reader takes it over while the
 	// record lives (a default guard, an earlier release, Powertools: all
 	// see it in progress); a guard of this package, strict or not, that
-	// finds it lapsed quarantines it. The store must implement
-	// [Quarantiner]. Default false: a lapsed claim is taken over and the
+	// finds it lapsed quarantines it. Default false: a lapsed claim is taken over and the
 	// operation runs again (the promise's first exception).
 	Strict bool
 
@@ -116,7 +117,7 @@ type Config struct {
 	// its record; what it returns is decoded into the call's result
 	// instead, and an error fails the call. It is Powertools' responseHook;
 	// [OnReplay] is its typed form. It must be safe for concurrent use.
-	ReplayHook func(ctx context.Context, result json.RawMessage, rec Record) (json.RawMessage, error)
+	ReplayHook func(ctx context.Context, result json.RawMessage, rec driver.Record) (json.RawMessage, error)
 }
 
 // Outcome names what the guard did with one call.
@@ -245,9 +246,6 @@ func (c *Config) validate() error {
 	}
 	if c.CompleteAttempts == 0 {
 		c.CompleteAttempts = 3
-	}
-	if _, ok := c.Store.(Quarantiner); c.Strict && c.Store != nil && !ok {
-		errs = append(errs, fmt.Errorf("idempotency: Config.Strict needs a store that implements Quarantiner; %T does not", c.Store))
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -146,7 +148,7 @@ func TestAttach(t *testing.T) {
 	})
 	// The memory store cannot commit attached writes: as an AttachValidator
 	// it refuses them when they are attached, before any work is lost.
-	if !errors.Is(attachErr, idempotency.ErrAttachUnsupported) || !errors.Is(err, idempotency.ErrAttachUnsupported) {
+	if !errors.Is(attachErr, driver.ErrAttachUnsupported) || !errors.Is(err, driver.ErrAttachUnsupported) {
 		t.Fatalf("Attach on memstore: %v (Do: %v), want ErrAttachUnsupported", attachErr, err)
 	}
 	if err := idempotency.Attach(inner, "late"); !errors.Is(err, idempotency.ErrNotClaimed) {

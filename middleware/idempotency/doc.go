@@ -140,11 +140,11 @@
 //
 // # Records and the state machine
 //
-// A [Record] is stored under Powertools for AWS Lambda's attribute names
-// ([AttrID], [AttrStatus], [AttrExpiration], ...), so the two can share a
+// A [driver.Record] is stored under Powertools for AWS Lambda's attribute names
+// ([driver.AttrID], [driver.AttrStatus], [driver.AttrExpiration], ...), so the two can share a
 // table. One call:
 //
-//  1. [Store.Acquire] writes an INPROGRESS record in one atomic conditional
+//  1. [driver.Store.Acquire] writes an INPROGRESS record in one atomic conditional
 //     create, which succeeds if the key is free, its record expired, or its
 //     lease passed. The lease ends at the context's deadline (the Lambda
 //     invocation's), else after [Config.Lease], plus [Config.SkewMargin].
@@ -153,9 +153,9 @@
 //  3. Otherwise the operation runs, under a context that ends a reserve
 //     before the lease (a tenth of it, at most a second), so that its result
 //     can be stored in time. If it fails or panics, the claim is released
-//     ([Store.Release], fenced by the owner token) so a retry can run it; a
+//     ([driver.Store.Release], fenced by the owner token) so a retry can run it; a
 //     panic becomes a [*PanicError].
-//  4. The result is stored ([Store.Complete]), only if this worker still owns
+//  4. The result is stored ([driver.Store.Complete]), only if this worker still owns
 //     the lease. A worker whose lease was taken over never overwrites the new
 //     owner: it claims the key again, and returns the winner's result if the
 //     winner completed, fails with [ErrInProgress] if the winner still runs,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -22,7 +23,7 @@ type worker struct {
 	events []idempotency.Event
 }
 
-func newWorker(t *testing.T, store idempotency.Store, now time.Time) *worker {
+func newWorker(t *testing.T, store driver.Store, now time.Time) *worker {
 	t.Helper()
 	w := &worker{logs: &logCapture{}}
 	g, err := idempotency.New(idempotency.Config{

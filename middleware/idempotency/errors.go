@@ -35,17 +35,9 @@ var (
 	// [*PayloadMismatchError], which names the record.
 	ErrPayloadMismatch = errors.New("idempotency: key reused with a different payload")
 
-	// ErrLeaseLost reports that a fenced write (Complete, Release) found the
-	// record owned by someone else, or gone.
-	ErrLeaseLost = errors.New("idempotency: lease lost")
-
 	// ErrNoKey reports that no idempotency key could be found. The operation
 	// is never run without one.
 	ErrNoKey = errors.New("idempotency: no idempotency key")
-
-	// ErrAttachUnsupported is returned by stores that cannot commit attached
-	// writes together with a completion.
-	ErrAttachUnsupported = errors.New("idempotency: store cannot commit attached writes")
 
 	// ErrQuarantined reports that the key's record is quarantined: a
 	// strict guard found its lease lapsed with the operation's outcome
@@ -64,7 +56,7 @@ var (
 // for it. Calls of the same key in this process that waited for the call
 // that found the lease get the same error.
 //
-// LeaseUntil is the holder's lease end ([Record.LeaseEnd]: its deadline
+// LeaseUntil is the holder's lease end ([driver.Record.LeaseEnd]: its deadline
 // plus [Config.SkewMargin]): the earliest moment a new delivery can take
 // the key over (or, for a strict claim, quarantine it) if the holder died,
 // and the latest at which it can find the result if the holder finishes.
@@ -126,7 +118,7 @@ func (e *PayloadMismatchError) Error() string {
 func (e *PayloadMismatchError) Is(target error) bool { return target == ErrPayloadMismatch }
 
 // StoreError reports that the store failed, panicked or returned a record
-// the guard cannot read. Op is the [Store] method: "acquire" (nothing ran,
+// the guard cannot read. Op is the [driver.Store] method: "acquire" (nothing ran,
 // unless a completion that found its lease lost was claiming the key
 // again), "complete" (the operation ran; its result is not recorded) or
 // "release" (the operation failed; its claim lapses with its lease); in
@@ -145,7 +137,7 @@ func (e *StoreError) Error() string {
 func (e *StoreError) Unwrap() error { return e.Err }
 
 // PermanentError is an error that tells whether trying again can help: the
-// guard does not retry a [Store.Complete] whose error wraps one reporting
+// guard does not retry a [driver.Store.Complete] whose error wraps one reporting
 // true (an attached write's own condition failed, say; see
 // [Config.CompleteAttempts]). Stores implement it on
 // their error types. It is package batch's PermanentError too: a message

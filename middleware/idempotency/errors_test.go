@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -16,7 +18,7 @@ import (
 // errors it wraps.
 func TestErrorMessagesReadOnce(t *testing.T) {
 	failingStore := &faultStore{Store: memstore.New(), acquireErr: errors.New("connection refused")}
-	guard := func(store idempotency.Store) *idempotency.Guard {
+	guard := func(store driver.Store) *idempotency.Guard {
 		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "ns", Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +70,7 @@ func TestErrorMessagesReadOnce(t *testing.T) {
 			return err
 		}, `idempotency: operation panicked: not inside a claimed operation`},
 		{"store error wrapping a sentinel", func() error {
-			return &idempotency.StoreError{Op: "complete", ID: "ns#1", Err: idempotency.ErrLeaseLost}
+			return &idempotency.StoreError{Op: "complete", ID: "ns#1", Err: driver.ErrLeaseLost}
 		}, `idempotency: store complete ns#1: lease lost`},
 	}
 	for _, tt := range tests {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -214,7 +215,7 @@ func TestWrapEventDeadline(t *testing.T) {
 		t.Errorf("returned %v after the deadline", returned.Sub(deadline))
 	}
 	k, _ := idempotency.KeyOf("order id", "o-slow")
-	if rec, _ := store.Get(mustID(t, g, k)); rec.Status != idempotency.StatusCompleted {
+	if rec, _ := store.Get(mustID(t, g, k)); rec.Status != driver.StatusCompleted {
 		t.Errorf("record %s, want COMPLETED", rec.Status)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/internal/redact"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // fencedWriteTimeout bounds the store writes made after the operation
@@ -65,12 +66,8 @@ func New(cfg Config) (*Guard, error) {
 // store, configuration, cache and calls in progress, with strict mode on,
 // for the operations where running twice is worse than not running. The
 // key's records are shared: a record quarantined through either view fails
-// the calls of both. It fails when the store does not implement
-// [Quarantiner]. Call it once, at start-up, like New.
+// the calls of both. Call it once, at start-up, like New.
 func (g *Guard) Strict() (*Guard, error) {
-	if _, ok := g.cfg.Store.(Quarantiner); !ok {
-		return nil, fmt.Errorf("idempotency: Guard.Strict needs a store that implements Quarantiner; %T does not", g.cfg.Store)
-	}
 	v := *g
 	v.cfg.Strict = true
 	return &v, nil
@@ -168,14 +165,15 @@ func wrap[T any](g *Guard, key, payload KeyFunc, fn func(context.Context, events
 
 // Attach attaches w to the completion of the operation running in ctx: the
 // store commits w together with the record's completion, or neither (see
-// [Record.Attached]). What w may be depends on the store; package dynamostore
+// [driver.Record.Attached]). What w may be depends on the store; package dynamostore
 // takes DynamoDB transaction items. Attach returns [ErrNotClaimed] when ctx is
 // not the context of an operation run by [Do] or [Wrap], or the operation has
 // returned.
 //
-// If the store is an [AttachValidator], Attach asks it first and returns its
+// Attach asks the store first ([driver.AttachValidator]) and returns its
 // error, so that the operation learns at once of a write its completion
-// could not commit, rather than after the work is done.
+// could not commit, rather than after the work is done; a store that
+// commits no attached writes fails it with [driver.ErrAttachUnsupported].
 func Attach(ctx context.Context, w any) error {
 	a, _ := ctx.Value(attachKey{}).(*attachments)
 	if a == nil {
@@ -186,10 +184,12 @@ func Attach(ctx context.Context, w any) error {
 	if a.closed {
 		return ErrNotClaimed
 	}
-	if v, ok := a.store.(AttachValidator); ok {
-		if err := v.ValidateAttached(a.id, append(a.items[:len(a.items):len(a.items)], w)); err != nil {
-			return err
-		}
+	v, ok := a.store.(driver.AttachValidator)
+	if !ok {
+		return fmt.Errorf("idempotency: attach to %s: %T commits no attached writes: %w", a.id, a.store, driver.ErrAttachUnsupported)
+	}
+	if err := v.ValidateAttached(a.id, append(a.items[:len(a.items):len(a.items)], w)); err != nil {
+		return err
 	}
 	a.items = append(a.items, w)
 	return nil
@@ -205,19 +205,11 @@ func RecordID(ctx context.Context) string {
 	return ""
 }
 
-// AttachValidator is implemented by stores that can tell, before completion,
-// whether they could commit a list of writes attached to the record id (see
-// [Attach]). It returns an error wrapping [ErrAttachUnsupported] for writes
-// it cannot take.
-type AttachValidator interface {
-	ValidateAttached(id string, writes []any) error
-}
-
 type attachKey struct{}
 
 type attachments struct {
 	id     string // the record's id
-	store  Store
+	store  driver.Store
 	mu     sync.Mutex
 	closed bool
 	items  []any
@@ -245,7 +237,7 @@ type call struct {
 type outcome struct {
 	val  any
 	data []byte
-	rec  Record
+	rec  driver.Record
 	ev   Event
 }
 
@@ -278,7 +270,7 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 		g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: c.messageID, Err: err})
 		return zero, &reported{err}
 	}
-	hook, _ := ctx.Value(replayHookKey{}).(func(context.Context, T, Record) (T, error))
+	hook, _ := ctx.Value(replayHookKey{}).(func(context.Context, T, driver.Record) (T, error))
 	opCtx := ctx
 	if hook != nil { // for this call only, not for calls the operation makes
 		opCtx = context.WithValue(ctx, replayHookKey{}, nil)
@@ -424,14 +416,14 @@ func (g *Guard) fromCache(id, validation string) (outcome, bool) {
 	return outcome{data: rec.Data, rec: rec, ev: Event{Outcome: OutcomeReplayed, Source: "cache"}}, true
 }
 
-func (g *Guard) remember(rec Record) {
+func (g *Guard) remember(rec driver.Record) {
 	if g.cache != nil {
 		rec.Attached = nil
 		g.cache.add(rec)
 	}
 }
 
-func mismatch(stored Record, validation string) bool {
+func mismatch(stored driver.Record, validation string) bool {
 	return validation != "" && stored.Validation != "" && stored.Validation != validation
 }
 
@@ -454,8 +446,8 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 	claimed := time.Now() // the operation's timer counts from here, before the lease is computed
 	var (
 		now  time.Time
-		rec  Record
-		prev Record
+		rec  driver.Record
+		prev driver.Record
 	)
 	for attempt := 1; ; attempt++ {
 		now = g.cfg.Now()
@@ -512,10 +504,10 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 		result = OutcomeFailed
 	}
 	step = "complete"
-	rec.Status, rec.Data, rec.Attached = StatusCompleted, data, attached
+	rec.Status, rec.Data, rec.Attached = driver.StatusCompleted, data, attached
 	rec.ExpiresAt = g.cfg.Now().Add(g.cfg.ExpiresAfter)
 	stored, err := g.complete(ctx, rec)
-	if errors.Is(err, ErrLeaseLost) {
+	if errors.Is(err, driver.ErrLeaseLost) {
 		step = "acquire"
 		return g.lost(ctx, rec, val, result, encErr)
 	}
@@ -528,7 +520,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 // completed is the outcome of a completion that stored stored as the
 // result. When the store kept less than the operation returned (a result too
 // large for it), every delivery, this one included, gets what it kept.
-func (g *Guard) completed(rec Record, stored []byte, val any, ev Event) outcome {
+func (g *Guard) completed(rec driver.Record, stored []byte, val any, ev Event) outcome {
 	if !bytes.Equal(stored, rec.Data) {
 		val = nil
 	}
@@ -541,14 +533,14 @@ func (g *Guard) completed(rec Record, stored []byte, val any, ev Event) outcome 
 // outcome stands if it completed (or it still runs), and this call reports
 // the double run; if the record is free again, this call's result is
 // recorded under a new claim.
-func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, encErr error) outcome {
+func (g *Guard) lost(ctx context.Context, done driver.Record, val any, result Outcome, encErr error) outcome {
 	ctx, cancel := writeContext(ctx)
 	defer cancel()
 	now := g.cfg.Now()
 	rec := g.claim(ctx, done.ID, done.Validation, now)
 	prev, loaded, err := g.acquire(ctx, rec, now)
 	if err != nil {
-		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("acquire", done.ID, errors.Join(ErrLeaseLost, err))}}
+		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("acquire", done.ID, errors.Join(driver.ErrLeaseLost, err))}}
 	}
 	if loaded {
 		out := g.existing(prev, done.Validation, true)
@@ -557,7 +549,7 @@ func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, 
 		}
 		return out
 	}
-	rec.Status, rec.Data, rec.Attached, rec.ExpiresAt = StatusCompleted, done.Data, done.Attached, done.ExpiresAt
+	rec.Status, rec.Data, rec.Attached, rec.ExpiresAt = driver.StatusCompleted, done.Data, done.Attached, done.ExpiresAt
 	stored, err := g.complete(ctx, rec)
 	if err != nil {
 		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", done.ID, err)}}
@@ -565,33 +557,30 @@ func (g *Guard) lost(ctx context.Context, done Record, val any, result Outcome, 
 	return g.completed(rec, stored, val, Event{Outcome: result, Ran: true, Err: encErr})
 }
 
-// acquire is the store's Acquire, or in strict mode its AcquireStrict,
-// which never takes a lapsed claim over.
-func (g *Guard) acquire(ctx context.Context, rec Record, now time.Time) (Record, bool, error) {
+// acquire is the store's Acquire: in strict mode without taking a lapsed
+// claim over.
+func (g *Guard) acquire(ctx context.Context, rec driver.Record, now time.Time) (driver.Record, bool, error) {
+	mode := driver.Takeover
 	if g.cfg.Strict {
-		return g.cfg.Store.(Quarantiner).AcquireStrict(ctx, rec, now) // New and Strict checked the store
+		mode = driver.NoTakeover
 	}
-	return g.cfg.Store.Acquire(ctx, rec, now)
+	return g.cfg.Store.Acquire(ctx, rec, now, mode)
 }
 
 // quarantines reports whether a claim refused by prev quarantines it when
 // its lease lapsed: in strict mode always; in default mode when prev is a
-// strict claim, whose record no claim takes over, and the store can mark it.
-func (g *Guard) quarantines(prev Record) bool {
-	if g.cfg.Strict {
-		return true
-	}
-	_, ok := g.cfg.Store.(Quarantiner)
-	return ok && prev.strict()
+// strict claim, whose record no claim takes over.
+func (g *Guard) quarantines(prev driver.Record) bool {
+	return g.cfg.Strict || prev.Strict()
 }
 
 // lapsed reports whether a claim that found prev must quarantine it (see
 // quarantines): an INPROGRESS claim, not quarantined yet, whose lease
-// (Record.LeaseEnd) ended before now (a record without a lease end is
+// (driver.Record.LeaseEnd) ended before now (a record without a lease end is
 // never taken over either way), for the call's own payload.
-func lapsed(prev Record, validation string, now time.Time) bool {
+func lapsed(prev driver.Record, validation string, now time.Time) bool {
 	end := prev.LeaseEnd()
-	return prev.Status == StatusInProgress && prev.Quarantined.IsZero() && !mismatch(prev, validation) &&
+	return prev.Status == driver.StatusInProgress && prev.Quarantined.IsZero() && !mismatch(prev, validation) &&
 		!end.IsZero() && end.Before(now)
 }
 
@@ -604,34 +593,34 @@ const quarantineAttempts = 3
 // store returned it (another call quarantined it, its worker completed
 // it), that record decides; when the store cannot tell, retry is true and
 // the caller claims again.
-func (g *Guard) quarantine(ctx context.Context, prev Record, validation string, now time.Time) (out outcome, retry bool) {
-	got, err := g.cfg.Store.(Quarantiner).Quarantine(ctx, prev, now)
+func (g *Guard) quarantine(ctx context.Context, prev driver.Record, validation string, now time.Time) (out outcome, retry bool) {
+	got, err := g.cfg.Store.Quarantine(ctx, prev, now)
 	switch {
 	case err == nil:
 		err := &QuarantinedError{ID: prev.ID, Since: got.Quarantined}
 		return outcome{rec: got, ev: Event{Outcome: OutcomeQuarantined, Err: err}}, false
-	case !errors.Is(err, ErrLeaseLost):
+	case !errors.Is(err, driver.ErrLeaseLost):
 		return outcome{ev: Event{Outcome: OutcomeFailed, Err: storeError("quarantine", prev.ID, err)}}, false
-	case got.ID != "" && (got.Status != StatusInProgress || !got.Quarantined.IsZero() || mismatch(got, validation)):
+	case got.ID != "" && (got.Status != driver.StatusInProgress || !got.Quarantined.IsZero() || mismatch(got, validation)):
 		return g.existing(got, validation, false), false
 	}
 	return outcome{ev: Event{Outcome: OutcomeFailed, Err: storeError("quarantine", prev.ID, err)}}, true
 }
 
 // existing is the outcome of finding a record that blocked the claim.
-func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
+func (g *Guard) existing(prev driver.Record, validation string, ran bool) outcome {
 	if mismatch(prev, validation) {
 		return outcome{ev: Event{Outcome: OutcomeMismatch, Ran: ran, Err: &PayloadMismatchError{ID: prev.ID}}}
 	}
-	if prev.Status == StatusInProgress && !prev.Quarantined.IsZero() {
+	if prev.Status == driver.StatusInProgress && !prev.Quarantined.IsZero() {
 		err := &QuarantinedError{ID: prev.ID, Since: prev.Quarantined}
 		return outcome{rec: prev, ev: Event{Outcome: OutcomeQuarantined, Source: "store", Ran: ran, Err: err}}
 	}
 	switch prev.Status {
-	case StatusCompleted:
+	case driver.StatusCompleted:
 		g.remember(prev)
 		return outcome{data: prev.Data, rec: prev, ev: Event{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
-	case StatusInProgress:
+	case driver.StatusInProgress:
 		err := &InProgressError{ID: prev.ID, LeaseUntil: prev.LeaseEnd()}
 		return outcome{ev: Event{Outcome: OutcomeInProgress, Ran: ran, Err: err}}
 	default:
@@ -645,14 +634,14 @@ func (g *Guard) existing(prev Record, validation string, ran bool) outcome {
 // Config.Lease, plus Config.SkewMargin for clocks that disagree. In strict
 // mode the lease end is the record's StrictLease, and its LeaseUntil the
 // record's expiry, so that no reader of LeaseUntil takes the claim over.
-func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time) Record {
+func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time) driver.Record {
 	lease := now.Add(g.cfg.Lease)
 	if d, ok := ctx.Deadline(); ok && d.After(now) {
 		lease = d
 	}
-	rec := Record{
+	rec := driver.Record{
 		ID:         id,
-		Status:     StatusInProgress,
+		Status:     driver.StatusInProgress,
 		ExpiresAt:  now.Add(g.cfg.ExpiresAfter),
 		LeaseUntil: lease.Add(g.cfg.SkewMargin),
 		Validation: validation,
@@ -668,7 +657,7 @@ func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time)
 // retrying errors that may pass (see retryable) with backoff while the
 // attempts and the context's deadline allow. The first attempt is made even
 // when ctx is already done: the work is done.
-func (g *Guard) complete(ctx context.Context, rec Record) ([]byte, error) {
+func (g *Guard) complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	wctx, cancel := writeContext(ctx)
 	defer cancel()
 	backoff := 20 * time.Millisecond
@@ -691,11 +680,8 @@ func (g *Guard) complete(ctx context.Context, rec Record) ([]byte, error) {
 	}
 }
 
-func (g *Guard) completeOnce(ctx context.Context, rec Record) ([]byte, error) {
-	if dc, ok := g.cfg.Store.(DataCompleter); ok {
-		return dc.CompleteData(ctx, rec)
-	}
-	return rec.Data, g.cfg.Store.Complete(ctx, rec)
+func (g *Guard) completeOnce(ctx context.Context, rec driver.Record) ([]byte, error) {
+	return g.cfg.Store.Complete(ctx, rec)
 }
 
 // writeContext is the context of a store write made after the operation
@@ -714,7 +700,7 @@ func retryable(err error) bool {
 	if p, ok := errors.AsType[PermanentError](err); ok && p.Permanent() {
 		return false
 	}
-	return !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrAttachUnsupported) &&
+	return !errors.Is(err, driver.ErrLeaseLost) && !errors.Is(err, driver.ErrAttachUnsupported) &&
 		!errors.Is(err, context.Canceled)
 }
 

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/internal/testenv/poll"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -33,28 +35,22 @@ type faultStore struct {
 	beforeComplete                func()                    // runs before the real Complete
 }
 
-func (s *faultStore) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+func (s *faultStore) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
 	s.acquires.Add(1)
 	if s.acquireErr != nil {
-		return idempotency.Record{}, false, s.acquireErr
+		return driver.Record{}, false, s.acquireErr
 	}
-	return s.Store.Acquire(ctx, rec, now)
+	return s.Store.Acquire(ctx, rec, now, mode)
 }
 
-// CompleteData is Complete, so that the guard calls this store's
-// Complete and not the embedded memstore's CompleteData.
-func (s *faultStore) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
-	return rec.Data, s.Complete(ctx, rec)
-}
-
-func (s *faultStore) Complete(ctx context.Context, rec idempotency.Record) error {
+func (s *faultStore) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	n := s.completes.Add(1)
 	if s.beforeComplete != nil {
 		s.beforeComplete()
 	}
 	if s.completeErr != nil {
 		if err := s.completeErr(n); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	return s.Store.Complete(ctx, rec)
@@ -147,13 +143,13 @@ func TestDoStateMachine(t *testing.T) {
 		wantErr    error // matched with errors.Is, or by type for *StoreError / *PanicError
 		wantRan    bool
 		outcome    idempotency.Outcome
-		wantStatus idempotency.Status // record status after the call; "" = absent
+		wantStatus driver.Status // record status after the call; "" = absent
 		acquires   int32
 	}{
 		{
 			name: "no record: claim, run, complete", fn: ok,
 			want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeClaimed,
-			wantStatus: idempotency.StatusCompleted, acquires: 1,
+			wantStatus: driver.StatusCompleted, acquires: 1,
 		},
 		{
 			name:    "operation fails: released, error returned",
@@ -170,43 +166,43 @@ func TestDoStateMachine(t *testing.T) {
 		{
 			name: "completed, not expired: replayed without running",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON)})
+				f.store.Put(driver.Record{ID: id, Status: driver.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON)})
 			},
 			fn: ok, want: stored, outcome: idempotency.OutcomeReplayed,
-			wantStatus: idempotency.StatusCompleted, acquires: 1,
+			wantStatus: driver.StatusCompleted, acquires: 1,
 		},
 		{
 			name: "completed but expired: claimed and run again",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(-time.Second), Data: []byte(storedJSON)})
+				f.store.Put(driver.Record{ID: id, Status: driver.StatusCompleted, ExpiresAt: t0.Add(-time.Second), Data: []byte(storedJSON)})
 			},
 			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeTakenOver,
-			wantStatus: idempotency.StatusCompleted, acquires: 1,
+			wantStatus: driver.StatusCompleted, acquires: 1,
 		},
 		{
 			name: "in progress, lease alive: ErrInProgress, not run",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "other"})
+				f.store.Put(driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "other"})
 			},
 			fn: ok, wantErr: idempotency.ErrInProgress, outcome: idempotency.OutcomeInProgress,
-			wantStatus: idempotency.StatusInProgress, acquires: 1,
+			wantStatus: driver.StatusInProgress, acquires: 1,
 		},
 		{
 			name: "in progress, lease passed: taken over and run",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(-time.Millisecond), Owner: "crashed"})
+				f.store.Put(driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(-time.Millisecond), Owner: "crashed"})
 			},
 			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeTakenOver,
-			wantStatus: idempotency.StatusCompleted, acquires: 1,
+			wantStatus: driver.StatusCompleted, acquires: 1,
 		},
 		{
 			name: "payload differs from the stored one: mismatch, not run",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Validation: "another-payload-digest"})
+				f.store.Put(driver.Record{ID: id, Status: driver.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Validation: "another-payload-digest"})
 			},
 			payload: `{"document":"4471","version":10}`,
 			fn:      ok, wantErr: idempotency.ErrPayloadMismatch, outcome: idempotency.OutcomeMismatch,
-			wantStatus: idempotency.StatusCompleted, acquires: 1,
+			wantStatus: driver.StatusCompleted, acquires: 1,
 		},
 		{
 			name:    "acquire fails: fail closed, not run",
@@ -225,7 +221,7 @@ func TestDoStateMachine(t *testing.T) {
 				}
 			},
 			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeClaimed,
-			wantStatus: idempotency.StatusCompleted, acquires: 1,
+			wantStatus: driver.StatusCompleted, acquires: 1,
 		},
 		{
 			name: "complete keeps failing: StoreError, record stays in progress",
@@ -233,29 +229,29 @@ func TestDoStateMachine(t *testing.T) {
 				f.store.completeErr = func(int32) error { return errors.New("InternalServerError") }
 			},
 			fn: ok, wantErr: &idempotency.StoreError{}, wantRan: true, outcome: idempotency.OutcomeFailed,
-			wantStatus: idempotency.StatusInProgress, acquires: 1,
+			wantStatus: driver.StatusInProgress, acquires: 1,
 		},
 		{
 			name: "lease lost to a winner that completed: the winner's result",
 			setup: func(f *fixture, id string) {
 				f.store.beforeComplete = func() {
 					if f.store.completes.Load() == 1 {
-						f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Owner: "winner"})
+						f.store.Put(driver.Record{ID: id, Status: driver.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Owner: "winner"})
 					}
 				}
 			},
 			fn: ok, want: stored, wantRan: true, outcome: idempotency.OutcomeDoubleRun,
-			wantStatus: idempotency.StatusCompleted, acquires: 2,
+			wantStatus: driver.StatusCompleted, acquires: 2,
 		},
 		{
 			name: "lease lost to a winner still running: ErrInProgress",
 			setup: func(f *fixture, id string) {
 				f.store.beforeComplete = func() {
-					f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "winner"})
+					f.store.Put(driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "winner"})
 				}
 			},
 			fn: ok, wantErr: idempotency.ErrInProgress, wantRan: true, outcome: idempotency.OutcomeDoubleRun,
-			wantStatus: idempotency.StatusInProgress, acquires: 2,
+			wantStatus: driver.StatusInProgress, acquires: 2,
 		},
 		{
 			name: "lease lost, record gone: reclaimed and completed with this result",
@@ -269,7 +265,7 @@ func TestDoStateMachine(t *testing.T) {
 				}
 			},
 			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeClaimed,
-			wantStatus: idempotency.StatusCompleted, acquires: 2,
+			wantStatus: driver.StatusCompleted, acquires: 2,
 		},
 	}
 	for _, tc := range tests {
@@ -305,7 +301,7 @@ func TestDoStateMachine(t *testing.T) {
 				t.Errorf("event = %+v, want outcome %q ran=%v key %q", ev, tc.outcome, tc.wantRan, id)
 			}
 			rec, exists := f.store.Get(id)
-			if status := map[bool]idempotency.Status{true: rec.Status}[exists]; status != tc.wantStatus {
+			if status := map[bool]driver.Status{true: rec.Status}[exists]; status != tc.wantStatus {
 				t.Errorf("record status after the call = %q, want %q", status, tc.wantStatus)
 			}
 			if n := f.store.acquires.Load(); n != tc.acquires {
@@ -349,7 +345,7 @@ func TestLeaseEndsAtDeadline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
 			id := mustID(t, f.guard, key)
-			var during idempotency.Record
+			var during driver.Record
 			_, err := idempotency.Do(tc.ctx(t), f.guard, key, func(context.Context) (int, error) {
 				during, _ = f.store.Get(id)
 				return 1, nil
@@ -357,7 +353,7 @@ func TestLeaseEndsAtDeadline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if during.Status != idempotency.StatusInProgress || !during.LeaseUntil.Equal(tc.want) || during.Owner == "" {
+			if during.Status != driver.StatusInProgress || !during.LeaseUntil.Equal(tc.want) || during.Owner == "" {
 				t.Errorf("record while running = %+v, want INPROGRESS with an owner and lease until %v", during, tc.want)
 			}
 			if want := t0.Add(idempotency.DefaultExpiresAfter); !during.ExpiresAt.Equal(want) {
@@ -487,7 +483,7 @@ func TestWaiterStopsAtItsOwnDeadline(t *testing.T) {
 	if err := <-leaderDone; err != nil {
 		t.Fatalf("the running call: %v", err)
 	}
-	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != idempotency.StatusCompleted {
+	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != driver.StatusCompleted {
 		t.Errorf("record after the run = %+v, want COMPLETED", rec)
 	}
 }
@@ -598,11 +594,7 @@ func TestWrapRefusesNilConfiguration(t *testing.T) {
 
 type panickingStore struct{ *faultStore }
 
-func (panickingStore) Complete(context.Context, idempotency.Record) error { panic("store bug") }
-
-func (panickingStore) CompleteData(context.Context, idempotency.Record) ([]byte, error) {
-	panic("store bug")
-}
+func (panickingStore) Complete(context.Context, driver.Record) ([]byte, error) { panic("store bug") }
 
 func TestPanickingStoreFailsTheCall(t *testing.T) {
 	store := panickingStore{&faultStore{Store: memstore.New()}}
@@ -645,11 +637,11 @@ func TestUnencodableResultCompletesWithoutIt(t *testing.T) {
 // trimmingStore keeps no result over 8 bytes, as a store with a size limit.
 type trimmingStore struct{ *memstore.Store }
 
-func (s trimmingStore) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
+func (s trimmingStore) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	if len(rec.Data) > 8 {
 		rec.Data = nil
 	}
-	return rec.Data, s.Store.Complete(ctx, rec)
+	return s.Store.Complete(ctx, rec)
 }
 
 func TestDeliveriesSeeWhatTheStoreKept(t *testing.T) {
@@ -675,8 +667,8 @@ const guardRun = "idempotency.(*Guard).run("
 // writes.
 type oddStatusStore struct{ *memstore.Store }
 
-func (s oddStatusStore) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
-	return idempotency.Record{ID: rec.ID, Status: idempotency.Status(strings.Repeat("SECRET-STATUS ", 100)), ExpiresAt: now.Add(time.Hour)}, true, nil
+func (s oddStatusStore) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
+	return driver.Record{ID: rec.ID, Status: driver.Status(strings.Repeat("SECRET-STATUS ", 100)), ExpiresAt: now.Add(time.Hour)}, true, nil
 }
 
 // TestUnknownStatusNotQuoted: a stored status the guard does not know fails

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -119,7 +121,7 @@ func TestFailureLoggedOnce(t *testing.T) {
 	keyFn := idempotency.BodyField("k")
 	busy, _ := keyFn(events.SQSMessage{Body: `{"k":"busy"}`})
 	busyID, _ := g.ID(busy)
-	store.Put(idempotency.Record{ID: busyID, Status: idempotency.StatusInProgress,
+	store.Put(driver.Record{ID: busyID, Status: driver.StatusInProgress,
 		ExpiresAt: time.Now().Add(time.Hour), LeaseUntil: time.Now().Add(time.Hour), Owner: "elsewhere"})
 	fn := func(_ context.Context, m events.SQSMessage) (string, error) {
 		switch {

@@ -1,6 +1,10 @@
 package idempotency
 
-import "context"
+import (
+	"context"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+)
 
 // replayHookKey carries the hook of [OnReplay] to the call it wraps.
 type replayHookKey struct{}
@@ -15,7 +19,7 @@ type replayHookKey struct{}
 // [WrapJSON], [WrapEvent]) or one that calls [Do] or [DoPayload] with
 // result type T; calls the operation makes are not hooked. OnReplay panics
 // if h or hook is nil.
-func OnReplay[In, T any](h func(context.Context, In) (T, error), hook func(ctx context.Context, result T, rec Record) (T, error)) func(context.Context, In) (T, error) {
+func OnReplay[In, T any](h func(context.Context, In) (T, error), hook func(ctx context.Context, result T, rec driver.Record) (T, error)) func(context.Context, In) (T, error) {
 	if h == nil || hook == nil {
 		panic("idempotency: OnReplay: nil function or hook")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -28,7 +29,7 @@ func ExampleOnReplay() {
 	h := idempotency.OnReplay(idempotency.WrapEvent(g, idempotency.EventKeys[request]{
 		KeyFunc: jmespath.EventKey[request](jmespath.MustCompile(`powertools_json(body).order_id`)),
 	}, createOrder),
-		func(_ context.Context, r response, _ idempotency.Record) (response, error) {
+		func(_ context.Context, r response, _ driver.Record) (response, error) {
 			r.Headers = maps.Clone(r.Headers)
 			if r.Headers == nil {
 				r.Headers = map[string]string{}

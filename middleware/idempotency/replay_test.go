@@ -15,13 +15,14 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
 // hookCall is one call of a replay hook: the result and the record it got.
 type hookCall struct {
 	result string
-	rec    idempotency.Record
+	rec    driver.Record
 }
 
 // TestReplayHook: Config.ReplayHook, Powertools' responseHook, is called
@@ -33,7 +34,7 @@ func TestReplayHook(t *testing.T) {
 	var mu sync.Mutex
 	var calls []hookCall
 	var outcomes []idempotency.Event
-	newGuard := func(store idempotency.Store, cache int) *idempotency.Guard {
+	newGuard := func(store driver.Store, cache int) *idempotency.Guard {
 		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "hook", CacheBytes: cache,
 			Logger: slog.New(slog.DiscardHandler),
 			OnOutcome: func(_ context.Context, ev idempotency.Event) {
@@ -41,7 +42,7 @@ func TestReplayHook(t *testing.T) {
 				defer mu.Unlock()
 				outcomes = append(outcomes, ev)
 			},
-			ReplayHook: func(_ context.Context, result json.RawMessage, rec idempotency.Record) (json.RawMessage, error) {
+			ReplayHook: func(_ context.Context, result json.RawMessage, rec driver.Record) (json.RawMessage, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				calls = append(calls, hookCall{string(result), rec})
@@ -87,7 +88,7 @@ func TestReplayHook(t *testing.T) {
 	if err != nil || got != (resp{Run: 1, Replayed: true}) || n != 1 || ev.Outcome != idempotency.OutcomeReplayed {
 		t.Fatalf("replay: %+v, %v, %d hook calls, outcome %s; want the stored result as the hook made it", got, err, n, ev.Outcome)
 	}
-	if stored := `{"run":1,"replayed":false}`; c.result != stored || c.rec.Status != idempotency.StatusCompleted || c.rec.ID != mustID(t, g, k) || string(c.rec.Data) != stored {
+	if stored := `{"run":1,"replayed":false}`; c.result != stored || c.rec.Status != driver.StatusCompleted || c.rec.ID != mustID(t, g, k) || string(c.rec.Data) != stored {
 		t.Errorf("the hook got %s and %+v, want the stored result and its COMPLETED record", c.result, c.rec)
 	}
 
@@ -156,7 +157,7 @@ func TestReplayHookError(t *testing.T) {
 	var outcome idempotency.Outcome
 	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "hook", Logger: slog.New(slog.DiscardHandler),
 		OnOutcome: func(_ context.Context, ev idempotency.Event) { outcome = ev.Outcome },
-		ReplayHook: func(context.Context, json.RawMessage, idempotency.Record) (json.RawMessage, error) {
+		ReplayHook: func(context.Context, json.RawMessage, driver.Record) (json.RawMessage, error) {
 			return nil, errors.New("hook refused")
 		}})
 	if err != nil {
@@ -180,7 +181,7 @@ func TestOnReplay(t *testing.T) {
 	var mu sync.Mutex
 	note := func(s string) { mu.Lock(); defer mu.Unlock(); order = append(order, s) }
 	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "api", Logger: slog.New(slog.DiscardHandler),
-		ReplayHook: func(_ context.Context, r json.RawMessage, _ idempotency.Record) (json.RawMessage, error) {
+		ReplayHook: func(_ context.Context, r json.RawMessage, _ driver.Record) (json.RawMessage, error) {
 			note("config")
 			return r, nil
 		}})
@@ -195,7 +196,7 @@ func TestOnReplay(t *testing.T) {
 			return response{}, err
 		}
 		return response{StatusCode: 201, Body: `{"order":"` + r.RequestContext.RequestID + `"}`}, nil
-	}), func(_ context.Context, r response, rec idempotency.Record) (response, error) {
+	}), func(_ context.Context, r response, rec driver.Record) (response, error) {
 		note("typed")
 		r.Headers = maps.Clone(r.Headers)
 		if r.Headers == nil {
@@ -245,7 +246,7 @@ func TestReplayHookDoubleRun(t *testing.T) {
 	newGuard := func(now time.Time) *idempotency.Guard {
 		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "double", Lease: time.Minute,
 			Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler),
-			ReplayHook: func(_ context.Context, r json.RawMessage, _ idempotency.Record) (json.RawMessage, error) {
+			ReplayHook: func(_ context.Context, r json.RawMessage, _ driver.Record) (json.RawMessage, error) {
 				hooked.Add(1)
 				return r, nil
 			}})

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -38,8 +39,8 @@ func ExampleGuard_Strict() {
 	k, _ := key(msg)
 	id, _ := g.ID(k)
 	now := time.Now()
-	_, _, _ = store.Acquire(context.Background(), idempotency.Record{ID: id, Status: idempotency.StatusInProgress,
-		ExpiresAt: now.Add(24 * time.Hour), LeaseUntil: now.Add(-time.Hour), Owner: "dead-worker"}, now.Add(-time.Hour))
+	_, _, _ = store.Acquire(context.Background(), driver.Record{ID: id, Status: driver.StatusInProgress,
+		ExpiresAt: now.Add(24 * time.Hour), LeaseUntil: now.Add(-time.Hour), Owner: "dead-worker"}, now.Add(-time.Hour), driver.Takeover)
 
 	_, err = charge(context.Background(), msg)
 	var qe *idempotency.QuarantinedError

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -23,11 +24,11 @@ import (
 func lapsedKey(t *testing.T, store *memstore.Store, g *idempotency.Guard, material string, now time.Time) (string, string) {
 	t.Helper()
 	id := rawID(t, g, material)
-	rec := idempotency.Record{
-		ID: id, Status: idempotency.StatusInProgress, ExpiresAt: now.Add(time.Hour),
+	rec := driver.Record{
+		ID: id, Status: driver.StatusInProgress, ExpiresAt: now.Add(time.Hour),
 		LeaseUntil: now.Add(-time.Minute), Owner: "dead-worker",
 	}
-	if _, loaded, err := store.Acquire(context.Background(), rec, now.Add(-2*time.Minute)); err != nil || loaded {
+	if _, loaded, err := store.Acquire(context.Background(), rec, now.Add(-2*time.Minute), driver.Takeover); err != nil || loaded {
 		t.Fatalf("seed the dead worker's claim: loaded=%v, %v", loaded, err)
 	}
 	return id, rec.Owner
@@ -89,7 +90,7 @@ func TestStrictQuarantines(t *testing.T) {
 		t.Fatalf("strict mode ran the operation %d times on a lapsed claim", runs.Load())
 	}
 	rec, _ := store.Get(id)
-	if rec.Status != idempotency.StatusInProgress || rec.Owner != owner || !rec.Quarantined.Equal(now) || !rec.LeaseUntil.Equal(rec.ExpiresAt) {
+	if rec.Status != driver.StatusInProgress || rec.Owner != owner || !rec.Quarantined.Equal(now) || !rec.LeaseUntil.Equal(rec.ExpiresAt) {
 		t.Errorf("quarantined record = %+v; want INPROGRESS, owner %q, quarantined at %v, lease until its expiry", rec, owner, now)
 	}
 	lines := logs.lines(t)
@@ -113,7 +114,7 @@ func TestStrictQuarantines(t *testing.T) {
 	}
 
 	// The dead worker's late completion (or an operator's resolve) clears it.
-	if err := store.Complete(context.Background(), idempotency.Record{ID: id, Status: idempotency.StatusCompleted,
+	if _, err := store.Complete(context.Background(), driver.Record{ID: id, Status: driver.StatusCompleted,
 		Owner: owner, Data: []byte(`"paid by hand"`), ExpiresAt: now.Add(time.Hour)}); err != nil {
 		t.Fatalf("complete the quarantined record: %v", err)
 	}
@@ -178,25 +179,6 @@ func TestStrictReleaseRuns(t *testing.T) {
 	}
 }
 
-// plainStore is a Store without strict mode.
-type plainStore struct{ idempotency.Store }
-
-// TestStrictNeedsQuarantiner: strict mode is refused, with a clear error,
-// on a store that cannot quarantine.
-func TestStrictNeedsQuarantiner(t *testing.T) {
-	s := plainStore{memstore.New()}
-	if _, err := idempotency.New(idempotency.Config{Store: s, Namespace: "n", Strict: true}); err == nil {
-		t.Error("New accepted Config.Strict with a store that does not implement Quarantiner")
-	}
-	g, err := idempotency.New(idempotency.Config{Store: s, Namespace: "n"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v, err := g.Strict(); err == nil || v != nil {
-		t.Errorf("Guard.Strict on a store without Quarantiner = %v, %v; want an error", v, err)
-	}
-}
-
 // mover records the messages a batch handler moves to the dead-letter queue.
 type mover struct{ moves []batch.DeadLetterMove }
 
@@ -227,8 +209,8 @@ func TestStrictQuarantineDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := store.Acquire(context.Background(), idempotency.Record{ID: id, Status: idempotency.StatusInProgress,
-		ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(-time.Minute), Owner: "dead-worker"}, now.Add(-2*time.Minute)); err != nil {
+	if _, _, err := store.Acquire(context.Background(), driver.Record{ID: id, Status: driver.StatusInProgress,
+		ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(-time.Minute), Owner: "dead-worker"}, now.Add(-2*time.Minute), driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	var runs []string

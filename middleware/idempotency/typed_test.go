@@ -14,20 +14,22 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
 // acquires counts the claims a store is asked for.
 type acquires struct {
-	idempotency.Store
+	driver.Store
 	n atomic.Int32
 }
 
-func (s *acquires) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+func (s *acquires) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
 	s.n.Add(1)
-	return s.Store.Acquire(ctx, rec, now)
+	return s.Store.Acquire(ctx, rec, now, mode)
 }
 
 // order is the request type of these tests.

@@ -18,6 +18,7 @@ import (
 
 	ptinterop "github.com/sqsonce/sqsonce/internal/testenv/powertools"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 )
 
@@ -66,7 +67,7 @@ func newEventSide[E any](t *testing.T, tb table, keyPath, payloadPath, replayHea
 		return json.RawMessage(`{"statusCode":201,"headers":{},"body":"{\"by\":\"sqsonce\"}"}`), nil
 	})
 	if replayHeader != "" { // the typed hook, as Powertools' responseHook in handler.mjs
-		h = idempotency.OnReplay(h, func(_ context.Context, r json.RawMessage, _ idempotency.Record) (json.RawMessage, error) {
+		h = idempotency.OnReplay(h, func(_ context.Context, r json.RawMessage, _ driver.Record) (json.RawMessage, error) {
 			var resp map[string]any
 			if err := json.Unmarshal(r, &resp); err != nil {
 				return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
@@ -61,10 +62,10 @@ func TestDataFormats(t *testing.T) {
 			t.Run(format.String()+"/"+tc.name, func(t *testing.T) {
 				key := "fmt#" + rand.Text()
 				rec := claim(key, time.Now(), time.Minute)
-				if _, loaded, err := e.store.Acquire(ctx, rec, time.Now()); err != nil || loaded {
+				if _, loaded, err := e.store.Acquire(ctx, rec, time.Now(), driver.Takeover); err != nil || loaded {
 					t.Fatalf("Acquire: loaded=%v err=%v", loaded, err)
 				}
-				if err := e.store.Complete(ctx, completed(rec, tc.json)); err != nil {
+				if _, err := e.store.Complete(ctx, completed(rec, tc.json)); err != nil {
 					t.Fatal(err)
 				}
 				want := tc.native
@@ -74,7 +75,7 @@ func TestDataFormats(t *testing.T) {
 				if got := e.raw(t, e.table, key)["data"]; !reflect.DeepEqual(got, want) {
 					t.Errorf("stored data = %s, want %s", show(map[string]types.AttributeValue{"data": got}), show(map[string]types.AttributeValue{"data": want}))
 				}
-				got, loaded, err := e.store.Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now())
+				got, loaded, err := e.store.Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now(), driver.Takeover)
 				if err != nil || !loaded {
 					t.Fatalf("Acquire of the completed record: loaded=%v err=%v", loaded, err)
 				}
@@ -120,7 +121,7 @@ func TestDataFormatMismatch(t *testing.T) {
 				item["data_encoding"] = s("gzip")
 			}
 			jsonStore.put(t, jsonStore.table, item)
-			_, _, err := tc.reader.Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now())
+			_, _, err := tc.reader.Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now(), driver.Takeover)
 			var fe *dynamostore.FormatError
 			if !errors.As(err, &fe) {
 				t.Fatalf("Acquire = %v, want a *FormatError", err)
@@ -173,8 +174,8 @@ func TestPowertoolsFormatsDoNotCompress(t *testing.T) {
 			fake := &fakeAPI{updateReplies: []reply[dynamodb.UpdateItemOutput]{ok(&dynamodb.UpdateItemOutput{})}}
 			st := newFake(t, fake, dynamostore.WithDataFormat(f), dynamostore.WithLogger(discard()))
 			rec := record("ns#k")
-			rec.Status, rec.Data = idempotency.StatusCompleted, []byte(big)
-			if err := st.Complete(context.Background(), rec); err != nil {
+			rec.Status, rec.Data = driver.StatusCompleted, []byte(big)
+			if _, err := st.Complete(context.Background(), rec); err != nil {
 				t.Fatal(err)
 			}
 			vals := fake.updates[0].ExpressionAttributeValues
@@ -207,9 +208,9 @@ func TestNativeNumberNotQuoted(t *testing.T) {
 			st := newFake(t, fake, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript),
 				dynamostore.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 			rec := record("ns#k")
-			rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`{"n":`+n+`}`)
-			if stored, err := st.CompleteData(context.Background(), rec); err != nil || stored != nil {
-				t.Fatalf("CompleteData = %s, %v; want the record completed without the result", stored, err)
+			rec.Status, rec.Data = driver.StatusCompleted, []byte(`{"n":`+n+`}`)
+			if stored, err := st.Complete(context.Background(), rec); err != nil || stored != nil {
+				t.Fatalf("Complete = %s, %v; want the record completed without the result", stored, err)
 			}
 			line := logs.String()
 			if !strings.Contains(line, "WITHOUT its result") {
@@ -243,8 +244,8 @@ func TestNativeNumbers(t *testing.T) {
 			fake := &fakeAPI{updateReplies: []reply[dynamodb.UpdateItemOutput]{ok(&dynamodb.UpdateItemOutput{})}}
 			st := newFake(t, fake, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript), dynamostore.WithLogger(discard()))
 			rec := record("ns#k")
-			rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`{"n":`+tc.n+`}`)
-			stored, err := st.CompleteData(context.Background(), rec)
+			rec.Status, rec.Data = driver.StatusCompleted, []byte(`{"n":`+tc.n+`}`)
+			stored, err := st.Complete(context.Background(), rec)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
@@ -163,7 +164,7 @@ func TestReleaseResponseLost(t *testing.T) {
 		ctx := t.Context()
 		now := time.Now()
 		rec := claim("ns#release-"+rand.Text(), now, time.Minute)
-		if _, loaded, err := store.Acquire(ctx, rec, now); err != nil || loaded {
+		if _, loaded, err := store.Acquire(ctx, rec, now, driver.Takeover); err != nil || loaded {
 			t.Fatalf("Acquire: loaded=%v err=%v", loaded, err)
 		}
 		calls.Reset()
@@ -177,10 +178,10 @@ func TestReleaseResponseLost(t *testing.T) {
 		if c := calls.Calls(); len(c) != 1 || c["UpdateItem"] != 2 {
 			t.Errorf("calls = %v, want the release sent twice (UpdateItem), nothing else", c)
 		}
-		if err := store.Release(ctx, rec.ID, rec.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+		if err := store.Release(ctx, rec.ID, rec.Owner); !errors.Is(err, driver.ErrLeaseLost) {
 			t.Errorf("a second Release call: %v, want ErrLeaseLost", err)
 		}
-		prev, loaded, err := store.Acquire(ctx, claim(rec.ID, now, time.Minute), now)
+		prev, loaded, err := store.Acquire(ctx, claim(rec.ID, now, time.Minute), now, driver.Takeover)
 		if err != nil || loaded || prev.ID != "" {
 			t.Errorf("Acquire after the release: %+v, loaded=%v, err=%v; want claimed, no record replaced", prev, loaded, err)
 		}
@@ -204,7 +205,7 @@ func TestReleaseResponseLost(t *testing.T) {
 		failure := errors.New("the operation failed")
 		runs := 0
 		op := func(context.Context) (string, error) { runs++; return "", failure }
-		if _, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"k"`)), op); !errors.Is(err, failure) || errors.Is(err, idempotency.ErrLeaseLost) {
+		if _, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"k"`)), op); !errors.Is(err, failure) || errors.Is(err, driver.ErrLeaseLost) {
 			t.Fatalf("Do = %v, want the operation's error alone", err)
 		}
 		if fault.drop.Load() >= 0 {

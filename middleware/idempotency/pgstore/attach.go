@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // Statement is a SQL statement with its arguments, attached to the
@@ -38,7 +39,7 @@ func Attach(ctx context.Context, stmts ...Statement) error {
 	return nil
 }
 
-// ValidateAttached implements [idempotency.AttachValidator]: every write
+// ValidateAttached implements [driver.AttachValidator]: every write
 // must be a [Statement] (or *Statement) with SQL. [idempotency.Attach]
 // calls it, so an operation learns of a write its completion could not
 // commit when it attaches the write.
@@ -59,15 +60,15 @@ func statements(attached []any) ([]Statement, error) {
 			st = w
 		case *Statement:
 			if w == nil {
-				return nil, fmt.Errorf("pgstore: attached write %d is a nil *Statement: %w", i, idempotency.ErrAttachUnsupported)
+				return nil, fmt.Errorf("pgstore: attached write %d is a nil *Statement: %w", i, driver.ErrAttachUnsupported)
 			}
 			st = *w
 		default:
 			return nil, fmt.Errorf("pgstore: attached write %d is a %T; want a pgstore.Statement (see pgstore.Attach): %w",
-				i, w, idempotency.ErrAttachUnsupported)
+				i, w, driver.ErrAttachUnsupported)
 		}
 		if st.SQL == "" {
-			return nil, fmt.Errorf("pgstore: attached statement %d has no SQL: %w", i, idempotency.ErrAttachUnsupported)
+			return nil, fmt.Errorf("pgstore: attached statement %d has no SQL: %w", i, driver.ErrAttachUnsupported)
 		}
 		out = append(out, st)
 	}
@@ -78,7 +79,7 @@ func statements(attached []any) ([]Statement, error) {
 // implicit transaction commits all of it or nothing. A batch refused for
 // a stale cached plan (DDL on a table it touches) did not run, and is sent
 // again.
-func (s *Store) completeWith(ctx context.Context, rec idempotency.Record, stmts []Statement) ([]byte, error) {
+func (s *Store) completeWith(ctx context.Context, rec driver.Record, stmts []Statement) ([]byte, error) {
 	for attempt := 1; ; attempt++ {
 		stored, stale, err := s.completeBatch(ctx, rec, stmts)
 		if !stale || attempt == stalePlanAttempts || ctx.Err() != nil {
@@ -89,7 +90,7 @@ func (s *Store) completeWith(ctx context.Context, rec idempotency.Record, stmts 
 
 // completeBatch sends the batch once, and returns the result stored.
 // stale reports a batch refused for a stale cached plan: nothing of it ran.
-func (s *Store) completeBatch(ctx context.Context, rec idempotency.Record, stmts []Statement) (stored []byte, stale bool, err error) {
+func (s *Store) completeBatch(ctx context.Context, rec driver.Record, stmts []Statement) (stored []byte, stale bool, err error) {
 	b := &pgx.Batch{}
 	b.Queue(s.sql.completeOrAbort, rec.ID, rec.Owner, micros(rec.ExpiresAt), rec.Data)
 	for _, st := range stmts {
@@ -147,7 +148,7 @@ func (s *Store) completeBatch(ctx context.Context, rec idempotency.Record, stmts
 
 // StatementError reports an attached statement that failed: nothing of the
 // completion's transaction was committed and the record is still in
-// progress. It never wraps [idempotency.ErrLeaseLost]. Its message names
+// progress. It never wraps [driver.ErrLeaseLost]. Its message names
 // the statement, the SQLSTATE and the constraint, table and column the
 // server names, but not the server's message, which may quote an
 // argument: that is in the wrapped *pgconn.PgError.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // The environment of a child process of StrictAcrossProcesses: its role
@@ -50,7 +51,7 @@ const lambdaTimeout = 3 * time.Second
 // records; in a child, open reads that environment. Call
 // StrictAcrossProcesses from a test function of its own, and nothing else
 // in that function: the children run it again.
-func StrictAcrossProcesses(t *testing.T, open func(t *testing.T) (idempotency.Store, []string)) {
+func StrictAcrossProcesses(t *testing.T, open func(t *testing.T) (driver.Store, []string)) {
 	t.Helper()
 	if role := os.Getenv(envRole); role != "" {
 		store, _ := open(t)
@@ -145,7 +146,7 @@ func StrictAcrossProcesses(t *testing.T, open func(t *testing.T) (idempotency.St
 // live in one process (package memstore): the two guards are made by two
 // calls of [idempotency.New] in this process, so they share no call in
 // progress.
-func StrictAcrossGuards(t *testing.T, store idempotency.Store) {
+func StrictAcrossGuards(t *testing.T, store driver.Store) {
 	t.Helper()
 	ns, material := callKey()
 	startStrict := func() (time.Time, func() callResult) {
@@ -201,7 +202,7 @@ type callResult struct {
 // deadline. Its operation reports its start with the deadline, then waits
 // until hold (when not nil) reaches its end, and returns "strict" or
 // "default".
-func strictCall(store idempotency.Store, ns, material string, strict bool, started func(deadline time.Time), hold io.Reader) callResult {
+func strictCall(store driver.Store, ns, material string, strict bool, started func(deadline time.Time), hold io.Reader) callResult {
 	var res callResult
 	role := "default"
 	if strict {
@@ -318,7 +319,7 @@ func readJSON(t *testing.T, path string, v any) {
 // options in strict mode on store, under a context of Lambda's default
 // deadline, whose operation is still running. The control: the same
 // claim takes over a default claim made the same way.
-func OlderReleaseKeepsOff(t *testing.T, store idempotency.Store, claim func(t *testing.T, id string, now time.Time) bool) {
+func OlderReleaseKeepsOff(t *testing.T, store driver.Store, claim func(t *testing.T, id string, now time.Time) bool) {
 	t.Helper()
 	for _, strict := range []bool{true, false} {
 		ns, material := callKey()
