@@ -42,7 +42,7 @@ func TestResolveExpiredClaimRefused(t *testing.T) {
 	if err != nil || rec.Status != driver.StatusInProgress || rec.Owner != "worker-1" {
 		t.Errorf("the record changed: %+v, %v", rec, err)
 	}
-	k, err := idempotency.BodyField("idempotency_key")(events.SQSMessage{MessageId: "m", Body: body})
+	k, err := idempotency.Select(idempotency.BodyField("idempotency_key"), events.SQSMessage{MessageId: "m", Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func inspectJSON(t *testing.T, env map[string]string, code int, args ...string) 
 // namespace ns and format f.
 func idOf(t *testing.T, g *idempotency.Guard, body string) string {
 	t.Helper()
-	k, err := handler.Key()(events.SQSMessage{MessageId: "m", Body: body})
+	k, err := idempotency.Select(handler.Key(), events.SQSMessage{MessageId: "m", Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func seed(t *testing.T, store driver.Store, ns string, quarantine func(t *testin
 	s.live = idOf(t, g, body("order-live"))
 	s.quarantined = idOf(t, g, body("order-quarantined"))
 	s.absent = idOf(t, g, body("order-absent"))
-	k, _ := handler.Key()(events.SQSMessage{Body: body("order-completed")})
+	k, _ := idempotency.Select(handler.Key(), events.SQSMessage{Body: body("order-completed")})
 	if _, err := idempotency.Do(ctx, g, k, func(context.Context) (map[string]string, error) {
 		return map[string]string{"summary": "done"}, nil
 	}); err != nil {
@@ -162,9 +162,9 @@ func seed(t *testing.T, store driver.Store, ns string, quarantine func(t *testin
 }
 
 // keyOf is the app's key of a message body.
-func keyOf(t *testing.T, body string) idempotency.Key {
+func keyOf(t *testing.T, body string) idempotency.Selection {
 	t.Helper()
-	k, err := handler.Key()(events.SQSMessage{MessageId: "m", Body: body})
+	k, err := idempotency.Select(handler.Key(), events.SQSMessage{MessageId: "m", Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -372,7 +372,7 @@ func (c *redriveCmd) receive(ctx context.Context, o *ops, visibility time.Durati
 }
 
 // classify computes m's record id and what its redelivery will do.
-func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.KeyFunc, m *dlqMessage) {
+func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Selector, m *dlqMessage) {
 	attrs := map[string]string{}
 	for k, v := range m.msg.Attributes {
 		attrs[k] = v

@@ -249,7 +249,8 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
 	}
-	a.handle = warnShortDeadline(opts.MinRemaining, batch.DefaultReserve, out.Logger, rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), opts)))
+	fn := idempotency.WrapJSON(g, handler.RequestKey(), h.HandleRequest, handler.RequestOptions()...)
+	a.handle = warnShortDeadline(opts.MinRemaining, batch.DefaultReserve, out.Logger, rec.Batch(batch.SQS(fn, opts)))
 	return a, nil
 }
 

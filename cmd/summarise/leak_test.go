@@ -159,11 +159,11 @@ func TestNoMessageContentInLogs(t *testing.T) {
 
 	all := logs.String() + deflt.String() + metricsOut.String()
 	for id := range failing {
-		if !strings.Contains(logs.String(), `"message_id":"`+id+`"`) {
+		if !strings.Contains(logs.String(), `"input_id":"`+id+`"`) {
 			t.Errorf("the failure of %s was not logged", id)
 		}
 	}
-	if !strings.Contains(logs.String(), `"message_id":"store-error"`) || !strings.Contains(logs.String(), `"outcome":"replayed"`) {
+	if !strings.Contains(logs.String(), `"input_id":"store-error"`) || !strings.Contains(logs.String(), `"outcome":"replayed"`) {
 		t.Error("the store error or the replay was not logged")
 	}
 	for _, leak := range []string{sentinel, numericSentinel} {

@@ -61,7 +61,7 @@ func newSetup(t *testing.T, summaries string) *setup {
 		Provider:  handler.LogRequests(handler.Stub{}, s.calls, nil),
 		Sink:      sink,
 		RecordID: func(m events.SQSMessage) string {
-			k, _ := key(m)
+			k, _ := idempotency.Select(key, m)
 			id, _ := g.ID(k)
 			return id
 		},
@@ -69,7 +69,7 @@ func newSetup(t *testing.T, summaries string) *setup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.g, s.handle = g, idempotency.WrapPayload(g, key, handler.WorkKey, h.Handle)
+	s.g, s.handle = g, idempotency.Wrap(g, key, h.Handle, idempotency.WithPayload(idempotency.SelectorFunc(handler.WorkKey)))
 	return s
 }
 
@@ -129,7 +129,7 @@ func TestFailedTransactionWritesNeither(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Errorf("error %v, want a *StoreError", err)
 	}
-	key, _ := handler.Key()(events.SQSMessage{Body: body})
+	key, _ := idempotency.Select(handler.Key(), events.SQSMessage{Body: body})
 	id, _ := s.g.ID(key)
 	if rec := s.get(t, s.records, id); str(rec, driver.AttrStatus) == string(driver.StatusCompleted) {
 		t.Errorf("record completed without its summary: %v", rec)

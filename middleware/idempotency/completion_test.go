@@ -50,10 +50,10 @@ func TestCompletionResponseLost(t *testing.T) {
 	store := &lostResponses{Store: memstore.New()}
 	store.drop.Store(1)
 	var mu sync.Mutex
-	var events []idempotency.Event
+	var events []idempotency.Report
 	g, err := idempotency.New(idempotency.Config{
 		Store: store, Namespace: "lost", Logger: slog.New(slog.DiscardHandler),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) {
+		OnOutcome: func(_ context.Context, ev idempotency.Report) {
 			mu.Lock()
 			defer mu.Unlock()
 			events = append(events, ev)
@@ -63,7 +63,7 @@ func TestCompletionResponseLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
-	got, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"k"`)), func(context.Context) (string, error) {
+	got, err := idempotency.Do(t.Context(), g, idempotency.Raw([]byte(`"k"`)), func(context.Context) (string, error) {
 		runs.Add(1)
 		return "summary", nil
 	})
@@ -76,7 +76,7 @@ func TestCompletionResponseLost(t *testing.T) {
 	if a, c := store.acquires.Load(), store.completes.Load(); a != 1 || c != 2 {
 		t.Errorf("store calls: %d Acquire, %d Complete; want 1 and 2 (the retried completion, and no new claim)", a, c)
 	}
-	rec, _ := store.Get(mustID(t, g, idempotency.RawKey([]byte(`"k"`))))
+	rec, _ := store.Get(mustID(t, g, idempotency.Raw([]byte(`"k"`))))
 	if rec.Status != driver.StatusCompleted || string(rec.Data) != `"summary"` {
 		t.Errorf("record = %+v, want COMPLETED with the result", rec)
 	}

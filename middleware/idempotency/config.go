@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -109,15 +108,7 @@ type Config struct {
 
 	// OnOutcome, if set, is called once per outcome, after the log line
 	// (for metrics). It must be safe for concurrent use.
-	OnOutcome func(context.Context, Event)
-
-	// ReplayHook, if set, is called when a call returns a stored result
-	// instead of its own run's (outcomes replayed, and double_run without
-	// an error), with that result as stored (nil when none was stored) and
-	// its record; what it returns is decoded into the call's result
-	// instead, and an error fails the call. It is Powertools' responseHook;
-	// [OnReplay] is its typed form. It must be safe for concurrent use.
-	ReplayHook func(ctx context.Context, result json.RawMessage, rec driver.Record) (json.RawMessage, error)
+	OnOutcome func(context.Context, Report)
 }
 
 // Outcome names what the guard did with one call.
@@ -187,15 +178,15 @@ func DefaultLogLevel(o Outcome) slog.Level {
 	return slog.LevelError
 }
 
-// Event describes one outcome.
-type Event struct {
-	Outcome   Outcome       // what happened: one of the Outcome constants
-	ID        string        // the record id; empty when no key could be made
-	MessageID string        // the SQS message id, when called through Wrap
-	Source    string        // where the outcome came from when not from this call's own claim: "store", "cache" or "shared" (another call's run in this process)
-	Ran       bool          // whether the operation was run by this call (set for double_run too, whose result was discarded)
-	Duration  time.Duration // from the call's start to its outcome
-	Err       error         // the error returned to the caller, if any
+// Report describes one call's outcome.
+type Report struct {
+	Outcome  Outcome       // what happened: one of the Outcome constants
+	ID       string        // the record id; empty when no key could be made
+	InputID  string        // the input's id (see WithInputID); empty for Do
+	Source   string        // where the outcome came from when not from this call's own claim: "store", "cache" or "shared" (another call's run in this process)
+	Ran      bool          // whether the operation was run by this call (set for double_run too, whose result was discarded)
+	Duration time.Duration // from the call's start to its outcome
+	Err      error         // the error returned to the caller, if any
 }
 
 func (c *Config) validate() error {

@@ -20,7 +20,7 @@ type worker struct {
 	guard  *idempotency.Guard
 	logs   *logCapture
 	mu     sync.Mutex
-	events []idempotency.Event
+	events []idempotency.Report
 }
 
 func newWorker(t *testing.T, store driver.Store, now time.Time) *worker {
@@ -30,7 +30,7 @@ func newWorker(t *testing.T, store driver.Store, now time.Time) *worker {
 		Store: store, Namespace: "double", Lease: time.Minute,
 		Now:    func() time.Time { return now },
 		Logger: slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) {
+		OnOutcome: func(_ context.Context, ev idempotency.Report) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.events = append(w.events, ev)
@@ -74,7 +74,7 @@ func TestDoubleRunVisible(t *testing.T) {
 			store := memstore.New()
 			t0 := time.Now()
 			loser, winner := newWorker(t, store, t0), newWorker(t, store, t0.Add(time.Hour))
-			k := idempotency.RawKey([]byte(`"order-7"`))
+			k := idempotency.Raw([]byte(`"order-7"`))
 
 			loserRuns, loserMayReturn := make(chan struct{}), make(chan struct{})
 			winnerRuns, winnerMayReturn := make(chan struct{}), make(chan struct{})

@@ -149,16 +149,17 @@ type PermanentError interface {
 	Permanent() bool
 }
 
-// KeyError reports that the idempotency key could not be taken from a message.
+// KeyError reports that the idempotency key, or the payload to validate,
+// could not be taken from an input: nothing was claimed.
 type KeyError struct {
-	MessageID string // the SQS message, when known
-	Source    string // where the key was looked for, e.g. `body field "idempotency_key"`
-	Err       error  // wraps ErrNoKey for a missing key, or the parse error
+	InputID string // the input's id, when known (see WithInputID)
+	Source  string // where the key was looked for, e.g. `body field "idempotency_key"`
+	Err     error  // wraps ErrNoKey for a missing key, or the parse error
 }
 
 func (e *KeyError) Error() string {
-	if e.MessageID != "" {
-		return fmt.Sprintf("idempotency: key from %s of message %s: %s", e.Source, e.MessageID, detail(e.Err))
+	if e.InputID != "" {
+		return fmt.Sprintf("idempotency: key from %s of input %s: %s", e.Source, e.InputID, detail(e.Err))
 	}
 	return fmt.Sprintf("idempotency: key from %s: %s", e.Source, detail(e.Err))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -24,7 +25,7 @@ func ExampleDo() {
 	if err != nil {
 		panic(err)
 	}
-	key, _ := idempotency.KeyOf("summary request", map[string]any{"document_id": "4471", "version": 9})
+	key, _ := idempotency.SelectionOf("summary request", map[string]any{"document_id": "4471", "version": 9})
 	calls := 0
 	summarise := func(context.Context) (string, error) {
 		calls++
@@ -48,7 +49,7 @@ func ExampleDo_inProgress() {
 	first, _ := idempotency.New(cfg)
 	second, _ := idempotency.New(cfg)
 
-	key := idempotency.RawKey([]byte(`"request-1"`))
+	key := idempotency.Raw([]byte(`"request-1"`))
 	started, finish, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -132,7 +133,7 @@ func ExampleFormatPowertoolsPython() {
 		panic(err)
 	}
 	m := events.SQSMessage{MessageId: "m-1", Body: `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d"}`}
-	k, err := idempotency.BodyField("idempotency_key")(m)
+	k, err := idempotency.Select(idempotency.BodyField("idempotency_key"), m)
 	if err != nil {
 		panic(err)
 	}
@@ -154,7 +155,7 @@ func ExampleFormatPowertoolsTypeScript() {
 		panic(err)
 	}
 	m := events.SQSMessage{MessageId: "m-1", Body: `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d"}`}
-	k, err := idempotency.BodyField("idempotency_key")(m)
+	k, err := idempotency.Select(idempotency.BodyField("idempotency_key"), m)
 	if err != nil {
 		panic(err)
 	}
@@ -168,10 +169,10 @@ func ExampleFormatPowertoolsTypeScript() {
 // although all three keys select {"x":1} or 1 from bodies alike.
 func ExampleBodyField() {
 	g, _ := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "summarise"})
-	field, _ := idempotency.BodyField("x")(events.SQSMessage{Body: `{"x":{"x":1}}`})
-	subset, _ := idempotency.BodySubset("x")(events.SQSMessage{Body: `{"x":1}`})
-	nested, _ := idempotency.BodyField("x", "x")(events.SQSMessage{Body: `{"x":{"x":1}}`})
-	for _, k := range []idempotency.Key{field, subset, nested} {
+	field, _ := idempotency.Select(idempotency.BodyField("x"), events.SQSMessage{Body: `{"x":{"x":1}}`})
+	subset, _ := idempotency.Select(idempotency.BodySubset("x"), events.SQSMessage{Body: `{"x":1}`})
+	nested, _ := idempotency.Select(idempotency.BodyField("x", "x"), events.SQSMessage{Body: `{"x":{"x":1}}`})
+	for _, k := range []idempotency.Selection{field, subset, nested} {
 		id, _ := g.ID(k)
 		fmt.Printf("%s %s %s\n", k.Selector, k.Value, id[:len("summarise#")+8])
 	}

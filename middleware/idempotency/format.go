@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"hash"
 	"io"
@@ -14,7 +13,7 @@ import (
 	"github.com/sqsonce/sqsonce/internal/jsonkey"
 )
 
-// Format is the whole recipe that turns a [Key] into the digest of a record
+// Format is the whole recipe that turns a [Selection] into the digest of a record
 // id ("{Namespace}#{digest}") and into a validation hash: how the selected
 // JSON value is spelled, which hash is applied, and how the hash is written.
 // The zero value is [FormatNative].
@@ -25,8 +24,8 @@ const (
 	// canonical JSON (RFC 8785) of {"selector": …, "value": …}, hashed with
 	// SHA-256 and written in hex. Field order, whitespace and number
 	// spelling (0.7, 0.70, 7e-1) do not change it, and values taken by
-	// different selectors never share a digest (see [Key]). Raw material
-	// ([RawKey]) is hashed as given, behind a prefix of its own, so it
+	// different selectors never share a digest (see [Selection]). Raw material
+	// ([Raw]) is hashed as given, behind a prefix of its own, so it
 	// never shares a digest with a selector's key either. Numbers that a
 	// double cannot hold exactly are refused (see the package doc).
 	FormatNative Format = iota
@@ -78,39 +77,21 @@ func (f Format) valid() bool {
 	return f >= FormatNative && f <= FormatPowertoolsTypeScript
 }
 
-// Key is key material: a JSON value and the name of the selector that
-// took it, as a [KeyFunc] returns it, or raw material made by [RawKey]. A
-// [Format] turns it into the digest of a record id or a validation hash.
-type Key struct {
-	// Selector names where Value was taken from, such as
-	// `body ["idempotency_key"]` for BodyField("idempotency_key"). The
-	// native format hashes it with the value, so that two selectors (a
-	// field, and a subset of fields) never give one record id to two
-	// different requests. Each selector of this package documents its
-	// spelling; a KeyFunc of your own should use a name of its own. It is
-	// empty for raw material ([RawKey]).
-	Selector string
-
-	// Value is the JSON value selected, as the message spells it (the
-	// Powertools formats hash the spelling), or the raw material.
-	Value json.RawMessage
-}
-
 // Hash returns the digest of k in format f: the part of a record id after
 // the "#", or the hash stored for payload validation. It fails when k's
 // value breaks the rules of key material (see the package doc: not I-JSON,
 // too deep, a number over 100 characters) or holds a number or key that f
-// refuses; raw material ([RawKey]) is hashed as given in the native format.
-func (f Format) Hash(k Key) (string, error) {
+// refuses; raw material ([Raw]) is hashed as given in the native format.
+func (f Format) Hash(k Selection) (string, error) {
 	b, err := f.appendHash(nil, k)
 	return string(b), err
 }
 
-// rawDomain prefixes raw key material ([RawKey]) in the native format. The
+// rawDomain prefixes raw key material ([Raw]) in the native format. The
 // material of a key with a selector is canonical JSON, which begins with '{'.
 const rawDomain = "raw\x00"
 
-func (f Format) appendHash(dst []byte, k Key) ([]byte, error) {
+func (f Format) appendHash(dst []byte, k Selection) ([]byte, error) {
 	var h hash.Hash
 	switch f {
 	case FormatNative:
@@ -134,11 +115,11 @@ func (f Format) appendHash(dst []byte, k Key) ([]byte, error) {
 // native format, the canonical JSON (RFC 8785) of
 // {"selector": k.Selector, "value": k.Value}, or raw material behind
 // rawDomain.
-func (f Format) write(w io.Writer, k Key) error {
+func (f Format) write(w io.Writer, k Selection) error {
 	switch f {
 	case FormatNative:
 		if k.Selector == "" {
-			// Raw material (RawKey) is hashed in a domain of its own:
+			// Raw material (Raw) is hashed in a domain of its own:
 			// behind rawDomain, which no canonical JSON of a selector's key
 			// begins with, so raw material spelling another request's
 			// {"selector":…,"value":…} never gets that request's id.
@@ -164,7 +145,7 @@ func (f Format) write(w io.Writer, k Key) error {
 }
 
 // spell returns the bytes format f hashes for k (see write).
-func (f Format) spell(k Key) ([]byte, error) {
+func (f Format) spell(k Selection) ([]byte, error) {
 	var b bytes.Buffer
 	err := f.write(&b, k)
 	return b.Bytes(), err

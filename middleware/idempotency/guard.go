@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/sqsonce/sqsonce/internal/redact"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
@@ -29,7 +27,7 @@ const maxCompleteReserve = time.Second
 // Guard runs operations at most once per idempotency key. Create one with
 // [New] at start-up and share it: it is safe for concurrent use.
 type Guard struct {
-	cfg Config // Strict may differ between the views of one guard (see Guard.Strict)
+	cfg Config
 	*calls
 }
 
@@ -62,21 +60,10 @@ func New(cfg Config) (*Guard, error) {
 	return g, nil
 }
 
-// Strict returns a view of g in strict mode (see [Config.Strict]): the same
-// store, configuration, cache and calls in progress, with strict mode on,
-// for the operations where running twice is worse than not running. The
-// key's records are shared: a record quarantined through either view fails
-// the calls of both. Call it once, at start-up, like New.
-func (g *Guard) Strict() (*Guard, error) {
-	v := *g
-	v.cfg.Strict = true
-	return &v, nil
-}
-
 // ID returns the record id of k: "{Namespace}#{digest}", the digest in the
 // configured [Format]. It fails when the format cannot hash k (see
 // [Format.Hash]).
-func (g *Guard) ID(k Key) (string, error) {
+func (g *Guard) ID(k Selection) (string, error) {
 	ns := g.cfg.Namespace
 	b := make([]byte, 0, len(ns)+1+64)
 	b = append(append(b, ns...), '#')
@@ -85,82 +72,6 @@ func (g *Guard) ID(k Key) (string, error) {
 		return "", err
 	}
 	return string(b), nil
-}
-
-// Do runs fn at most once for key and returns its result; later calls with
-// the same key return the stored result without calling fn. The result is
-// stored as JSON, so T must survive a JSON round trip. After fn fails or
-// panics the claim is released, so that a retry can run fn. An empty key
-// fails with a [*KeyError] wrapping [ErrNoKey]. The errors Do returns are
-// listed in the package doc, under Errors.
-func Do[T any](ctx context.Context, g *Guard, key Key, fn func(context.Context) (T, error)) (T, error) {
-	return do(ctx, g, call{key: key, source: "Do"}, fn)
-}
-
-// DoPayload is [Do] with payload validation: the digest of payload is
-// stored with the record, and a later call with the same key and another
-// payload fails with a [*PayloadMismatchError] instead of returning the
-// other payload's result. Pass the subset that defines the work (for
-// example from [KeyOf]), not a raw message body, whose timestamps and
-// request ids would make every re-send a mismatch.
-func DoPayload[T any](ctx context.Context, g *Guard, key, payload Key, fn func(context.Context) (T, error)) (T, error) {
-	return do(ctx, g, call{key: key, payload: payload, validate: true, source: "Do"}, fn)
-}
-
-// Wrap returns fn made idempotent per message: the key of each message is
-// taken with key, and fn runs through [Do]. A message without a key fails
-// with a [*KeyError] and fn is not run. The returned function has the shape
-// [github.com/sqsonce/sqsonce/middleware/batch.SQS] takes.
-//
-// Wrap panics if g, key or fn is nil.
-func Wrap[T any](g *Guard, key KeyFunc, fn func(context.Context, events.SQSMessage) (T, error)) func(context.Context, events.SQSMessage) (T, error) {
-	return wrap(g, key, nil, fn, "Wrap")
-}
-
-// WrapPayload is [Wrap] with payload validation, as [DoPayload]: payload
-// takes from each message the part that must be the same whenever its key
-// is reused, and a message whose key was claimed with another payload
-// fails with a [*PayloadMismatchError]. A message without a payload fails
-// with a [*KeyError], before anything is claimed.
-//
-// WrapPayload panics if g, key, payload or fn is nil.
-func WrapPayload[T any](g *Guard, key, payload KeyFunc, fn func(context.Context, events.SQSMessage) (T, error)) func(context.Context, events.SQSMessage) (T, error) {
-	if payload == nil {
-		panic("idempotency: WrapPayload: nil payload KeyFunc")
-	}
-	return wrap(g, key, payload, fn, "WrapPayload")
-}
-
-func wrap[T any](g *Guard, key, payload KeyFunc, fn func(context.Context, events.SQSMessage) (T, error), name string) func(context.Context, events.SQSMessage) (T, error) {
-	switch {
-	case g == nil:
-		panic("idempotency: " + name + ": nil *Guard")
-	case key == nil:
-		panic("idempotency: " + name + ": nil KeyFunc")
-	case fn == nil:
-		panic("idempotency: " + name + ": nil operation")
-	}
-	return func(ctx context.Context, m events.SQSMessage) (T, error) {
-		c := call{messageID: m.MessageId, source: "key function"}
-		source := c.source
-		var err error
-		if c.key, err = key(m); err == nil && len(c.key.Value) == 0 {
-			err = ErrNoKey
-		}
-		if err == nil && payload != nil {
-			c.validate, source = true, "payload function"
-			c.payload, err = payload(m)
-		}
-		if err != nil {
-			var zero T
-			if _, ok := err.(*KeyError); !ok {
-				err = &KeyError{MessageID: m.MessageId, Source: source, Err: err}
-			}
-			g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: m.MessageId, Err: err})
-			return zero, &reported{err}
-		}
-		return do(ctx, g, c, func(ctx context.Context) (T, error) { return fn(ctx, m) })
-	}
 }
 
 // Attach attaches w to the completion of the operation running in ctx: the
@@ -224,11 +135,19 @@ func (a *attachments) close() []any {
 
 // call is one request to run an operation.
 type call struct {
-	key       Key
-	payload   Key
-	source    string // where the key came from, for a KeyError
-	validate  bool
-	messageID string
+	key      Selection
+	payload  Selection
+	source   string // where the key came from, for a KeyError
+	validate bool
+	strict   bool // this call is strict, whatever Config.Strict says
+	inputID  string
+}
+
+// fail reports a call that failed before anything was claimed, with err
+// (a *KeyError or *BodyError), and returns the error the call returns.
+func (g *Guard) fail(ctx context.Context, c call, err error) error {
+	g.report(ctx, Report{Outcome: OutcomeFailed, InputID: c.inputID, Err: err})
+	return &reported{err}
 }
 
 // outcome is what one run produced: the result (val when the operation ran
@@ -238,7 +157,7 @@ type outcome struct {
 	val  any
 	data []byte
 	rec  driver.Record
-	ev   Event
+	ev   Report
 }
 
 // keySource names a call's key in a KeyError: its selector, else where it
@@ -250,13 +169,11 @@ func keySource(c call) string {
 	return c.source
 }
 
-func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (T, error)) (T, error) {
+func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (T, error), hook func(context.Context, T, Report) (T, error)) (T, error) {
 	var zero T
 	start := g.cfg.Now()
 	if len(c.key.Value) == 0 {
-		err := &KeyError{MessageID: c.messageID, Source: c.source, Err: ErrNoKey}
-		g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: c.messageID, Err: err})
-		return zero, &reported{err}
+		return zero, g.fail(ctx, c, &KeyError{InputID: c.inputID, Source: c.source, Err: ErrNoKey})
 	}
 	id, err := g.ID(c.key)
 	var validation string
@@ -266,26 +183,12 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 		}
 	}
 	if err != nil {
-		err = &KeyError{MessageID: c.messageID, Source: keySource(c), Err: err}
-		g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: c.messageID, Err: err})
-		return zero, &reported{err}
-	}
-	hook, _ := ctx.Value(replayHookKey{}).(func(context.Context, T, driver.Record) (T, error))
-	opCtx := ctx
-	if hook != nil { // for this call only, not for calls the operation makes
-		opCtx = context.WithValue(ctx, replayHookKey{}, nil)
+		return zero, g.fail(ctx, c, &KeyError{InputID: c.inputID, Source: keySource(c), Err: err})
 	}
 	op := func(ctx context.Context) (any, error) { return fn(ctx) }
-	out := g.run(opCtx, id, validation, op)
-	out.ev.ID, out.ev.MessageID = id, c.messageID
+	out := g.run(ctx, id, validation, g.cfg.Strict || c.strict, op)
+	out.ev.ID, out.ev.InputID = id, c.inputID
 	replay := out.ev.Err == nil && (out.ev.Outcome == OutcomeReplayed || out.ev.Outcome == OutcomeDoubleRun)
-	if replay && g.cfg.ReplayHook != nil {
-		if data, err := g.cfg.ReplayHook(ctx, out.data, out.rec); err != nil {
-			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: replay hook for %s: %w", id, err)
-		} else {
-			out.data, out.val = data, nil
-		}
-	}
 	var v T
 	if out.ev.Err == nil {
 		if err := decode(out, &v); err != nil {
@@ -294,7 +197,7 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 	}
 	if replay && hook != nil && out.ev.Err == nil {
 		var err error
-		if v, err = hook(ctx, v, out.rec); err != nil {
+		if v, err = hook(ctx, v, out.ev); err != nil {
 			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: replay hook for %s: %w", id, err)
 		}
 	}
@@ -324,10 +227,10 @@ func decode[T any](out outcome, v *T) error {
 // payload already running in this process and shares its outcome, or claims
 // and runs. A waiting call stops waiting when its own context is done; the
 // run it waited for goes on.
-func (g *Guard) run(ctx context.Context, id, validation string, op func(context.Context) (any, error)) outcome {
+func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op func(context.Context) (any, error)) outcome {
 	if a, _ := ctx.Value(attachKey{}).(*attachments); a != nil && a.id == id {
 		err := fmt.Errorf("idempotency: %s called again from inside its own operation: it would wait for itself", id)
-		return outcome{ev: Event{Outcome: OutcomeFailed, Err: err}}
+		return outcome{ev: Report{Outcome: OutcomeFailed, Err: err}}
 	}
 	if out, ok := g.fromCache(id, validation); ok {
 		return out
@@ -337,13 +240,13 @@ func (g *Guard) run(ctx context.Context, id, validation string, op func(context.
 	// strict run takes nothing over (and must not be taken over from here).
 	fk := id + "\x00" + validation
 	strictKey := fk + "\x00strict"
-	if g.cfg.Strict {
+	if strict {
 		fk = strictKey
 	}
 	for {
 		g.mu.Lock()
 		f, running := g.flights[fk]
-		if !running && !g.cfg.Strict {
+		if !running && !strict {
 			f, running = g.flights[strictKey]
 		}
 		if !running {
@@ -358,7 +261,7 @@ func (g *Guard) run(ctx context.Context, id, validation string, op func(context.
 			return f.out.shared()
 		case <-ctx.Done():
 			err := fmt.Errorf("idempotency: waiting for a call of the same key in this process: %w", context.Cause(ctx))
-			return outcome{ev: Event{Outcome: OutcomeFailed, Source: "shared", Err: err}}
+			return outcome{ev: Report{Outcome: OutcomeFailed, Source: "shared", Err: err}}
 		}
 	}
 	f := &flight{done: make(chan struct{})}
@@ -370,7 +273,7 @@ func (g *Guard) run(ctx context.Context, id, validation string, op func(context.
 		g.mu.Unlock()
 		close(f.done)
 	}()
-	f.out = g.claimAndRun(ctx, id, validation, op)
+	f.out = g.claimAndRun(ctx, id, validation, strict, op)
 	return f.out
 }
 
@@ -383,7 +286,7 @@ func ctxErr(err error) bool {
 // in progress or mismatched if the run found the key so (a double run that
 // found the winner still running is in progress for its waiters).
 func (out outcome) shared() outcome {
-	ev := Event{Outcome: OutcomeReplayed, Source: "shared", Err: out.ev.Err}
+	ev := Report{Outcome: OutcomeReplayed, Source: "shared", Err: out.ev.Err}
 	switch {
 	case out.ev.Err == nil:
 	case errors.Is(out.ev.Err, ErrInProgress):
@@ -411,9 +314,9 @@ func (g *Guard) fromCache(id, validation string) (outcome, bool) {
 		return outcome{}, false
 	}
 	if mismatch(rec, validation) {
-		return outcome{ev: Event{Outcome: OutcomeMismatch, Source: "cache", Err: &PayloadMismatchError{ID: id}}}, true
+		return outcome{ev: Report{Outcome: OutcomeMismatch, Source: "cache", Err: &PayloadMismatchError{ID: id}}}, true
 	}
-	return outcome{data: rec.Data, rec: rec, ev: Event{Outcome: OutcomeReplayed, Source: "cache"}}, true
+	return outcome{data: rec.Data, rec: rec, ev: Report{Outcome: OutcomeReplayed, Source: "cache"}}, true
 }
 
 func (g *Guard) remember(rec driver.Record) {
@@ -430,18 +333,18 @@ func mismatch(stored driver.Record, validation string) bool {
 // claimAndRun is the state machine of the package doc ("Records and the
 // state machine"): claim with one conditional write, run, complete fenced
 // by the lease owner token.
-func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(context.Context) (any, error)) (out outcome) {
+func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict bool, op func(context.Context) (any, error)) (out outcome) {
 	step, ran := "acquire", false // for a panicking Store
 	defer func() {
 		// A panicking Store must fail this call, not the process, and not
 		// the calls sharing it. The record is left as it is.
 		if v := recover(); v != nil {
 			err := &StoreError{Op: step, ID: id, Err: &PanicError{Value: v, Stack: debug.Stack()}}
-			out = outcome{ev: Event{Outcome: OutcomeFailed, Ran: ran, Err: err}}
+			out = outcome{ev: Report{Outcome: OutcomeFailed, Ran: ran, Err: err}}
 		}
 	}()
 	if err := ctx.Err(); err != nil {
-		return outcome{ev: Event{Outcome: OutcomeFailed, Err: fmt.Errorf("idempotency: not claimed: %w", context.Cause(ctx))}}
+		return outcome{ev: Report{Outcome: OutcomeFailed, Err: fmt.Errorf("idempotency: not claimed: %w", context.Cause(ctx))}}
 	}
 	claimed := time.Now() // the operation's timer counts from here, before the lease is computed
 	var (
@@ -451,18 +354,18 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 	)
 	for attempt := 1; ; attempt++ {
 		now = g.cfg.Now()
-		rec = g.claim(ctx, id, validation, now)
+		rec = g.claim(ctx, id, validation, strict, now)
 		var loaded bool
 		var err error
 		step = "acquire"
-		prev, loaded, err = g.acquire(ctx, rec, now)
+		prev, loaded, err = g.acquire(ctx, rec, strict, now)
 		if err != nil {
-			return outcome{ev: Event{Outcome: OutcomeFailed, Err: storeError("acquire", id, err)}}
+			return outcome{ev: Report{Outcome: OutcomeFailed, Err: storeError("acquire", id, err)}}
 		}
 		if !loaded {
 			break
 		}
-		if !g.quarantines(prev) || !lapsed(prev, validation, now) {
+		if !(strict || prev.Strict()) || !lapsed(prev, validation, now) {
 			return g.existing(prev, validation, false)
 		}
 		// A lapsed claim found in strict mode, or a lapsed strict claim, is
@@ -486,7 +389,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 	ran = true
 	if err != nil {
 		step = "release"
-		ev := Event{Outcome: OutcomeReleased, Ran: true, Err: err}
+		ev := Report{Outcome: OutcomeReleased, Ran: true, Err: err}
 		if rerr := g.release(ctx, id, rec.Owner); rerr != nil {
 			ev.Outcome, ev.Err = OutcomeFailed, errors.Join(err, rerr)
 		}
@@ -509,18 +412,18 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, op func(
 	stored, err := g.complete(ctx, rec)
 	if errors.Is(err, driver.ErrLeaseLost) {
 		step = "acquire"
-		return g.lost(ctx, rec, val, result, encErr)
+		return g.lost(ctx, rec, strict, val, result, encErr)
 	}
 	if err != nil {
-		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", id, err)}}
+		return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", id, err)}}
 	}
-	return g.completed(rec, stored, val, Event{Outcome: result, Ran: true, Err: encErr})
+	return g.completed(rec, stored, val, Report{Outcome: result, Ran: true, Err: encErr})
 }
 
 // completed is the outcome of a completion that stored stored as the
 // result. When the store kept less than the operation returned (a result too
 // large for it), every delivery, this one included, gets what it kept.
-func (g *Guard) completed(rec driver.Record, stored []byte, val any, ev Event) outcome {
+func (g *Guard) completed(rec driver.Record, stored []byte, val any, ev Report) outcome {
 	if !bytes.Equal(stored, rec.Data) {
 		val = nil
 	}
@@ -533,14 +436,14 @@ func (g *Guard) completed(rec driver.Record, stored []byte, val any, ev Event) o
 // outcome stands if it completed (or it still runs), and this call reports
 // the double run; if the record is free again, this call's result is
 // recorded under a new claim.
-func (g *Guard) lost(ctx context.Context, done driver.Record, val any, result Outcome, encErr error) outcome {
+func (g *Guard) lost(ctx context.Context, done driver.Record, strict bool, val any, result Outcome, encErr error) outcome {
 	ctx, cancel := writeContext(ctx)
 	defer cancel()
 	now := g.cfg.Now()
-	rec := g.claim(ctx, done.ID, done.Validation, now)
-	prev, loaded, err := g.acquire(ctx, rec, now)
+	rec := g.claim(ctx, done.ID, done.Validation, strict, now)
+	prev, loaded, err := g.acquire(ctx, rec, strict, now)
 	if err != nil {
-		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("acquire", done.ID, errors.Join(driver.ErrLeaseLost, err))}}
+		return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: storeError("acquire", done.ID, errors.Join(driver.ErrLeaseLost, err))}}
 	}
 	if loaded {
 		out := g.existing(prev, done.Validation, true)
@@ -552,26 +455,20 @@ func (g *Guard) lost(ctx context.Context, done driver.Record, val any, result Ou
 	rec.Status, rec.Data, rec.Attached, rec.ExpiresAt = driver.StatusCompleted, done.Data, done.Attached, done.ExpiresAt
 	stored, err := g.complete(ctx, rec)
 	if err != nil {
-		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", done.ID, err)}}
+		return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", done.ID, err)}}
 	}
-	return g.completed(rec, stored, val, Event{Outcome: result, Ran: true, Err: encErr})
+	return g.completed(rec, stored, val, Report{Outcome: result, Ran: true, Err: encErr})
 }
 
-// acquire is the store's Acquire: in strict mode without taking a lapsed
-// claim over.
-func (g *Guard) acquire(ctx context.Context, rec driver.Record, now time.Time) (driver.Record, bool, error) {
+// acquire is the store's Acquire: a strict call's without taking a lapsed
+// claim over. A claim refused by a lapsed claim quarantines it when the
+// call is strict or the claim is (whose record no claim takes over).
+func (g *Guard) acquire(ctx context.Context, rec driver.Record, strict bool, now time.Time) (driver.Record, bool, error) {
 	mode := driver.Takeover
-	if g.cfg.Strict {
+	if strict {
 		mode = driver.NoTakeover
 	}
 	return g.cfg.Store.Acquire(ctx, rec, now, mode)
-}
-
-// quarantines reports whether a claim refused by prev quarantines it when
-// its lease lapsed: in strict mode always; in default mode when prev is a
-// strict claim, whose record no claim takes over.
-func (g *Guard) quarantines(prev driver.Record) bool {
-	return g.cfg.Strict || prev.Strict()
 }
 
 // lapsed reports whether a claim that found prev must quarantine it (see
@@ -598,34 +495,34 @@ func (g *Guard) quarantine(ctx context.Context, prev driver.Record, validation s
 	switch {
 	case err == nil:
 		err := &QuarantinedError{ID: prev.ID, Since: got.Quarantined}
-		return outcome{rec: got, ev: Event{Outcome: OutcomeQuarantined, Err: err}}, false
+		return outcome{rec: got, ev: Report{Outcome: OutcomeQuarantined, Err: err}}, false
 	case !errors.Is(err, driver.ErrLeaseLost):
-		return outcome{ev: Event{Outcome: OutcomeFailed, Err: storeError("quarantine", prev.ID, err)}}, false
+		return outcome{ev: Report{Outcome: OutcomeFailed, Err: storeError("quarantine", prev.ID, err)}}, false
 	case got.ID != "" && (got.Status != driver.StatusInProgress || !got.Quarantined.IsZero() || mismatch(got, validation)):
 		return g.existing(got, validation, false), false
 	}
-	return outcome{ev: Event{Outcome: OutcomeFailed, Err: storeError("quarantine", prev.ID, err)}}, true
+	return outcome{ev: Report{Outcome: OutcomeFailed, Err: storeError("quarantine", prev.ID, err)}}, true
 }
 
 // existing is the outcome of finding a record that blocked the claim.
 func (g *Guard) existing(prev driver.Record, validation string, ran bool) outcome {
 	if mismatch(prev, validation) {
-		return outcome{ev: Event{Outcome: OutcomeMismatch, Ran: ran, Err: &PayloadMismatchError{ID: prev.ID}}}
+		return outcome{ev: Report{Outcome: OutcomeMismatch, Ran: ran, Err: &PayloadMismatchError{ID: prev.ID}}}
 	}
 	if prev.Status == driver.StatusInProgress && !prev.Quarantined.IsZero() {
 		err := &QuarantinedError{ID: prev.ID, Since: prev.Quarantined}
-		return outcome{rec: prev, ev: Event{Outcome: OutcomeQuarantined, Source: "store", Ran: ran, Err: err}}
+		return outcome{rec: prev, ev: Report{Outcome: OutcomeQuarantined, Source: "store", Ran: ran, Err: err}}
 	}
 	switch prev.Status {
 	case driver.StatusCompleted:
 		g.remember(prev)
-		return outcome{data: prev.Data, rec: prev, ev: Event{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
+		return outcome{data: prev.Data, rec: prev, ev: Report{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
 	case driver.StatusInProgress:
 		err := &InProgressError{ID: prev.ID, LeaseUntil: prev.LeaseEnd()}
-		return outcome{ev: Event{Outcome: OutcomeInProgress, Ran: ran, Err: err}}
+		return outcome{ev: Report{Outcome: OutcomeInProgress, Ran: ran, Err: err}}
 	default:
 		err := storeError("acquire", prev.ID, fmt.Errorf("record has unknown status %s", redact.String(string(prev.Status))))
-		return outcome{ev: Event{Outcome: OutcomeFailed, Ran: ran, Err: err}}
+		return outcome{ev: Report{Outcome: OutcomeFailed, Ran: ran, Err: err}}
 	}
 }
 
@@ -634,7 +531,7 @@ func (g *Guard) existing(prev driver.Record, validation string, ran bool) outcom
 // Config.Lease, plus Config.SkewMargin for clocks that disagree. In strict
 // mode the lease end is the record's StrictLease, and its LeaseUntil the
 // record's expiry, so that no reader of LeaseUntil takes the claim over.
-func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time) driver.Record {
+func (g *Guard) claim(ctx context.Context, id, validation string, strict bool, now time.Time) driver.Record {
 	lease := now.Add(g.cfg.Lease)
 	if d, ok := ctx.Deadline(); ok && d.After(now) {
 		lease = d
@@ -647,7 +544,7 @@ func (g *Guard) claim(ctx context.Context, id, validation string, now time.Time)
 		Validation: validation,
 		Owner:      rand.Text(),
 	}
-	if g.cfg.Strict {
+	if strict {
 		rec.StrictLease, rec.LeaseUntil = rec.LeaseUntil, rec.ExpiresAt
 	}
 	return rec
@@ -762,12 +659,12 @@ func storeError(op, id string, err error) error {
 
 // report logs ev at its outcome's level (Config.LogLevels) and passes it
 // to Config.OnOutcome.
-func (g *Guard) report(ctx context.Context, ev Event) {
+func (g *Guard) report(ctx context.Context, ev Report) {
 	if level := g.cfg.LogLevels[ev.Outcome]; level != LevelOff && g.cfg.Logger.Enabled(ctx, level) {
 		attrs := []slog.Attr{
 			slog.String("outcome", string(ev.Outcome)),
 			slog.String("record_id", ev.ID),
-			slog.String("message_id", ev.MessageID),
+			slog.String("input_id", ev.InputID),
 			slog.Bool("ran", ev.Ran),
 			slog.Duration("duration", ev.Duration),
 		}

@@ -70,7 +70,7 @@ type result struct {
 type fixture struct {
 	store  *faultStore
 	guard  *idempotency.Guard
-	events []idempotency.Event
+	events []idempotency.Report
 	mu     sync.Mutex
 	calls  atomic.Int32
 }
@@ -83,7 +83,7 @@ func newFixture(t *testing.T, mod func(*idempotency.Config)) *fixture {
 		Namespace: "test",
 		Now:       func() time.Time { return t0 },
 		Logger:    slog.New(slog.DiscardHandler),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) {
+		OnOutcome: func(_ context.Context, ev idempotency.Report) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.events = append(f.events, ev)
@@ -101,7 +101,7 @@ func newFixture(t *testing.T, mod func(*idempotency.Config)) *fixture {
 }
 
 // mustID is g's record id of k.
-func mustID(t testing.TB, g *idempotency.Guard, k idempotency.Key) string {
+func mustID(t testing.TB, g *idempotency.Guard, k idempotency.Selection) string {
 	t.Helper()
 	id, err := g.ID(k)
 	if err != nil {
@@ -110,7 +110,7 @@ func mustID(t testing.TB, g *idempotency.Guard, k idempotency.Key) string {
 	return id
 }
 
-func (f *fixture) lastEvent(t *testing.T) idempotency.Event {
+func (f *fixture) lastEvent(t *testing.T) idempotency.Report {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -126,7 +126,7 @@ func ctxWithDeadline(t *testing.T) context.Context {
 	return ctx
 }
 
-var key = idempotency.RawKey([]byte(`"doc-4471-v9"`))
+var key = idempotency.Raw([]byte(`"doc-4471-v9"`))
 
 func TestDoStateMachine(t *testing.T) {
 	ok := func(context.Context) (result, error) { return result{Summary: "fresh", Tokens: 7}, nil }
@@ -285,7 +285,7 @@ func TestDoStateMachine(t *testing.T) {
 			var got result
 			var err error
 			if tc.payload != "" {
-				got, err = idempotency.DoPayload(ctxWithDeadline(t), f.guard, key, idempotency.RawKey([]byte(tc.payload)), fn)
+				got, err = idempotency.Do(ctxWithDeadline(t), f.guard, key, fn, idempotency.WithPayload(idempotency.Raw([]byte(tc.payload))))
 			} else {
 				got, err = idempotency.Do(ctxWithDeadline(t), f.guard, key, fn)
 			}
@@ -575,8 +575,8 @@ func TestWrapRefusesNilConfiguration(t *testing.T) {
 	fn := func(context.Context, events.SQSMessage) (int, error) { return 0, nil }
 	for name, build := range map[string]func(){
 		"nil guard":    func() { idempotency.Wrap(nil, idempotency.BodyField("k"), fn) },
-		"nil key":      func() { idempotency.Wrap(g, nil, fn) },
-		"nil function": func() { idempotency.Wrap[int](g, idempotency.BodyField("k"), nil) },
+		"zero key":     func() { idempotency.Wrap(g, idempotency.Selector{}, fn) },
+		"nil function": func() { idempotency.Wrap[events.SQSMessage, int](g, idempotency.BodyField("k"), nil) },
 		"no fields":    func() { idempotency.BodySubset() },
 		"no key funcs": func() { idempotency.FirstOf() },
 		"empty field":  func() { idempotency.BodyField("") },
@@ -598,9 +598,9 @@ func (panickingStore) Complete(context.Context, driver.Record) ([]byte, error) {
 
 func TestPanickingStoreFailsTheCall(t *testing.T) {
 	store := panickingStore{&faultStore{Store: memstore.New()}}
-	var ev idempotency.Event
+	var ev idempotency.Report
 	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "p", Logger: slog.New(slog.DiscardHandler),
-		OnOutcome: func(_ context.Context, e idempotency.Event) { ev = e }})
+		OnOutcome: func(_ context.Context, e idempotency.Report) { ev = e }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -680,7 +680,7 @@ func TestUnknownStatusNotQuoted(t *testing.T) {
 		t.Fatal(err)
 	}
 	ran := false
-	_, err = idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("k")), func(context.Context) (int, error) {
+	_, err = idempotency.Do(context.Background(), g, idempotency.Raw([]byte("k")), func(context.Context) (int, error) {
 		ran = true
 		return 1, nil
 	})

@@ -70,7 +70,7 @@ func TestOperationEndsBeforeItsLease(t *testing.T) {
 			defer cancel()
 			var ends time.Time
 			before := time.Now()
-			_, err = idempotency.Do(ctx, g, idempotency.RawKey([]byte(`"k"`)), func(ctx context.Context) (int, error) {
+			_, err = idempotency.Do(ctx, g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (int, error) {
 				ends, _ = ctx.Deadline()
 				<-ctx.Done() // an operation that takes as long as it is given
 				return 1, nil

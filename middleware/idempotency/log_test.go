@@ -119,7 +119,7 @@ func TestFailureLoggedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyFn := idempotency.BodyField("k")
-	busy, _ := keyFn(events.SQSMessage{Body: `{"k":"busy"}`})
+	busy, _ := idempotency.Select(keyFn, events.SQSMessage{Body: `{"k":"busy"}`})
 	busyID, _ := g.ID(busy)
 	store.Put(driver.Record{ID: busyID, Status: driver.StatusInProgress,
 		ExpiresAt: time.Now().Add(time.Hour), LeaseUntil: time.Now().Add(time.Hour), Owner: "elsewhere"})
@@ -132,7 +132,7 @@ func TestFailureLoggedOnce(t *testing.T) {
 		}
 		return "ok", nil
 	}
-	h := batch.SQS(idempotency.WrapPayload(g, keyFn, idempotency.BodySubset("doc"), fn), batch.Options{Logger: logger, NoFullBatchError: true})
+	h := batch.SQS(idempotency.Wrap(g, keyFn, fn, idempotency.WithPayload(idempotency.BodySubset("doc"))), batch.Options{Logger: logger, NoFullBatchError: true})
 	msgs := []struct{ id, body, level, outcome string }{
 		{"fails", `{"k":"a","doc":"fail"}`, "ERROR", "released"},
 		{"panics", `{"k":"b","doc":"panic"}`, "ERROR", "released"},
@@ -157,7 +157,7 @@ func TestFailureLoggedOnce(t *testing.T) {
 
 	byID := map[string][]map[string]any{}
 	for _, l := range logs.lines(t) {
-		id, _ := l["message_id"].(string)
+		id, _ := l["input_id"].(string)
 		if id == "" {
 			id, _ = l["messageId"].(string)
 		}

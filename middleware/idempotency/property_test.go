@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/internal/jsonkey/jsongen"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
@@ -89,9 +90,9 @@ func selectionOf(format string) func(string) string {
 }
 
 // keyFuncID is the record id of the key fn takes from m.
-func keyFuncID(fn idempotency.KeyFunc) func(*propEnv, idempotency.Format, events.SQSMessage) (string, error) {
+func keyFuncID(fn idempotency.Selector) func(*propEnv, idempotency.Format, events.SQSMessage) (string, error) {
 	return func(e *propEnv, f idempotency.Format, m events.SQSMessage) (string, error) {
-		k, err := fn(m)
+		k, err := idempotency.Select(fn, m)
 		if err != nil {
 			return "", err
 		}
@@ -100,10 +101,10 @@ func keyFuncID(fn idempotency.KeyFunc) func(*propEnv, idempotency.Format, events
 }
 
 // wrapJSONID is the record id WrapJSON reports for m.
-func wrapJSONID[Req any](body idempotency.JSONBody[Req]) func(*propEnv, idempotency.Format, events.SQSMessage) (string, error) {
+func wrapJSONID[Req any](body jsonBody[Req]) func(*propEnv, idempotency.Format, events.SQSMessage) (string, error) {
 	return func(e *propEnv, f idempotency.Format, m events.SQSMessage) (string, error) {
 		e.lastID = ""
-		h := idempotency.WrapJSON(e.guards[f], body, func(context.Context, Req, events.SQSMessage) (int, error) { return 1, nil })
+		h := wrapJSON(e.guards[f], body, func(context.Context, Req, events.SQSMessage) (int, error) { return 1, nil })
 		if _, err := h(context.Background(), m); err != nil {
 			return "", err
 		}
@@ -120,16 +121,13 @@ type anyKeyReq struct {
 }
 
 // lossRefusal is a refusal of WrapJSON's lossless decoding: a number an
-// any cannot hold, or a BodyKey whose decoded value is not the field's in
-// a Powertools format (10.0 read as 10 for Python; an object whose keys
-// differ only in case, whose order a Go map loses, for TypeScript).
-func lossRefusal(f idempotency.Format, err error) bool {
+// any cannot hold.
+func lossRefusal(_ idempotency.Format, err error) bool {
 	var be *idempotency.BodyError
-	return errors.As(err, &be) && strings.Contains(err.Error(), "cannot hold the number exactly") ||
-		f != idempotency.FormatNative && strings.Contains(err.Error(), "not the value the request type gave")
+	return errors.As(err, &be) && strings.Contains(err.Error(), "cannot hold the number exactly")
 }
 
-// The values that are no key: a field's (BodyField, BodyKey), a subset's.
+// The values that are no key: a field's, a subset's.
 var fieldNoKey, subsetNoKey = []string{"null", `""`}, []string{"null"}
 
 var propertySources = []propSource{
@@ -152,30 +150,26 @@ var propertySources = []propSource{
 			return "body fields", `{"document_id":1,"version":9}`, v == "null" || v == `""`
 		},
 		id: keyFuncID(idempotency.FirstOf(idempotency.BodyField("idempotency_key"), idempotency.BodySubset("document_id", "version")))},
-	{name: "WrapJSON BodyKey of a json.RawMessage", selector: `body ["idempotency_key"]`,
+	{name: "WrapJSON BodyField, decoded into a json.RawMessage", selector: `body ["idempotency_key"]`,
 		message: bodyWith(`{"idempotency_key":%v}`), selection: selectionOf(`%v`),
-		id: wrapJSONID(idempotency.JSONBody[rawKeyReq]{KeyFunc: func(q rawKeyReq) (idempotency.Key, error) {
-			return idempotency.BodyKey(q.Key, "idempotency_key")
-		}}), noKey: fieldNoKey},
+		id: wrapJSONID(jsonBody[rawKeyReq]{Key: idempotency.BodyField("idempotency_key")}), noKey: fieldNoKey},
 	{name: "WrapJSON KeyOf of a json.RawMessage", selector: "order",
 		message: bodyWith(`{"idempotency_key":%v}`), selection: selectionOf(`%v`),
-		id: wrapJSONID(idempotency.JSONBody[rawKeyReq]{KeyFunc: func(q rawKeyReq) (idempotency.Key, error) {
-			return idempotency.KeyOf("order", q.Key)
+		id: wrapJSONID(jsonBody[rawKeyReq]{KeyFunc: func(q rawKeyReq) (idempotency.Selection, error) {
+			return idempotency.SelectionOf("order", q.Key)
 		}})},
-	{name: "WrapJSON BodyKey of an any", selector: `body ["idempotency_key"]`, exact: true, mayRefuse: lossRefusal,
+	{name: "WrapJSON BodyField, decoded into an any", selector: `body ["idempotency_key"]`, mayRefuse: lossRefusal,
 		message: bodyWith(`{"idempotency_key":%v}`), selection: selectionOf(`%v`),
-		id: wrapJSONID(idempotency.JSONBody[anyKeyReq]{KeyFunc: func(q anyKeyReq) (idempotency.Key, error) {
-			return idempotency.BodyKey(q.Key, "idempotency_key")
-		}}), noKey: fieldNoKey},
+		id: wrapJSONID(jsonBody[anyKeyReq]{Key: idempotency.BodyField("idempotency_key")}), noKey: fieldNoKey},
 	{name: "WrapJSON KeyOf of an any", selector: "order any", kind: selDoubles,
 		message: bodyWith(`{"idempotency_key":%v}`), selection: selectionOf(`%v`),
-		id: wrapJSONID(idempotency.JSONBody[anyKeyReq]{KeyFunc: func(q anyKeyReq) (idempotency.Key, error) {
-			return idempotency.KeyOf("order any", q.Key)
+		id: wrapJSONID(jsonBody[anyKeyReq]{KeyFunc: func(q anyKeyReq) (idempotency.Selection, error) {
+			return idempotency.SelectionOf("order any", q.Key)
 		}})},
 	{name: "raw material", kind: selRaw,
 		message: bodyWith(`%v`), selection: selectionOf(`%v`),
 		id: func(e *propEnv, f idempotency.Format, m events.SQSMessage) (string, error) {
-			return e.guards[f].ID(idempotency.RawKey([]byte(m.Body)))
+			return e.guards[f].ID(idempotency.Raw([]byte(m.Body)))
 		}},
 }
 
@@ -189,7 +183,7 @@ func newPropEnv(t *testing.T) *propEnv {
 	e := &propEnv{guards: map[idempotency.Format]*idempotency.Guard{}}
 	for _, f := range allFormats {
 		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "fn", Format: f,
-			Logger: slog.New(slog.DiscardHandler), OnOutcome: func(_ context.Context, ev idempotency.Event) { e.lastID = ev.ID }})
+			Logger: slog.New(slog.DiscardHandler), OnOutcome: func(_ context.Context, ev idempotency.Report) { e.lastID = ev.ID }})
 		if err != nil {
 			t.Fatal(err)
 		}

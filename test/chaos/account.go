@@ -103,7 +103,7 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 			continue
 		}
 		body := fmt.Sprintf(`{%q:%q}`, KeyField, s.Key)
-		key, err := keyFn(events.SQSMessage{Body: body})
+		key, err := idempotency.Select(keyFn, events.SQSMessage{Body: body})
 		if err != nil {
 			return nil, err
 		}

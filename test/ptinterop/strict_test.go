@@ -105,7 +105,7 @@ func TestStrictClaimSharedWithPowertools(t *testing.T) {
 	}
 	started, release := make(chan struct{}), make(chan struct{})
 	var runs atomic.Int32
-	op := idempotency.Wrap(g, jmespath.MustCompile(keyJMESPath).Select, func(context.Context, events.SQSMessage) (string, error) {
+	op := idempotency.Wrap(g, jmespath.MustCompile(keyJMESPath).Selector(), func(context.Context, events.SQSMessage) (string, error) {
 		runs.Add(1)
 		close(started)
 		<-release // outlives its context and its lease

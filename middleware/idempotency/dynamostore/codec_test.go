@@ -145,7 +145,7 @@ func TestDataFormatMismatch(t *testing.T) {
 	}
 	jsonStore.put(t, jsonStore.table, map[string]types.AttributeValue{"id": s(rawID(t, g, "k")), "status": s("COMPLETED"),
 		"expiration": n(time.Now().Add(time.Hour).Unix()), "data": num("123")})
-	_, err = idempotency.Do(ctx, g, idempotency.RawKey([]byte("k")), func(context.Context) (string, error) {
+	_, err = idempotency.Do(ctx, g, idempotency.Raw([]byte("k")), func(context.Context) (string, error) {
 		t.Error("the operation ran for a record the store could not read")
 		return "", nil
 	})

@@ -233,7 +233,7 @@ func TestGuardFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ran := false
-	_, err = idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("k")), func(context.Context) (int, error) { ran = true; return 1, nil })
+	_, err = idempotency.Do(context.Background(), g, idempotency.Raw([]byte("k")), func(context.Context) (int, error) { ran = true; return 1, nil })
 	var se *idempotency.StoreError
 	if ran || !errors.As(err, &se) {
 		t.Fatalf("Do with a throttled store: ran=%v err=%v; want not run, *StoreError", ran, err)

@@ -47,7 +47,7 @@ func TestConformance(t *testing.T) {
 // rawID is g's record id of the raw key material.
 func rawID(t testing.TB, g *idempotency.Guard, material string) string {
 	t.Helper()
-	id, err := g.ID(idempotency.RawKey([]byte(material)))
+	id, err := g.ID(idempotency.Raw([]byte(material)))
 	if err != nil {
 		t.Fatal(err)
 	}

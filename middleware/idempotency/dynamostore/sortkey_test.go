@@ -248,7 +248,7 @@ func TestSortKeyPowertoolsRecord(t *testing.T) {
 		"in_progress_expiration": n(time.Now().UnixMilli()),
 		"data":                   &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"order": s("o-7")}},
 	})
-	got, err := idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("order-7")), func(context.Context) (map[string]string, error) {
+	got, err := idempotency.Do(context.Background(), g, idempotency.Raw([]byte("order-7")), func(context.Context) (map[string]string, error) {
 		t.Error("the operation ran for a key Powertools completed")
 		return nil, nil
 	})
@@ -277,7 +277,7 @@ func TestSortKeyTwoWorkersRace(t *testing.T) {
 	var runs [keys]atomic.Int32
 	var replayed, inProgress atomic.Int32
 	for k := range keys {
-		key := idempotency.RawKey(fmt.Appendf(nil, "order-%d", k))
+		key := idempotency.Raw(fmt.Appendf(nil, "order-%d", k))
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for w := range guards {

@@ -196,17 +196,17 @@ func testGuardRoundTrips(t *testing.T, e env) {
 		runs.Store(0)
 	}
 
-	if _, err := idempotency.Do(ctx, cached, idempotency.RawKey([]byte("k1")), op); err != nil {
+	if _, err := idempotency.Do(ctx, cached, idempotency.Raw([]byte("k1")), op); err != nil {
 		t.Fatal(err)
 	}
 	check("first delivery", map[string]int{"PutItem": 1, "UpdateItem": 1}, 1)
 
-	if v, err := idempotency.Do(ctx, plain, idempotency.RawKey([]byte("k1")), op); err != nil || v != "summary" {
+	if v, err := idempotency.Do(ctx, plain, idempotency.Raw([]byte("k1")), op); err != nil || v != "summary" {
 		t.Fatalf("replay = %q, %v", v, err)
 	}
 	check("replay", map[string]int{"PutItem": 1}, 0)
 
-	if v, err := idempotency.Do(ctx, cached, idempotency.RawKey([]byte("k1")), op); err != nil || v != "summary" {
+	if v, err := idempotency.Do(ctx, cached, idempotency.Raw([]byte("k1")), op); err != nil || v != "summary" {
 		t.Fatalf("cached replay = %q, %v", v, err)
 	}
 	check("replay from the guard's cache", map[string]int{}, 0)
@@ -224,9 +224,9 @@ func testGuardRoundTrips(t *testing.T, e env) {
 	var wg sync.WaitGroup
 	results := make([]string, 2)
 	errs := make([]error, 2)
-	wg.Go(func() { results[0], errs[0] = idempotency.Do(ctx, plain, idempotency.RawKey([]byte("k2")), slow) })
+	wg.Go(func() { results[0], errs[0] = idempotency.Do(ctx, plain, idempotency.Raw([]byte("k2")), slow) })
 	<-started
-	wg.Go(func() { results[1], errs[1] = idempotency.Do(ctx, plain, idempotency.RawKey([]byte("k2")), slow) })
+	wg.Go(func() { results[1], errs[1] = idempotency.Do(ctx, plain, idempotency.Raw([]byte("k2")), slow) })
 	poll.Goroutines(t, 2, guardRun) // both calls inside the guard: the run and its waiter
 	close(release)
 	wg.Wait()
@@ -237,7 +237,7 @@ func testGuardRoundTrips(t *testing.T, e env) {
 	}
 	check("two deliveries of one key in one batch", map[string]int{"PutItem": 1, "UpdateItem": 1}, 1)
 
-	_, err := idempotency.Do(ctx, plain, idempotency.RawKey([]byte("k3")), func(ctx context.Context) (string, error) {
+	_, err := idempotency.Do(ctx, plain, idempotency.Raw([]byte("k3")), func(ctx context.Context) (string, error) {
 		runs.Add(1)
 		return "summary", dynamostore.Attach(ctx, summaryPut(summaries, "doc-3", 1))
 	})
@@ -404,7 +404,7 @@ func TestPowertoolsReplayThroughGuard(t *testing.T) {
 		Summary string `json:"summary"`
 		Tokens  int    `json:"tokens"`
 	}
-	got, err := idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("doc-7")), func(context.Context) (result, error) {
+	got, err := idempotency.Do(context.Background(), g, idempotency.Raw([]byte("doc-7")), func(context.Context) (result, error) {
 		t.Error("the operation ran for a key Powertools completed")
 		return result{}, nil
 	})
@@ -531,7 +531,7 @@ func TestTransactions(t *testing.T) {
 			return "summary", dynamostore.Attach(ctx, summaryPut(summaries, "doc-9", 1))
 		}
 		for range 2 {
-			if v, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte("doc-9")), op); err != nil || v != "summary" {
+			if v, err := idempotency.Do(ctx, g, idempotency.Raw([]byte("doc-9")), op); err != nil || v != "summary" {
 				t.Fatalf("Do = %q, %v", v, err)
 			}
 		}

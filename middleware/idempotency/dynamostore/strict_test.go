@@ -45,7 +45,7 @@ func TestStrictItems(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				k := idempotency.RawKey([]byte(`"pay-1"`))
+				k := idempotency.Raw([]byte(`"pay-1"`))
 				id := rawID(t, g, `"pay-1"`)
 				dead := driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: now.Add(time.Hour),
 					LeaseUntil: now.Add(-time.Minute), Owner: "dead-worker"}

@@ -322,7 +322,7 @@ func TestAttachThroughGuard(t *testing.T) {
 		return "summary", pgstore.Attach(ctx, summary(id, "summary"))
 	}
 	for i := range 2 {
-		if v, err := idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("doc-1")), op); err != nil || v != "summary" {
+		if v, err := idempotency.Do(context.Background(), g, idempotency.Raw([]byte("doc-1")), op); err != nil || v != "summary" {
 			t.Fatalf("delivery %d: %q, %v", i+1, v, err)
 		}
 	}

@@ -87,7 +87,7 @@ func TestSchemaAddsStrictLease(t *testing.T) {
 	}
 	ran := 0
 	op := func(context.Context) (int, error) { ran++; return 1, nil }
-	key := idempotency.RawKey([]byte(`"k"`))
+	key := idempotency.Raw([]byte(`"k"`))
 	if _, err := idempotency.Do(ctx, g, key, op); !errors.As(err, &se) || ran != 0 {
 		t.Fatalf("strict call on a table without the column: %v, ran %d; want a *StoreError, not run", err, ran)
 	}
@@ -192,7 +192,7 @@ func TestOlderClaimOverStrictRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := idempotency.RawKey([]byte(`"k"`))
+	key := idempotency.Raw([]byte(`"k"`))
 	id, err := g.ID(key)
 	if err != nil {
 		t.Fatal(err)
@@ -222,12 +222,8 @@ func TestOlderClaimOverStrictRecord(t *testing.T) {
 	if _, err := s.Quarantine(ctx, got, now); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Errorf("Quarantine of the older release's live claim: %v, want ErrLeaseLost", err)
 	}
-	strict, err := g.Strict()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, gg := range []*idempotency.Guard{g, strict} {
-		_, err := idempotency.Do(ctx, gg, key, func(context.Context) (int, error) { t.Error("ran"); return 0, nil })
+	for _, opts := range [][]idempotency.Option{nil, {idempotency.Strict()}} {
+		_, err := idempotency.Do(ctx, g, key, func(context.Context) (int, error) { t.Error("ran"); return 0, nil }, opts...)
 		if !errors.Is(err, idempotency.ErrInProgress) {
 			t.Errorf("call on the older release's live claim: %v, want ErrInProgress", err)
 		}

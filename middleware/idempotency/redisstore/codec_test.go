@@ -90,7 +90,7 @@ func TestLargeResult(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			logs.Reset()
 			var runs atomic.Int32
-			key := idempotency.RawKey([]byte(tc.name))
+			key := idempotency.Raw([]byte(tc.name))
 			op := func(context.Context) (json.RawMessage, error) { runs.Add(1); return json.RawMessage(tc.result), nil }
 			for i := range 2 {
 				got, err := idempotency.Do(ctx, g, key, op)
@@ -272,7 +272,7 @@ func TestPowertoolsRecordNotRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := idempotency.RawKey([]byte("order-1"))
+	key := idempotency.Raw([]byte("order-1"))
 	id, err := g.ID(key)
 	if err != nil {
 		t.Fatal(err)

@@ -200,19 +200,19 @@ func TestGuardRoundTrips(t *testing.T) {
 	var runs atomic.Int32
 	op := func(context.Context) (string, error) { runs.Add(1); return "summary", nil }
 	// Load the scripts.
-	if _, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte("warm")), op); err != nil {
+	if _, err := idempotency.Do(ctx, g, idempotency.Raw([]byte("warm")), op); err != nil {
 		t.Fatal(err)
 	}
 	calls.take()
 	runs.Store(0)
 
-	if _, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte("k1")), op); err != nil {
+	if _, err := idempotency.Do(ctx, g, idempotency.Raw([]byte("k1")), op); err != nil {
 		t.Fatal(err)
 	}
 	if got := calls.take(); !maps.Equal(got, map[string]int{"evalsha": 2}) || runs.Load() != 1 {
 		t.Errorf("first delivery: %v, %d runs; want 2 evalsha, 1 run", got, runs.Load())
 	}
-	if v, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte("k1")), op); err != nil || v != "summary" {
+	if v, err := idempotency.Do(ctx, g, idempotency.Raw([]byte("k1")), op); err != nil || v != "summary" {
 		t.Fatalf("replay = %q, %v", v, err)
 	}
 	if got := calls.take(); !maps.Equal(got, map[string]int{"evalsha": 1}) || runs.Load() != 1 {
@@ -336,7 +336,7 @@ func TestAttachRefusedThroughGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	var attachErr error
-	_, err = idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("k")), func(ctx context.Context) (string, error) {
+	_, err = idempotency.Do(context.Background(), g, idempotency.Raw([]byte("k")), func(ctx context.Context) (string, error) {
 		attachErr = idempotency.Attach(ctx, "write")
 		return "", attachErr
 	})

@@ -209,7 +209,7 @@ func strictCall(store driver.Store, ns, material string, strict bool, started fu
 		role = "strict"
 	}
 	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: ns, Strict: strict,
-		OnOutcome: func(_ context.Context, ev idempotency.Event) { res.Outcome = string(ev.Outcome) }})
+		OnOutcome: func(_ context.Context, ev idempotency.Report) { res.Outcome = string(ev.Outcome) }})
 	if err != nil {
 		res.Err = err.Error()
 		return res
@@ -217,7 +217,7 @@ func strictCall(store driver.Store, ns, material string, strict bool, started fu
 	ctx, cancel := context.WithTimeout(context.Background(), lambdaTimeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	v, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte(material)), func(context.Context) (string, error) {
+	v, err := idempotency.Do(ctx, g, idempotency.Raw([]byte(material)), func(context.Context) (string, error) {
 		res.Ran = true
 		if started != nil {
 			started(deadline)
@@ -327,7 +327,7 @@ func OlderReleaseKeepsOff(t *testing.T, store driver.Store, claim func(t *testin
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, err := g.ID(idempotency.RawKey([]byte(material)))
+		id, err := g.ID(idempotency.Raw([]byte(material)))
 		if err != nil {
 			t.Fatal(err)
 		}

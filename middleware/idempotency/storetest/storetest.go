@@ -502,7 +502,7 @@ func testSkewedClocks(t *testing.T, s driver.Store) {
 			}
 			holder := guard(base)
 			ahead := guard(deadline.Add(-time.Second).Add(2 * time.Second))
-			k := idempotency.RawKey([]byte(`"skewed"`))
+			k := idempotency.Raw([]byte(`"skewed"`))
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			defer cancel()
 
