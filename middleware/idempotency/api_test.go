@@ -77,7 +77,7 @@ func TestResultMarshalPanic(t *testing.T) {
 	f := newFixture(t, nil)
 	runs := 0
 	_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (panicky, error) { runs++; return panicky{}, nil })
-	pe, ok := errors.AsType[*idempotency.PanicError](err)
+	pe, ok := errors.AsType[*batch.PanicError](err)
 	if !ok || pe.Value != "MarshalJSON bug" || len(pe.Stack) == 0 {
 		t.Fatalf("err = %v, want a *PanicError with the panic value and a stack", err)
 	}
@@ -135,7 +135,7 @@ func TestDocumentedErrorsReachable(t *testing.T) {
 		"*PanicError": {func() error {
 			_, err := idempotency.Do(ctx, f.guard, idempotency.Raw([]byte(`"p"`)), func(context.Context) (int, error) { panic("boom") })
 			return err
-		}, func(err error) bool { _, ok := errors.AsType[*idempotency.PanicError](err); return ok }},
+		}, func(err error) bool { _, ok := errors.AsType[*batch.PanicError](err); return ok }},
 		"*StoreError": {func() error {
 			f := newFixture(t, nil)
 			f.store.acquireErr = errors.New("down")

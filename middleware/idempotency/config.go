@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,7 +72,7 @@ type Config struct {
 
 	// CompleteAttempts bounds the tries of a Complete that fails with an
 	// error that may pass: not one that wraps [driver.ErrLeaseLost],
-	// [driver.ErrAttachUnsupported], [context.Canceled] or a [PermanentError]
+	// [driver.ErrAttachUnsupported], [context.Canceled] or a [batch.PermanentError]
 	// reporting true, which are not retried. Tries also stop at the context's
 	// deadline. Default 3.
 	CompleteAttempts int
@@ -189,51 +190,16 @@ type Report struct {
 	Err      error         // the error returned to the caller, if any
 }
 
-func (c *Config) validate() error {
-	var errs []error
-	if c.Store == nil {
-		errs = append(errs, errors.New("idempotency: Config.Store is required"))
-	}
-	if c.Namespace == "" {
-		errs = append(errs, errors.New("idempotency: Config.Namespace is required"))
-	}
-	if strings.Contains(c.Namespace, "#") {
-		errs = append(errs, fmt.Errorf("idempotency: Config.Namespace %q holds a \"#\", which ends the namespace in a record id: "+
-			"its ids would read as those of the namespace before it", c.Namespace))
-	}
-	if c.ExpiresAfter < 0 {
-		errs = append(errs, fmt.Errorf("idempotency: Config.ExpiresAfter %v is negative", c.ExpiresAfter))
-	}
+// withDefaults is c with the default of every zero optional field.
+func (c Config) withDefaults() Config {
 	if c.ExpiresAfter == 0 {
 		c.ExpiresAfter = DefaultExpiresAfter
-	}
-	if c.ExpiresAfter < c.MinExpiry {
-		errs = append(errs, fmt.Errorf("idempotency: Config.ExpiresAfter %v is shorter than the queue's window %v: "+
-			"a late redelivery would find no record and run the operation again", c.ExpiresAfter, c.MinExpiry))
-	}
-	if c.Lease < 0 {
-		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is negative", c.Lease))
 	}
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
 	}
-	if c.Lease > c.ExpiresAfter {
-		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is longer than Config.ExpiresAfter %v", c.Lease, c.ExpiresAfter))
-	}
-	if c.SkewMargin < 0 {
-		errs = append(errs, fmt.Errorf("idempotency: Config.SkewMargin %v is negative", c.SkewMargin))
-	}
 	if c.SkewMargin == 0 {
 		c.SkewMargin = DefaultSkewMargin
-	}
-	if c.CacheBytes < 0 {
-		errs = append(errs, fmt.Errorf("idempotency: Config.CacheBytes %d is negative", c.CacheBytes))
-	}
-	if !c.Format.valid() {
-		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Format %d", int(c.Format)))
-	}
-	if c.CompleteAttempts < 0 {
-		errs = append(errs, fmt.Errorf("idempotency: Config.CompleteAttempts %d is negative", c.CompleteAttempts))
 	}
 	if c.CompleteAttempts == 0 {
 		c.CompleteAttempts = 3
@@ -249,12 +215,53 @@ func (c *Config) validate() error {
 		levels[o] = DefaultLogLevel(o)
 	}
 	for o, l := range c.LogLevels {
-		if _, ok := levels[o]; !ok {
-			errs = append(errs, fmt.Errorf("idempotency: Config.LogLevels names an unknown outcome %q", o))
-		}
 		levels[o] = l
 	}
 	c.LogLevels = levels // a copy: the caller's map may change later
+	return c
+}
+
+// validate reports every problem of c, a Config with its defaults filled.
+func (c Config) validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("idempotency: Config.Store is required"))
+	}
+	if c.Namespace == "" {
+		errs = append(errs, errors.New("idempotency: Config.Namespace is required"))
+	}
+	if strings.Contains(c.Namespace, "#") {
+		errs = append(errs, fmt.Errorf("idempotency: Config.Namespace %q holds a \"#\", which ends the namespace in a record id: "+
+			"its ids would read as those of the namespace before it", c.Namespace))
+	}
+	if c.ExpiresAfter < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.ExpiresAfter %v is negative", c.ExpiresAfter))
+	} else if c.ExpiresAfter < c.MinExpiry {
+		errs = append(errs, fmt.Errorf("idempotency: Config.ExpiresAfter %v is shorter than the queue's window %v: "+
+			"a late redelivery would find no record and run the operation again", c.ExpiresAfter, c.MinExpiry))
+	}
+	if c.Lease < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is negative", c.Lease))
+	} else if c.ExpiresAfter > 0 && c.Lease > c.ExpiresAfter {
+		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is longer than Config.ExpiresAfter %v", c.Lease, c.ExpiresAfter))
+	}
+	if c.SkewMargin < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.SkewMargin %v is negative", c.SkewMargin))
+	}
+	if c.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.CacheBytes %d is negative", c.CacheBytes))
+	}
+	if !c.Format.valid() {
+		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Format %d", int(c.Format)))
+	}
+	if c.CompleteAttempts < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.CompleteAttempts %d is negative", c.CompleteAttempts))
+	}
+	for o := range c.LogLevels {
+		if !slices.Contains(outcomes, o) {
+			errs = append(errs, fmt.Errorf("idempotency: Config.LogLevels names an unknown outcome %q", o))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -154,7 +154,7 @@
 //     before the lease (a tenth of it, at most a second), so that its result
 //     can be stored in time. If it fails or panics, the claim is released
 //     ([driver.Store.Release], fenced by the owner token) so a retry can run it; a
-//     panic becomes a [*PanicError].
+//     panic becomes a [*batch.PanicError].
 //  4. The result is stored ([driver.Store.Complete]), only if this worker still owns
 //     the lease. A worker whose lease was taken over never overwrites the new
 //     owner: it claims the key again, and returns the winner's result if the
@@ -231,7 +231,7 @@
 //     quarantined (strict mode); nothing ran.
 //   - [*StoreError]: the store failed; the operation did not run (Op
 //     "acquire" on the claim) or its outcome was not recorded (see [StoreError]).
-//   - [*PanicError]: the operation, or its result's MarshalJSON, panicked.
+//   - [*batch.PanicError]: the operation, or its result's MarshalJSON, panicked.
 //   - an encoding/json error: the result could not be encoded (the record
 //     was completed without it), or the stored result does not decode into
 //     the result type.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
 )
 
 // prefix begins every error message of the package, once: an error of the
@@ -85,8 +87,8 @@ func (e *InProgressError) RetryAt() time.Time { return e.LeaseUntil }
 // QuarantinedError is the error of a call whose key's record is
 // quarantined (see [Config.Strict]): nothing ran, and retrying does not
 // help until an operator acts. [errors.Is](err, [ErrQuarantined]) is true
-// for it, and it is a [PermanentError] that reports true, so that package
-// batch can move its message to the dead-letter queue at once.
+// for it, and it is a [batch.PermanentError] that reports true, so that
+// package batch can move its message to the dead-letter queue at once.
 type QuarantinedError struct {
 	ID    string    // the record id
 	Since time.Time // when the record was quarantined
@@ -136,19 +138,6 @@ func (e *StoreError) Error() string {
 
 func (e *StoreError) Unwrap() error { return e.Err }
 
-// PermanentError is an error that tells whether trying again can help: the
-// guard does not retry a [driver.Store.Complete] whose error wraps one reporting
-// true (an attached write's own condition failed, say; see
-// [Config.CompleteAttempts]). Stores implement it on
-// their error types. It is package batch's PermanentError too: a message
-// whose record failed with such an error cannot succeed on a new delivery,
-// and [*BodyError], [*KeyError], [*PayloadMismatchError] and
-// [*QuarantinedError] report true.
-type PermanentError interface {
-	error
-	Permanent() bool
-}
-
 // KeyError reports that the idempotency key, or the payload to validate,
 // could not be taken from an input: nothing was claimed.
 type KeyError struct {
@@ -166,24 +155,14 @@ func (e *KeyError) Error() string {
 
 func (e *KeyError) Unwrap() error { return e.Err }
 
-// PanicError is returned in place of a panic: in the wrapped operation (the
-// claim is released, as for any failed operation), in the MarshalJSON of
-// its result (the record is completed without a result, as for any result
-// that cannot be encoded), or in the Store (wrapped in a [*StoreError]).
-type PanicError struct {
-	Value any    // the value passed to panic
-	Stack []byte // the panicking goroutine's stack
-}
-
-func (e *PanicError) Error() string {
-	if err, ok := e.Value.(error); ok {
-		return "idempotency: operation panicked: " + detail(err)
-	}
-	return fmt.Sprintf("idempotency: operation panicked: %v", e.Value)
-}
-
-// Unwrap returns the panic value if it is an error.
-func (e *PanicError) Unwrap() error {
-	err, _ := e.Value.(error)
-	return err
-}
+// The contracts with package batch: renaming a method breaks this build
+// rather than silently turning single logging, pacing or dead-lettering
+// off.
+var (
+	_ batch.LoggedError    = (*reported)(nil)
+	_ batch.RetryAtError   = (*InProgressError)(nil)
+	_ batch.PermanentError = (*BodyError)(nil)
+	_ batch.PermanentError = (*KeyError)(nil)
+	_ batch.PermanentError = (*PayloadMismatchError)(nil)
+	_ batch.PermanentError = (*QuarantinedError)(nil)
+)

@@ -70,7 +70,7 @@ func TestErrorMessagesReadOnce(t *testing.T) {
 		{"panic with an error of the package", func() error {
 			_, err := idempotency.Do(t.Context(), g, idempotency.Raw([]byte(`"p"`)), func(context.Context) (int, error) { panic(idempotency.ErrNotClaimed) })
 			return err
-		}, `idempotency: operation panicked: not inside a claimed operation`},
+		}, `batch: panic: idempotency: not inside a claimed operation`},
 		{"store error wrapping a sentinel", func() error {
 			return &idempotency.StoreError{Op: "complete", ID: "ns#1", Err: driver.ErrLeaseLost}
 		}, `idempotency: store complete ns#1: lease lost`},

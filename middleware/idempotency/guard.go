@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/internal/redact"
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
@@ -47,9 +48,10 @@ type flight struct {
 	out  outcome
 }
 
-// New validates cfg, fills in its defaults and returns a Guard. It reports
-// every problem of the configuration at once.
+// New fills in cfg's defaults, validates it and returns a Guard. It
+// reports every problem of the configuration at once.
 func New(cfg Config) (*Guard, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -339,7 +341,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 		// A panicking Store must fail this call, not the process, and not
 		// the calls sharing it. The record is left as it is.
 		if v := recover(); v != nil {
-			err := &StoreError{Op: step, ID: id, Err: &PanicError{Value: v, Stack: debug.Stack()}}
+			err := &StoreError{Op: step, ID: id, Err: &batch.PanicError{Value: v, Stack: debug.Stack()}}
 			out = outcome{ev: Report{Outcome: OutcomeFailed, Ran: ran, Err: err}}
 		}
 	}()
@@ -401,7 +403,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 		// The operation ran; never run it again for want of a result. The
 		// record completes without one and this delivery fails.
 		data, val = nil, nil
-		if _, ok := encErr.(*PanicError); !ok {
+		if _, ok := encErr.(*batch.PanicError); !ok {
 			encErr = fmt.Errorf("idempotency: encode result of %s: %w", id, encErr)
 		}
 		result = OutcomeFailed
@@ -594,7 +596,7 @@ func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // retryable reports whether a failed Complete may succeed if tried again.
 func retryable(err error) bool {
-	if p, ok := errors.AsType[PermanentError](err); ok && p.Permanent() {
+	if p, ok := errors.AsType[batch.PermanentError](err); ok && p.Permanent() {
 		return false
 	}
 	return !errors.Is(err, driver.ErrLeaseLost) && !errors.Is(err, driver.ErrAttachUnsupported) &&
@@ -629,21 +631,21 @@ func (g *Guard) opContext(ctx context.Context, claimed, now time.Time) (context.
 }
 
 // encode is the JSON encoding of val, with a panic in a MarshalJSON method
-// turned into a *PanicError.
+// turned into a *batch.PanicError.
 func encode(val any) (data []byte, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
+			err = &batch.PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	return json.Marshal(val)
 }
 
-// callOp runs op, turning a panic into a *PanicError.
+// callOp runs op, turning a panic into a *batch.PanicError.
 func callOp(ctx context.Context, op func(context.Context) (any, error)) (val any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
+			err = &batch.PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	return op(ctx)
@@ -673,7 +675,7 @@ func (g *Guard) report(ctx context.Context, ev Report) {
 		}
 		if ev.Err != nil {
 			attrs = append(attrs, slog.String("error", ev.Err.Error()))
-			if pe, ok := errors.AsType[*PanicError](ev.Err); ok {
+			if pe, ok := errors.AsType[*batch.PanicError](ev.Err); ok {
 				attrs = append(attrs, slog.String("stack", string(pe.Stack)))
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/poll"
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -160,7 +161,7 @@ func TestDoStateMachine(t *testing.T) {
 		{
 			name:    "operation panics: released, PanicError",
 			fn:      func(context.Context) (result, error) { panic("boom") },
-			wantErr: &idempotency.PanicError{}, wantRan: true, outcome: idempotency.OutcomeReleased,
+			wantErr: &batch.PanicError{}, wantRan: true, outcome: idempotency.OutcomeReleased,
 			acquires: 1,
 		},
 		{
@@ -322,7 +323,7 @@ func checkErr(t *testing.T, err, want error) {
 		if !errors.As(err, &w) {
 			t.Fatalf("err = %v (%T), want a *StoreError", err, err)
 		}
-	case *idempotency.PanicError:
+	case *batch.PanicError:
 		if !errors.As(err, &w) || w.Value != "boom" || len(w.Stack) == 0 {
 			t.Fatalf("err = %v (%T), want a *PanicError with value and stack", err, err)
 		}
@@ -437,7 +438,7 @@ type permanentErr struct{}
 func (permanentErr) Error() string   { return "attached write's condition failed" }
 func (permanentErr) Permanent() bool { return true }
 
-var _ idempotency.PermanentError = permanentErr{}
+var _ batch.PermanentError = permanentErr{}
 
 func TestCompleteNotRetriedWhenPermanent(t *testing.T) {
 	f := newFixture(t, nil)
@@ -606,7 +607,7 @@ func TestPanickingStoreFailsTheCall(t *testing.T) {
 	}
 	_, err = idempotency.Do(ctxWithDeadline(t), g, key, func(context.Context) (int, error) { return 1, nil })
 	var se *idempotency.StoreError
-	var pe *idempotency.PanicError
+	var pe *batch.PanicError
 	if !errors.As(err, &se) || se.Op != "complete" || !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want a *StoreError{Op: complete} wrapping a *PanicError", err)
 	}

@@ -78,7 +78,7 @@ func TestStrictQuarantines(t *testing.T) {
 	if qe.ID != id || !qe.Since.Equal(now) {
 		t.Errorf("QuarantinedError = %+v, want ID %s, Since %v", qe, id, now)
 	}
-	var pe idempotency.PermanentError
+	var pe batch.PermanentError
 	if !errors.As(err, &pe) || !pe.Permanent() {
 		t.Errorf("the quarantine error is not permanent: %v", err)
 	}

@@ -137,8 +137,12 @@ func TestWrapRefusesAtConstruction(t *testing.T) {
 			idempotency.Wrap(g, idempotency.BodyField("k"), sqs, idempotency.WithInputID(func(events.KinesisEventRecord) string { return "" }))
 		}},
 		{"WrapJSON's options", "WrapJSON's", func() { idempotency.Wrap(g, idempotency.BodyField("k"), sqs, idempotency.DisallowUnknownFields()) }},
-		{"a payload Selection", "Do's", func() { idempotency.Wrap(g, idempotency.BodyField("k"), sqs, idempotency.WithPayload(idempotency.Raw([]byte(`1`)))) }},
-		{"an option twice", "twice", func() { idempotency.Wrap(g, idempotency.BodyField("k"), sqs, idempotency.Strict(), idempotency.Strict()) }},
+		{"a payload Selection", "Do's", func() {
+			idempotency.Wrap(g, idempotency.BodyField("k"), sqs, idempotency.WithPayload(idempotency.Raw([]byte(`1`))))
+		}},
+		{"an option twice", "twice", func() {
+			idempotency.Wrap(g, idempotency.BodyField("k"), sqs, idempotency.Strict(), idempotency.Strict())
+		}},
 		{"a zero option", "zero Option", func() { idempotency.Wrap(g, idempotency.BodyField("k"), sqs, idempotency.Option{}) }},
 		{"WrapJSON: a SelectorFunc of neither the message nor the request", "takes events.KinesisEventRecord", func() { idempotency.WrapJSON(g, kinesisKey, typed) }},
 		{"WrapJSON: a check of another request type", "WithCheck", func() {
