@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -99,75 +97,62 @@ type Config struct {
 	Now func() time.Time
 
 	// Logger receives at most one line per call, its outcome's, at the
-	// level LogLevels gives it. Default [slog.Default].
+	// outcome's level (see [Outcome]); a slog handler filters the lines.
+	// Default [slog.Default].
 	Logger *slog.Logger
-
-	// LogLevels overrides the level at which an outcome is logged; an
-	// outcome left out keeps its default (see [DefaultLogLevel]), and
-	// [LevelOff] turns its line off. Nil keeps every default.
-	LogLevels map[Outcome]slog.Level
 
 	// OnOutcome, if set, is called once per outcome, after the log line
 	// (for metrics). It must be safe for concurrent use.
 	OnOutcome func(context.Context, Report)
 }
 
-// Outcome names what the guard did with one call.
+// Outcome names what the guard did with one call. Each call has one,
+// passed to Config.OnOutcome in a [Report] and logged in one line (outcome,
+// record_id, input_id, ran, duration, source, error, and a panic's stack)
+// at its level: success below INFO, duplicates and keys in progress
+// visible, failures and double runs at ERROR. A slog handler filters the
+// lines, by level ([slog.HandlerOptions].Level) or by attribute.
 type Outcome string
 
-// The outcomes of a call. Each call has one, logged at most once (see
-// [DefaultLogLevel]) and passed to Config.OnOutcome.
+// The outcomes, with the level of each.
 const (
-	// OutcomeClaimed: the key was free, the operation ran and its result was stored.
+	// OutcomeClaimed (DEBUG): the key was free, the operation ran and its
+	// result was stored.
 	OutcomeClaimed Outcome = "claimed"
-	// OutcomeTakenOver: an expired record or a lapsed lease was taken over,
-	// the operation ran and its result was stored.
+	// OutcomeTakenOver (INFO): an expired record or a lapsed lease was
+	// taken over, the operation ran and its result was stored.
 	OutcomeTakenOver Outcome = "taken_over"
-	// OutcomeReplayed: the key was completed; the stored result was returned
-	// without running the operation (from the store, the cache, or a call of
-	// the same key running at the same time in this process).
+	// OutcomeReplayed (INFO): the stored result was returned without
+	// running the operation (from the store, the cache, or a call of the
+	// same key running at the same time in this process).
 	OutcomeReplayed Outcome = "replayed"
-	// OutcomeInProgress: another worker holds a live lease; nothing ran.
+	// OutcomeInProgress (WARN): another worker holds a live lease; nothing
+	// ran, and the input is retried later.
 	OutcomeInProgress Outcome = "in_progress"
-	// OutcomeMismatch: the key was reused with another payload; nothing ran
-	// (see [DoPayload], [WrapPayload] and [JSONBody.PayloadFunc]).
+	// OutcomeMismatch (ERROR): the key was reused with another payload
+	// (see [WithPayload]); nothing ran.
 	OutcomeMismatch Outcome = "mismatch"
-	// OutcomeReleased: the operation failed or panicked and the claim was
-	// released, so that a later delivery can run it again.
+	// OutcomeReleased (ERROR): the operation failed or panicked and its
+	// claim was released, so that a later delivery can run it again.
 	OutcomeReleased Outcome = "released"
-	// OutcomeFailed: the call fails and its message is retried: a key error,
-	// a store error, a result that could not be encoded (the record is
-	// completed without it), or a shared run that failed.
+	// OutcomeFailed (ERROR): a key, body or store error, a result that
+	// could not be encoded (the record is completed without it), or a
+	// shared run that failed; the input is retried.
 	OutcomeFailed Outcome = "failed"
-	// OutcomeDoubleRun: the operation ran in this call, but its lease had
-	// passed and another worker took the key over and ran it too (the
-	// promise's first exception): this call's result is discarded. The call
-	// returns the other worker's stored result, or fails with
-	// [ErrInProgress] while that worker still runs. Count it: it is the one
-	// outcome in which the operation ran twice for a key.
+	// OutcomeDoubleRun (ERROR): the operation ran in this call after its
+	// lease had passed, and another worker took the key over and ran it
+	// too (the promise's first exception): this call returns the other
+	// worker's stored result, or fails with [ErrInProgress] while it still
+	// runs. It is the one outcome in which the operation ran twice.
 	OutcomeDoubleRun Outcome = "double_run"
-	// OutcomeQuarantined: the key's record is quarantined; nothing ran.
-	// Either this call, in strict mode, found the claim's lease lapsed with
-	// the operation's outcome unknown and quarantined it, or it found the
-	// record quarantined already (see [Config.Strict]). The call fails with
-	// a [*QuarantinedError] until an operator acts.
+	// OutcomeQuarantined (ERROR): the key's record is quarantined (see
+	// [Config.Strict]); nothing ran, and nothing will until an operator
+	// acts.
 	OutcomeQuarantined Outcome = "quarantined"
 )
 
-// LevelOff, as the level of an outcome in [Config.LogLevels], turns its
-// log line off.
-const LevelOff slog.Level = math.MaxInt
-
-// outcomes lists every Outcome, for validating Config.LogLevels.
-var outcomes = []Outcome{OutcomeClaimed, OutcomeTakenOver, OutcomeReplayed, OutcomeInProgress,
-	OutcomeMismatch, OutcomeReleased, OutcomeFailed, OutcomeDoubleRun, OutcomeQuarantined}
-
-// DefaultLogLevel is the level at which the guard logs an outcome unless
-// [Config.LogLevels] says otherwise: success below INFO, duplicates and keys
-// in progress visible, failures and double runs at ERROR (the table is in
-// the package doc, under Observability). Quarantines are at ERROR: an
-// operator must act on each.
-func DefaultLogLevel(o Outcome) slog.Level {
+// level is the level at which the guard logs an outcome (see Outcome).
+func level(o Outcome) slog.Level {
 	switch o {
 	case OutcomeClaimed:
 		return slog.LevelDebug
@@ -210,14 +195,6 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	levels := make(map[Outcome]slog.Level, len(outcomes))
-	for _, o := range outcomes {
-		levels[o] = DefaultLogLevel(o)
-	}
-	for o, l := range c.LogLevels {
-		levels[o] = l
-	}
-	c.LogLevels = levels // a copy: the caller's map may change later
 	return c
 }
 
@@ -256,11 +233,6 @@ func (c Config) validate() error {
 	}
 	if c.CompleteAttempts < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.CompleteAttempts %d is negative", c.CompleteAttempts))
-	}
-	for o := range c.LogLevels {
-		if !slices.Contains(outcomes, o) {
-			errs = append(errs, fmt.Errorf("idempotency: Config.LogLevels names an unknown outcome %q", o))
-		}
 	}
 	return errors.Join(errs...)
 }

@@ -191,7 +191,7 @@
 // # Observability
 //
 // Every call passes an [Event] to [Config.OnOutcome], for metrics, and logs
-// at most one line to [Config.Logger] (outcome, record_id, message_id, ran,
+// at most one line to [Config.Logger] (outcome, record_id, input_id, ran,
 // duration, and the error if any), at its outcome's level:
 //
 //	outcome      level  meaning
@@ -208,8 +208,7 @@
 //
 // Success is below INFO, so a slog handler at INFO logs nothing for a
 // first delivery that succeeds, and one line for each duplicate.
-// [Config.LogLevels] moves an outcome to another level, or turns its line
-// off with [LevelOff]. The errors the guard returns say they were logged
+// A slog handler filters the lines (see [Outcome]). The errors the guard returns say they were logged
 // (they are batch.LoggedErrors), so package batch does not log the same
 // failure again: a failed record gets one line, the guard's.
 //

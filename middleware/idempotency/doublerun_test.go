@@ -140,15 +140,3 @@ func TestDoubleRunVisible(t *testing.T) {
 		})
 	}
 }
-
-// TestDoubleRunLevel: double_run is ERROR by default, and configurable like
-// every outcome.
-func TestDoubleRunLevel(t *testing.T) {
-	if got := idempotency.DefaultLogLevel(idempotency.OutcomeDoubleRun); got != slog.LevelError {
-		t.Errorf("DefaultLogLevel(double_run) = %v, want ERROR", got)
-	}
-	if _, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "n",
-		LogLevels: map[idempotency.Outcome]slog.Level{idempotency.OutcomeDoubleRun: slog.LevelWarn}}); err != nil {
-		t.Errorf("LogLevels refuses double_run: %v", err)
-	}
-}

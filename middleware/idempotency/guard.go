@@ -659,10 +659,9 @@ func storeError(op, id string, err error) error {
 	return &StoreError{Op: op, ID: id, Err: err}
 }
 
-// report logs ev at its outcome's level (Config.LogLevels) and passes it
-// to Config.OnOutcome.
+// report logs ev at its outcome's level and passes it to Config.OnOutcome.
 func (g *Guard) report(ctx context.Context, ev Report) {
-	if level := g.cfg.LogLevels[ev.Outcome]; level != LevelOff && g.cfg.Logger.Enabled(ctx, level) {
+	if level := level(ev.Outcome); g.cfg.Logger.Enabled(ctx, level) {
 		attrs := []slog.Attr{
 			slog.String("outcome", string(ev.Outcome)),
 			slog.String("record_id", ev.ID),
@@ -687,7 +686,7 @@ func (g *Guard) report(ctx context.Context, ev Report) {
 }
 
 // reported is an error the guard has reported: logged at its outcome's
-// level (or deliberately not, see [Config.LogLevels]) and passed to
+// level (or not, as the logger's handler chose) and passed to
 // [Config.OnOutcome]. It is a batch.LoggedError: its Logged method tells
 // package batch, which does not import this package, not to log it a
 // second time (asserted in contracts_test.go).
