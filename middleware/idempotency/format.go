@@ -150,3 +150,17 @@ func (f Format) spell(k Selection) ([]byte, error) {
 	err := f.write(&b, k)
 	return b.Bytes(), err
 }
+
+// ID returns the record id of k: "{Namespace}#{digest}", the digest in the
+// configured [Format]. It fails when the format cannot hash k (see
+// [Format.Hash]).
+func (g *Guard) ID(k Selection) (string, error) {
+	ns := g.cfg.Namespace
+	b := make([]byte, 0, len(ns)+1+64)
+	b = append(append(b, ns...), '#')
+	b, err := g.cfg.Format.appendHash(b, k)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}

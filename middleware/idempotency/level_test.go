@@ -13,7 +13,7 @@ import (
 // in parentheses, the level its line is logged at, and the guard logs it
 // there.
 func TestOutcomeLevelsAsDocumented(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "config.go", nil, parser.ParseComments)
+	f, err := parser.ParseFile(token.NewFileSet(), "report.go", nil, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}

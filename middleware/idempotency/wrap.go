@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 )
 
@@ -197,4 +198,77 @@ func payloadError(err error) error {
 		return &KeyError{Source: ke.Source, Err: fmt.Errorf("payload for validation: %w", ke.Err)}
 	}
 	return err
+}
+
+// call is one request to run an operation.
+type call struct {
+	key      Selection
+	payload  Selection
+	source   string // where the key came from, for a KeyError
+	validate bool
+	strict   bool // this call is strict, whatever Config.Strict says
+	inputID  string
+}
+
+// keySource names a call's key in a KeyError: its selector, else where it
+// came from.
+func keySource(c call) string {
+	if c.key.Selector != "" {
+		return c.key.Selector
+	}
+	return c.source
+}
+
+func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (T, error), hook func(context.Context, T, Report) (T, error)) (T, error) {
+	var zero T
+	start := g.cfg.Now()
+	if len(c.key.Value) == 0 {
+		return zero, g.fail(ctx, c, &KeyError{InputID: c.inputID, Source: c.source, Err: ErrNoKey})
+	}
+	id, err := g.ID(c.key)
+	var validation string
+	if err == nil && c.validate {
+		if validation, err = g.cfg.Format.Hash(c.payload); err != nil {
+			err = fmt.Errorf("payload for validation: %w", err)
+		}
+	}
+	if err != nil {
+		return zero, g.fail(ctx, c, &KeyError{InputID: c.inputID, Source: keySource(c), Err: err})
+	}
+	op := func(ctx context.Context) (any, error) { return fn(ctx) }
+	out := g.run(ctx, id, validation, g.cfg.Strict || c.strict, op)
+	out.ev.ID, out.ev.InputID = id, c.inputID
+	replay := out.ev.Err == nil && (out.ev.Outcome == OutcomeReplayed || out.ev.Outcome == OutcomeDoubleRun)
+	var v T
+	if out.ev.Err == nil {
+		if err := decode(out, &v); err != nil {
+			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: decode stored result of %s into %T: %w", id, v, err)
+		}
+	}
+	if replay && hook != nil && out.ev.Err == nil {
+		var err error
+		if v, err = hook(ctx, v, out.ev); err != nil {
+			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: replay hook for %s: %w", id, err)
+		}
+	}
+	out.ev.Duration = g.cfg.Now().Sub(start)
+	g.report(ctx, out.ev)
+	if out.ev.Err != nil {
+		return zero, &reported{out.ev.Err}
+	}
+	return v, nil
+}
+
+// decode sets *v to the call's result: the value the operation returned
+// when it ran in this call, else the stored result (the zero value when
+// none was stored).
+func decode[T any](out outcome, v *T) error {
+	if r, ok := out.val.(T); ok && out.ev.Ran {
+		*v = r
+		return nil
+	}
+	if len(out.data) == 0 { // completed without a stored result
+		return nil
+	}
+	return json.Unmarshal(out.data, v)
 }

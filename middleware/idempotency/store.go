@@ -1,0 +1,94 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+)
+
+// fencedWriteTimeout bounds the store writes made after the operation
+// returned when the invocation's own context is already done.
+const fencedWriteTimeout = 5 * time.Second
+
+// acquire is the store's Acquire: a strict call's without taking a lapsed
+// claim over. A claim refused by a lapsed claim quarantines it when the
+// call is strict or the claim is (whose record no claim takes over).
+func (g *Guard) acquire(ctx context.Context, rec driver.Record, strict bool, now time.Time) (driver.Record, bool, error) {
+	mode := driver.Takeover
+	if strict {
+		mode = driver.NoTakeover
+	}
+	return g.cfg.Store.Acquire(ctx, rec, now, mode)
+}
+
+// complete stores the completion and returns the result the store kept,
+// retrying errors that may pass (see retryable) with backoff while the
+// attempts and the context's deadline allow. The first attempt is made even
+// when ctx is already done: the work is done.
+func (g *Guard) complete(ctx context.Context, rec driver.Record) ([]byte, error) {
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
+	backoff := 20 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		stored, err := g.cfg.Store.Complete(wctx, rec)
+		if err == nil || !retryable(err) || attempt >= g.cfg.CompleteAttempts {
+			return stored, err
+		}
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < backoff {
+			return nil, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+		backoff *= 2
+	}
+}
+
+// markQuarantined is the store's Quarantine of the lapsed claim prev.
+func (g *Guard) markQuarantined(ctx context.Context, prev driver.Record, now time.Time) (driver.Record, error) {
+	return g.cfg.Store.Quarantine(ctx, prev, now)
+}
+
+// writeContext is the context of a store write made after the operation
+// returned: ctx itself while it is live, else a detached one bounded by
+// fencedWriteTimeout, since the work is done and recording it (or freeing
+// its key) is still worth a try.
+func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() == nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), fencedWriteTimeout)
+}
+
+// retryable reports whether a failed Complete may succeed if tried again.
+func retryable(err error) bool {
+	if p, ok := errors.AsType[batch.PermanentError](err); ok && p.Permanent() {
+		return false
+	}
+	return !errors.Is(err, driver.ErrLeaseLost) && !errors.Is(err, driver.ErrAttachUnsupported) &&
+		!errors.Is(err, context.Canceled)
+}
+
+func (g *Guard) release(ctx context.Context, id, owner string) error {
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
+	if err := g.cfg.Store.Release(wctx, id, owner); err != nil {
+		return storeError("release", id, err)
+	}
+	return nil
+}
+
+func storeError(op, id string, err error) error {
+	var se *StoreError
+	if errors.As(err, &se) {
+		return err
+	}
+	return &StoreError{Op: op, ID: id, Err: err}
+}
