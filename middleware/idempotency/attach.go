@@ -8,17 +8,13 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-// Attach attaches w to the completion of the operation running in ctx: the
-// store commits w together with the record's completion, or neither (see
-// [driver.Record.Attached]). What w may be depends on the store; package dynamostore
-// takes DynamoDB transaction items. Attach returns [ErrNotClaimed] when ctx is
-// not the context of an operation run by [Do] or [Wrap], or the operation has
-// returned.
-//
-// Attach asks the store first ([driver.AttachValidator]) and returns its
-// error, so that the operation learns at once of a write its completion
-// could not commit, rather than after the work is done; a store that
-// commits no attached writes fails it with [driver.ErrAttachUnsupported].
+// Attach attaches w to the completion of the operation running in ctx, so
+// that the store commits both or neither: a store's own helper calls it
+// (dynamostore.Attach, pgstore.Attach), with the writes that store takes.
+// It returns [ErrNotClaimed] outside an operation the guard runs, and the
+// store's refusal at once ([driver.AttachValidator]), so that the
+// operation learns of a write its completion could not commit before it
+// does its work.
 func Attach(ctx context.Context, w any) error {
 	a, _ := ctx.Value(attachKey{}).(*attachments)
 	if a == nil {
@@ -40,9 +36,9 @@ func Attach(ctx context.Context, w any) error {
 	return nil
 }
 
-// RecordID returns the id of the record claimed for the operation running in
-// ctx ("{namespace}#{digest}"), for logs and for keying the operation's own
-// writes, or "" outside an operation run by [Do] or [Wrap].
+// RecordID returns the id of the record claimed for the operation running
+// in ctx, for logs and for keying the operation's own writes, or "" outside
+// one.
 func RecordID(ctx context.Context) string {
 	if a, _ := ctx.Value(attachKey{}).(*attachments); a != nil {
 		return a.id

@@ -11,98 +11,74 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-// Defaults for the zero values of [Config].
+// Defaults of the zero values of [Config].
 const (
-	// DefaultExpiresAfter is above SQS's longest message retention (14 days).
-	DefaultExpiresAfter = 15 * 24 * time.Hour
-
-	// DefaultLease is the lease taken when the context has no deadline. Inside
-	// Lambda the lease ends at the invocation's deadline instead.
-	DefaultLease = 15 * time.Minute
-
-	// DefaultSkewMargin is added to every lease (see [Config.SkewMargin]).
-	DefaultSkewMargin = 5 * time.Second
+	DefaultExpiresAfter = 15 * 24 * time.Hour // above SQS's longest retention, 14 days
+	DefaultLease        = 15 * time.Minute    // a lease when the context has no deadline
+	DefaultSkewMargin   = 5 * time.Second     // added to every lease
 )
 
-// Config configures a [Guard]. The zero value of every optional field is a
-// documented default; [New] validates the whole once.
+// Config configures a [Guard]. Store and Namespace are required; every
+// other zero value is the default its field names. [New] validates the
+// whole once.
 type Config struct {
-	// Store persists the records. Required.
-	Store driver.Store
+	Store driver.Store // persists the records
 
-	// Namespace prefixes every record id ("{Namespace}#{digest}"): a fixed
-	// string, not a generated function name, which a redeploy would change.
-	// Required; it may not hold a "#", which ends it in a record id.
+	// Namespace begins every record id, "{Namespace}#{digest}": a fixed
+	// string (not a generated function name, which a redeploy changes),
+	// without a "#".
 	Namespace string
 
-	// ExpiresAfter is how long a record counts after it is written or
-	// completed (the table's TTL). Default [DefaultExpiresAfter].
-	ExpiresAfter time.Duration
-
-	// MinExpiry is the shortest safe ExpiresAfter: the longest a message can
-	// live in the queue, as computed by [QueueWindow]. New refuses an
-	// ExpiresAfter below it. Zero disables the check.
-	MinExpiry time.Duration
+	// ExpiresAfter is how long a record counts after it is claimed or
+	// completed (the table's TTL). Default DefaultExpiresAfter. New
+	// refuses one below MinExpiry: the longest a message lives in its
+	// queue ([QueueWindow]); zero checks nothing.
+	ExpiresAfter, MinExpiry time.Duration
 
 	// Lease is how long a claim is held when the context has no deadline,
-	// counted from before the claim is written; with a deadline (inside
-	// Lambda) the lease ends at the deadline. The stored lease end adds
-	// SkewMargin. Default [DefaultLease].
+	// counted from before the claim is written; with one (inside Lambda)
+	// the lease ends at the deadline. Default DefaultLease.
 	Lease time.Duration
 
-	// SkewMargin is added to the end of every lease, so that workers whose
-	// clocks disagree by less than it never take over a live claim; a dead
-	// holder's key waits that much longer. Default [DefaultSkewMargin];
-	// negative is invalid; for practically none, set [time.Nanosecond].
+	// SkewMargin is added to every stored lease end, so that workers whose
+	// clocks disagree by less never take over a live claim; a dead holder's
+	// key waits that much longer. Default DefaultSkewMargin; for none, set
+	// a nanosecond.
 	SkewMargin time.Duration
 
-	// CacheBytes bounds the completed records served from memory, without a
-	// store round trip, until they expire: a record counts for its result,
-	// id and digests, and 256 bytes; the least recently used go first, and
-	// a larger record is not cached. Zero (the default) turns the cache off.
+	// CacheBytes bounds the completed records served from memory until they
+	// expire, least recently used out first (a record counts for its result,
+	// id and digests, and 256 bytes). Zero turns the cache off.
 	CacheBytes int
 
-	// Format is the recipe that turns keys and validated payloads into
-	// digests: [FormatNative] (the default, RFC 8785 and SHA-256), or a
-	// Powertools format to share a table with Powertools for AWS Lambda
-	// (Python or TypeScript).
-	Format Format
+	Format Format // the record id's recipe; default FormatNative
 
-	// CompleteAttempts bounds the tries of a Complete that fails with an
-	// error that may pass: not one that wraps [driver.ErrLeaseLost],
-	// [driver.ErrAttachUnsupported], [context.Canceled] or a [batch.PermanentError]
-	// reporting true, which are not retried. Tries also stop at the context's
+	// CompleteAttempts bounds the tries of a completion that fails with an
+	// error that may pass (not one wrapping [driver.ErrLeaseLost],
+	// [driver.ErrAttachUnsupported], [context.Canceled] or a
+	// [batch.PermanentError] that reports true), within the context's
 	// deadline. Default 3.
 	CompleteAttempts int
 
-	// Strict turns strict mode on for every call of the guard ([Guard.Strict]
-	// turns it on for some): a claim whose lease lapsed with the
-	// operation's outcome unknown (its worker died, or outlived its lease)
-	// is never taken over. The call that finds it quarantines the record
-	// instead (see [driver.Store.Quarantine]) and fails with a [*QuarantinedError], and
-	// so does every later call of the key, in strict mode or not, until an
-	// operator releases the record (the next delivery runs the operation)
-	// or resolves it with a result (later deliveries replay it), or the
-	// record expires. For operations where running twice is worse than not
-	// running: a payment, an e-mail. A strict call's own claim is stored
-	// with its lease at the record's expiry and its lease end in
-	// [driver.Record.StrictLease], so that no reader takes it over while the
-	// record lives (a default guard, an earlier release, Powertools: all
-	// see it in progress); a guard of this package, strict or not, that
-	// finds it lapsed quarantines it. Default false: a lapsed claim is taken over and the
-	// operation runs again (the promise's first exception).
+	// Strict puts every call in strict mode (the option [Strict] puts one
+	// wrapper's): a claim whose lease lapsed with the operation's outcome
+	// unknown is never taken over. The call that finds it quarantines the
+	// record and fails with a [*QuarantinedError], and so does every call of
+	// the key, strict or not, until an operator releases it (the next
+	// delivery runs the operation) or resolves it with a result, or it
+	// expires. For operations where running twice is worse than not running:
+	// a payment, an e-mail. A strict claim is written so that no reader
+	// takes it over (see [driver.Record.StrictLease]).
 	Strict bool
 
-	// Now is the clock. Default [time.Now].
-	Now func() time.Time
+	Now func() time.Time // the clock; default time.Now
 
-	// Logger receives at most one line per call, its outcome's, at the
-	// outcome's level (see [Outcome]); a slog handler filters the lines.
-	// Default [slog.Default].
+	// Logger gets one line per call, at its outcome's level (see [Outcome]).
+	// Default slog.Default().
 	Logger *slog.Logger
 
-	// OnOutcome, if set, is called once per outcome, after the log line
-	// (for metrics). It must be safe for concurrent use.
+	// OnOutcome, if set, gets every call's Report after its log line, for
+	// metrics. It must be safe for concurrent use.
 	OnOutcome func(context.Context, Report)
 }
 
@@ -169,11 +145,9 @@ func (c Config) validate() error {
 }
 
 // QueueWindow is the longest an SQS message can keep being delivered: its
-// retention, plus one visibility timeout for each receive it may get before
-// it moves to the dead-letter queue. An idempotency record must live at least
-// this long; set [Config.MinExpiry] to it and [Config.ExpiresAfter] above it.
-//
-// QueueWindow(4*24*time.Hour, 5, 18*time.Minute) is 4 days and 90 minutes.
+// retention, plus a visibility timeout for each receive before it moves to
+// the dead-letter queue; QueueWindow(4*24*time.Hour, 5, 18*time.Minute) is
+// 4 days and 90 minutes. Set [Config.MinExpiry] to it.
 func QueueWindow(retention time.Duration, maxReceiveCount int, visibilityTimeout time.Duration) time.Duration {
 	if maxReceiveCount < 0 {
 		maxReceiveCount = 0

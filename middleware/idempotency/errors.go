@@ -23,50 +23,24 @@ func detail(err error) string {
 	return strings.TrimPrefix(err.Error(), prefix)
 }
 
-// Sentinel errors. Callers branch on them with [errors.Is].
+// The sentinel errors, for [errors.Is]. The guard returns the first,
+// second and fourth as the typed errors below.
 var (
-	// ErrInProgress reports that another worker holds a live lease on the
-	// key. The delivery must not be acknowledged: the batch decorator reports
-	// it as a batch item failure, and SQS delivers it again later. The guard
-	// returns it as an [*InProgressError], which tells when the lease ends.
-	ErrInProgress = errors.New("idempotency: operation already in progress for this key")
-
-	// ErrPayloadMismatch reports that the key was reused with a different
-	// payload than the one it was first claimed with. The stored result is
-	// not returned; retrying does not help. The guard returns it as a
-	// [*PayloadMismatchError], which names the record.
+	ErrInProgress      = errors.New("idempotency: operation already in progress for this key")
 	ErrPayloadMismatch = errors.New("idempotency: key reused with a different payload")
-
-	// ErrNoKey reports that no idempotency key could be found. The operation
-	// is never run without one.
-	ErrNoKey = errors.New("idempotency: no idempotency key")
-
-	// ErrQuarantined reports that the key's record is quarantined: a
-	// strict guard found its lease lapsed with the operation's outcome
-	// unknown (see [Config.Strict]). Nothing ran; nothing will run for the
-	// key until an operator releases or resolves the record, or it
-	// expires. The guard returns it as a [*QuarantinedError].
-	ErrQuarantined = errors.New("idempotency: key quarantined: its operation may have run")
-
-	// ErrNotClaimed is returned by [Attach] outside an operation run by the
-	// guard.
-	ErrNotClaimed = errors.New("idempotency: not inside a claimed operation")
+	ErrNoKey           = errors.New("idempotency: no idempotency key") // the input has none: nothing runs
+	ErrQuarantined     = errors.New("idempotency: key quarantined: its operation may have run")
+	ErrNotClaimed      = errors.New("idempotency: not inside a claimed operation") // Attach outside an operation
 )
 
-// InProgressError is the error of a call whose key another worker holds
-// under a live lease: nothing ran. [errors.Is](err, [ErrInProgress]) is true
-// for it. Calls of the same key in this process that waited for the call
-// that found the lease get the same error.
-//
-// LeaseUntil is the holder's lease end ([driver.Record.LeaseEnd]: its deadline
-// plus [Config.SkewMargin]): the earliest moment a new delivery can take
-// the key over (or, for a strict claim, quarantine it) if the holder died,
-// and the latest at which it can find the result if the holder finishes.
-// It is the zero time when the record carries no lease end (one written by
-// another library without it).
+// InProgressError ([ErrInProgress]) is the error of a call whose key
+// another worker holds under a live lease: nothing ran, and the input must
+// not be acknowledged. LeaseUntil is the holder's lease end
+// ([driver.Record.LeaseEnd]), zero when the record has none: the earliest
+// a new delivery can take the key over if the holder died.
 type InProgressError struct {
-	ID         string    // the record id
-	LeaseUntil time.Time // the holder's lease end; zero when unknown
+	ID         string // the record id
+	LeaseUntil time.Time
 }
 
 func (e *InProgressError) Error() string {
@@ -79,16 +53,13 @@ func (e *InProgressError) Error() string {
 // Is reports whether target is [ErrInProgress].
 func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
 
-// RetryAt returns LeaseUntil: when a new delivery of the message can
-// succeed. Package batch paces the message's next delivery with it (see
-// [github.com/sqsonce/sqsonce/middleware/batch.RetryAtError]).
+// RetryAt returns LeaseUntil, with which package batch paces the input's
+// next delivery ([batch.RetryAtError]).
 func (e *InProgressError) RetryAt() time.Time { return e.LeaseUntil }
 
-// QuarantinedError is the error of a call whose key's record is
-// quarantined (see [Config.Strict]): nothing ran, and retrying does not
-// help until an operator acts. [errors.Is](err, [ErrQuarantined]) is true
-// for it, and it is a [batch.PermanentError] that reports true, so that
-// package batch can move its message to the dead-letter queue at once.
+// QuarantinedError ([ErrQuarantined]) is the error of a call whose key's
+// record is quarantined (see [Config.Strict]): nothing ran, and nothing
+// will until an operator acts.
 type QuarantinedError struct {
 	ID    string    // the record id
 	Since time.Time // when the record was quarantined
@@ -102,12 +73,12 @@ func (e *QuarantinedError) Error() string {
 func (e *QuarantinedError) Is(target error) bool { return target == ErrQuarantined }
 
 // Permanent reports true: the key stays quarantined until an operator
-// acts (batch.PermanentError).
+// acts.
 func (e *QuarantinedError) Permanent() bool { return true }
 
-// PayloadMismatchError is the error of a call whose key was claimed with
-// another payload: nothing ran and the stored result is not returned.
-// [errors.Is](err, [ErrPayloadMismatch]) is true for it.
+// PayloadMismatchError ([ErrPayloadMismatch]) is the error of a call whose
+// key was claimed with another payload: nothing ran, and the stored result
+// is not returned.
 type PayloadMismatchError struct {
 	ID string // the record id
 }
@@ -120,16 +91,14 @@ func (e *PayloadMismatchError) Error() string {
 func (e *PayloadMismatchError) Is(target error) bool { return target == ErrPayloadMismatch }
 
 // StoreError reports that the store failed, panicked or returned a record
-// the guard cannot read. Op is the [driver.Store] method: "acquire" (nothing ran,
-// unless a completion that found its lease lost was claiming the key
-// again), "complete" (the operation ran; its result is not recorded) or
-// "release" (the operation failed; its claim lapses with its lease); in
-// strict mode also "quarantine" (nothing ran; the lapsed claim may or may
-// not be marked, and the next strict call tries again).
+// the guard cannot read, in the [driver.Store] method Op: "acquire"
+// (nothing ran, unless a call whose lease was lost claimed again),
+// "complete" (the operation ran; its result is not stored), "release" (the
+// operation failed; its claim lapses with its lease) or "quarantine"
+// (nothing ran).
 type StoreError struct {
-	Op  string // "acquire", "complete", "release" or "quarantine"
-	ID  string // the record id
-	Err error  // the store's error
+	Op, ID string // the method, the record id
+	Err    error
 }
 
 func (e *StoreError) Error() string {
@@ -168,14 +137,13 @@ var (
 )
 
 // Permanent reports true: the same body fails the same way on every
-// delivery. Package batch moves such a message to the dead-letter queue at
-// once when it is configured to (batch.PermanentError).
+// delivery.
 func (e *BodyError) Permanent() bool { return true }
 
-// Permanent reports true: a message without a key, or with one the format
-// cannot hash, fails the same way on every delivery (batch.PermanentError).
+// Permanent reports true: an input without a key, or with one the format
+// cannot hash, fails the same way on every delivery.
 func (e *KeyError) Permanent() bool { return true }
 
 // Permanent reports true: the key stays claimed with the other payload
-// while its record lives (batch.PermanentError).
+// while its record lives.
 func (e *PayloadMismatchError) Permanent() bool { return true }

@@ -181,3 +181,55 @@ func ExampleBodyField() {
 	// body fields {"x":1} summarise#05749a17
 	// body ["x","x"] 1 summarise#0e3ea660
 }
+
+// The producer's order id is the key, and the amount and currency are the
+// payload that must be the same whenever it is reused: a re-send with
+// another amount fails, as a key reused for other work must, instead of
+// returning the first charge.
+func ExampleWithPayload() {
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "payments", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	charge := idempotency.Wrap(g, idempotency.BodyField("order_id"),
+		func(_ context.Context, m events.SQSMessage) (string, error) { return "charged", nil },
+		idempotency.WithPayload(idempotency.BodySubset("amount", "currency")))
+	for _, body := range []string{
+		`{"order_id":"o-1","amount":1250,"currency":"EUR","sent_at":"10:00"}`,
+		`{"order_id":"o-1","amount":1250,"currency":"EUR","sent_at":"10:05"}`, // the producer's re-send
+		`{"order_id":"o-1","amount":990,"currency":"EUR"}`,                    // the key reused for another charge
+	} {
+		s, err := charge(context.Background(), events.SQSMessage{MessageId: "m", Body: body})
+		fmt.Printf("%q %v\n", s, errors.Is(err, idempotency.ErrPayloadMismatch))
+	}
+	// Output:
+	// "charged" false
+	// "charged" false
+	// "" true
+}
+
+// A key of one's own, typed on the input: here a Kinesis record's
+// partition key and sequence of the producer's batch, which the record
+// carries outside its data.
+func ExampleSelectorFunc() {
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ingest", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	key := idempotency.SelectorFunc(func(r events.KinesisEventRecord) (idempotency.Selection, error) {
+		if r.Kinesis.PartitionKey == "" {
+			return idempotency.Selection{}, idempotency.ErrNoKey
+		}
+		return idempotency.SelectionOf("partition key", r.Kinesis.PartitionKey)
+	})
+	runs := 0
+	ingest := idempotency.Wrap(g, key, func(context.Context, events.KinesisEventRecord) (int, error) { runs++; return runs, nil })
+	for _, pk := range []string{"batch-7", "batch-7", ""} {
+		n, err := ingest(context.Background(), events.KinesisEventRecord{EventID: "shard-0:" + pk, Kinesis: events.KinesisRecord{PartitionKey: pk}})
+		fmt.Println(n, err)
+	}
+	// Output:
+	// 1 <nil>
+	// 1 <nil>
+	// 0 idempotency: key from events.KinesisEventRecord of input shard-0:: no idempotency key
+}

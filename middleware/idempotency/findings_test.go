@@ -223,12 +223,12 @@ func TestWrapJSONLossyNumbers(t *testing.T) {
 	}
 }
 
-// TestKeyOfEmptyNumber (issue 20): SelectionOf (KeyOf then) of an empty
+// TestSelectionOfEmptyNumber (issue 20): SelectionOf (KeyOf then) of an empty
 // json.Number, an absent field, gave the key 0.
-func TestKeyOfEmptyNumber(t *testing.T) {
+func TestSelectionOfEmptyNumber(t *testing.T) {
 	for _, v := range []any{json.Number(""), struct{ N json.Number }{}, []any{json.Number("")}, map[string]*json.Number{"n": new(json.Number)}} {
 		if k, err := idempotency.SelectionOf("s", v); !errors.Is(err, idempotency.ErrNoKey) {
-			t.Errorf("KeyOf(%#v) = %s, %v; want ErrNoKey", v, k.Value, err)
+			t.Errorf("SelectionOf(%#v) = %s, %v; want ErrNoKey", v, k.Value, err)
 		}
 	}
 	omitted := struct {
@@ -236,7 +236,7 @@ func TestKeyOfEmptyNumber(t *testing.T) {
 		M json.Number `json:"m"`
 	}{M: "0"}
 	if k, err := idempotency.SelectionOf("s", omitted); err != nil || string(k.Value) != `{"m":0}` {
-		t.Errorf("KeyOf of an omitted empty json.Number = %s, %v", k.Value, err)
+		t.Errorf("SelectionOf of an omitted empty json.Number = %s, %v", k.Value, err)
 	}
 }
 

@@ -137,7 +137,7 @@ func TestDoStateMachine(t *testing.T) {
 	tests := []struct {
 		name       string
 		seed       func(f *fixture, id string) // records present before the call
-		payload    string                      // non-empty: DoPayload with this payload
+		payload    string                      // non-empty: Do WithPayload of this payload
 		fn         func(context.Context) (result, error)
 		setup      func(f *fixture, id string)
 		want       result

@@ -12,28 +12,28 @@ import (
 
 // A Selection is JSON taken from an input and the name of the selector
 // that took it: an idempotency key, or a payload that must be the same
-// whenever the key is reused. A [Format] turns it into the digest of a
-// record id or a validation hash.
+// whenever the key is reused. Its value keeps the rules of key material,
+// in every format: I-JSON (RFC 7493: valid UTF-8, no unpaired surrogate
+// escape such as \ud800, no object naming a member twice), nested at most
+// 10,000 levels, no number longer than 100 characters. What breaks a rule
+// is refused, never replaced, so that two different requests never read
+// as one.
 type Selection struct {
 	// Selector names where Value was taken from, such as
-	// `body ["idempotency_key"]` for BodyField("idempotency_key"). The
-	// native format hashes it with the value, so that two selectors (a
-	// field, and a subset of fields) never give one record id to two
-	// different requests. A selector of your own should use a name of its
-	// own. It is empty for raw material ([Raw]).
+	// `body ["idempotency_key"]` for BodyField("idempotency_key"); a
+	// selector of your own uses a name of its own. The native format hashes
+	// it with the value. It is empty for raw material ([Raw]).
 	Selector string
 
-	// Value is the JSON value selected, as the input spells it (the
-	// Powertools formats hash the spelling), or the raw material.
+	// Value is the JSON value as the input spells it (the Powertools formats
+	// hash the spelling), or the raw material.
 	Value json.RawMessage
 }
 
-// SelectionOf returns the Selection of v, encoded as JSON, under the
-// given selector name, for a selector of your own ([SelectorFunc]): name
-// it after what it selects (a name no other selector of the guard uses),
-// so that in the native format its keys never equal another's. It fails
-// with [ErrNoKey] when v holds an empty json.Number (an absent field,
-// which json.Marshal writes as 0).
+// SelectionOf returns v encoded as JSON under the selector name, for a
+// selector of your own ([SelectorFunc]). It fails with [ErrNoKey] when v
+// holds an empty json.Number (an absent field, which json.Marshal writes
+// as 0).
 func SelectionOf(selector string, v any) (Selection, error) {
 	if selector == "" {
 		return Selection{}, errors.New("idempotency: SelectionOf: empty selector")
@@ -49,29 +49,23 @@ func SelectionOf(selector string, v any) (Selection, error) {
 }
 
 // Raw returns raw material: bytes that identify the work, such as an id
-// the caller already holds, hashed as given (see [Format]). In the
-// Powertools formats the material must be a JSON value.
+// the caller holds, hashed as given. In the Powertools formats it must be
+// a JSON value.
 func Raw(material []byte) Selection {
 	return Selection{Value: material}
 }
 
 // A Selector takes a [Selection] from the input of a function made by
-// [Wrap] or [WrapJSON]: its key, or with [WithPayload] its validated
-// payload. The input's key must be the same for every delivery and every
-// re-send of one request, and must never be the broker's message id.
+// [Wrap] or [WrapJSON]: its key, or with [WithPayload] its payload. The
+// zero Selector selects nothing.
 //
-// [BodyField], [BodySubset] and [FirstOf] read the input's JSON body,
-// scanned in place without decoding it: an SQS message's body, a Kinesis
-// record's data, the body of an API Gateway (REST or HTTP), ALB or
-// function URL request (decoded from base64 when it is so encoded), an
-// EventBridge event's detail, an SNS message, []byte, json.RawMessage or
-// string, or a type of your own with a method JSONBody() []byte. They
-// apply the rules of key material to what they read (see the package
-// doc): each member on the path appears once, and the selected value is
-// I-JSON with numbers of at most 100 characters. [SelectorFunc] makes a
-// Selector of a function of your own.
-//
-// The zero Selector selects nothing: Wrap refuses it.
+// [BodyField], [BodySubset] and [FirstOf] read the input's JSON body, in
+// place, without decoding it: an SQS message's body, a Kinesis record's
+// data, an API Gateway, ALB or function URL request's body (decoded from
+// base64 when so marked), an EventBridge event's detail, an SNS message,
+// []byte, json.RawMessage, string, or a type with a method JSONBody()
+// []byte. They hold what they read to the rules of Selection: the members
+// on the path, each of which must appear once, and the value.
 type Selector struct {
 	source string                               // names it in a *KeyError
 	body   func(body string) (Selection, error) // a body selector's
@@ -86,14 +80,11 @@ type funcSelector struct {
 	boxed func(any) (Selection, error) // the same, for an input in an interface
 }
 
-// SelectorFunc returns a Selector that calls fn with the input (or, for
-// [WrapJSON], with the decoded request when fn takes the request type):
-// the key of your own. Wrap refuses, at construction, a SelectorFunc whose
-// In its input is not (or, for an interface type, does not implement).
-// fn returns an error wrapping [ErrNoKey] when the input carries no key,
-// and should name values in its errors by a prefix, length and digest, as
-// this package does, never in full: the guard logs them. SelectorFunc
-// panics if fn is nil.
+// SelectorFunc returns a Selector of your own: fn gets the input (in
+// [WrapJSON], the decoded request when In is its type), and returns an
+// error wrapping [ErrNoKey] when the input has no key. Its errors are
+// logged: they must not quote the input. In must be the input's type, or
+// an interface it implements. SelectorFunc panics if fn is nil.
 func SelectorFunc[In any](fn func(In) (Selection, error)) Selector {
 	if fn == nil {
 		panic("idempotency: SelectorFunc: nil function")
@@ -102,15 +93,11 @@ func SelectorFunc[In any](fn func(In) (Selection, error)) Selector {
 		boxed: func(v any) (Selection, error) { return fn(v.(In)) }}}
 }
 
-// BodyField returns a Selector that takes a field of the input's JSON
-// body, named by the member names that lead to it from the top:
-// BodyField("idempotency_key") takes a top-level field, and
-// BodyField("document", "id") takes 4471 from {"document":{"id":4471}}.
-// The field's value is the selection, so "abc" and 123 are keys while
-// null, "" and an absent field are not. Its selector is "body" and the
-// names as a JSON array: `body ["document","id"]`.
-//
-// BodyField panics when a name is empty.
+// BodyField returns a Selector of a field of the body, named by the
+// members that lead to it: BodyField("document", "id") takes 4471 from
+// {"document":{"id":4471}}. "abc" and 123 are keys; null, "" and an absent
+// field are not. Its selector is `body ["document","id"]`. BodyField
+// panics when a name is empty.
 func BodyField(name string, nested ...string) Selector {
 	path := append([]string{name}, nested...)
 	if slices.Contains(path, "") {
@@ -135,13 +122,10 @@ func BodyField(name string, nested ...string) Selector {
 	}}
 }
 
-// BodySubset returns a Selector whose selection is the object of the named
-// top-level fields of the input's JSON body: a subset of the fields that
-// define the work, such as {"document_id":"4471","version":9}, leaving out
-// fields not named (timestamps, request ids). Every named field must be
-// present and not null. Its selector is "body fields": the value names the
-// fields.
-//
+// BodySubset returns a Selector of the object of the named top-level
+// fields of the body: those that define the work, such as
+// {"document_id":"4471","version":9}, without timestamps or request ids.
+// Every one must be present and not null. Its selector is "body fields".
 // BodySubset panics when given no names or an empty one.
 func BodySubset(names ...string) Selector {
 	if len(names) == 0 || slices.Contains(names, "") {
@@ -180,14 +164,10 @@ func BodySubset(names ...string) Selector {
 	}}
 }
 
-// FirstOf returns a Selector that tries each of sels in order and returns
-// the first selection found. One that finds nothing (its error wraps
-// [ErrNoKey]) passes to the next; any other error, such as a body that is
-// not JSON, is returned at once. Selections keep their selectors, so in
-// the native format two sels never share a record id; the Powertools
-// formats hash the value alone.
-//
-// FirstOf panics when given no selectors or a zero one.
+// FirstOf returns a Selector that tries sels in order: one that finds
+// nothing (its error wraps [ErrNoKey]) passes to the next; any other error
+// is returned at once. Each keeps its selector. FirstOf panics when given
+// no selectors or a zero one.
 func FirstOf(sels ...Selector) Selector {
 	if len(sels) == 0 || slices.ContainsFunc(sels, Selector.zero) {
 		panic("idempotency: FirstOf: no selectors, or a zero one")

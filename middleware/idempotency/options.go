@@ -7,11 +7,11 @@ import (
 )
 
 // An Option configures one function made by [Wrap] or [WrapJSON], or one
-// call of [Do]. Options are not generic, so a mismatched one (a hook typed
-// for another result, an input id for another input) is found when the
-// function is made: Wrap and WrapJSON panic, as http.Handle does for a nil
-// handler, since a program that builds such a handler is wrong whatever
-// its input, and its first test finds it; Do returns the error.
+// call of [Do]. Options are values, not generic, so one that does not fit
+// (a hook for another result type, an input id for another input) is found
+// when the function is made: Wrap and WrapJSON panic, as http.Handle does
+// for a nil handler (the program is wrong whatever its input, and its
+// first test finds it); Do returns the error.
 type Option struct {
 	name  string // the option, for errors
 	apply func(*options)

@@ -268,7 +268,7 @@ type spellingSurface struct {
 	// is its bytes).
 	native bool
 	// lossyUTF8 says the surface reads a Go event, whose strings are
-	// valid UTF-8 by the time they are read (EventKey's doc).
+	// valid UTF-8 by the time they are read (Expression.Selector's doc).
 	lossyUTF8 bool
 }
 
@@ -372,22 +372,22 @@ var spellingSurfaces = []spellingSurface{
 		id: wrapID(jmespath.MustCompile(`powertools_json(body).doc.id`).Selector())},
 	{name: "jmespath powertools_json(body).{…}", selector: "jmespath powertools_json(body).{…}", sel: "subset", body: true, noKey: jmesNoKey, native: true,
 		id: guardID(jmespath.MustCompile(`powertools_json(body).{idempotency_key: idempotency_key, version: version}`).Selector())},
-	{name: "WrapJSON, BodyKey of a json.RawMessage", selector: `body ["idempotency_key"]`, sel: "field", body: true, noKey: noField, native: true,
+	{name: "WrapJSON, BodyField, decoded into a json.RawMessage", selector: `body ["idempotency_key"]`, sel: "field", body: true, noKey: noField, native: true,
 		id: wrapJSONSpellingID(idempotency.BodyField("idempotency_key"))},
-	{name: "WrapJSON, KeyOf of a json.RawMessage", selector: "doc id", sel: "docid", body: true, noKey: never, native: true,
+	{name: "WrapJSON, SelectionOf of a json.RawMessage", selector: "doc id", sel: "docid", body: true, noKey: never, native: true,
 		id: wrapJSONSpellingID(idempotency.SelectorFunc(func(q spellingReq) (idempotency.Selection, error) { return idempotency.SelectionOf("doc id", q.Doc.ID) }))},
-	{name: "WrapEvent of a json.RawMessage, EventKey(idempotency_key)", selector: "jmespath idempotency_key", sel: "field", body: true, noKey: jmesNoKey, native: true,
+	{name: "Wrap of a json.RawMessage, jmespath idempotency_key", selector: "jmespath idempotency_key", sel: "field", body: true, noKey: jmesNoKey, native: true,
 		id: wrapEventID(jmespath.MustCompile(`idempotency_key`).Selector(), func(m events.SQSMessage) json.RawMessage { return json.RawMessage(m.Body) })},
-	{name: "WrapEvent of an API Gateway request, EventKey(powertools_json(body).idempotency_key)", selector: "jmespath powertools_json(body).idempotency_key", sel: "field", body: true, noKey: jmesNoKey, native: true, lossyUTF8: true,
+	{name: "Wrap of an API Gateway request, jmespath powertools_json(body).idempotency_key", selector: "jmespath powertools_json(body).idempotency_key", sel: "field", body: true, noKey: jmesNoKey, native: true, lossyUTF8: true,
 		id: wrapEventID(jmespath.MustCompile(`powertools_json(body).idempotency_key`).Selector(),
 			func(m events.SQSMessage) events.APIGatewayV2HTTPRequest {
 				return events.APIGatewayV2HTTPRequest{Body: m.Body}
 			})},
-	{name: "Guard.ID, RawKey of the body", sel: "whole", body: true, noKey: never,
+	{name: "Guard.ID, Raw of the body", sel: "whole", body: true, noKey: never,
 		id: func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
 			return e.guards[fi].ID(idempotency.Raw([]byte(m.Body)))
 		}},
-	{name: "validation hash stored by WrapPayload, BodyField(idempotency_key)", selector: "validation", sel: "field", noKey: noField, native: true,
+	{name: "validation hash stored by Wrap WithPayload, BodyField(idempotency_key)", selector: "validation", sel: "field", noKey: noField, native: true,
 		id: func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
 			e.calls++
 			key, _ := idempotency.SelectionOf("validation", fmt.Sprintf("validation record %d", e.calls)) // a record of its own: no body's key
@@ -713,8 +713,8 @@ func TestWhiteSpaceBeforeColon(t *testing.T) {
 		name, spelled, compact string
 		id                     func(*spellingEnv, int, events.SQSMessage) (string, error)
 	}{
-		{"WrapJSON, KeyOf", `{"order_id" : "o-2"}`, `{"order_id":"o-2"}`, orderKey},
-		{"WrapJSON, KeyOf, pretty-printed", "{\n  \"order_id\" : \"o-3\"\n}", `{"order_id":"o-3"}`, orderKey},
+		{"WrapJSON, SelectionOf", `{"order_id" : "o-2"}`, `{"order_id":"o-2"}`, orderKey},
+		{"WrapJSON, SelectionOf, pretty-printed", "{\n  \"order_id\" : \"o-3\"\n}", `{"order_id":"o-3"}`, orderKey},
 		{"WrapJSON, BodyField, pretty-printed", "{\n  \"order_id\" : \"o-3\"\n}", `{"order_id":"o-3"}`,
 			typedOrder(idempotency.BodyField("order_id"))},
 		{"BodyField(doc)", `{"doc" : {"id" : 1}}`, `{"doc":{"id":1}}`, guardID(idempotency.BodyField("doc"))},
@@ -723,9 +723,9 @@ func TestWhiteSpaceBeforeColon(t *testing.T) {
 			`{"parameters":{"temperature":0.7,"max_tokens":100}}`, guardID(idempotency.BodyField("parameters"))},
 		{"BodyField(k), a member after an array", `{"k" : {"a":[1 ,2], "b" :3 }}`, `{"k":{"a":[1,2],"b":3}}`, guardID(idempotency.BodyField("k"))},
 		{"jmespath, an object", `{"doc" : {"id" : 1, "rev" : 2}}`, `{"doc":{"id":1,"rev":2}}`, guardID(jmespath.MustCompile(`powertools_json(body).doc`).Selector())},
-		{"WrapEvent, an object", `{"doc" : {"id" : 1, "rev" : 2}}`, `{"doc":{"id":1,"rev":2}}`,
+		{"Wrap of a json.RawMessage, an object", `{"doc" : {"id" : 1, "rev" : 2}}`, `{"doc":{"id":1,"rev":2}}`,
 			wrapEventID(jmespath.MustCompile(`doc`).Selector(), func(m events.SQSMessage) json.RawMessage { return json.RawMessage(m.Body) })},
-		{"RawKey", `{"a" : 1, "b" : [ 2 , 3 ] }`, `{"a":1,"b":[2,3]}`, func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
+		{"Raw", `{"a" : 1, "b" : [ 2 , 3 ] }`, `{"a":1,"b":[2,3]}`, func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
 			if fi == 0 {
 				return "", errSkip // the native format hashes raw material as bytes
 			}

@@ -27,8 +27,8 @@ import (
 // from the decoded request, one of [events.SQSMessage] from the message);
 // the check of [WithCheck] checks the request; the payload of
 // [WithPayload] is taken as the key is; then fn runs, as for [Wrap], with
-// the decoded request and the message. The body must keep the rules of key
-// material (see the package doc) and decode without a loss: a member that
+// the decoded request and the message. The body must keep the rules of
+// [Selection] and decode without a loss: a member that
 // names a field only by letter case, a number a float or an any does not
 // hold exactly, a string for a json.Number, a non-canonical base64 []byte
 // or an integer map key spelled otherwise than strconv writes it is
@@ -180,13 +180,9 @@ func decodeBody[Req any](b []byte, strict bool) (Req, error) {
 }
 
 // BodyError reports a message body that [WrapJSON] could not take as its
-// request type: not JSON, breaking the rules of key material, read by the
-// type with a loss, not decodable into the type, with a field the type
-// lacks (with [DisallowUnknownFields]), or refused by the check of
-// [WithCheck]. Nothing was claimed and the operation did not run;
-// the same body fails the same way on every delivery. Its message names the
-// field, the kind of problem and a digest, never the value; Err is the
-// decoder's or the check's error as it was.
+// request type (see there), or that the check of [WithCheck] refused:
+// nothing was claimed. Its message names the field, the kind of problem
+// and a digest, never the value; Err is the decoder's or the check's.
 type BodyError struct {
 	InputID string // the SQS message id
 	Type    string // the request type, e.g. "orders.Order"

@@ -35,7 +35,7 @@ const lambdaTimeout = 3 * time.Second
 
 // StrictAcrossProcesses checks, through the store, that a strict claim
 // whose lease lapsed is never run again by a default guard in another
-// process: a rolling deploy that turns strict mode on, or Guard.Strict in
+// process: a rolling deploy that turns strict mode on, or the Strict option in
 // one process and the plain guard in another. Each guard runs in its own
 // OS process (the test binary run again, for this test only), with
 // zero-value options ([idempotency.Config] with Store and Namespace, and
