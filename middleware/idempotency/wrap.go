@@ -26,13 +26,13 @@ func Wrap[In, T any](g *Guard, key Selector, fn func(context.Context, In) (T, er
 		panic("idempotency: Wrap: " + err.Error())
 	}
 	return func(ctx context.Context, in In) (T, error) {
-		st := inputState[In]{in: &in, body: w.body}
-		c, err := w.call(&st)
+		st := &inputState[In]{in: in, body: w.body} // one allocation: the input and what is read of it
+		c, err := w.call(st)
 		if err != nil {
 			var zero T
 			return zero, g.fail(ctx, c, err)
 		}
-		return do(ctx, g, c, func(ctx context.Context) (T, error) { return fn(ctx, in) }, w.hook)
+		return do(ctx, g, c, func(ctx context.Context) (T, error) { return fn(ctx, st.in) }, w.hook)
 	}
 }
 
@@ -77,7 +77,7 @@ func Select[In any](sel Selector, in In) (Selection, error) {
 	if err != nil {
 		return Selection{}, fmt.Errorf("idempotency: Select: %w", err)
 	}
-	c, err := w.call(&inputState[In]{in: &in, body: w.body})
+	c, err := w.call(&inputState[In]{in: in, body: w.body})
 	return c.key, err
 }
 
@@ -94,7 +94,7 @@ type wrapper[In, T any] struct {
 // inputState is one call of a function made by Wrap: its input, and its
 // body once read.
 type inputState[In any] struct {
-	in   *In
+	in   In
 	body func(*In) (string, error)
 	read bool
 	text string
@@ -104,7 +104,7 @@ type inputState[In any] struct {
 // readBody is the call's body, read once.
 func (s *inputState[In]) readBody() (string, error) {
 	if !s.read {
-		s.text, s.err = s.body(s.in)
+		s.text, s.err = s.body(&s.in)
 		s.read = true
 	}
 	return s.text, s.err
@@ -135,7 +135,7 @@ func newWrapper[In, T any](g *Guard, key Selector, nilFn bool, opts []Option) (*
 	if w.body, hasBody = bodyOf[In](); !hasBody {
 		w.body = nil
 	}
-	views := []view[inputState[In]]{viewOf(func(s *inputState[In]) In { return *s.in })}
+	views := []view[inputState[In]]{viewOf(func(s *inputState[In]) In { return s.in })}
 	var body func(*inputState[In]) (string, error)
 	if hasBody {
 		body = (*inputState[In]).readBody
@@ -174,7 +174,7 @@ func once(given []string) error {
 func (w *wrapper[In, T]) call(st *inputState[In]) (call, error) {
 	c := call{source: "the key", strict: w.strict}
 	if w.inputID != nil {
-		c.inputID = w.inputID(st.in)
+		c.inputID = w.inputID(&st.in)
 	}
 	var err error
 	if c.key, err = w.key(st); err == nil && len(c.key.Value) == 0 {
