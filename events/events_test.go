@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
@@ -93,7 +94,7 @@ func keys(ev events.SQSEvent) ([]string, []error) {
 	var ks []string
 	var errs []error
 	for _, m := range ev.Records {
-		k, err := key(m)
+		k, err := idempotency.Select(key, m)
 		if err == nil {
 			_, err = handler.WorkKey(m) // the payload the guard validates
 		}

@@ -6,12 +6,13 @@
 //
 //	h, err := handler.New(handler.Config{Documents: handler.Dir("samples/documents"), Provider: handler.LogRequests(handler.Stub{}, log, nil), Model: "stub"})
 //	if err != nil { return err }
-//	fn := idempotency.WrapJSON(g, handler.Body(), h.HandleRequest) // each body decoded once
+//	fn := idempotency.WrapJSON(g, handler.RequestKey(), h.HandleRequest, handler.RequestOptions()...) // each body decoded once
 //
-// [Body] decodes each message body once into a [Request] and takes the key,
-// the check and the validated payload from it. The untyped wiring,
-// idempotency.WrapPayload(g, [Key](), [WorkKey], h.Handle), makes the same
-// keys and payloads, parsing the body once for each.
+// [RequestKey] and [RequestOptions] take the key, the check and the
+// validated payload from each body decoded once into a [Request]. The
+// untyped wiring, idempotency.Wrap(g, [Key](), h.Handle,
+// idempotency.WithPayload(idempotency.SelectorFunc([WorkKey]))), makes the
+// same keys and payloads, parsing the body once for each.
 //
 // # Message schema
 //
@@ -45,7 +46,7 @@
 //
 // A message with neither has no key and fails (wrapping
 // idempotency.ErrNoKey) without running. [WorkKey] is also the validated
-// payload (see [Body]), so that a producer key reused for different work
+// payload (see [RequestOptions]), so that a producer key reused for different work
 // fails with idempotency.ErrPayloadMismatch instead of returning the other
 // work's summary.
 //
@@ -71,8 +72,8 @@
 // A failure fails its own delivery only: SQS redelivers the message, and
 // one that keeps failing reaches the dead-letter queue after the queue's
 // maxReceiveCount receives. Where it fails decides what is left behind.
-// With the shipped wiring (idempotency.WrapJSON with [Body], as
-// cmd/summarise does):
+// With the shipped wiring (idempotency.WrapJSON with [RequestKey] and
+// [RequestOptions], as cmd/summarise does):
 //
 //   - Before anything is claimed. Every body is decoded and checked when
 //     the key is made, even a body that carries a producer key, so a body

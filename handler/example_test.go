@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -26,7 +27,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	summarise := idempotency.WrapPayload(g, handler.Key(), handler.WorkKey, h.Handle)
+	summarise := idempotency.Wrap(g, handler.Key(), h.Handle, idempotency.WithPayload(idempotency.SelectorFunc(handler.WorkKey)))
 
 	body := `{"document":{"id":"4472","version":"1"},"prompt_version":"v1","parameters":{"temperature":0.7},"request_id":"%s"}`
 	for _, m := range []events.SQSMessage{

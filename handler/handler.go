@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
 // Summary is the result of one summarise request: what the guard stores in
@@ -87,8 +88,8 @@ func (h *Handler) Handle(ctx context.Context, m events.SQSMessage) (Summary, err
 
 // HandleRequest summarises the document req asks for, req being the
 // decoded body of m: fetch the document, make one provider call, save the
-// summary. It is the operation for idempotency.WrapJSON with [Body], which
-// decodes and checks each body once. Errors wrap [ErrInvalidRequest] for a
+// summary. It is the operation for idempotency.WrapJSON with [RequestKey]
+// and [RequestOptions], which decodes and checks each body once. Errors wrap [ErrInvalidRequest] for a
 // request without a model (none sent, no default) or with an unknown
 // prompt version, and [ErrDocumentNotFound] for a missing document; no
 // provider call is made for either.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -29,19 +30,19 @@ type app struct {
 	handle func(context.Context, events.SQSMessage) (handler.Summary, error)
 
 	mu     sync.Mutex
-	events []idempotency.Event // the guard's outcomes, in order
+	events []idempotency.Report // the guard's outcomes, in order
 }
 
 // outcomes returns the guard's outcomes so far.
-func (a *app) outcomes() []idempotency.Event {
+func (a *app) outcomes() []idempotency.Report {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.events)
 }
 
-// newApp builds the app around one guard, wired as idempotency.WrapPayload
-// with handler.Key and, as the payload, handler.WorkKey or payload if given.
-func newApp(t *testing.T, provider handler.Provider, payload ...idempotency.KeyFunc) *app {
+// newApp builds the app around one guard, wired as idempotency.Wrap with
+// handler.Key and, as the payload, handler.WorkKey or payload if given.
+func newApp(t *testing.T, provider handler.Provider, payload ...func(events.SQSMessage) (idempotency.Selection, error)) *app {
 	t.Helper()
 	a := &app{calls: &handler.Calls{}, sink: &handler.MemorySink{}}
 	key := handler.Key()
@@ -49,7 +50,7 @@ func newApp(t *testing.T, provider handler.Provider, payload ...idempotency.KeyF
 		Store:     memstore.New(),
 		Namespace: "summarise",
 		Logger:    slog.New(slog.DiscardHandler),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) {
+		OnOutcome: func(_ context.Context, ev idempotency.Report) {
 			a.mu.Lock()
 			defer a.mu.Unlock()
 			a.events = append(a.events, ev)
@@ -72,7 +73,7 @@ func newApp(t *testing.T, provider handler.Provider, payload ...idempotency.KeyF
 	if len(payload) > 0 {
 		work = payload[0]
 	}
-	a.handle = idempotency.WrapPayload(g, key, work, h.Handle)
+	a.handle = idempotency.Wrap(g, key, h.Handle, idempotency.WithPayload(idempotency.SelectorFunc(work)))
 	return a
 }
 
@@ -143,7 +144,7 @@ func TestHandleConcurrentSameKey(t *testing.T) {
 	const n = 8
 	var entered atomic.Int32
 	open := make(chan struct{})
-	a := newApp(t, gated{open}, func(m events.SQSMessage) (idempotency.Key, error) {
+	a := newApp(t, gated{open}, func(m events.SQSMessage) (idempotency.Selection, error) {
 		if entered.Add(1) == n {
 			close(open)
 		}

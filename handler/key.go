@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
 // KeyField is the body field that carries the producer's idempotency key.
 const KeyField = "idempotency_key"
 
-// WorkSelector is the selector of [WorkKey]'s keys (see [idempotency.Key]):
+// WorkSelector is the selector of [WorkKey]'s keys (see [idempotency.Selection]):
 // in the native format, a producer's [KeyField] that holds a request's
 // canonical subset never gives that request's record id.
 const WorkSelector = "summarise work"
@@ -19,10 +20,10 @@ const WorkSelector = "summarise work"
 // workSource names the canonical subset in key errors.
 const workSource = "canonical subset (document.id, document.version, model, prompt_version, parameters)"
 
-// Key returns the app's key function: the producer's [KeyField] when the body
-// has one, else the canonical subset of the request ([WorkKey]).
-func Key() idempotency.KeyFunc {
-	return idempotency.FirstOf(idempotency.BodyField(KeyField), WorkKey)
+// Key returns the app's key selector: the producer's [KeyField] when the
+// body has one, else the canonical subset of the request ([WorkKey]).
+func Key() idempotency.Selector {
+	return idempotency.FirstOf(idempotency.BodyField(KeyField), idempotency.SelectorFunc(WorkKey))
 }
 
 // work is the canonical subset of a [Request]: the fields that define the
@@ -35,8 +36,8 @@ type work struct {
 	Parameters      Parameters `json:"parameters,omitzero"`
 }
 
-// WorkKey is an [idempotency.KeyFunc] whose material is the canonical subset
-// of the request in the message body:
+// WorkKey is a key function (for idempotency.SelectorFunc) whose selection
+// is the canonical subset of the request in the message body:
 //
 //	{"document_id", "document_version", "model", "prompt_version", "parameters"}
 //
@@ -52,18 +53,18 @@ type work struct {
 // wraps [ErrInvalidRequest], before anything is claimed.
 //
 // WorkKey is also the payload the app validates on a reused producer key.
-func WorkKey(m events.SQSMessage) (idempotency.Key, error) {
+func WorkKey(m events.SQSMessage) (idempotency.Selection, error) {
 	r, err := ParseRequest([]byte(m.Body))
 	if err != nil {
 		var perr error = err
 		if noWorkKey(m.Body) {
 			perr = fmt.Errorf("%w: document.id or document.version is missing", idempotency.ErrNoKey)
 		}
-		return idempotency.Key{}, &idempotency.KeyError{MessageID: m.MessageId, Source: workSource, Err: perr}
+		return idempotency.Selection{}, &idempotency.KeyError{InputID: m.MessageId, Source: workSource, Err: perr}
 	}
-	k, err := idempotency.KeyOf(WorkSelector, r.work())
+	k, err := idempotency.SelectionOf(WorkSelector, r.work())
 	if err != nil {
-		return idempotency.Key{}, &idempotency.KeyError{MessageID: m.MessageId, Source: workSource, Err: err}
+		return idempotency.Selection{}, &idempotency.KeyError{InputID: m.MessageId, Source: workSource, Err: err}
 	}
 	return k, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/gowebpki/jcs"
+
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -20,7 +21,7 @@ const base = `{"document":{"id":"4471","version":"9"},"model":"m1","prompt_versi
 
 // spelled is the native format's material for a key: the canonical JSON
 // (RFC 8785) of its selector and value, which its record id hashes.
-func spelled(k idempotency.Key, err error) ([]byte, error) {
+func spelled(k idempotency.Selection, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -125,11 +126,11 @@ func TestWorkKeyMaterial(t *testing.T) {
 func TestKey(t *testing.T) {
 	key := handler.Key()
 	t.Run("producer key wins", func(t *testing.T) {
-		a, err := spelled(key(msg("1", `{"idempotency_key":"k-1","document":{"id":"1","version":"1"},"prompt_version":"v1"}`)))
+		a, err := spelled(idempotency.Select(key, msg("1", `{"idempotency_key":"k-1","document":{"id":"1","version":"1"},"prompt_version":"v1"}`)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := spelled(key(msg("2", `{"idempotency_key":"k-1","document":{"id":"2","version":"1"},"prompt_version":"v1"}`)))
+		b, err := spelled(idempotency.Select(key, msg("2", `{"idempotency_key":"k-1","document":{"id":"2","version":"1"},"prompt_version":"v1"}`)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func TestKey(t *testing.T) {
 		}
 	})
 	t.Run("canonical subset without producer key", func(t *testing.T) {
-		got, err := spelled(key(msg("1", base)))
+		got, err := spelled(idempotency.Select(key, msg("1", base)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +168,7 @@ func TestKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := key(msg("m-1", tt.body))
+			_, err := idempotency.Select(key, msg("m-1", tt.body))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -208,7 +209,7 @@ func TestForgedProducerKey(t *testing.T) {
 	for _, forgedKey := range []string{string(realKey.Value), real} {
 		t.Run(forgedKey, func(t *testing.T) {
 			forged := `{"idempotency_key":` + forgedKey + `,"document":{"id":"4471","version":"9"},"model":"m1","prompt_version":"v1","parameters":{"temperature":0.7}}`
-			k, err := handler.Key()(msg("m-2", forged))
+			k, err := idempotency.Select(handler.Key(), msg("m-2", forged))
 			if err != nil {
 				t.Fatal(err)
 			}

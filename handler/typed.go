@@ -6,35 +6,37 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
-// Body is how the app reads a message with idempotency.WrapJSON: the body
-// decoded once into a [Request] (unknown top-level fields ignored, unknown
-// parameters rejected), the key taken from it ([RequestKey]), the request
-// checked for well-formedness ([Request.Validate]) and its canonical subset
-// compared on a reused key ([WorkPayload]):
+// RequestKey is the key of the app's typed wiring, idempotency.WrapJSON
+// with [RequestOptions]: the producer's [KeyField] in the body when it is
+// not empty, else the canonical subset of the decoded [Request]
+// ([WorkPayload]). Its keys are those of [Key], so records written by
+// either wiring are found by the other:
 //
-//	fn := idempotency.WrapJSON(g, handler.Body(), h.HandleRequest)
+//	fn := idempotency.WrapJSON(g, handler.RequestKey(), h.HandleRequest, handler.RequestOptions()...)
 //
-// The keys and payloads are those of [Key] and [WorkKey], so records
-// written by either wiring are found by the other. A body that is not a
-// valid Request fails with an idempotency.BodyError (wrapping
-// [ErrInvalidRequest] when the check refused it), and one without any key
-// with an idempotency.KeyError wrapping idempotency.ErrNoKey; either way
-// before anything is claimed.
-func Body() idempotency.JSONBody[Request] {
-	return idempotency.JSONBody[Request]{KeyFunc: RequestKey, Check: Request.Validate, PayloadFunc: WorkPayload}
+// A request with neither (no producer key, no document id or version) has
+// no key: the message fails with an idempotency.KeyError wrapping
+// idempotency.ErrNoKey, before anything is claimed.
+func RequestKey() idempotency.Selector {
+	return idempotency.FirstOf(idempotency.BodyField(KeyField), idempotency.SelectorFunc(requestWork))
 }
 
-// RequestKey is the key of a decoded request, as [Key] takes it
-// from the body: the producer's IdempotencyKey when it is not empty, else
-// the canonical subset of [WorkKey]. A request with neither (no producer
-// key, no document id or version) has no key: the error wraps
-// idempotency.ErrNoKey.
-func RequestKey(r Request) (idempotency.Key, error) {
-	if r.IdempotencyKey != "" {
-		return idempotency.BodyKey(r.IdempotencyKey, KeyField)
+// RequestOptions are the options of the app's typed wiring: each decoded
+// request checked for well-formedness ([Request.Validate]; a request it
+// refuses fails with an idempotency.BodyError wrapping [ErrInvalidRequest])
+// and its canonical subset compared on a reused key ([WorkPayload]).
+func RequestOptions() []idempotency.Option {
+	return []idempotency.Option{
+		idempotency.WithCheck(Request.Validate),
+		idempotency.WithPayload(idempotency.SelectorFunc(WorkPayload)),
 	}
+}
+
+// requestWork is the canonical subset of a decoded request, or no key when
+// it has no document id or version.
+func requestWork(r Request) (idempotency.Selection, error) {
 	if r.Document.ID == "" || r.Document.Version == "" {
-		return idempotency.Key{}, fmt.Errorf("%w: no %s and no document.id or document.version", idempotency.ErrNoKey, KeyField)
+		return idempotency.Selection{}, fmt.Errorf("%w: no %s and no document.id or document.version", idempotency.ErrNoKey, KeyField)
 	}
 	return WorkPayload(r)
 }
@@ -42,6 +44,6 @@ func RequestKey(r Request) (idempotency.Key, error) {
 // WorkPayload is the canonical subset of a decoded request, as [WorkKey]
 // takes it from the body: the payload validated when a producer key is
 // reused.
-func WorkPayload(r Request) (idempotency.Key, error) {
-	return idempotency.KeyOf(WorkSelector, r.work())
+func WorkPayload(r Request) (idempotency.Selection, error) {
+	return idempotency.SelectionOf(WorkSelector, r.work())
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -39,10 +40,10 @@ func BenchmarkWiring(b *testing.B) {
 		new  func() func(context.Context, events.SQSMessage) (handler.Summary, error)
 	}{
 		{"Wrap", func() func(context.Context, events.SQSMessage) (handler.Summary, error) {
-			return idempotency.WrapPayload(guard(), handler.Key(), handler.WorkKey, h.Handle)
+			return idempotency.Wrap(guard(), handler.Key(), h.Handle, idempotency.WithPayload(idempotency.SelectorFunc(handler.WorkKey)))
 		}},
 		{"WrapJSON", func() func(context.Context, events.SQSMessage) (handler.Summary, error) {
-			return idempotency.WrapJSON(guard(), handler.Body(), h.HandleRequest)
+			return idempotency.WrapJSON(guard(), handler.RequestKey(), h.HandleRequest, handler.RequestOptions()...)
 		}},
 	}
 	for _, c := range []struct{ name, body string }{{"replay/producer-key", typedReq}, {"replay/work-key", workOnly}} {

@@ -8,16 +8,18 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
 // typedApp is the summarise handler wired as cmd/summarise wires it:
-// idempotency.WrapJSON with handler.Body, in memory, with the stub provider.
+// idempotency.WrapJSON with handler.RequestKey and handler.RequestOptions,
+// in memory, with the stub provider.
 type typedApp struct {
 	calls  *handler.Calls
-	events []idempotency.Event
+	events []idempotency.Report
 	handle func(context.Context, events.SQSMessage) (handler.Summary, error)
 }
 
@@ -26,7 +28,7 @@ func newTypedApp(t *testing.T) *typedApp {
 	a := &typedApp{calls: &handler.Calls{}}
 	g, err := idempotency.New(idempotency.Config{
 		Store: memstore.New(), Namespace: "summarise", Logger: slog.New(slog.DiscardHandler),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) { a.events = append(a.events, ev) },
+		OnOutcome: func(_ context.Context, ev idempotency.Report) { a.events = append(a.events, ev) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +37,7 @@ func newTypedApp(t *testing.T) *typedApp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.handle = idempotency.WrapJSON(g, handler.Body(), h.HandleRequest)
+	a.handle = idempotency.WrapJSON(g, handler.RequestKey(), h.HandleRequest, handler.RequestOptions()...)
 	return a
 }
 
@@ -137,13 +139,9 @@ func TestBodyKeysMatchWrap(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
-		wantKey, err := handler.Key()(m)
+		wantKey, err := idempotency.Select(handler.Key(), m)
 		if err != nil {
 			t.Fatal(err)
-		}
-		gotKey, err := handler.RequestKey(r)
-		if err != nil {
-			t.Fatalf("%s: RequestKey: %v", body, err)
 		}
 		wantPayload, err := handler.WorkKey(m)
 		if err != nil {
@@ -154,8 +152,8 @@ func TestBodyKeysMatchWrap(t *testing.T) {
 			t.Fatalf("%s: WorkPayload: %v", body, err)
 		}
 		for _, f := range []idempotency.Format{idempotency.FormatNative, idempotency.FormatPowertoolsPython, idempotency.FormatPowertoolsTypeScript} {
-			if got, want := hash(t, f, gotKey), hash(t, f, wantKey); got != want {
-				t.Errorf("%s: format %v:\nRequestKey %s (%s)\nKey        %s (%s)", body, f, gotKey.Value, got, wantKey.Value, want)
+			if got, want := typedID(t, f, m), "summarise#"+hash(t, f, wantKey); got != want {
+				t.Errorf("%s: format %v: RequestKey's record id %s, Key's %s (%s)", body, f, got, want, wantKey.Value)
 			}
 			if got, want := hash(t, f, gotPayload), hash(t, f, wantPayload); got != want {
 				t.Errorf("%s: format %v:\nWorkPayload %s (%s)\nWorkKey     %s (%s)", body, f, gotPayload.Value, got, wantPayload.Value, want)
@@ -164,7 +162,24 @@ func TestBodyKeysMatchWrap(t *testing.T) {
 	}
 }
 
-func hash(t *testing.T, f idempotency.Format, k idempotency.Key) string {
+// typedID is the record id the typed wiring claims for m, in format f.
+func typedID(t *testing.T, f idempotency.Format, m events.SQSMessage) string {
+	t.Helper()
+	var id string
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "summarise", Format: f,
+		Logger: slog.New(slog.DiscardHandler), OnOutcome: func(_ context.Context, r idempotency.Report) { id = r.ID }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := idempotency.WrapJSON(g, handler.RequestKey(), func(context.Context, handler.Request, events.SQSMessage) (int, error) { return 1, nil },
+		handler.RequestOptions()...)
+	if _, err := h(t.Context(), m); err != nil {
+		t.Fatalf("format %v: %v", f, err)
+	}
+	return id
+}
+
+func hash(t *testing.T, f idempotency.Format, k idempotency.Selection) string {
 	t.Helper()
 	h, err := f.Hash(k)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // functionLogicalID is the function's fixed logical id in the template, the
@@ -73,7 +73,7 @@ func newSummariseStack(scope constructs.Construct, cfg config) (awscdk.Stack, er
 
 	summaries := awsdynamodb.NewTable(stack, jsii.String("Summaries"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{
-			Name: jsii.String(idempotency.AttrID),
+			Name: jsii.String(driver.AttrID),
 			Type: awsdynamodb.AttributeType_STRING,
 		},
 		BillingMode: awsdynamodb.BillingMode_PAY_PER_REQUEST,

@@ -16,6 +16,7 @@ import (
 	"github.com/sqsonce/sqsonce/handler/metrics"
 	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // tableWithTTL returns the idempotency table: the consumer's table.
@@ -46,10 +47,10 @@ func TestTables(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tpl.Resources[tc.id]
 			p := r.Properties
-			if got, want := js(p["KeySchema"]), js([]any{map[string]any{"AttributeName": idempotency.AttrID, "KeyType": "HASH"}}); got != want {
+			if got, want := js(p["KeySchema"]), js([]any{map[string]any{"AttributeName": driver.AttrID, "KeyType": "HASH"}}); got != want {
 				t.Errorf("KeySchema %s, want %s", got, want)
 			}
-			if got, want := js(p["AttributeDefinitions"]), js([]any{map[string]any{"AttributeName": idempotency.AttrID, "AttributeType": "S"}}); got != want {
+			if got, want := js(p["AttributeDefinitions"]), js([]any{map[string]any{"AttributeName": driver.AttrID, "AttributeType": "S"}}); got != want {
 				t.Errorf("AttributeDefinitions %s, want %s", got, want)
 			}
 			if got := p["BillingMode"]; got != "PAY_PER_REQUEST" {
@@ -72,8 +73,8 @@ func TestTables(t *testing.T) {
 				t.Fatalf("TimeToLiveSpecification present %v, want %v", hasTTL, tc.ttl)
 			}
 			if tc.ttl {
-				if got := get(t, ttl, "AttributeName"); got != idempotency.AttrExpiration {
-					t.Errorf("TTL attribute %v, want idempotency.AttrExpiration %q (what the runtime writes)", got, idempotency.AttrExpiration)
+				if got := get(t, ttl, "AttributeName"); got != driver.AttrExpiration {
+					t.Errorf("TTL attribute %v, want driver.AttrExpiration %q (what the runtime writes)", got, driver.AttrExpiration)
 				}
 				if got := get(t, ttl, "Enabled"); got != true {
 					t.Errorf("TTL enabled %v", got)

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
@@ -109,7 +110,7 @@ func defaults(getenv func(string) string) globals {
 		namespace:        or(envNamespace, "summarise"),
 		format:           or(envFormat, "native"),
 		dataFormat:       or(envDataFormat, "json"),
-		partitionKey:     or(envPartitionKey, idempotency.AttrID),
+		partitionKey:     or(envPartitionKey, driver.AttrID),
 		sortKey:          getenv(envSortKey),
 		staticPartition:  getenv(envStaticPartition),
 	}
@@ -205,9 +206,8 @@ func (g *globals) check() error {
 // that computes record ids, and SQS when the command needs it.
 type ops struct {
 	g       globals
-	store   idempotency.Store
-	inspect idempotency.Inspector
-	write   inspectedWriter
+	store   driver.Store
+	inspect driver.Inspector
 	guard   *idempotency.Guard
 	sqs     sqsAPI
 	closers []func()
@@ -248,7 +248,7 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 		if err != nil {
 			return nil, err
 		}
-		o.store, o.inspect, o.write = s, s, s
+		o.store, o.inspect = s, s
 	case storeRedis:
 		var rdb redis.UniversalClient
 		if g.redisCluster {
@@ -272,7 +272,7 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 			o.close()
 			return nil, err
 		}
-		o.store, o.inspect, o.write = s, s, s
+		o.store, o.inspect = s, s
 	case storePostgres:
 		pool, err := pgxpool.New(ctx, g.postgresURL)
 		if err != nil {
@@ -288,7 +288,7 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 			o.close()
 			return nil, err
 		}
-		o.store, o.inspect, o.write = s, s, s
+		o.store, o.inspect = s, s
 	}
 	guard, err := idempotency.New(idempotency.Config{Store: o.store, Namespace: g.namespace, Format: formats[g.format]})
 	if err != nil {
@@ -306,22 +306,13 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 	return o, nil
 }
 
-// inspectedWriter is what release and resolve write with: each store's
-// release and completion fenced on the record as inspect read it (its
-// owner or none, expiry, lease end and quarantine mark), not on an owner
-// token alone, so that a claim without an owner (Powertools writes none)
-// can be released and resolved too, and a record that changed since it
-// was read is left alone. CompleteInspected never completes a record
-// without its result: one the store cannot keep in full is refused.
-type inspectedWriter interface {
-	ReleaseInspected(ctx context.Context, found idempotency.Record) error
-	CompleteInspected(ctx context.Context, found, done idempotency.Record) error
-}
-
+// Every store the tool opens has an Inspector: its release and resolve
+// write with ReleaseInspected and CompleteInspected, fenced on the record
+// as inspect read it.
 var (
-	_ inspectedWriter = (*dynamostore.Store)(nil)
-	_ inspectedWriter = (*redisstore.Store)(nil)
-	_ inspectedWriter = (*pgstore.Store)(nil)
+	_ driver.Inspector = (*dynamostore.Store)(nil)
+	_ driver.Inspector = (*redisstore.Store)(nil)
+	_ driver.Inspector = (*pgstore.Store)(nil)
 )
 
 // keyPath parses --key-field: member names separated by dots, or a JSON

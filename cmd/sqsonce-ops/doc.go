@@ -20,8 +20,8 @@
 // SQSONCE_NAMESPACE, SQSONCE_STATIC_PARTITION, …). A record id is computed
 // as [idempotency.Guard.ID] computes it, with the app's key function
 // ([handler.Key]) unless --key-field names the body field. Records are
-// read through the store's [idempotency.Inspector]; release and resolve
-// write with the store's ReleaseInspected and CompleteInspected, fenced on
+// read through the store's [driver.Inspector]; release and resolve
+// write with its ReleaseInspected and CompleteInspected, fenced on
 // the record as read (its owner or none, expiry, lease and quarantine
 // mark). redrive refuses queues that --queue's RedrivePolicy does not
 // pair, stops a FIFO group at its first message not sent, and sends at

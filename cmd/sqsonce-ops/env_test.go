@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
@@ -139,7 +139,7 @@ func TestConstructEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := seed(t, store, str("SQSONCE_NAMESPACE"), func(t *testing.T, rec idempotency.Record) {})
+	s := seed(t, store, str("SQSONCE_NAMESPACE"), func(t *testing.T, rec driver.Record) {})
 	env := map[string]string{envDynamoDBEndpoint: moto.Endpoint(t), "AWS_LAMBDA_FUNCTION_NAME": "summarise-fn"}
 	for k, v := range fn {
 		if v, ok := v.(string); ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // TestResolveExpiredClaimRefused: an INPROGRESS claim past its expiry
@@ -26,7 +27,7 @@ func TestResolveExpiredClaimRefused(t *testing.T) {
 	body := `{"idempotency_key":"order-17"}`
 	id := idOf(t, g, body)
 	now := time.Now()
-	quarantineDynamo(db, table)(t, idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: now.Add(-time.Minute),
+	quarantineDynamo(db, table)(t, driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: now.Add(-time.Minute),
 		LeaseUntil: now.Add(-time.Hour), Owner: "worker-1", Quarantined: now.Add(-50 * time.Minute)})
 	for _, args := range [][]string{
 		{"resolve", "--id", id, "--owner", "worker-1", "--result", `"paid"`},
@@ -38,10 +39,10 @@ func TestResolveExpiredClaimRefused(t *testing.T) {
 		}
 	}
 	rec, err := store.Inspect(context.Background(), id)
-	if err != nil || rec.Status != idempotency.StatusInProgress || rec.Owner != "worker-1" {
+	if err != nil || rec.Status != driver.StatusInProgress || rec.Owner != "worker-1" {
 		t.Errorf("the record changed: %+v, %v", rec, err)
 	}
-	k, err := idempotency.BodyField("idempotency_key")(events.SQSMessage{MessageId: "m", Body: body})
+	k, err := idempotency.Select(idempotency.BodyField("idempotency_key"), events.SQSMessage{MessageId: "m", Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/sqsonce/sqsonce/internal/testenv/pgserver"
 	"github.com/sqsonce/sqsonce/internal/testenv/redisserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 var (
@@ -93,7 +94,7 @@ func inspectJSON(t *testing.T, env map[string]string, code int, args ...string) 
 // namespace ns and format f.
 func idOf(t *testing.T, g *idempotency.Guard, body string) string {
 	t.Helper()
-	k, err := handler.Key()(events.SQSMessage{MessageId: "m", Body: body})
+	k, err := idempotency.Select(handler.Key(), events.SQSMessage{MessageId: "m", Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ type seeded struct {
 // seed writes the records: completed through the guard as the app does,
 // the claims directly, and the quarantined one through quarantine (raw,
 // as strict mode leaves it).
-func seed(t *testing.T, store idempotency.Store, ns string, quarantine func(t *testing.T, rec idempotency.Record)) seeded {
+func seed(t *testing.T, store driver.Store, ns string, quarantine func(t *testing.T, rec driver.Record)) seeded {
 	t.Helper()
 	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: ns, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -135,7 +136,7 @@ func seed(t *testing.T, store idempotency.Store, ns string, quarantine func(t *t
 	s.live = idOf(t, g, body("order-live"))
 	s.quarantined = idOf(t, g, body("order-quarantined"))
 	s.absent = idOf(t, g, body("order-absent"))
-	k, _ := handler.Key()(events.SQSMessage{Body: body("order-completed")})
+	k, _ := idempotency.Select(handler.Key(), events.SQSMessage{Body: body("order-completed")})
 	if _, err := idempotency.Do(ctx, g, k, func(context.Context) (map[string]string, error) {
 		return map[string]string{"summary": "done"}, nil
 	}); err != nil {
@@ -143,9 +144,9 @@ func seed(t *testing.T, store idempotency.Store, ns string, quarantine func(t *t
 	}
 	claim := func(id string, lease time.Duration) string {
 		owner := rand.Text()
-		rec := idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: now.Add(24 * time.Hour),
+		rec := driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: now.Add(24 * time.Hour),
 			LeaseUntil: now.Add(lease), Owner: owner}
-		if _, loaded, err := store.Acquire(ctx, rec, now.Add(-time.Hour)); err != nil || loaded {
+		if _, loaded, err := store.Acquire(ctx, rec, now.Add(-time.Hour), driver.Takeover); err != nil || loaded {
 			t.Fatalf("seed claim: %v (loaded %v)", err, loaded)
 		}
 		return owner
@@ -153,7 +154,7 @@ func seed(t *testing.T, store idempotency.Store, ns string, quarantine func(t *t
 	s.stuckOwner = claim(s.stuck, -10*time.Minute)
 	s.liveOwner = claim(s.live, time.Hour)
 	s.quarantinedOwner = rand.Text()
-	q := idempotency.Record{ID: s.quarantined, Status: idempotency.StatusInProgress, ExpiresAt: now.Add(24 * time.Hour),
+	q := driver.Record{ID: s.quarantined, Status: driver.StatusInProgress, ExpiresAt: now.Add(24 * time.Hour),
 		Owner: s.quarantinedOwner, Quarantined: now.Add(-5 * time.Minute)}
 	q.LeaseUntil = q.ExpiresAt
 	quarantine(t, q)
@@ -161,9 +162,9 @@ func seed(t *testing.T, store idempotency.Store, ns string, quarantine func(t *t
 }
 
 // keyOf is the app's key of a message body.
-func keyOf(t *testing.T, body string) idempotency.Key {
+func keyOf(t *testing.T, body string) idempotency.Selection {
 	t.Helper()
-	k, err := handler.Key()(events.SQSMessage{MessageId: "m", Body: body})
+	k, err := idempotency.Select(handler.Key(), events.SQSMessage{MessageId: "m", Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // TestNamespaceBoundary: the ids of namespace "a#b" start with "a#" but
@@ -18,8 +18,8 @@ func TestNamespaceBoundary(t *testing.T) {
 	now := time.Now()
 	stuck := func(id string) string {
 		owner := rand.Text()
-		if _, loaded, err := store.Acquire(context.Background(), idempotency.Record{ID: id, Status: idempotency.StatusInProgress,
-			ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(-time.Minute), Owner: owner}, now.Add(-time.Hour)); err != nil || loaded {
+		if _, loaded, err := store.Acquire(context.Background(), driver.Record{ID: id, Status: driver.StatusInProgress,
+			ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(-time.Minute), Owner: owner}, now.Add(-time.Hour), driver.Takeover); err != nil || loaded {
 			t.Fatalf("claim %s: %v (loaded %v)", id, err, loaded)
 		}
 		return owner
@@ -36,7 +36,7 @@ func TestNamespaceBoundary(t *testing.T) {
 	inspectJSON(t, env, exitRefused, "--id", theirs)
 	cli(t, env, "release", "--id", theirs, "--owner", owner).want(t, exitRefused)
 	cli(t, env, "resolve", "--id", theirs, "--owner", owner, "--result", `"x"`).want(t, exitRefused)
-	if rec, err := store.Inspect(context.Background(), theirs); err != nil || rec.Status != idempotency.StatusInProgress || rec.Owner != owner {
+	if rec, err := store.Inspect(context.Background(), theirs); err != nil || rec.Status != driver.StatusInProgress || rec.Owner != owner {
 		t.Errorf("namespace a#b's record changed: %+v, %v", rec, err)
 	}
 	other := map[string]string{}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // The states of a record at a given time, as inspect and list show them.
@@ -24,20 +24,20 @@ const (
 )
 
 // state is what rec means at t.
-func state(rec idempotency.Record, t time.Time) string {
+func state(rec driver.Record, t time.Time) string {
 	expired := !rec.ExpiresAt.IsZero() && rec.ExpiresAt.Before(t)
 	switch {
-	case rec.Status == idempotency.StatusCompleted && !expired:
+	case rec.Status == driver.StatusCompleted && !expired:
 		return stateCompleted
-	case rec.Status == idempotency.StatusCompleted, rec.Status == idempotency.StatusInProgress && expired:
+	case rec.Status == driver.StatusCompleted, rec.Status == driver.StatusInProgress && expired:
 		return stateExpired
-	case rec.Status == idempotency.StatusInProgress && !rec.Quarantined.IsZero():
+	case rec.Status == driver.StatusInProgress && !rec.Quarantined.IsZero():
 		return stateQuarantined
-	case rec.Status == idempotency.StatusInProgress && !rec.LeaseEnd().IsZero() && rec.LeaseEnd().Before(t):
+	case rec.Status == driver.StatusInProgress && !rec.LeaseEnd().IsZero() && rec.LeaseEnd().Before(t):
 		// A claim without a lease end (written by another library) is
 		// held until it expires.
 		return stateLeaseLapsed
-	case rec.Status == idempotency.StatusInProgress:
+	case rec.Status == driver.StatusInProgress:
 		return stateInProgress
 	}
 	return stateUnknown
@@ -71,9 +71,9 @@ func timePtr(t time.Time) *time.Time {
 }
 
 // view is rec as printed; err is the problem its read reported.
-func view(o *ops, id string, rec idempotency.StoredRecord, err error, t time.Time) recordView {
+func view(o *ops, id string, rec driver.StoredRecord, err error, t time.Time) recordView {
 	v := recordView{ID: id}
-	if errors.Is(err, idempotency.ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		v.State = stateAbsent
 		return v
 	}
@@ -82,7 +82,7 @@ func view(o *ops, id string, rec idempotency.StoredRecord, err error, t time.Tim
 	v.LeaseUntil, v.ExpiresAt, v.Quarantined = timePtr(rec.LeaseEnd()), timePtr(rec.ExpiresAt), timePtr(rec.Quarantined)
 	v.Owner = rec.Owner
 	v.DataBytes, v.StoredBytes = len(rec.Data), rec.Size
-	v.DataFormat, v.Encoding, v.DataOmitted = rec.DataFormat, rec.Encoding, rec.Omitted
+	v.DataFormat, v.Encoding, v.DataOmitted = rec.DataMark, rec.Encoding, rec.Omitted
 	v.Validation = rec.Validation != ""
 	var problems []string
 	if err != nil {
@@ -128,7 +128,7 @@ func printRecord(w io.Writer, v recordView, at time.Time) {
 		return
 	}
 	line("status", v.Status)
-	if v.Status == string(idempotency.StatusInProgress) {
+	if v.Status == string(driver.StatusInProgress) {
 		line("lease until", when(v.LeaseUntil, at))
 	}
 	line("expires", when(v.ExpiresAt, at))

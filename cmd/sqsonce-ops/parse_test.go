@@ -73,17 +73,17 @@ func TestRecordIDs(t *testing.T) {
 		o := &ops{g: globals{namespace: "ns", format: name}, guard: g}
 		for _, tc := range []struct {
 			sel  selector
-			body string              // the message the producer sends
-			kf   idempotency.KeyFunc // the app's key function for it
+			body string                // the message the producer sends
+			kf   *idempotency.Selector // the app's key selector for it; nil for handler.Key
 		}{
 			{selector{key: `"order-17"`}, `{"idempotency_key":"order-17"}`, nil},
 			{selector{key: ` {"b":2, "a":[1,2.50]} `}, `{"idempotency_key":{"b":2,"a":[1,2.50]}}`, nil},
-			{selector{key: `4471`, keyField: "document.id"}, `{"document":{"id":4471}}`, idempotency.BodyField("document", "id")},
-			{selector{key: `"x"`, keyField: `["a.b"]`}, `{"a.b":"x"}`, idempotency.BodyField("a.b")},
+			{selector{key: `4471`, keyField: "document.id"}, `{"document":{"id":4471}}`, ptr(idempotency.BodyField("document", "id"))},
+			{selector{key: `"x"`, keyField: `["a.b"]`}, `{"a.b":"x"}`, ptr(idempotency.BodyField("a.b"))},
 		} {
-			kf := tc.kf
-			if kf == nil {
-				kf = keyFunc("")
+			kf := keyFunc("")
+			if tc.kf != nil {
+				kf = *tc.kf
 			}
 			want, err := messageID(o, kf, events.SQSMessage{Body: tc.body})
 			if err != nil {
@@ -193,3 +193,5 @@ func TestBinary(t *testing.T) {
 		t.Errorf("sqsonce-ops without a command: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

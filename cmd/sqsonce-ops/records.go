@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // stdin is what --body - and --result-file - read.
@@ -31,7 +32,7 @@ func (c *inspectCmd) exec(ctx context.Context, o *ops) int {
 		return refuse(o, "no record id: %v", err)
 	}
 	rec, err := o.inspect.Inspect(ctx, id)
-	if err != nil && !errors.Is(err, idempotency.ErrNotFound) && rec.ID == "" {
+	if err != nil && !errors.Is(err, driver.ErrNotFound) && rec.ID == "" {
 		return failed(o, "inspect: %v", err)
 	}
 	at := now()
@@ -69,7 +70,7 @@ type listing struct {
 func (c *listCmd) exec(ctx context.Context, o *ops) int {
 	at := now()
 	out := listing{Namespace: o.g.namespace, Records: []recordView{}}
-	opts := idempotency.ListOptions{Status: idempotency.StatusInProgress, Prefix: o.g.namespace + "#"}
+	opts := driver.ListOptions{Status: driver.StatusInProgress, Prefix: o.g.namespace + "#"}
 	for rec, err := range o.inspect.List(ctx, opts) {
 		if err != nil && rec.ID == "" {
 			return failed(o, "list: %v", err)
@@ -169,17 +170,17 @@ func (c *writeCmd) needsSQS() bool { return false }
 // target reads the record and checks that it is one to write: readable
 // with the configuration, INPROGRESS, owned by --owner, its lease lapsed
 // or quarantined (or --force). It returns the record, or the exit code.
-func (c *writeCmd) target(ctx context.Context, o *ops, verb string) (string, idempotency.StoredRecord, int) {
+func (c *writeCmd) target(ctx context.Context, o *ops, verb string) (string, driver.StoredRecord, int) {
 	id, err := c.sel.resolve(o, stdin)
 	if err != nil {
-		return "", idempotency.StoredRecord{}, refuse(o, "no record id: %v", err)
+		return "", driver.StoredRecord{}, refuse(o, "no record id: %v", err)
 	}
 	if p := namespaceProblem(o, id); p != "" {
-		return "", idempotency.StoredRecord{}, refuse(o, "%s", p)
+		return "", driver.StoredRecord{}, refuse(o, "%s", p)
 	}
 	rec, err := o.inspect.Inspect(ctx, id)
 	switch {
-	case errors.Is(err, idempotency.ErrNotFound):
+	case errors.Is(err, driver.ErrNotFound):
 		return "", rec, failed(o, "%s %s: no record (released, expired and deleted, or never written)", verb, id)
 	case err != nil && rec.ID == "":
 		return "", rec, failed(o, "%s %s: %v", verb, id, err)
@@ -187,7 +188,7 @@ func (c *writeCmd) target(ctx context.Context, o *ops, verb string) (string, ide
 		return "", rec, refuse(o, "%s %s: the record cannot be read with this configuration: %v", verb, id, err)
 	}
 	switch st := state(rec.Record, now()); {
-	case rec.Status != idempotency.StatusInProgress:
+	case rec.Status != driver.StatusInProgress:
 		return "", rec, failed(o, "%s %s: the record is %s (%s), not INPROGRESS: nothing to %s", verb, id, rec.Status, st, verb)
 	case rec.Owner != c.owner.owner:
 		return "", rec, failed(o, "%s %s: the record's owner (%s) is not --owner: it changed since you looked; inspect it again", verb, id, orDash(rec.Owner))
@@ -209,12 +210,12 @@ type writeResult struct {
 	After  *recordView `json:"after,omitempty"`
 }
 
-func (c *writeCmd) report(ctx context.Context, o *ops, action, id string, before idempotency.StoredRecord) int {
+func (c *writeCmd) report(ctx context.Context, o *ops, action, id string, before driver.StoredRecord) int {
 	at := now()
 	out := writeResult{Action: action, DryRun: c.dryRun, Before: view(o, id, before, nil, at)}
 	if !c.dryRun {
 		rec, err := o.inspect.Inspect(ctx, id)
-		if err == nil || errors.Is(err, idempotency.ErrNotFound) {
+		if err == nil || errors.Is(err, driver.ErrNotFound) {
 			v := view(o, id, rec, err, now())
 			out.After = &v
 		}
@@ -243,7 +244,7 @@ func (c *writeCmd) report(ctx context.Context, o *ops, action, id string, before
 // writeFailed reports a release's or resolve's write that failed: refused
 // by its fence (the record changed since it was read), or an error.
 func writeFailed(o *ops, verb, id string, err error) int {
-	if errors.Is(err, idempotency.ErrLeaseLost) {
+	if errors.Is(err, driver.ErrLeaseLost) {
 		return failed(o, "%s %s: refused, nothing written: %v; inspect it again", verb, id, err)
 	}
 	return failed(o, "%s %s: %v", verb, id, err)
@@ -265,7 +266,7 @@ func (c *releaseCmd) exec(ctx context.Context, o *ops) int {
 		return code
 	}
 	if !c.dryRun {
-		if err := o.write.ReleaseInspected(ctx, rec.Record); err != nil {
+		if err := o.inspect.ReleaseInspected(ctx, rec.Record); err != nil {
 			return writeFailed(o, "release", id, err)
 		}
 	}
@@ -338,9 +339,9 @@ func (c *resolveCmd) exec(ctx context.Context, o *ops) int {
 		if owner == "" {
 			owner = rand.Text()
 		}
-		done := idempotency.Record{ID: id, Status: idempotency.StatusCompleted, Owner: owner,
+		done := driver.Record{ID: id, Status: driver.StatusCompleted, Owner: owner,
 			ExpiresAt: expires, Validation: rec.Validation, Data: data}
-		if err := o.write.CompleteInspected(ctx, rec.Record, done); err != nil {
+		if err := o.inspect.CompleteInspected(ctx, rec.Record, done); err != nil {
 			return writeFailed(o, "resolve", id, err)
 		}
 	}

@@ -19,8 +19,8 @@ import (
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/internal/testenv/redisserver"
-
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
@@ -41,17 +41,17 @@ func dynamoEnv(t *testing.T, ns string) (map[string]string, *dynamostore.Store, 
 }
 
 // quarantineDynamo writes a quarantined claim as strict mode leaves one.
-func quarantineDynamo(db *dynamodb.Client, table string) func(t *testing.T, rec idempotency.Record) {
-	return func(t *testing.T, rec idempotency.Record) {
+func quarantineDynamo(db *dynamodb.Client, table string) func(t *testing.T, rec driver.Record) {
+	return func(t *testing.T, rec driver.Record) {
 		t.Helper()
 		n := func(v int64) types.AttributeValue {
 			return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 		}
 		s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 		_, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
-			idempotency.AttrID: s(rec.ID), idempotency.AttrStatus: s(string(rec.Status)),
-			idempotency.AttrExpiration: n(rec.ExpiresAt.Unix()), idempotency.AttrLeaseExpiry: n(rec.LeaseUntil.UnixMilli()),
-			idempotency.AttrOwner: s(rec.Owner), idempotency.AttrQuarantined: n(rec.Quarantined.UnixMilli()),
+			driver.AttrID: s(rec.ID), driver.AttrStatus: s(string(rec.Status)),
+			driver.AttrExpiration: n(rec.ExpiresAt.Unix()), driver.AttrLeaseExpiry: n(rec.LeaseUntil.UnixMilli()),
+			driver.AttrOwner: s(rec.Owner), driver.AttrQuarantined: n(rec.Quarantined.UnixMilli()),
 		}})
 		if err != nil {
 			t.Fatal(err)
@@ -176,11 +176,11 @@ func TestRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := seed(t, store, "orders", func(t *testing.T, rec idempotency.Record) {
+	s := seed(t, store, "orders", func(t *testing.T, rec driver.Record) {
 		err := rdb.HSet(context.Background(), store.RedisKey(rec.ID),
-			idempotency.AttrStatus, string(rec.Status), idempotency.AttrExpiration, rec.ExpiresAt.Unix(),
-			idempotency.AttrLeaseExpiry, rec.LeaseUntil.UnixMilli(), idempotency.AttrOwner, rec.Owner,
-			idempotency.AttrQuarantined, rec.Quarantined.UnixMilli()).Err()
+			driver.AttrStatus, string(rec.Status), driver.AttrExpiration, rec.ExpiresAt.Unix(),
+			driver.AttrLeaseExpiry, rec.LeaseUntil.UnixMilli(), driver.AttrOwner, rec.Owner,
+			driver.AttrQuarantined, rec.Quarantined.UnixMilli()).Err()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func TestPostgres(t *testing.T) {
 	if err := store.CreateSchema(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	s := seed(t, store, "orders", func(t *testing.T, rec idempotency.Record) {
+	s := seed(t, store, "orders", func(t *testing.T, rec driver.Record) {
 		ctx := context.Background()
 		if _, err := pool.Exec(ctx, `ALTER TABLE idempotency ADD COLUMN IF NOT EXISTS quarantined timestamptz`); err != nil {
 			t.Fatal(err)
@@ -225,15 +225,15 @@ func TestDynamoDBSortKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := seed(t, store, "orders", func(t *testing.T, rec idempotency.Record) {
+	s := seed(t, store, "orders", func(t *testing.T, rec driver.Record) {
 		n := func(v int64) types.AttributeValue {
 			return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 		}
 		str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 		_, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
-			"pk": str(dynamostore.DefaultPartitionPrefix + "summarise-fn"), "sk": str(rec.ID), idempotency.AttrStatus: str(string(rec.Status)),
-			idempotency.AttrExpiration: n(rec.ExpiresAt.Unix()), idempotency.AttrLeaseExpiry: n(rec.LeaseUntil.UnixMilli()),
-			idempotency.AttrOwner: str(rec.Owner), idempotency.AttrQuarantined: n(rec.Quarantined.UnixMilli()),
+			"pk": str(dynamostore.DefaultPartitionPrefix + "summarise-fn"), "sk": str(rec.ID), driver.AttrStatus: str(string(rec.Status)),
+			driver.AttrExpiration: n(rec.ExpiresAt.Unix()), driver.AttrLeaseExpiry: n(rec.LeaseUntil.UnixMilli()),
+			driver.AttrOwner: str(rec.Owner), driver.AttrQuarantined: n(rec.Quarantined.UnixMilli()),
 		}})
 		if err != nil {
 			t.Fatal(err)
@@ -257,11 +257,11 @@ func TestRedisCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := seed(t, store, "orders", func(t *testing.T, rec idempotency.Record) {
+	s := seed(t, store, "orders", func(t *testing.T, rec driver.Record) {
 		err := rdb.HSet(context.Background(), store.RedisKey(rec.ID),
-			idempotency.AttrStatus, string(rec.Status), idempotency.AttrExpiration, rec.ExpiresAt.Unix(),
-			idempotency.AttrLeaseExpiry, rec.LeaseUntil.UnixMilli(), idempotency.AttrOwner, rec.Owner,
-			idempotency.AttrQuarantined, rec.Quarantined.UnixMilli()).Err()
+			driver.AttrStatus, string(rec.Status), driver.AttrExpiration, rec.ExpiresAt.Unix(),
+			driver.AttrLeaseExpiry, rec.LeaseUntil.UnixMilli(), driver.AttrOwner, rec.Owner,
+			driver.AttrQuarantined, rec.Quarantined.UnixMilli()).Err()
 		if err != nil {
 			t.Fatal(err)
 		}

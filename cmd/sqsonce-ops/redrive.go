@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // The classes of a dead-letter message, by what its redelivery will do.
@@ -371,7 +372,7 @@ func (c *redriveCmd) receive(ctx context.Context, o *ops, visibility time.Durati
 }
 
 // classify computes m's record id and what its redelivery will do.
-func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.KeyFunc, m *dlqMessage) {
+func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Selector, m *dlqMessage) {
 	attrs := map[string]string{}
 	for k, v := range m.msg.Attributes {
 		attrs[k] = v
@@ -384,7 +385,7 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.KeyFun
 	m.RecordID = id
 	rec, err := o.inspect.Inspect(ctx, id)
 	switch {
-	case errors.Is(err, idempotency.ErrNotFound):
+	case errors.Is(err, driver.ErrNotFound):
 		m.Class = classRun
 		return
 	case err != nil:

@@ -177,8 +177,9 @@ func (s *selector) check() error {
 	return errors.Join(errs...)
 }
 
-// keyFunc is the KeyFunc of message bodies: the app's, or --key-field's.
-func keyFunc(field string) idempotency.KeyFunc {
+// keyFunc is the key selector of message bodies: the app's, or
+// --key-field's.
+func keyFunc(field string) idempotency.Selector {
 	if field == "" {
 		return handler.Key()
 	}
@@ -226,8 +227,8 @@ func (s *selector) resolve(o *ops, stdin io.Reader) (string, error) {
 }
 
 // messageID is the record id of m's key.
-func messageID(o *ops, kf idempotency.KeyFunc, m events.SQSMessage) (string, error) {
-	k, err := kf(m)
+func messageID(o *ops, kf idempotency.Selector, m events.SQSMessage) (string, error) {
+	k, err := idempotency.Select(kf, m)
 	if err != nil {
 		return "", err
 	}

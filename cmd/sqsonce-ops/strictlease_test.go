@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // TestStrictClaimLease: a strict claim is stored with its lease at the
@@ -19,10 +19,10 @@ func TestStrictClaimLease(t *testing.T) {
 		lease time.Duration
 		state string
 	}{{"live", time.Hour, stateInProgress}, {"lapsed", -time.Minute, stateLeaseLapsed}} {
-		rec := idempotency.Record{ID: "orders#" + tc.name, Status: idempotency.StatusInProgress, ExpiresAt: now.Add(24 * time.Hour),
+		rec := driver.Record{ID: "orders#" + tc.name, Status: driver.StatusInProgress, ExpiresAt: now.Add(24 * time.Hour),
 			StrictLease: now.Add(tc.lease), Owner: "worker-1"}
 		rec.LeaseUntil = rec.ExpiresAt
-		if _, loaded, err := store.AcquireStrict(context.Background(), rec, now); err != nil || loaded {
+		if _, loaded, err := store.Acquire(context.Background(), rec, now, driver.NoTakeover); err != nil || loaded {
 			t.Fatalf("seed the %s strict claim: loaded %v, %v", tc.name, loaded, err)
 		}
 		v := inspectJSON(t, env, exitOK, "--id", rec.ID)

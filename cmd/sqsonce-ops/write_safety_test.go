@@ -23,12 +23,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 )
 
 // ownerless writes a quarantined claim without an owner, as a strict
 // guard leaves one Powertools wrote.
-type ownerless func(t *testing.T, rec idempotency.Record)
+type ownerless func(t *testing.T, rec driver.Record)
 
 // TestOwnerlessQuarantine: a claim Powertools wrote has no owner; strict
 // mode quarantines it as it is. release and resolve take --owner - (as
@@ -36,15 +37,15 @@ type ownerless func(t *testing.T, rec idempotency.Record)
 func TestOwnerlessQuarantine(t *testing.T) {
 	t.Run("dynamodb", func(t *testing.T) {
 		env, store, db, table := dynamoEnv(t, "orders")
-		ownerlessQuarantine(t, env, store, func(t *testing.T, rec idempotency.Record) {
+		ownerlessQuarantine(t, env, store, func(t *testing.T, rec driver.Record) {
 			n := func(v int64) dbtypes.AttributeValue {
 				return &dbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 			}
 			s := func(v string) dbtypes.AttributeValue { return &dbtypes.AttributeValueMemberS{Value: v} }
 			_, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]dbtypes.AttributeValue{
-				idempotency.AttrID: s(rec.ID), idempotency.AttrStatus: s(string(rec.Status)),
-				idempotency.AttrExpiration: n(rec.ExpiresAt.Unix()), idempotency.AttrLeaseExpiry: n(rec.LeaseUntil.UnixMilli()),
-				idempotency.AttrQuarantined: n(rec.Quarantined.UnixMilli()),
+				driver.AttrID: s(rec.ID), driver.AttrStatus: s(string(rec.Status)),
+				driver.AttrExpiration: n(rec.ExpiresAt.Unix()), driver.AttrLeaseExpiry: n(rec.LeaseUntil.UnixMilli()),
+				driver.AttrQuarantined: n(rec.Quarantined.UnixMilli()),
 			}})
 			if err != nil {
 				t.Fatal(err)
@@ -60,17 +61,17 @@ func TestOwnerlessQuarantine(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := map[string]string{envStore: storeRedis, envRedisURL: redisS.URL(t), envRedisKeyPrefix: prefix, envNamespace: "orders"}
-		ownerlessQuarantine(t, env, store, func(t *testing.T, rec idempotency.Record) {
+		ownerlessQuarantine(t, env, store, func(t *testing.T, rec driver.Record) {
 			if err := rdb.HSet(context.Background(), store.RedisKey(rec.ID),
-				idempotency.AttrStatus, string(rec.Status), idempotency.AttrExpiration, rec.ExpiresAt.Unix(),
-				idempotency.AttrLeaseExpiry, rec.LeaseUntil.UnixMilli(), idempotency.AttrQuarantined, rec.Quarantined.UnixMilli()).Err(); err != nil {
+				driver.AttrStatus, string(rec.Status), driver.AttrExpiration, rec.ExpiresAt.Unix(),
+				driver.AttrLeaseExpiry, rec.LeaseUntil.UnixMilli(), driver.AttrQuarantined, rec.Quarantined.UnixMilli()).Err(); err != nil {
 				t.Fatal(err)
 			}
 		})
 	})
 }
 
-func ownerlessQuarantine(t *testing.T, env map[string]string, store idempotency.Store, write ownerless) {
+func ownerlessQuarantine(t *testing.T, env map[string]string, store driver.Store, write ownerless) {
 	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "orders", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func ownerlessQuarantine(t *testing.T, env map[string]string, store idempotency.
 	now := time.Now()
 	body := func(k string) string { return `{"idempotency_key":"` + k + `"}` }
 	quarantined := func(k string) string {
-		rec := idempotency.Record{ID: idOf(t, g, body(k)), Status: idempotency.StatusInProgress,
+		rec := driver.Record{ID: idOf(t, g, body(k)), Status: driver.StatusInProgress,
 			ExpiresAt: now.Add(24 * time.Hour), Quarantined: now.Add(-time.Minute)}
 		rec.LeaseUntil = rec.ExpiresAt
 		write(t, rec)

@@ -27,6 +27,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
@@ -117,7 +118,7 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		docs = s3docs.New(s3.NewFromConfig(cfg), c.DocumentsBucket, c.DocumentsPrefix)
 	}
 
-	var store idempotency.Store
+	var store driver.Store
 	var sink handler.Sink
 	switch c.Store {
 	case storeMemory:
@@ -248,7 +249,8 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
 	}
-	a.handle = warnShortDeadline(opts.MinRemaining, batch.DefaultReserve, out.Logger, rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), opts)))
+	fn := idempotency.WrapJSON(g, handler.RequestKey(), h.HandleRequest, handler.RequestOptions()...)
+	a.handle = warnShortDeadline(opts.MinRemaining, batch.DefaultReserve, out.Logger, rec.Batch(batch.SQS(fn, opts)))
 	return a, nil
 }
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/handler"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // The environment contract, shared with infra (which sets the first group).
@@ -37,7 +37,7 @@ const (
 	envDeadLetter       = "SQSONCE_DEAD_LETTER"       // on | off: permanent failures to the dead-letter queue at once; default on inside Lambda, off outside
 	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override for pacing and dead-lettering, e.g. moto's
 	envStrict           = "SQSONCE_STRICT"            // true | false: strict mode (idempotency.Config.Strict); default false
-	envPartitionKey     = "SQSONCE_PARTITION_KEY"     // the table's partition key attribute with a sort key; default idempotency.AttrID
+	envPartitionKey     = "SQSONCE_PARTITION_KEY"     // the table's partition key attribute with a sort key; default driver.AttrID
 	envSortKey          = "SQSONCE_SORT_KEY"          // the table's sort key attribute: records keyed as Powertools' sort_key_attr
 	envStaticPartition  = "SQSONCE_STATIC_PARTITION"  // the partition value of every record with a sort key (Powertools' static_pk_value)
 	envRuntimeAPI       = "AWS_LAMBDA_RUNTIME_API"    // set by Lambda and by the runtime emulator
@@ -101,7 +101,7 @@ type config struct {
 	// testProvider and testStore, set by tests only, replace the provider
 	// and the idempotency store named above: the seam for injected faults.
 	testProvider handler.Provider
-	testStore    idempotency.Store
+	testStore    driver.Store
 }
 
 // loadConfig reads the environment through getenv. The store is DynamoDB
@@ -268,7 +268,7 @@ type sortKey struct {
 
 // loadSortKey reads SQSONCE_SORT_KEY, SQSONCE_PARTITION_KEY and
 // SQSONCE_STATIC_PARTITION: all three or none but the partition key
-// (default idempotency.AttrID), with the DynamoDB store only. Records
+// (default driver.AttrID), with the DynamoDB store only. Records
 // written under another key are not found, so an inconsistent set is
 // refused rather than guessed at.
 func loadSortKey(getenv func(string) string, store string) (*sortKey, error) {
@@ -284,7 +284,7 @@ func loadSortKey(getenv func(string) string, store string) (*sortKey, error) {
 		errs = append(errs, fmt.Errorf("%s is required with %s: the partition value of every record (Powertools' static_pk_value)", envStaticPartition, envSortKey))
 	}
 	if k.PartitionKey == "" {
-		k.PartitionKey = idempotency.AttrID
+		k.PartitionKey = driver.AttrID
 	}
 	if k.Attr != "" && k.Attr == k.PartitionKey {
 		errs = append(errs, fmt.Errorf("%s=%q and %s=%q: the sort key and the partition key cannot be one attribute", envSortKey, k.Attr, envPartitionKey, k.PartitionKey))

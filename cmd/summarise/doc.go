@@ -11,7 +11,8 @@
 // With AWS_LAMBDA_RUNTIME_API set (by Lambda, or by the runtime interface
 // emulator) it builds its clients once, at init, and serves
 // lambda.StartHandlerFunc(rec.Batch(batch.SQS(idempotency.WrapJSON(g,
-// handler.Body(), h.HandleRequest), opts))): each body is decoded once
+// handler.RequestKey(), h.HandleRequest, handler.RequestOptions()...),
+// opts))): each body is decoded once
 // into a handler.Request, which gives the key, is checked and is passed to
 // the handler; records run concurrently, each idempotent on the configured
 // store (DynamoDB by default), and the failed ones are returned as

@@ -18,7 +18,7 @@ import (
 
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/batch"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -48,8 +48,8 @@ func (faultProvider) Complete(_ context.Context, c handler.Call) (handler.Comple
 // failingStore fails every claim, as a store that cannot be reached.
 type failingStore struct{ *memstore.Store }
 
-func (failingStore) Acquire(context.Context, idempotency.Record, time.Time) (idempotency.Record, bool, error) {
-	return idempotency.Record{}, false, errors.New("connection refused")
+func (failingStore) Acquire(context.Context, driver.Record, time.Time, driver.ClaimMode) (driver.Record, bool, error) {
+	return driver.Record{}, false, errors.New("connection refused")
 }
 
 // TestNoMessageContentInLogs sends the sentinel in every field of a message
@@ -76,7 +76,7 @@ func TestNoMessageContentInLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	build := func(store idempotency.Store) *app {
+	build := func(store driver.Store) *app {
 		c, err := loadConfig(localEnv(map[string]string{envDocumentsDir: docs}), "", "")
 		if err != nil {
 			t.Fatal(err)
@@ -159,11 +159,11 @@ func TestNoMessageContentInLogs(t *testing.T) {
 
 	all := logs.String() + deflt.String() + metricsOut.String()
 	for id := range failing {
-		if !strings.Contains(logs.String(), `"message_id":"`+id+`"`) {
+		if !strings.Contains(logs.String(), `"input_id":"`+id+`"`) {
 			t.Errorf("the failure of %s was not logged", id)
 		}
 	}
-	if !strings.Contains(logs.String(), `"message_id":"store-error"`) || !strings.Contains(logs.String(), `"outcome":"replayed"`) {
+	if !strings.Contains(logs.String(), `"input_id":"store-error"`) || !strings.Contains(logs.String(), `"outcome":"replayed"`) {
 		t.Error("the store error or the replay was not logged")
 	}
 	for _, leak := range []string{sentinel, numericSentinel} {

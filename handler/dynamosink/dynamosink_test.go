@@ -11,10 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/handler/dynamosink"
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
@@ -59,7 +61,7 @@ func newSetup(t *testing.T, summaries string) *setup {
 		Provider:  handler.LogRequests(handler.Stub{}, s.calls, nil),
 		Sink:      sink,
 		RecordID: func(m events.SQSMessage) string {
-			k, _ := key(m)
+			k, _ := idempotency.Select(key, m)
 			id, _ := g.ID(k)
 			return id
 		},
@@ -67,7 +69,7 @@ func newSetup(t *testing.T, summaries string) *setup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.g, s.handle = g, idempotency.WrapPayload(g, key, handler.WorkKey, h.Handle)
+	s.g, s.handle = g, idempotency.Wrap(g, key, h.Handle, idempotency.WithPayload(idempotency.SelectorFunc(handler.WorkKey)))
 	return s
 }
 
@@ -109,7 +111,7 @@ func TestSummaryCommitsWithRecord(t *testing.T) {
 		str(item, "output_tokens") == "" || str(item, "model") != "m" {
 		t.Errorf("summary item = %v", item)
 	}
-	if rec := s.get(t, s.records, first.ID); str(rec, idempotency.AttrStatus) != string(idempotency.StatusCompleted) {
+	if rec := s.get(t, s.records, first.ID); str(rec, driver.AttrStatus) != string(driver.StatusCompleted) {
 		t.Errorf("record = %v, want COMPLETED", rec)
 	}
 }
@@ -127,9 +129,9 @@ func TestFailedTransactionWritesNeither(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Errorf("error %v, want a *StoreError", err)
 	}
-	key, _ := handler.Key()(events.SQSMessage{Body: body})
+	key, _ := idempotency.Select(handler.Key(), events.SQSMessage{Body: body})
 	id, _ := s.g.ID(key)
-	if rec := s.get(t, s.records, id); str(rec, idempotency.AttrStatus) == string(idempotency.StatusCompleted) {
+	if rec := s.get(t, s.records, id); str(rec, driver.AttrStatus) == string(driver.StatusCompleted) {
 		t.Errorf("record completed without its summary: %v", rec)
 	}
 }

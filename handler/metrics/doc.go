@@ -6,7 +6,8 @@
 //	rec, err := metrics.New(metrics.Config{Writer: os.Stdout, Service: "summarise"})
 //	provider = handler.LogRequests(rec.Provider(provider), log, nil)
 //	g, err := idempotency.New(idempotency.Config{..., OnOutcome: rec.Observe})
-//	lambda.StartHandlerFunc(rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), opts)))
+//	h := idempotency.WrapJSON(g, handler.RequestKey(), h.HandleRequest, handler.RequestOptions()...)
+//	lambda.StartHandlerFunc(rec.Batch(batch.SQS(h, opts)))
 //
 // # Metrics
 //
@@ -40,7 +41,7 @@
 // # From outcomes to the other metrics
 //
 // [Recorder.Observe], the guard's OnOutcome hook, adds each
-// idempotency.Event to at most one metric:
+// idempotency.Report to at most one metric:
 //
 //	claimed                 (none)
 //	taken_over              TakenOver

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
@@ -114,7 +115,7 @@ type counters struct {
 // idempotency.Config.OnOutcome. Outside a batch started by [Recorder.Batch]
 // it does nothing. It moves every metric but ProviderCalls, which
 // [Recorder.Provider] counts where the requests are made.
-func (r *Recorder) Observe(ctx context.Context, ev idempotency.Event) {
+func (r *Recorder) Observe(ctx context.Context, ev idempotency.Report) {
 	c, _ := ctx.Value(countsKey{}).(*counters)
 	if c == nil {
 		return

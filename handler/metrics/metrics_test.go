@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/handler/metrics"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
@@ -77,7 +78,7 @@ func TestBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outcomes := []idempotency.Event{
+	outcomes := []idempotency.Report{
 		{Outcome: idempotency.OutcomeClaimed, Ran: true},
 		{Outcome: idempotency.OutcomeReplayed, Source: "store"},
 		{Outcome: idempotency.OutcomeReplayed, Source: "shared"},
@@ -133,40 +134,40 @@ func TestObserve(t *testing.T) {
 	run := errors.New("model down")
 	tests := []struct {
 		name string
-		ev   idempotency.Event
+		ev   idempotency.Report
 		want metrics.Counts
 	}{
-		{"claimed", idempotency.Event{Outcome: idempotency.OutcomeClaimed, Ran: true},
+		{"claimed", idempotency.Report{Outcome: idempotency.OutcomeClaimed, Ran: true},
 			metrics.Counts{}},
-		{"taken over", idempotency.Event{Outcome: idempotency.OutcomeTakenOver, Ran: true},
+		{"taken over", idempotency.Report{Outcome: idempotency.OutcomeTakenOver, Ran: true},
 			metrics.Counts{TakenOver: 1}},
-		{"replayed from the store", idempotency.Event{Outcome: idempotency.OutcomeReplayed, Source: "store"},
+		{"replayed from the store", idempotency.Report{Outcome: idempotency.OutcomeReplayed, Source: "store"},
 			metrics.Counts{DuplicatesSuppressed: 1}},
-		{"replayed from the cache", idempotency.Event{Outcome: idempotency.OutcomeReplayed, Source: "cache"},
+		{"replayed from the cache", idempotency.Report{Outcome: idempotency.OutcomeReplayed, Source: "cache"},
 			metrics.Counts{DuplicatesSuppressed: 1}},
-		{"shared a run that succeeded", idempotency.Event{Outcome: idempotency.OutcomeReplayed, Source: "shared"},
+		{"shared a run that succeeded", idempotency.Report{Outcome: idempotency.OutcomeReplayed, Source: "shared"},
 			metrics.Counts{DuplicatesSuppressed: 1}},
-		{"ran, lost the lease, the winner's result stands", idempotency.Event{Outcome: idempotency.OutcomeDoubleRun, Source: "store", Ran: true},
+		{"ran, lost the lease, the winner's result stands", idempotency.Report{Outcome: idempotency.OutcomeDoubleRun, Source: "store", Ran: true},
 			metrics.Counts{DoubleRuns: 1}},
-		{"in progress elsewhere", idempotency.Event{Outcome: idempotency.OutcomeInProgress, Err: idempotency.ErrInProgress},
+		{"in progress elsewhere", idempotency.Report{Outcome: idempotency.OutcomeInProgress, Err: idempotency.ErrInProgress},
 			metrics.Counts{InProgressRetried: 1}},
-		{"shared a run that found it in progress", idempotency.Event{Outcome: idempotency.OutcomeInProgress, Source: "shared", Err: idempotency.ErrInProgress},
+		{"shared a run that found it in progress", idempotency.Report{Outcome: idempotency.OutcomeInProgress, Source: "shared", Err: idempotency.ErrInProgress},
 			metrics.Counts{InProgressRetried: 1}},
-		{"ran, lost the lease to a run still going", idempotency.Event{Outcome: idempotency.OutcomeDoubleRun, Ran: true, Err: idempotency.ErrInProgress},
+		{"ran, lost the lease to a run still going", idempotency.Report{Outcome: idempotency.OutcomeDoubleRun, Ran: true, Err: idempotency.ErrInProgress},
 			metrics.Counts{DoubleRuns: 1}},
-		{"released", idempotency.Event{Outcome: idempotency.OutcomeReleased, Ran: true, Err: run},
+		{"released", idempotency.Report{Outcome: idempotency.OutcomeReleased, Ran: true, Err: run},
 			metrics.Counts{Failed: 1}},
-		{"shared a run that failed", idempotency.Event{Outcome: idempotency.OutcomeFailed, Source: "shared", Err: run},
+		{"shared a run that failed", idempotency.Report{Outcome: idempotency.OutcomeFailed, Source: "shared", Err: run},
 			metrics.Counts{Failed: 1}},
-		{"no key", idempotency.Event{Outcome: idempotency.OutcomeFailed, Err: idempotency.ErrNoKey},
+		{"no key", idempotency.Report{Outcome: idempotency.OutcomeFailed, Err: idempotency.ErrNoKey},
 			metrics.Counts{Failed: 1}},
-		{"completion failed after the run", idempotency.Event{Outcome: idempotency.OutcomeFailed, Ran: true, Err: errors.New("store down")},
+		{"completion failed after the run", idempotency.Report{Outcome: idempotency.OutcomeFailed, Ran: true, Err: errors.New("store down")},
 			metrics.Counts{Failed: 1}},
-		{"mismatch", idempotency.Event{Outcome: idempotency.OutcomeMismatch, Err: idempotency.ErrPayloadMismatch},
+		{"mismatch", idempotency.Report{Outcome: idempotency.OutcomeMismatch, Err: idempotency.ErrPayloadMismatch},
 			metrics.Counts{Failed: 1}},
-		{"quarantined (strict mode)", idempotency.Event{Outcome: idempotency.OutcomeQuarantined, Err: &idempotency.QuarantinedError{ID: "n#1"}},
+		{"quarantined (strict mode)", idempotency.Report{Outcome: idempotency.OutcomeQuarantined, Err: &idempotency.QuarantinedError{ID: "n#1"}},
 			metrics.Counts{Quarantined: 1}},
-		{"shared a run that quarantined", idempotency.Event{Outcome: idempotency.OutcomeQuarantined, Source: "shared", Err: idempotency.ErrQuarantined},
+		{"shared a run that quarantined", idempotency.Report{Outcome: idempotency.OutcomeQuarantined, Source: "shared", Err: idempotency.ErrQuarantined},
 			metrics.Counts{Quarantined: 1}},
 	}
 	for _, tt := range tests {
@@ -200,7 +201,7 @@ func TestObserve(t *testing.T) {
 func TestObserveOutsideBatch(t *testing.T) {
 	var buf bytes.Buffer
 	rec, _ := metrics.New(metrics.Config{Writer: &buf})
-	rec.Observe(t.Context(), idempotency.Event{Outcome: idempotency.OutcomeClaimed, Ran: true})
+	rec.Observe(t.Context(), idempotency.Report{Outcome: idempotency.OutcomeClaimed, Ran: true})
 	if buf.Len() != 0 {
 		t.Errorf("wrote %q outside a batch", buf.String())
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/handler/metrics"
 	"github.com/sqsonce/sqsonce/middleware/batch"
@@ -52,7 +53,7 @@ func appCounts(t *testing.T, provider handler.Provider, batches ...[]events.SQSM
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.Body(), h.HandleRequest), batch.Options{Logger: slog.New(slog.DiscardHandler), NoFullBatchError: true}))
+	fn := rec.Batch(batch.SQS(idempotency.WrapJSON(g, handler.RequestKey(), h.HandleRequest, handler.RequestOptions()...), batch.Options{Logger: slog.New(slog.DiscardHandler), NoFullBatchError: true}))
 	var lines []map[string]any
 	for _, b := range batches {
 		buf.Reset()

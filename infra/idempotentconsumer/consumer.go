@@ -19,7 +19,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sqsonce/sqsonce/handler/metrics"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // RecordActions returns the DynamoDB actions the function gets on the
@@ -87,7 +87,7 @@ type Consumer struct {
 	// Plan is the figures the consumer was built from.
 	Plan Plan
 	// Table is the idempotency table, [Props.Table] or the new table:
-	// partition key idempotency.AttrID, TTL on idempotency.AttrExpiration.
+	// partition key driver.AttrID, TTL on driver.AttrExpiration.
 	Table awsdynamodb.ITable
 	// Queue is the queue the function consumes.
 	Queue awssqs.Queue
@@ -168,7 +168,7 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	c := &Consumer{Construct: this, Plan: plan}
 
 	if plan.NewTable {
-		partitionKey := idempotency.AttrID
+		partitionKey := driver.AttrID
 		var sortKey *awsdynamodb.Attribute
 		if plan.SortKey.Attribute != "" {
 			partitionKey = plan.SortKey.PartitionKey
@@ -181,7 +181,7 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 			},
 			SortKey:             sortKey,
 			BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
-			TimeToLiveAttribute: jsii.String(idempotency.AttrExpiration),
+			TimeToLiveAttribute: jsii.String(driver.AttrExpiration),
 			PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 				PointInTimeRecoveryEnabled: jsii.Bool(true),
 			},

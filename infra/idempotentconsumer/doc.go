@@ -10,7 +10,7 @@
 // # What it creates
 //
 //   - A DynamoDB table (a plain AWS::DynamoDB::Table): partition key
-//     [idempotency.AttrID] (string), TTL on [idempotency.AttrExpiration],
+//     [driver.AttrID] (string), TTL on [driver.AttrExpiration],
 //     on-demand billing, point-in-time recovery, encryption with the AWS
 //     managed key, deletion protection, retained when it leaves the stack.
 //     With [Props.SortKey], a partition key and a sort key instead, as a

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // Defaults for the zero values of [Props].
@@ -100,7 +101,7 @@ type SortKey struct {
 	// Attribute is the sort key attribute (S), which holds the record id.
 	Attribute string
 	// PartitionKey is the partition key attribute (S). Default
-	// idempotency.AttrID.
+	// driver.AttrID.
 	PartitionKey string
 	// Partition is the partition key value of every record the function
 	// writes: Powertools' staticPkValue. Required with Attribute: a fixed
@@ -202,8 +203,8 @@ type Props struct {
 	Tracing awslambda.Tracing
 
 	// Table is an existing idempotency table to use instead of creating
-	// one: partition key idempotency.AttrID (string), or the keys of
-	// SortKey, and TTL on idempotency.AttrExpiration, which the construct
+	// one: partition key driver.AttrID (string), or the keys of
+	// SortKey, and TTL on driver.AttrExpiration, which the construct
 	// cannot check. The
 	// construct only grants [RecordActions] on it, so TableRemovalPolicy and
 	// DisableDeletionProtection may not be set with it. Default: a new table.
@@ -226,7 +227,7 @@ type Props struct {
 	// SortKey gives the idempotency table a sort key: a new table gets its
 	// partition key and sort key, and Table must have them (not checkable
 	// at synth time). The function gets [EnvPartitionKey], [EnvSortKey] and
-	// [EnvStaticPartition]. Default: none, partition key idempotency.AttrID
+	// [EnvStaticPartition]. Default: none, partition key driver.AttrID
 	// alone.
 	SortKey SortKey
 
@@ -469,15 +470,15 @@ func (p Props) Plan() (Plan, error) {
 	}
 	if sk := &pl.SortKey; *sk != (SortKey{}) {
 		if sk.PartitionKey == "" {
-			sk.PartitionKey = idempotency.AttrID
+			sk.PartitionKey = driver.AttrID
 		}
 		switch sk.Attribute {
 		case "":
 			bad("SortKey.Attribute, the sort key attribute, is required with SortKey's other fields")
 		case sk.PartitionKey:
 			bad("SortKey.Attribute %q and the partition key attribute %q cannot be the same", sk.Attribute, sk.PartitionKey)
-		case idempotency.AttrStatus, idempotency.AttrExpiration, idempotency.AttrLeaseExpiry, idempotency.AttrData,
-			idempotency.AttrValidation, idempotency.AttrOwner, idempotency.AttrDataEncoding, idempotency.AttrDataOmitted:
+		case driver.AttrStatus, driver.AttrExpiration, driver.AttrLeaseExpiry, driver.AttrData,
+			driver.AttrValidation, driver.AttrOwner, driver.AttrDataEncoding, driver.AttrDataOmitted:
 			bad("SortKey.Attribute %q is an attribute of the records", sk.Attribute)
 		}
 		if sk.Partition == "" {

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // sortKeyEnv is the function's environment for a table with partition key
@@ -36,7 +36,7 @@ func TestConstructSortKey(t *testing.T) {
 				map[string]any{"AttributeName": "pk", "AttributeType": "S"},
 				map[string]any{"AttributeName": "sk", "AttributeType": "S"},
 			},
-			"TimeToLiveSpecification": map[string]any{"AttributeName": idempotency.AttrExpiration, "Enabled": true},
+			"TimeToLiveSpecification": map[string]any{"AttributeName": driver.AttrExpiration, "Enabled": true},
 			"BillingMode":             "PAY_PER_REQUEST",
 		})
 	})
@@ -53,7 +53,7 @@ func TestConstructNoSortKey(t *testing.T) {
 	_, tpl := build(t, "NoSortKey", idempotentconsumer.Props{}, nil)
 	check(t, "key schema", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
-			"KeySchema": []any{map[string]any{"AttributeName": idempotency.AttrID, "KeyType": "HASH"}},
+			"KeySchema": []any{map[string]any{"AttributeName": driver.AttrID, "KeyType": "HASH"}},
 		})
 	})
 	absent := map[string]any{}

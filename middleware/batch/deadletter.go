@@ -9,15 +9,15 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// PermanentError is an error that tells whether a new delivery of its
-// record can succeed: Permanent reports true when none can. With
-// [Options.DeadLetter] set, a message whose record failed with an error
-// wrapping a PermanentError that reports true is moved to its queue's
-// dead-letter queue at once. Package idempotency's BodyError, KeyError and
-// PayloadMismatchError report true; a record function marks an error of
-// its own with [Permanent]. It is the method of idempotency.PermanentError
-// too: a store write that trying again cannot help fails its record for
-// good. The first PermanentError in the chain decides.
+// PermanentError is an error that tells whether trying again can help:
+// Permanent reports true when nothing can. With [Options.DeadLetter] set,
+// a message whose record failed with an error wrapping a PermanentError
+// that reports true is moved to its queue's dead-letter queue at once.
+// Package idempotency's BodyError, KeyError, PayloadMismatchError and
+// QuarantinedError report true; a record function marks an error of its
+// own with [Permanent]. Package idempotency's guard does not retry a store
+// completion whose error reports true, and stores implement it on their
+// errors. The first PermanentError in the chain decides.
 type PermanentError interface {
 	error
 	Permanent() bool

@@ -108,7 +108,7 @@
 // # Permanent failures
 //
 // A failure no new delivery can cure is a [PermanentError] (package
-// idempotency's BodyError, KeyError and PayloadMismatchError are;
+// idempotency's BodyError, KeyError, PayloadMismatchError and QuarantinedError are;
 // [Permanent] marks one's own). With [Options.DeadLetter] set, the handler
 // moves such a message to its queue's dead-letter queue at once, through a
 // [DeadLetterMover] (package sqsdlq makes it on the SQS API), instead of

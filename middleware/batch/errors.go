@@ -61,7 +61,10 @@ type LoggedError interface {
 // running it exited (runtime.Goexit) before the record function returned.
 var errIncomplete = errors.New("batch: record did not complete")
 
-// PanicError is the error a record fails with when its function panics.
+// PanicError is returned in place of a panic: the error a record fails
+// with when its function panics, and the one package idempotency returns
+// when the operation it runs (or the operation's result's MarshalJSON, or
+// the store) panics.
 type PanicError struct {
 	// Value is the value passed to panic.
 	Value any
@@ -71,7 +74,7 @@ type PanicError struct {
 
 // Error returns the panic value; the stack is logged separately.
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("batch: record panicked: %v", e.Value)
+	return fmt.Sprintf("batch: panic: %v", e.Value)
 }
 
 // Unwrap returns the panic value if it is an error, so that [errors.Is] and

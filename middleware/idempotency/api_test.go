@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // TestPayloadMismatchErrorNamesTheRecord: a reused key with another payload
@@ -21,10 +23,10 @@ func TestPayloadMismatchErrorNamesTheRecord(t *testing.T) {
 			}
 		})
 		op := func(context.Context) (int, error) { return 1, nil }
-		if _, err := idempotency.DoPayload(ctxWithDeadline(t), f.guard, key, idempotency.RawKey([]byte(`"a"`)), op); err != nil {
+		if _, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, op, idempotency.WithPayload(idempotency.Raw([]byte(`"a"`)))); err != nil {
 			t.Fatal(err)
 		}
-		_, err := idempotency.DoPayload(ctxWithDeadline(t), f.guard, key, idempotency.RawKey([]byte(`"b"`)), op)
+		_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, op, idempotency.WithPayload(idempotency.Raw([]byte(`"b"`))))
 		pm, ok := errors.AsType[*idempotency.PayloadMismatchError](err)
 		if !ok || pm.ID != mustID(t, f.guard, key) || !errors.Is(err, idempotency.ErrPayloadMismatch) {
 			t.Errorf("cached %v: err = %v, want a *PayloadMismatchError with the record id that is ErrPayloadMismatch", cached, err)
@@ -36,7 +38,7 @@ func TestPayloadMismatchErrorNamesTheRecord(t *testing.T) {
 // a Wrap consumer that select the same value share one record.
 func TestDoAndWrapShareRecords(t *testing.T) {
 	f := newFixture(t, nil)
-	k, err := idempotency.BodyKey("k-17", "idempotency_key")
+	k, err := idempotency.Select(idempotency.BodyField("idempotency_key"), `{"idempotency_key": "k-17"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,7 @@ func TestDoAndWrapShareRecords(t *testing.T) {
 // TestGuardIDFails: Guard.ID reports why a key has no id, rather than "".
 func TestGuardIDFails(t *testing.T) {
 	f := newFixture(t, func(c *idempotency.Config) { c.Format = idempotency.FormatPowertoolsPython })
-	if id, err := f.guard.ID(idempotency.RawKey([]byte("not JSON"))); err == nil || id != "" {
+	if id, err := f.guard.ID(idempotency.Raw([]byte("not JSON"))); err == nil || id != "" {
 		t.Errorf("ID of non-JSON material in the Python format: %q, %v; want an error", id, err)
 	}
 }
@@ -75,7 +77,7 @@ func TestResultMarshalPanic(t *testing.T) {
 	f := newFixture(t, nil)
 	runs := 0
 	_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (panicky, error) { runs++; return panicky{}, nil })
-	pe, ok := errors.AsType[*idempotency.PanicError](err)
+	pe, ok := errors.AsType[*batch.PanicError](err)
 	if !ok || pe.Value != "MarshalJSON bug" || len(pe.Stack) == 0 {
 		t.Fatalf("err = %v, want a *PanicError with the panic value and a stack", err)
 	}
@@ -85,7 +87,7 @@ func TestResultMarshalPanic(t *testing.T) {
 	if ev := f.lastEvent(t); ev.Outcome != idempotency.OutcomeFailed || !ev.Ran {
 		t.Errorf("event %+v, want failed with Ran", ev)
 	}
-	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != idempotency.StatusCompleted || rec.Data != nil {
+	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != driver.StatusCompleted || rec.Data != nil {
 		t.Errorf("record %+v, want COMPLETED without a result", rec)
 	}
 	if _, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (panicky, error) { runs++; return panicky{}, nil }); err != nil || runs != 1 {
@@ -93,14 +95,14 @@ func TestResultMarshalPanic(t *testing.T) {
 	}
 }
 
-func TestWrapPayloadRefusesNilPayload(t *testing.T) {
+func TestWrapRefusesZeroPayload(t *testing.T) {
 	g := newFixture(t, nil).guard
 	defer func() {
 		if recover() == nil {
-			t.Error("WrapPayload with a nil payload KeyFunc did not panic")
+			t.Error("Wrap with WithPayload of a zero Selector did not panic")
 		}
 	}()
-	idempotency.WrapPayload(g, idempotency.BodyField("k"), nil, func(context.Context, events.SQSMessage) (int, error) { return 0, nil })
+	idempotency.Wrap(g, idempotency.BodyField("k"), func(context.Context, events.SQSMessage) (int, error) { return 0, nil }, idempotency.WithPayload(idempotency.Selector{}))
 }
 
 // TestDocumentedErrorsReachable: every error type the package documents
@@ -109,7 +111,7 @@ func TestWrapPayloadRefusesNilPayload(t *testing.T) {
 func TestDocumentedErrorsReachable(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := ctxWithDeadline(t)
-	held := idempotency.RawKey([]byte(`"held"`))
+	held := idempotency.Raw([]byte(`"held"`))
 	release := holding(t, ctx, newFixture(t, func(c *idempotency.Config) { c.Store = f.store }).guard, held)
 	defer release()
 	for name, tc := range map[string]struct {
@@ -117,12 +119,12 @@ func TestDocumentedErrorsReachable(t *testing.T) {
 		want func(error) bool
 	}{
 		"*KeyError": {func() error {
-			_, err := idempotency.Do(ctx, f.guard, idempotency.Key{}, func(context.Context) (int, error) { return 1, nil })
+			_, err := idempotency.Do(ctx, f.guard, idempotency.Selection{}, func(context.Context) (int, error) { return 1, nil })
 			return err
 		}, func(err error) bool { _, ok := errors.AsType[*idempotency.KeyError](err); return ok }},
 		"*BodyError": {func() error {
-			_, err := idempotency.WrapJSON(f.guard, idempotency.JSONBody[struct{ K string }]{KeyFunc: func(struct{ K string }) (idempotency.Key, error) {
-				return idempotency.KeyOf("k", "k")
+			_, err := wrapJSON(f.guard, jsonBody[struct{ K string }]{KeyFunc: func(struct{ K string }) (idempotency.Selection, error) {
+				return idempotency.SelectionOf("k", "k")
 			}}, func(context.Context, struct{ K string }, events.SQSMessage) (int, error) { return 1, nil })(ctx, events.SQSMessage{Body: "{"})
 			return err
 		}, func(err error) bool { _, ok := errors.AsType[*idempotency.BodyError](err); return ok }},
@@ -131,9 +133,9 @@ func TestDocumentedErrorsReachable(t *testing.T) {
 			return err
 		}, func(err error) bool { _, ok := errors.AsType[*idempotency.InProgressError](err); return ok }},
 		"*PanicError": {func() error {
-			_, err := idempotency.Do(ctx, f.guard, idempotency.RawKey([]byte(`"p"`)), func(context.Context) (int, error) { panic("boom") })
+			_, err := idempotency.Do(ctx, f.guard, idempotency.Raw([]byte(`"p"`)), func(context.Context) (int, error) { panic("boom") })
 			return err
-		}, func(err error) bool { _, ok := errors.AsType[*idempotency.PanicError](err); return ok }},
+		}, func(err error) bool { _, ok := errors.AsType[*batch.PanicError](err); return ok }},
 		"*StoreError": {func() error {
 			f := newFixture(t, nil)
 			f.store.acquireErr = errors.New("down")

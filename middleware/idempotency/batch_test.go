@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -52,12 +54,12 @@ func TestBatchMixedGolden(t *testing.T) {
 	if _, err := earlier(ctx, m("done")); err != nil {
 		t.Fatal(err)
 	}
-	busy, _ := keyFn(m("busy"))
+	busy, _ := idempotency.Select(keyFn, m("busy"))
 	busyID, err := g.ID(busy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	store.Put(idempotency.Record{ID: busyID, Status: idempotency.StatusInProgress,
+	store.Put(driver.Record{ID: busyID, Status: driver.StatusInProgress,
 		ExpiresAt: time.Now().Add(time.Hour), LeaseUntil: time.Now().Add(time.Hour), Owner: "another-instance"})
 
 	var event events.SQSEvent

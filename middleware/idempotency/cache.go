@@ -5,10 +5,12 @@ import (
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // cacheEntryOverhead is what a cached record costs besides its strings and
-// result: the Record, the map entry and the list element, rounded up.
+// result: the driver.Record, the map entry and the list element, rounded up.
 const cacheEntryOverhead = 256
 
 // cache holds completed records in process, bounded by the bytes they hold
@@ -16,7 +18,7 @@ const cacheEntryOverhead = 256
 // the total fits. It is safe for concurrent use.
 type cache struct {
 	mu    sync.Mutex
-	lru   *simplelru.LRU[string, Record]
+	lru   *simplelru.LRU[string, driver.Record]
 	bytes int // held now
 	limit int
 }
@@ -25,17 +27,17 @@ func newCache(limit int) *cache {
 	c := &cache{limit: limit}
 	// Bounded by bytes, not entries: the count limit is never reached
 	// (every entry costs at least cacheEntryOverhead bytes).
-	c.lru, _ = simplelru.NewLRU(math.MaxInt, func(_ string, rec Record) { c.bytes -= cacheCost(rec) })
+	c.lru, _ = simplelru.NewLRU(math.MaxInt, func(_ string, rec driver.Record) { c.bytes -= cacheCost(rec) })
 	return c
 }
 
 // cacheCost is the bytes a cached record counts for.
-func cacheCost(rec Record) int {
+func cacheCost(rec driver.Record) int {
 	return cacheEntryOverhead + len(rec.ID) + len(rec.Data) + len(rec.Validation) + len(rec.Owner) + len(rec.Status)
 }
 
 // get returns the record cached under id, marking it recently used.
-func (c *cache) get(id string) (Record, bool) {
+func (c *cache) get(id string) (driver.Record, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lru.Get(id)
@@ -43,7 +45,7 @@ func (c *cache) get(id string) (Record, bool) {
 
 // add caches rec, unless it alone exceeds the limit, evicting the least
 // recently used records until the total fits.
-func (c *cache) add(rec Record) {
+func (c *cache) add(rec driver.Record) {
 	cost := cacheCost(rec)
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-func cached(key string, data int) Record {
-	return Record{ID: key, Status: StatusCompleted, Data: bytes.Repeat([]byte("x"), data)}
+func cached(key string, data int) driver.Record {
+	return driver.Record{ID: key, Status: driver.StatusCompleted, Data: bytes.Repeat([]byte("x"), data)}
 }
 
 // TestCacheBoundedInBytes checks that the cache holds at most its limit in

@@ -18,7 +18,7 @@ func TestCacheBytesServesRecentResults(t *testing.T) {
 	f := newFixture(t, func(c *idempotency.Config) { c.CacheBytes = 64 << 10 })
 	run := func(i, size int) {
 		t.Helper()
-		got, err := idempotency.Do(ctxWithDeadline(t), f.guard, idempotency.RawKey(fmt.Appendf(nil, `"k%d"`, i)), func(context.Context) (string, error) {
+		got, err := idempotency.Do(ctxWithDeadline(t), f.guard, idempotency.Raw(fmt.Appendf(nil, `"k%d"`, i)), func(context.Context) (string, error) {
 			return strings.Repeat("r", size), nil
 		})
 		if err != nil || len(got) != size {

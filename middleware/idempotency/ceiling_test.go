@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -107,9 +108,9 @@ type ceilingSurface struct {
 func ceiling16(n int) uint64 { return 16*uint64(n) + 1<<20 }
 
 func ceilingSurfaces() []ceilingSurface {
-	key := func(fn idempotency.KeyFunc) func(*idempotency.Guard, events.SQSMessage) {
+	key := func(fn idempotency.Selector) func(*idempotency.Guard, events.SQSMessage) {
 		return func(g *idempotency.Guard, m events.SQSMessage) {
-			if k, err := fn(m); err == nil {
+			if k, err := idempotency.Select(fn, m); err == nil {
 				g.ID(k) //nolint:errcheck // a refusal costs too
 			}
 		}
@@ -117,25 +118,21 @@ func ceilingSurfaces() []ceilingSurface {
 	typed := func(body any) func(*idempotency.Guard, events.SQSMessage) {
 		return func(g *idempotency.Guard, m events.SQSMessage) {
 			switch b := body.(type) {
-			case idempotency.JSONBody[hostileRaw]:
-				idempotency.WrapJSON(g, b, func(context.Context, hostileRaw, events.SQSMessage) (int, error) { return 1, nil })(context.Background(), m) //nolint:errcheck
-			case idempotency.JSONBody[hostileAny]:
-				idempotency.WrapJSON(g, b, func(context.Context, hostileAny, events.SQSMessage) (int, error) { return 1, nil })(context.Background(), m) //nolint:errcheck
+			case jsonBody[hostileRaw]:
+				wrapJSON(g, b, func(context.Context, hostileRaw, events.SQSMessage) (int, error) { return 1, nil })(context.Background(), m) //nolint:errcheck
+			case jsonBody[hostileAny]:
+				wrapJSON(g, b, func(context.Context, hostileAny, events.SQSMessage) (int, error) { return 1, nil })(context.Background(), m) //nolint:errcheck
 			}
 		}
 	}
 	return []ceilingSurface{
 		{"BodyField", ceiling16, key(idempotency.BodyField("k"))},
 		{"BodySubset", ceiling16, key(idempotency.BodySubset("k", "s"))},
-		{"WrapJSON, json.RawMessage", ceiling16, typed(idempotency.JSONBody[hostileRaw]{KeyFunc: func(q hostileRaw) (idempotency.Key, error) {
-			return idempotency.BodyKey(q.K, "k")
-		}})},
+		{"WrapJSON, json.RawMessage", ceiling16, typed(jsonBody[hostileRaw]{Key: idempotency.BodyField("k")})},
 		// Decoding into an any is encoding/json's, and so is encoding it
 		// again for the key: a []any of half a million zeros costs about 100
 		// bytes an element, 10,000 nested arrays about 3 MB.
-		{"WrapJSON, any", func(n int) uint64 { return 80*uint64(n) + 4<<20 }, typed(idempotency.JSONBody[hostileAny]{KeyFunc: func(q hostileAny) (idempotency.Key, error) {
-			return idempotency.BodyKey(q.K, "k")
-		}})},
+		{"WrapJSON, any", func(n int) uint64 { return 80*uint64(n) + 4<<20 }, typed(jsonBody[hostileAny]{Key: idempotency.BodyField("k")})},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -24,20 +25,21 @@ type lostResponses struct {
 
 var errResponseLost = errors.New("connection reset after the write was applied")
 
-func (s *lostResponses) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+func (s *lostResponses) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
 	s.acquires.Add(1)
-	return s.Store.Acquire(ctx, rec, now)
+	return s.Store.Acquire(ctx, rec, now, mode)
 }
 
-func (s *lostResponses) Complete(ctx context.Context, rec idempotency.Record) error {
+func (s *lostResponses) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	s.completes.Add(1)
-	if err := s.Store.Complete(ctx, rec); err != nil {
-		return err
+	stored, err := s.Store.Complete(ctx, rec)
+	if err != nil {
+		return nil, err
 	}
 	if s.drop.Add(-1) >= 0 {
-		return errResponseLost
+		return nil, errResponseLost
 	}
-	return nil
+	return stored, nil
 }
 
 // TestCompletionResponseLost: the retry of a completion whose first attempt
@@ -48,10 +50,10 @@ func TestCompletionResponseLost(t *testing.T) {
 	store := &lostResponses{Store: memstore.New()}
 	store.drop.Store(1)
 	var mu sync.Mutex
-	var events []idempotency.Event
+	var events []idempotency.Report
 	g, err := idempotency.New(idempotency.Config{
 		Store: store, Namespace: "lost", Logger: slog.New(slog.DiscardHandler),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) {
+		OnOutcome: func(_ context.Context, ev idempotency.Report) {
 			mu.Lock()
 			defer mu.Unlock()
 			events = append(events, ev)
@@ -61,7 +63,7 @@ func TestCompletionResponseLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
-	got, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"k"`)), func(context.Context) (string, error) {
+	got, err := idempotency.Do(t.Context(), g, idempotency.Raw([]byte(`"k"`)), func(context.Context) (string, error) {
 		runs.Add(1)
 		return "summary", nil
 	})
@@ -74,8 +76,8 @@ func TestCompletionResponseLost(t *testing.T) {
 	if a, c := store.acquires.Load(), store.completes.Load(); a != 1 || c != 2 {
 		t.Errorf("store calls: %d Acquire, %d Complete; want 1 and 2 (the retried completion, and no new claim)", a, c)
 	}
-	rec, _ := store.Get(mustID(t, g, idempotency.RawKey([]byte(`"k"`))))
-	if rec.Status != idempotency.StatusCompleted || string(rec.Data) != `"summary"` {
+	rec, _ := store.Get(mustID(t, g, idempotency.Raw([]byte(`"k"`))))
+	if rec.Status != driver.StatusCompleted || string(rec.Data) != `"summary"` {
 		t.Errorf("record = %+v, want COMPLETED with the result", rec)
 	}
 }

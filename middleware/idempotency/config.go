@@ -2,202 +2,111 @@ package idempotency
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-// Defaults for the zero values of [Config].
+// Defaults of the zero values of [Config].
 const (
-	// DefaultExpiresAfter is above SQS's longest message retention (14 days).
-	DefaultExpiresAfter = 15 * 24 * time.Hour
-
-	// DefaultLease is the lease taken when the context has no deadline. Inside
-	// Lambda the lease ends at the invocation's deadline instead.
-	DefaultLease = 15 * time.Minute
-
-	// DefaultSkewMargin is added to every lease (see [Config.SkewMargin]).
-	DefaultSkewMargin = 5 * time.Second
+	DefaultExpiresAfter = 15 * 24 * time.Hour // above SQS's longest retention, 14 days
+	DefaultLease        = 15 * time.Minute    // a lease when the context has no deadline
+	DefaultSkewMargin   = 5 * time.Second     // added to every lease
 )
 
-// Config configures a [Guard]. The zero value of every optional field is a
-// documented default; [New] validates the whole once.
+// Config configures a [Guard]. Store and Namespace are required; every
+// other zero value is the default its field names. [New] validates the
+// whole once.
 type Config struct {
-	// Store persists the records. Required.
-	Store Store
+	Store driver.Store // persists the records
 
-	// Namespace prefixes every record id ("{Namespace}#{digest}"): a fixed
-	// string, not a generated function name, which a redeploy would change.
-	// Required; it may not hold a "#", which ends it in a record id.
+	// Namespace begins every record id, "{Namespace}#{digest}": a fixed
+	// string (not a generated function name, which a redeploy changes),
+	// without a "#".
 	Namespace string
 
-	// ExpiresAfter is how long a record counts after it is written or
-	// completed (the table's TTL). Default [DefaultExpiresAfter].
-	ExpiresAfter time.Duration
-
-	// MinExpiry is the shortest safe ExpiresAfter: the longest a message can
-	// live in the queue, as computed by [QueueWindow]. New refuses an
-	// ExpiresAfter below it. Zero disables the check.
-	MinExpiry time.Duration
+	// ExpiresAfter is how long a record counts after it is claimed or
+	// completed (the table's TTL). Default DefaultExpiresAfter. New
+	// refuses one below MinExpiry: the longest a message lives in its
+	// queue ([QueueWindow]); zero checks nothing.
+	ExpiresAfter, MinExpiry time.Duration
 
 	// Lease is how long a claim is held when the context has no deadline,
-	// counted from before the claim is written; with a deadline (inside
-	// Lambda) the lease ends at the deadline. The stored lease end adds
-	// SkewMargin. Default [DefaultLease].
+	// counted from before the claim is written; with one (inside Lambda)
+	// the lease ends at the deadline. Default DefaultLease.
 	Lease time.Duration
 
-	// SkewMargin is added to the end of every lease, so that workers whose
-	// clocks disagree by less than it never take over a live claim; a dead
-	// holder's key waits that much longer. Default [DefaultSkewMargin];
-	// negative is invalid; for practically none, set [time.Nanosecond].
+	// SkewMargin is added to every stored lease end, so that workers whose
+	// clocks disagree by less never take over a live claim; a dead holder's
+	// key waits that much longer. Default DefaultSkewMargin; for none, set
+	// a nanosecond.
 	SkewMargin time.Duration
 
-	// CacheBytes bounds the completed records served from memory, without a
-	// store round trip, until they expire: a record counts for its result,
-	// id and digests, and 256 bytes; the least recently used go first, and
-	// a larger record is not cached. Zero (the default) turns the cache off.
+	// CacheBytes bounds the completed records served from memory until they
+	// expire, least recently used out first (a record counts for its result,
+	// id and digests, and 256 bytes). Zero turns the cache off.
 	CacheBytes int
 
-	// Format is the recipe that turns keys and validated payloads into
-	// digests: [FormatNative] (the default, RFC 8785 and SHA-256), or a
-	// Powertools format to share a table with Powertools for AWS Lambda
-	// (Python or TypeScript).
-	Format Format
+	Format Format // the record id's recipe; default FormatNative
 
-	// CompleteAttempts bounds the tries of a Complete that fails with an
-	// error that may pass: not one that wraps [ErrLeaseLost],
-	// [ErrAttachUnsupported], [context.Canceled] or a [PermanentError]
-	// reporting true, which are not retried. Tries also stop at the context's
+	// CompleteAttempts bounds the tries of a completion that fails with an
+	// error that may pass (not one wrapping [driver.ErrLeaseLost],
+	// [driver.ErrAttachUnsupported], [context.Canceled] or a
+	// [batch.PermanentError] that reports true), within the context's
 	// deadline. Default 3.
 	CompleteAttempts int
 
-	// Strict turns strict mode on for every call of the guard ([Guard.Strict]
-	// turns it on for some): a claim whose lease lapsed with the
-	// operation's outcome unknown (its worker died, or outlived its lease)
-	// is never taken over. The call that finds it quarantines the record
-	// instead (see [Quarantiner]) and fails with a [*QuarantinedError], and
-	// so does every later call of the key, in strict mode or not, until an
-	// operator releases the record (the next delivery runs the operation)
-	// or resolves it with a result (later deliveries replay it), or the
-	// record expires. For operations where running twice is worse than not
-	// running: a payment, an e-mail. A strict call's own claim is stored
-	// with its lease at the record's expiry and its lease end in
-	// [Record.StrictLease], so that no reader takes it over while the
-	// record lives (a default guard, an earlier release, Powertools: all
-	// see it in progress); a guard of this package, strict or not, that
-	// finds it lapsed quarantines it. The store must implement
-	// [Quarantiner]. Default false: a lapsed claim is taken over and the
-	// operation runs again (the promise's first exception).
+	// Strict puts every call in strict mode (the option [Strict] puts one
+	// wrapper's): a claim whose lease lapsed with the operation's outcome
+	// unknown is never taken over. The call that finds it quarantines the
+	// record and fails with a [*QuarantinedError], and so does every call of
+	// the key, strict or not, until an operator releases it (the next
+	// delivery runs the operation) or resolves it with a result, or it
+	// expires. For operations where running twice is worse than not running:
+	// a payment, an e-mail. A strict claim is written so that no reader
+	// takes it over (see [driver.Record.StrictLease]).
 	Strict bool
 
-	// Now is the clock. Default [time.Now].
-	Now func() time.Time
+	Now func() time.Time // the clock; default time.Now
 
-	// Logger receives at most one line per call, its outcome's, at the
-	// level LogLevels gives it. Default [slog.Default].
+	// Logger gets one line per call, at its outcome's level (see [Outcome]).
+	// Default slog.Default().
 	Logger *slog.Logger
 
-	// LogLevels overrides the level at which an outcome is logged; an
-	// outcome left out keeps its default (see [DefaultLogLevel]), and
-	// [LevelOff] turns its line off. Nil keeps every default.
-	LogLevels map[Outcome]slog.Level
-
-	// OnOutcome, if set, is called once per outcome, after the log line
-	// (for metrics). It must be safe for concurrent use.
-	OnOutcome func(context.Context, Event)
-
-	// ReplayHook, if set, is called when a call returns a stored result
-	// instead of its own run's (outcomes replayed, and double_run without
-	// an error), with that result as stored (nil when none was stored) and
-	// its record; what it returns is decoded into the call's result
-	// instead, and an error fails the call. It is Powertools' responseHook;
-	// [OnReplay] is its typed form. It must be safe for concurrent use.
-	ReplayHook func(ctx context.Context, result json.RawMessage, rec Record) (json.RawMessage, error)
+	// OnOutcome, if set, gets every call's Report after its log line, for
+	// metrics. It must be safe for concurrent use.
+	OnOutcome func(context.Context, Report)
 }
 
-// Outcome names what the guard did with one call.
-type Outcome string
-
-// The outcomes of a call. Each call has one, logged at most once (see
-// [DefaultLogLevel]) and passed to Config.OnOutcome.
-const (
-	// OutcomeClaimed: the key was free, the operation ran and its result was stored.
-	OutcomeClaimed Outcome = "claimed"
-	// OutcomeTakenOver: an expired record or a lapsed lease was taken over,
-	// the operation ran and its result was stored.
-	OutcomeTakenOver Outcome = "taken_over"
-	// OutcomeReplayed: the key was completed; the stored result was returned
-	// without running the operation (from the store, the cache, or a call of
-	// the same key running at the same time in this process).
-	OutcomeReplayed Outcome = "replayed"
-	// OutcomeInProgress: another worker holds a live lease; nothing ran.
-	OutcomeInProgress Outcome = "in_progress"
-	// OutcomeMismatch: the key was reused with another payload; nothing ran
-	// (see [DoPayload], [WrapPayload] and [JSONBody.PayloadFunc]).
-	OutcomeMismatch Outcome = "mismatch"
-	// OutcomeReleased: the operation failed or panicked and the claim was
-	// released, so that a later delivery can run it again.
-	OutcomeReleased Outcome = "released"
-	// OutcomeFailed: the call fails and its message is retried: a key error,
-	// a store error, a result that could not be encoded (the record is
-	// completed without it), or a shared run that failed.
-	OutcomeFailed Outcome = "failed"
-	// OutcomeDoubleRun: the operation ran in this call, but its lease had
-	// passed and another worker took the key over and ran it too (the
-	// promise's first exception): this call's result is discarded. The call
-	// returns the other worker's stored result, or fails with
-	// [ErrInProgress] while that worker still runs. Count it: it is the one
-	// outcome in which the operation ran twice for a key.
-	OutcomeDoubleRun Outcome = "double_run"
-	// OutcomeQuarantined: the key's record is quarantined; nothing ran.
-	// Either this call, in strict mode, found the claim's lease lapsed with
-	// the operation's outcome unknown and quarantined it, or it found the
-	// record quarantined already (see [Config.Strict]). The call fails with
-	// a [*QuarantinedError] until an operator acts.
-	OutcomeQuarantined Outcome = "quarantined"
-)
-
-// LevelOff, as the level of an outcome in [Config.LogLevels], turns its
-// log line off.
-const LevelOff slog.Level = math.MaxInt
-
-// outcomes lists every Outcome, for validating Config.LogLevels.
-var outcomes = []Outcome{OutcomeClaimed, OutcomeTakenOver, OutcomeReplayed, OutcomeInProgress,
-	OutcomeMismatch, OutcomeReleased, OutcomeFailed, OutcomeDoubleRun, OutcomeQuarantined}
-
-// DefaultLogLevel is the level at which the guard logs an outcome unless
-// [Config.LogLevels] says otherwise: success below INFO, duplicates and keys
-// in progress visible, failures and double runs at ERROR (the table is in
-// the package doc, under Observability). Quarantines are at ERROR: an
-// operator must act on each.
-func DefaultLogLevel(o Outcome) slog.Level {
-	switch o {
-	case OutcomeClaimed:
-		return slog.LevelDebug
-	case OutcomeTakenOver, OutcomeReplayed:
-		return slog.LevelInfo
-	case OutcomeInProgress:
-		return slog.LevelWarn
+// withDefaults is c with the default of every zero optional field.
+func (c Config) withDefaults() Config {
+	if c.ExpiresAfter == 0 {
+		c.ExpiresAfter = DefaultExpiresAfter
 	}
-	return slog.LevelError
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.SkewMargin == 0 {
+		c.SkewMargin = DefaultSkewMargin
+	}
+	if c.CompleteAttempts == 0 {
+		c.CompleteAttempts = 3
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
 }
 
-// Event describes one outcome.
-type Event struct {
-	Outcome   Outcome       // what happened: one of the Outcome constants
-	ID        string        // the record id; empty when no key could be made
-	MessageID string        // the SQS message id, when called through Wrap
-	Source    string        // where the outcome came from when not from this call's own claim: "store", "cache" or "shared" (another call's run in this process)
-	Ran       bool          // whether the operation was run by this call (set for double_run too, whose result was discarded)
-	Duration  time.Duration // from the call's start to its outcome
-	Err       error         // the error returned to the caller, if any
-}
-
-func (c *Config) validate() error {
+// validate reports every problem of c, a Config with its defaults filled.
+func (c Config) validate() error {
 	var errs []error
 	if c.Store == nil {
 		errs = append(errs, errors.New("idempotency: Config.Store is required"))
@@ -211,28 +120,17 @@ func (c *Config) validate() error {
 	}
 	if c.ExpiresAfter < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.ExpiresAfter %v is negative", c.ExpiresAfter))
-	}
-	if c.ExpiresAfter == 0 {
-		c.ExpiresAfter = DefaultExpiresAfter
-	}
-	if c.ExpiresAfter < c.MinExpiry {
+	} else if c.ExpiresAfter < c.MinExpiry {
 		errs = append(errs, fmt.Errorf("idempotency: Config.ExpiresAfter %v is shorter than the queue's window %v: "+
 			"a late redelivery would find no record and run the operation again", c.ExpiresAfter, c.MinExpiry))
 	}
 	if c.Lease < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is negative", c.Lease))
-	}
-	if c.Lease == 0 {
-		c.Lease = DefaultLease
-	}
-	if c.Lease > c.ExpiresAfter {
+	} else if c.ExpiresAfter > 0 && c.Lease > c.ExpiresAfter {
 		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is longer than Config.ExpiresAfter %v", c.Lease, c.ExpiresAfter))
 	}
 	if c.SkewMargin < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.SkewMargin %v is negative", c.SkewMargin))
-	}
-	if c.SkewMargin == 0 {
-		c.SkewMargin = DefaultSkewMargin
 	}
 	if c.CacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.CacheBytes %d is negative", c.CacheBytes))
@@ -243,38 +141,13 @@ func (c *Config) validate() error {
 	if c.CompleteAttempts < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.CompleteAttempts %d is negative", c.CompleteAttempts))
 	}
-	if c.CompleteAttempts == 0 {
-		c.CompleteAttempts = 3
-	}
-	if _, ok := c.Store.(Quarantiner); c.Strict && c.Store != nil && !ok {
-		errs = append(errs, fmt.Errorf("idempotency: Config.Strict needs a store that implements Quarantiner; %T does not", c.Store))
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	levels := make(map[Outcome]slog.Level, len(outcomes))
-	for _, o := range outcomes {
-		levels[o] = DefaultLogLevel(o)
-	}
-	for o, l := range c.LogLevels {
-		if _, ok := levels[o]; !ok {
-			errs = append(errs, fmt.Errorf("idempotency: Config.LogLevels names an unknown outcome %q", o))
-		}
-		levels[o] = l
-	}
-	c.LogLevels = levels // a copy: the caller's map may change later
 	return errors.Join(errs...)
 }
 
 // QueueWindow is the longest an SQS message can keep being delivered: its
-// retention, plus one visibility timeout for each receive it may get before
-// it moves to the dead-letter queue. An idempotency record must live at least
-// this long; set [Config.MinExpiry] to it and [Config.ExpiresAfter] above it.
-//
-// QueueWindow(4*24*time.Hour, 5, 18*time.Minute) is 4 days and 90 minutes.
+// retention, plus a visibility timeout for each receive before it moves to
+// the dead-letter queue; QueueWindow(4*24*time.Hour, 5, 18*time.Minute) is
+// 4 days and 90 minutes. Set [Config.MinExpiry] to it.
 func QueueWindow(retention time.Duration, maxReceiveCount int, visibilityTimeout time.Duration) time.Duration {
 	if maxReceiveCount < 0 {
 		maxReceiveCount = 0

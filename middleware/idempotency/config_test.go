@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -77,12 +79,12 @@ func TestCacheServesCompletedWithoutStore(t *testing.T) {
 	if got, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, fn); err != nil || got != 2 {
 		t.Fatalf("after expiry: %d, %v; want a second run", got, err)
 	}
-	other := idempotency.RawKey([]byte(`"another key"`))
-	if _, err := idempotency.DoPayload(ctxWithDeadline(t), f.guard, other, idempotency.RawKey([]byte("payload 1")), fn); err != nil {
+	other := idempotency.Raw([]byte(`"another key"`))
+	if _, err := idempotency.Do(ctxWithDeadline(t), f.guard, other, fn, idempotency.WithPayload(idempotency.Raw([]byte("payload 1")))); err != nil {
 		t.Fatal(err)
 	}
 	acquires := f.store.acquires.Load()
-	_, err := idempotency.DoPayload(ctxWithDeadline(t), f.guard, other, idempotency.RawKey([]byte("payload 2")), fn)
+	_, err := idempotency.Do(ctxWithDeadline(t), f.guard, other, fn, idempotency.WithPayload(idempotency.Raw([]byte("payload 2"))))
 	if !errors.Is(err, idempotency.ErrPayloadMismatch) {
 		t.Fatalf("cached key reused with another payload: %v, want ErrPayloadMismatch", err)
 	}
@@ -93,11 +95,10 @@ func TestCacheServesCompletedWithoutStore(t *testing.T) {
 
 func TestWrap(t *testing.T) {
 	f := newFixture(t, nil)
-	h := idempotency.WrapPayload(f.guard, idempotency.BodyField("idempotency_key"), idempotency.BodySubset("document_id", "version"),
-		func(_ context.Context, m events.SQSMessage) (string, error) {
-			f.calls.Add(1)
-			return "summary of " + m.MessageId, nil
-		})
+	h := idempotency.Wrap(f.guard, idempotency.BodyField("idempotency_key"), func(_ context.Context, m events.SQSMessage) (string, error) {
+		f.calls.Add(1)
+		return "summary of " + m.MessageId, nil
+	}, idempotency.WithPayload(idempotency.BodySubset("document_id", "version")))
 	first := events.SQSMessage{MessageId: "a", Body: `{"idempotency_key":"k1","document_id":"4471","version":9}`}
 	resend := events.SQSMessage{MessageId: "b", Body: `{"version":9,"document_id":"4471","idempotency_key":"k1","sent_at":"later"}`}
 	reused := events.SQSMessage{MessageId: "c", Body: `{"idempotency_key":"k1","document_id":"4471","version":10}`}
@@ -110,7 +111,7 @@ func TestWrap(t *testing.T) {
 	if got, err := h(ctx, resend); err != nil || got != "summary of a" {
 		t.Fatalf("producer re-send: %q, %v; want the stored result", got, err)
 	}
-	if ev := f.lastEvent(t); ev.MessageID != "b" || ev.Outcome != idempotency.OutcomeReplayed {
+	if ev := f.lastEvent(t); ev.InputID != "b" || ev.Outcome != idempotency.OutcomeReplayed {
 		t.Errorf("re-send event %+v", ev)
 	}
 	if _, err := h(ctx, reused); !errors.Is(err, idempotency.ErrPayloadMismatch) {
@@ -118,7 +119,7 @@ func TestWrap(t *testing.T) {
 	}
 	_, err := h(ctx, noKey)
 	var ke *idempotency.KeyError
-	if !errors.Is(err, idempotency.ErrNoKey) || !errors.As(err, &ke) || ke.MessageID != "d" {
+	if !errors.Is(err, idempotency.ErrNoKey) || !errors.As(err, &ke) || ke.InputID != "d" {
 		t.Fatalf("missing key: err = %v, want a *KeyError wrapping ErrNoKey for message d", err)
 	}
 	if n := f.calls.Load(); n != 1 {
@@ -146,7 +147,7 @@ func TestAttach(t *testing.T) {
 	})
 	// The memory store cannot commit attached writes: as an AttachValidator
 	// it refuses them when they are attached, before any work is lost.
-	if !errors.Is(attachErr, idempotency.ErrAttachUnsupported) || !errors.Is(err, idempotency.ErrAttachUnsupported) {
+	if !errors.Is(attachErr, driver.ErrAttachUnsupported) || !errors.Is(err, driver.ErrAttachUnsupported) {
 		t.Fatalf("Attach on memstore: %v (Do: %v), want ErrAttachUnsupported", attachErr, err)
 	}
 	if err := idempotency.Attach(inner, "late"); !errors.Is(err, idempotency.ErrNotClaimed) {

@@ -248,7 +248,7 @@ func TestPowertoolsPythonDifferential(t *testing.T) {
 	failures, refused := 0, 0
 	for i, sel := range sels {
 		wantHash, ijson, wantSpelling := pythonAnswer(answers[i])
-		k := idempotency.Key{Selector: "differential", Value: []byte(sel)}
+		k := idempotency.Selection{Selector: "differential", Value: []byte(sel)}
 		id, err := g.ID(k)
 		if !ijson { // refused, never hashed with a loss
 			if err == nil {
@@ -266,8 +266,8 @@ func TestPowertoolsPythonDifferential(t *testing.T) {
 			continue
 		}
 		if i%10 == 0 { // the validation hash, as the guard stores it
-			key := idempotency.RawKey(fmt.Appendf(nil, `"payload-%d"`, i))
-			if _, err := idempotency.DoPayload(context.Background(), g, key, idempotency.RawKey([]byte(sel)), func(context.Context) (int, error) { return i, nil }); err != nil {
+			key := idempotency.Raw(fmt.Appendf(nil, `"payload-%d"`, i))
+			if _, err := idempotency.Do(context.Background(), g, key, func(context.Context) (int, error) { return i, nil }, idempotency.WithPayload(idempotency.Raw([]byte(sel)))); err != nil {
 				t.Fatal(err)
 			}
 			if rec, _ := store.Get(mustID(t, g, key)); rec.Validation != wantHash {
@@ -318,7 +318,7 @@ func TestPowertoolsTypeScriptDifferential(t *testing.T) {
 	failures, refused := 0, 0
 	for i, sel := range sels {
 		wantID, wantValidation, _ := strings.Cut(answers[i], " ")
-		k := idempotency.Key{Selector: "differential", Value: []byte(sel)}
+		k := idempotency.Selection{Selector: "differential", Value: []byte(sel)}
 		id, err := g.ID(k)
 		validation, verr := idempotency.FormatPowertoolsTypeScript.Hash(k)
 		if _, ijson, _ := pythonAnswer(verdicts[i]); !ijson {

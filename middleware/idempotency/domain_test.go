@@ -11,14 +11,15 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
 // selectors are the key functions the domain tests mix: fields, paths and
 // subsets over the same few names, alone and in FirstOf combinations.
-var selectors = func() map[string]idempotency.KeyFunc {
-	base := map[string]idempotency.KeyFunc{
+var selectors = func() map[string]idempotency.Selector {
+	base := map[string]idempotency.Selector{
 		`BodyField("x")`:       idempotency.BodyField("x"),
 		`BodyField("y")`:       idempotency.BodyField("y"),
 		`BodyPath("x", "x")`:   idempotency.BodyField("x", "x"),
@@ -27,7 +28,7 @@ var selectors = func() map[string]idempotency.KeyFunc {
 		`BodyFields("y")`:      idempotency.BodySubset("y"),
 		`BodyFields("x", "y")`: idempotency.BodySubset("x", "y"),
 	}
-	all := map[string]idempotency.KeyFunc{}
+	all := map[string]idempotency.Selector{}
 	for a, fa := range base {
 		all[a] = fa
 		for b, fb := range base {
@@ -41,7 +42,7 @@ var selectors = func() map[string]idempotency.KeyFunc {
 
 // fieldsOf is what a key says about the body it came from: the fields it
 // read, by path, with their values as canonical JSON.
-func fieldsOf(t testing.TB, k idempotency.Key) map[string]string {
+func fieldsOf(t testing.TB, k idempotency.Selection) map[string]string {
 	canon := func(raw []byte) string {
 		c, err := idempotency.CanonicalJSON(json.RawMessage(raw))
 		if err != nil {
@@ -70,13 +71,13 @@ func fieldsOf(t testing.TB, k idempotency.Key) map[string]string {
 func checkDomains(t testing.TB, a, b string) {
 	type taken struct {
 		name string
-		key  idempotency.Key
+		key  idempotency.Selection
 		id   string
 	}
 	var keys []taken
 	for _, body := range []string{a, b} {
 		for name, fn := range selectors {
-			k, err := fn(msg(body))
+			k, err := idempotency.Select(fn, msg(body))
 			if err != nil {
 				continue
 			}
@@ -103,11 +104,11 @@ func checkDomains(t testing.TB, a, b string) {
 // TestKeyDomainSeparation: the issue's collision, then random nested
 // bodies over the same names.
 func TestKeyDomainSeparation(t *testing.T) {
-	x, err := idempotency.BodyField("x")(msg(`{"x":{"x":1}}`))
+	x, err := idempotency.Select(idempotency.BodyField("x"), msg(`{"x":{"x":1}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err := idempotency.BodySubset("x")(msg(`{"x":1}`))
+	y, err := idempotency.Select(idempotency.BodySubset("x"), msg(`{"x":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,18 +181,18 @@ func TestHugeNumberRefused(t *testing.T) {
 		`{"idempotency_key":-` + strings.Repeat("0", 200) + `}`, // not JSON either: refused all the same
 		`{"idempotency_key":1e` + strings.Repeat("9", 200) + `}`,
 	} {
-		_, err := idempotency.BodyField("idempotency_key")(msg(body))
+		_, err := idempotency.Select(idempotency.BodyField("idempotency_key"), msg(body))
 		var ke *idempotency.KeyError
 		if !errors.As(err, &ke) || errors.Is(err, idempotency.ErrNoKey) {
 			t.Errorf("body %.40s…: %v; want a *KeyError", body, err)
 		}
 	}
-	_, err := idempotency.BodyField("idempotency_key")(msg(hugeNumberBody(1 << 20)))
+	_, err := idempotency.Select(idempotency.BodyField("idempotency_key"), msg(hugeNumberBody(1<<20)))
 	if !strings.Contains(err.Error(), "longer than 100 characters") {
 		t.Errorf("error %q does not say why", err)
 	}
 	// A long number elsewhere in the body is not key material.
-	if k, err := idempotency.BodyField("id")(msg(`{"id":"k","n":` + strings.Repeat("7", 1<<20) + `}`)); err != nil || string(k.Value) != `"k"` {
+	if k, err := idempotency.Select(idempotency.BodyField("id"), msg(`{"id":"k","n":`+strings.Repeat("7", 1<<20)+`}`)); err != nil || string(k.Value) != `"k"` {
 		t.Errorf("key beside a long number: %s, %v", k.Value, err)
 	}
 }
@@ -207,7 +208,7 @@ func TestDeepBody(t *testing.T) {
 		ok    bool
 	}{{9999, true}, {10000, false}, {1 << 20, false}} {
 		body := deep(tc.depth)
-		_, err := idempotency.BodyField("id")(msg(body))
+		_, err := idempotency.Select(idempotency.BodyField("id"), msg(body))
 		var v any
 		jsonOK := json.Unmarshal([]byte(body), &v) == nil
 		if (err == nil) != tc.ok || jsonOK != tc.ok {
@@ -230,7 +231,7 @@ func BenchmarkHugeNumber(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(tc.body)))
 			for b.Loop() {
-				fn(m) //nolint:errcheck // refused or not, the time is measured
+				idempotency.Select(fn, m) //nolint:errcheck // refused or not, the time is measured
 			}
 		})
 	}
@@ -248,7 +249,7 @@ func BenchmarkKeyID(b *testing.B) {
 		}
 		for _, tc := range []struct {
 			name string
-			fn   idempotency.KeyFunc
+			fn   idempotency.Selector
 		}{
 			{"field", idempotency.BodyField("idempotency_key")},
 			{"subset", idempotency.BodySubset("document", "model", "prompt_version", "parameters")},
@@ -256,7 +257,7 @@ func BenchmarkKeyID(b *testing.B) {
 			b.Run(format.String()+"/"+tc.name, func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					k, err := tc.fn(m)
+					k, err := idempotency.Select(tc.fn, m)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -279,11 +280,11 @@ func TestRawMaterialDomain(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := map[string]string{"document_id": "D1", "version": "9"}
-	selected, err := idempotency.KeyOf("work", work)
+	selected, err := idempotency.SelectionOf("work", work)
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := idempotency.RawKey([]byte(`{"selector":"work","value":{"document_id":"D1","version":"9"}}`)) // RFC 8785 of the selector's key
+	forged := idempotency.Raw([]byte(`{"selector":"work","value":{"document_id":"D1","version":"9"}}`)) // RFC 8785 of the selector's key
 	selectedID, err := g.ID(selected)
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +295,7 @@ func TestRawMaterialDomain(t *testing.T) {
 	runs := 0
 	op := func(context.Context) (int, error) { runs++; return runs, nil }
 	first, err1 := idempotency.Do(t.Context(), g, forged, op)
-	wrapped := idempotency.Wrap(g, func(events.SQSMessage) (idempotency.Key, error) { return selected, nil },
+	wrapped := idempotency.Wrap(g, idempotency.SelectorFunc(func(events.SQSMessage) (idempotency.Selection, error) { return selected, nil }),
 		func(ctx context.Context, _ events.SQSMessage) (int, error) { return op(ctx) })
 	second, err2 := wrapped(t.Context(), events.SQSMessage{MessageId: "m"})
 	if err1 != nil || err2 != nil || runs != 2 || first == second {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -19,17 +20,17 @@ type worker struct {
 	guard  *idempotency.Guard
 	logs   *logCapture
 	mu     sync.Mutex
-	events []idempotency.Event
+	events []idempotency.Report
 }
 
-func newWorker(t *testing.T, store idempotency.Store, now time.Time) *worker {
+func newWorker(t *testing.T, store driver.Store, now time.Time) *worker {
 	t.Helper()
 	w := &worker{logs: &logCapture{}}
 	g, err := idempotency.New(idempotency.Config{
 		Store: store, Namespace: "double", Lease: time.Minute,
 		Now:    func() time.Time { return now },
 		Logger: slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) {
+		OnOutcome: func(_ context.Context, ev idempotency.Report) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.events = append(w.events, ev)
@@ -73,7 +74,7 @@ func TestDoubleRunVisible(t *testing.T) {
 			store := memstore.New()
 			t0 := time.Now()
 			loser, winner := newWorker(t, store, t0), newWorker(t, store, t0.Add(time.Hour))
-			k := idempotency.RawKey([]byte(`"order-7"`))
+			k := idempotency.Raw([]byte(`"order-7"`))
 
 			loserRuns, loserMayReturn := make(chan struct{}), make(chan struct{})
 			winnerRuns, winnerMayReturn := make(chan struct{}), make(chan struct{})
@@ -137,17 +138,5 @@ func TestDoubleRunVisible(t *testing.T) {
 				t.Errorf("stored %s, want the winner's result kept", rec.Data)
 			}
 		})
-	}
-}
-
-// TestDoubleRunLevel: double_run is ERROR by default, and configurable like
-// every outcome.
-func TestDoubleRunLevel(t *testing.T) {
-	if got := idempotency.DefaultLogLevel(idempotency.OutcomeDoubleRun); got != slog.LevelError {
-		t.Errorf("DefaultLogLevel(double_run) = %v, want ERROR", got)
-	}
-	if _, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "n",
-		LogLevels: map[idempotency.Outcome]slog.Level{idempotency.OutcomeDoubleRun: slog.LevelWarn}}); err != nil {
-		t.Errorf("LogLevels refuses double_run: %v", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
 )
 
 // prefix begins every error message of the package, once: an error of the
@@ -21,58 +23,24 @@ func detail(err error) string {
 	return strings.TrimPrefix(err.Error(), prefix)
 }
 
-// Sentinel errors. Callers branch on them with [errors.Is].
+// The sentinel errors, for [errors.Is]. The guard returns the first,
+// second and fourth as the typed errors below.
 var (
-	// ErrInProgress reports that another worker holds a live lease on the
-	// key. The delivery must not be acknowledged: the batch decorator reports
-	// it as a batch item failure, and SQS delivers it again later. The guard
-	// returns it as an [*InProgressError], which tells when the lease ends.
-	ErrInProgress = errors.New("idempotency: operation already in progress for this key")
-
-	// ErrPayloadMismatch reports that the key was reused with a different
-	// payload than the one it was first claimed with. The stored result is
-	// not returned; retrying does not help. The guard returns it as a
-	// [*PayloadMismatchError], which names the record.
+	ErrInProgress      = errors.New("idempotency: operation already in progress for this key")
 	ErrPayloadMismatch = errors.New("idempotency: key reused with a different payload")
-
-	// ErrLeaseLost reports that a fenced write (Complete, Release) found the
-	// record owned by someone else, or gone.
-	ErrLeaseLost = errors.New("idempotency: lease lost")
-
-	// ErrNoKey reports that no idempotency key could be found. The operation
-	// is never run without one.
-	ErrNoKey = errors.New("idempotency: no idempotency key")
-
-	// ErrAttachUnsupported is returned by stores that cannot commit attached
-	// writes together with a completion.
-	ErrAttachUnsupported = errors.New("idempotency: store cannot commit attached writes")
-
-	// ErrQuarantined reports that the key's record is quarantined: a
-	// strict guard found its lease lapsed with the operation's outcome
-	// unknown (see [Config.Strict]). Nothing ran; nothing will run for the
-	// key until an operator releases or resolves the record, or it
-	// expires. The guard returns it as a [*QuarantinedError].
-	ErrQuarantined = errors.New("idempotency: key quarantined: its operation may have run")
-
-	// ErrNotClaimed is returned by [Attach] outside an operation run by the
-	// guard.
-	ErrNotClaimed = errors.New("idempotency: not inside a claimed operation")
+	ErrNoKey           = errors.New("idempotency: no idempotency key") // the input has none: nothing runs
+	ErrQuarantined     = errors.New("idempotency: key quarantined: its operation may have run")
+	ErrNotClaimed      = errors.New("idempotency: not inside a claimed operation") // Attach outside an operation
 )
 
-// InProgressError is the error of a call whose key another worker holds
-// under a live lease: nothing ran. [errors.Is](err, [ErrInProgress]) is true
-// for it. Calls of the same key in this process that waited for the call
-// that found the lease get the same error.
-//
-// LeaseUntil is the holder's lease end ([Record.LeaseEnd]: its deadline
-// plus [Config.SkewMargin]): the earliest moment a new delivery can take
-// the key over (or, for a strict claim, quarantine it) if the holder died,
-// and the latest at which it can find the result if the holder finishes.
-// It is the zero time when the record carries no lease end (one written by
-// another library without it).
+// InProgressError ([ErrInProgress]) is the error of a call whose key
+// another worker holds under a live lease: nothing ran, and the input must
+// not be acknowledged. LeaseUntil is the holder's lease end
+// ([driver.Record.LeaseEnd]), zero when the record has none: the earliest
+// a new delivery can take the key over if the holder died.
 type InProgressError struct {
-	ID         string    // the record id
-	LeaseUntil time.Time // the holder's lease end; zero when unknown
+	ID         string // the record id
+	LeaseUntil time.Time
 }
 
 func (e *InProgressError) Error() string {
@@ -85,16 +53,13 @@ func (e *InProgressError) Error() string {
 // Is reports whether target is [ErrInProgress].
 func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
 
-// RetryAt returns LeaseUntil: when a new delivery of the message can
-// succeed. Package batch paces the message's next delivery with it (see
-// [github.com/sqsonce/sqsonce/middleware/batch.RetryAtError]).
+// RetryAt returns LeaseUntil, with which package batch paces the input's
+// next delivery ([batch.RetryAtError]).
 func (e *InProgressError) RetryAt() time.Time { return e.LeaseUntil }
 
-// QuarantinedError is the error of a call whose key's record is
-// quarantined (see [Config.Strict]): nothing ran, and retrying does not
-// help until an operator acts. [errors.Is](err, [ErrQuarantined]) is true
-// for it, and it is a [PermanentError] that reports true, so that package
-// batch can move its message to the dead-letter queue at once.
+// QuarantinedError ([ErrQuarantined]) is the error of a call whose key's
+// record is quarantined (see [Config.Strict]): nothing ran, and nothing
+// will until an operator acts.
 type QuarantinedError struct {
 	ID    string    // the record id
 	Since time.Time // when the record was quarantined
@@ -108,12 +73,12 @@ func (e *QuarantinedError) Error() string {
 func (e *QuarantinedError) Is(target error) bool { return target == ErrQuarantined }
 
 // Permanent reports true: the key stays quarantined until an operator
-// acts (batch.PermanentError).
+// acts.
 func (e *QuarantinedError) Permanent() bool { return true }
 
-// PayloadMismatchError is the error of a call whose key was claimed with
-// another payload: nothing ran and the stored result is not returned.
-// [errors.Is](err, [ErrPayloadMismatch]) is true for it.
+// PayloadMismatchError ([ErrPayloadMismatch]) is the error of a call whose
+// key was claimed with another payload: nothing ran, and the stored result
+// is not returned.
 type PayloadMismatchError struct {
 	ID string // the record id
 }
@@ -126,16 +91,14 @@ func (e *PayloadMismatchError) Error() string {
 func (e *PayloadMismatchError) Is(target error) bool { return target == ErrPayloadMismatch }
 
 // StoreError reports that the store failed, panicked or returned a record
-// the guard cannot read. Op is the [Store] method: "acquire" (nothing ran,
-// unless a completion that found its lease lost was claiming the key
-// again), "complete" (the operation ran; its result is not recorded) or
-// "release" (the operation failed; its claim lapses with its lease); in
-// strict mode also "quarantine" (nothing ran; the lapsed claim may or may
-// not be marked, and the next strict call tries again).
+// the guard cannot read, in the [driver.Store] method Op: "acquire"
+// (nothing ran, unless a call whose lease was lost claimed again),
+// "complete" (the operation ran; its result is not stored), "release" (the
+// operation failed; its claim lapses with its lease) or "quarantine"
+// (nothing ran).
 type StoreError struct {
-	Op  string // "acquire", "complete", "release" or "quarantine"
-	ID  string // the record id
-	Err error  // the store's error
+	Op, ID string // the method, the record id
+	Err    error
 }
 
 func (e *StoreError) Error() string {
@@ -144,53 +107,43 @@ func (e *StoreError) Error() string {
 
 func (e *StoreError) Unwrap() error { return e.Err }
 
-// PermanentError is an error that tells whether trying again can help: the
-// guard does not retry a [Store.Complete] whose error wraps one reporting
-// true (an attached write's own condition failed, say; see
-// [Config.CompleteAttempts]). Stores implement it on
-// their error types. It is package batch's PermanentError too: a message
-// whose record failed with such an error cannot succeed on a new delivery,
-// and [*BodyError], [*KeyError], [*PayloadMismatchError] and
-// [*QuarantinedError] report true.
-type PermanentError interface {
-	error
-	Permanent() bool
-}
-
-// KeyError reports that the idempotency key could not be taken from a message.
+// KeyError reports that the idempotency key, or the payload to validate,
+// could not be taken from an input: nothing was claimed.
 type KeyError struct {
-	MessageID string // the SQS message, when known
-	Source    string // where the key was looked for, e.g. `body field "idempotency_key"`
-	Err       error  // wraps ErrNoKey for a missing key, or the parse error
+	InputID string // the input's id, when known (see WithInputID)
+	Source  string // where the key was looked for, e.g. `body field "idempotency_key"`
+	Err     error  // wraps ErrNoKey for a missing key, or the parse error
 }
 
 func (e *KeyError) Error() string {
-	if e.MessageID != "" {
-		return fmt.Sprintf("idempotency: key from %s of message %s: %s", e.Source, e.MessageID, detail(e.Err))
+	if e.InputID != "" {
+		return fmt.Sprintf("idempotency: key from %s of input %s: %s", e.Source, e.InputID, detail(e.Err))
 	}
 	return fmt.Sprintf("idempotency: key from %s: %s", e.Source, detail(e.Err))
 }
 
 func (e *KeyError) Unwrap() error { return e.Err }
 
-// PanicError is returned in place of a panic: in the wrapped operation (the
-// claim is released, as for any failed operation), in the MarshalJSON of
-// its result (the record is completed without a result, as for any result
-// that cannot be encoded), or in the Store (wrapped in a [*StoreError]).
-type PanicError struct {
-	Value any    // the value passed to panic
-	Stack []byte // the panicking goroutine's stack
-}
+// The contracts with package batch: renaming a method breaks this build
+// rather than silently turning single logging, pacing or dead-lettering
+// off.
+var (
+	_ batch.LoggedError    = (*reported)(nil)
+	_ batch.RetryAtError   = (*InProgressError)(nil)
+	_ batch.PermanentError = (*BodyError)(nil)
+	_ batch.PermanentError = (*KeyError)(nil)
+	_ batch.PermanentError = (*PayloadMismatchError)(nil)
+	_ batch.PermanentError = (*QuarantinedError)(nil)
+)
 
-func (e *PanicError) Error() string {
-	if err, ok := e.Value.(error); ok {
-		return "idempotency: operation panicked: " + detail(err)
-	}
-	return fmt.Sprintf("idempotency: operation panicked: %v", e.Value)
-}
+// Permanent reports true: the same body fails the same way on every
+// delivery.
+func (e *BodyError) Permanent() bool { return true }
 
-// Unwrap returns the panic value if it is an error.
-func (e *PanicError) Unwrap() error {
-	err, _ := e.Value.(error)
-	return err
-}
+// Permanent reports true: an input without a key, or with one the format
+// cannot hash, fails the same way on every delivery.
+func (e *KeyError) Permanent() bool { return true }
+
+// Permanent reports true: the key stays claimed with the other payload
+// while its record lives.
+func (e *PayloadMismatchError) Permanent() bool { return true }

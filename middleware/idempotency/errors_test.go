@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -16,7 +18,7 @@ import (
 // errors it wraps.
 func TestErrorMessagesReadOnce(t *testing.T) {
 	failingStore := &faultStore{Store: memstore.New(), acquireErr: errors.New("connection refused")}
-	guard := func(store idempotency.Store) *idempotency.Guard {
+	guard := func(store driver.Store) *idempotency.Guard {
 		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "ns", Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
@@ -28,7 +30,7 @@ func TestErrorMessagesReadOnce(t *testing.T) {
 	keyField := idempotency.BodyField("idempotency_key")
 	firstOf := idempotency.FirstOf(keyField, idempotency.BodySubset("document_id"))
 	g := guard(memstore.New())
-	id := mustID(t, g, idempotency.RawKey([]byte(`"k"`)))
+	id := mustID(t, g, idempotency.Raw([]byte(`"k"`)))
 
 	tests := []struct {
 		name string
@@ -38,37 +40,39 @@ func TestErrorMessagesReadOnce(t *testing.T) {
 		{"missing body field", func() error {
 			_, err := idempotency.Wrap(g, keyField, ok)(t.Context(), msg(`{}`))
 			return err
-		}, `idempotency: key from body field "idempotency_key" of message x2: no idempotency key`},
+		}, `idempotency: key from body field "idempotency_key" of input x2: no idempotency key`},
 		{"no key from any source", func() error {
 			_, err := idempotency.Wrap(g, firstOf, ok)(t.Context(), msg(`{}`))
 			return err
-		}, `idempotency: key from any of 2 key sources of message x2: no idempotency key ` +
+		}, `idempotency: key from any of 2 key sources of input x2: no idempotency key ` +
 			`(body field "idempotency_key": missing; body subset document_id: field "document_id" is missing)`},
 		{"key function returning ErrNoKey", func() error {
-			_, err := idempotency.Wrap(g, func(events.SQSMessage) (idempotency.Key, error) { return idempotency.Key{}, idempotency.ErrNoKey }, ok)(t.Context(), msg(`{}`))
+			_, err := idempotency.Wrap(g, idempotency.SelectorFunc(func(events.SQSMessage) (idempotency.Selection, error) {
+				return idempotency.Selection{}, idempotency.ErrNoKey
+			}), ok)(t.Context(), msg(`{}`))
 			return err
-		}, `idempotency: key from key function of message x2: no idempotency key`},
+		}, `idempotency: key from events.SQSMessage of input x2: no idempotency key`},
 		{"validation payload refused", func() error {
-			validate := func(events.SQSMessage) (idempotency.Key, error) {
-				return idempotency.Key{}, errors.New("handler: invalid request")
+			validate := func(events.SQSMessage) (idempotency.Selection, error) {
+				return idempotency.Selection{}, errors.New("handler: invalid request")
 			}
-			_, err := idempotency.WrapPayload(g, keyField, validate, ok)(t.Context(), msg(`{"idempotency_key":"k"}`))
+			_, err := idempotency.Wrap(g, keyField, ok, idempotency.WithPayload(idempotency.SelectorFunc(validate)))(t.Context(), msg(`{"idempotency_key":"k"}`))
 			return err
-		}, `idempotency: key from payload function of message x2: handler: invalid request`},
+		}, `idempotency: key from events.SQSMessage of input x2: payload for validation: handler: invalid request`},
 		{"Do without a key", func() error {
-			_, err := idempotency.Do(t.Context(), g, idempotency.Key{}, func(context.Context) (int, error) { return 1, nil })
+			_, err := idempotency.Do(t.Context(), g, idempotency.Selection{}, func(context.Context) (int, error) { return 1, nil })
 			return err
 		}, `idempotency: key from Do: no idempotency key`},
 		{"store error on claim", func() error {
-			_, err := idempotency.Do(t.Context(), guard(failingStore), idempotency.RawKey([]byte(`"k"`)), func(context.Context) (int, error) { return 1, nil })
+			_, err := idempotency.Do(t.Context(), guard(failingStore), idempotency.Raw([]byte(`"k"`)), func(context.Context) (int, error) { return 1, nil })
 			return err
 		}, `idempotency: store acquire ` + id + `: connection refused`},
 		{"panic with an error of the package", func() error {
-			_, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"p"`)), func(context.Context) (int, error) { panic(idempotency.ErrNotClaimed) })
+			_, err := idempotency.Do(t.Context(), g, idempotency.Raw([]byte(`"p"`)), func(context.Context) (int, error) { panic(idempotency.ErrNotClaimed) })
 			return err
-		}, `idempotency: operation panicked: not inside a claimed operation`},
+		}, `batch: panic: idempotency: not inside a claimed operation`},
 		{"store error wrapping a sentinel", func() error {
-			return &idempotency.StoreError{Op: "complete", ID: "ns#1", Err: idempotency.ErrLeaseLost}
+			return &idempotency.StoreError{Op: "complete", ID: "ns#1", Err: driver.ErrLeaseLost}
 		}, `idempotency: store complete ns#1: lease lost`},
 	}
 	for _, tt := range tests {

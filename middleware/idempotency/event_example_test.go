@@ -10,17 +10,16 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
-	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
-// An API Gateway (HTTP API) handler made idempotent per order, with the key
-// and the validated payload taken from the request body by the JMESPath
-// expressions a Powertools user writes. The handler answers a request whose
-// order another invocation is creating with 409, a key reused with another
-// body with 422, and a request without a key with 400. Inside Lambda:
-// lambda.Start(handler).
-func ExampleWrapEvent() {
+// An API Gateway (HTTP API) handler made idempotent per order: the body
+// selectors read the request's JSON body as they read an SQS message's,
+// and the request id names each request in the guard's log. The handler
+// answers a request whose order another invocation is creating with 409, a
+// key reused with another body with 422, and a request without a key with
+// 400. Inside Lambda: lambda.Start(handler).
+func ExampleWrap_apiGateway() {
 	store := memstore.New() // dynamostore.New(db, "idempotency") in Lambda
 	newHandler := func(create func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "orders-api", Logger: slog.New(slog.DiscardHandler)})
@@ -28,11 +27,8 @@ func ExampleWrapEvent() {
 			panic(err)
 		}
 		type request = events.APIGatewayV2HTTPRequest
-		createOnce := idempotency.WrapEvent(g, idempotency.EventKeys[request]{
-			KeyFunc:     jmespath.EventKey[request](jmespath.MustCompile(`powertools_json(body).order_id`)),
-			PayloadFunc: jmespath.EventKey[request](jmespath.MustCompile(`powertools_json(body).[customer, amount]`)),
-			MessageID:   func(r request) string { return r.RequestContext.RequestID },
-		}, create)
+		createOnce := idempotency.Wrap(g, idempotency.BodyField("order_id"), create,
+			idempotency.WithPayload(idempotency.BodySubset("customer", "amount")))
 		return func(ctx context.Context, r request) (events.APIGatewayV2HTTPResponse, error) {
 			resp, err := createOnce(ctx, r)
 			var ke *idempotency.KeyError

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -34,39 +35,41 @@ func apiRequest(requestID string, body apiOrder) events.APIGatewayV2HTTPRequest 
 	}
 }
 
-// orderKeys takes the key and the payload from an API request's body, as a
-// Go user would without JMESPath.
-var orderKeys = idempotency.EventKeys[events.APIGatewayV2HTTPRequest]{
-	KeyFunc: func(r events.APIGatewayV2HTTPRequest) (idempotency.Key, error) {
+// apiOrderKey and apiOrderOpts take the key and the payload from an API
+// request's body with functions of one's own, and name the request by its
+// request id.
+var apiOrderKey = idempotency.SelectorFunc(func(r events.APIGatewayV2HTTPRequest) (idempotency.Selection, error) {
+	var o apiOrder
+	if err := json.Unmarshal([]byte(r.Body), &o); err != nil {
+		return idempotency.Selection{}, errors.New("body is not an order")
+	}
+	if o.OrderID == "" {
+		return idempotency.Selection{}, idempotency.ErrNoKey
+	}
+	return idempotency.SelectionOf("order id", o.OrderID)
+})
+
+var apiOrderOpts = []idempotency.Option{
+	idempotency.WithPayload(idempotency.SelectorFunc(func(r events.APIGatewayV2HTTPRequest) (idempotency.Selection, error) {
 		var o apiOrder
 		if err := json.Unmarshal([]byte(r.Body), &o); err != nil {
-			return idempotency.Key{}, errors.New("body is not an order")
+			return idempotency.Selection{}, errors.New("body is not an order")
 		}
-		if o.OrderID == "" {
-			return idempotency.Key{}, idempotency.ErrNoKey
-		}
-		return idempotency.KeyOf("order id", o.OrderID)
-	},
-	PayloadFunc: func(r events.APIGatewayV2HTTPRequest) (idempotency.Key, error) {
-		var o apiOrder
-		if err := json.Unmarshal([]byte(r.Body), &o); err != nil {
-			return idempotency.Key{}, errors.New("body is not an order")
-		}
-		return idempotency.KeyOf("order", o)
-	},
-	MessageID: func(r events.APIGatewayV2HTTPRequest) string { return r.RequestContext.RequestID },
+		return idempotency.SelectionOf("order", o)
+	})),
+	idempotency.WithInputID(func(r events.APIGatewayV2HTTPRequest) string { return r.RequestContext.RequestID }),
 }
 
-// TestWrapEvent: a handler of API Gateway events, made idempotent per apiOrder:
+// TestWrapAPIRequest: a handler of API Gateway events, made idempotent per apiOrder:
 // a retried request replays the first response, another apiOrder runs, a
 // reused key with another body is a mismatch, a request without a key
 // fails before anything is claimed. Outcomes name the request.
-func TestWrapEvent(t *testing.T) {
-	var evs []idempotency.Event
+func TestWrapAPIRequest(t *testing.T) {
+	var evs []idempotency.Report
 	var mu sync.Mutex
 	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "api",
 		Logger: slog.New(slog.DiscardHandler),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) {
+		OnOutcome: func(_ context.Context, ev idempotency.Report) {
 			mu.Lock()
 			defer mu.Unlock()
 			evs = append(evs, ev)
@@ -75,10 +78,10 @@ func TestWrapEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
-	h := idempotency.WrapEvent(g, orderKeys, func(_ context.Context, r events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	h := idempotency.Wrap(g, apiOrderKey, func(_ context.Context, r events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		n := runs.Add(1)
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: r.RequestContext.RequestID + "/" + string(rune('0'+n))}, nil
-	})
+	}, apiOrderOpts...)
 	for _, tc := range []struct {
 		req     events.APIGatewayV2HTTPRequest
 		body    string
@@ -101,7 +104,7 @@ func TestWrapEvent(t *testing.T) {
 		mu.Lock()
 		last := evs[len(evs)-1]
 		mu.Unlock()
-		if last.Outcome != tc.outcome || last.MessageID != tc.req.RequestContext.RequestID {
+		if last.Outcome != tc.outcome || last.InputID != tc.req.RequestContext.RequestID {
 			t.Errorf("%s: event %+v, want outcome %s for that request", tc.req.RequestContext.RequestID, last, tc.outcome)
 		}
 	}
@@ -109,29 +112,29 @@ func TestWrapEvent(t *testing.T) {
 		t.Errorf("the handler ran %d times, want 2 (orders o-1 and o-2)", runs.Load())
 	}
 	var ke *idempotency.KeyError
-	if _, err := h(t.Context(), apiRequest("r6", apiOrder{"", 0})); !errors.As(err, &ke) || ke.MessageID != "r6" ||
+	if _, err := h(t.Context(), apiRequest("r6", apiOrder{"", 0})); !errors.As(err, &ke) || ke.InputID != "r6" ||
 		ke.Source != "events.APIGatewayV2HTTPRequest" {
 		t.Errorf("no key: %v, want a *KeyError naming the request and the event type", err)
 	}
 }
 
-// TestWrapEventInProgress: a request whose key another worker holds fails
+// TestWrapAPIRequestInProgress: a request whose key another worker holds fails
 // with an *InProgressError the handler maps to 409, while the first runs.
 // Two guards on one store are two Lambda environments.
-func TestWrapEventInProgress(t *testing.T) {
+func TestWrapAPIRequestInProgress(t *testing.T) {
 	store := memstore.New()
 	handler := func(started, release chan struct{}) func(context.Context, events.APIGatewayV2HTTPRequest) (string, error) {
 		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "api", Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return idempotency.WrapEvent(g, orderKeys, func(context.Context, events.APIGatewayV2HTTPRequest) (string, error) {
+		return idempotency.Wrap(g, apiOrderKey, func(context.Context, events.APIGatewayV2HTTPRequest) (string, error) {
 			if started != nil {
 				close(started)
 				<-release
 			}
 			return "created", nil
-		})
+		}, apiOrderOpts...)
 	}
 	started, release := make(chan struct{}), make(chan struct{})
 	first, other := handler(started, release), handler(nil, nil)
@@ -152,26 +155,24 @@ func TestWrapEventInProgress(t *testing.T) {
 	}
 }
 
-// TestWrapEventStreamRecord: the wrapper takes a stream's records too, with
+// TestWrapStreamRecord: the wrapper takes a stream's records too, with
 // the key from the record's data (Kinesis data is the producer's bytes).
-func TestWrapEventStreamRecord(t *testing.T) {
+func TestWrapStreamRecord(t *testing.T) {
 	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "stream", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
-	h := idempotency.WrapEvent(g, idempotency.EventKeys[events.KinesisEventRecord]{
-		KeyFunc: func(r events.KinesisEventRecord) (idempotency.Key, error) {
-			var d struct {
-				Key string `json:"idempotency_key"`
-			}
-			if err := json.Unmarshal(r.Kinesis.Data, &d); err != nil || d.Key == "" {
-				return idempotency.Key{}, idempotency.ErrNoKey
-			}
-			return idempotency.KeyOf("data idempotency_key", d.Key)
-		},
-		MessageID: func(r events.KinesisEventRecord) string { return r.Kinesis.SequenceNumber },
-	}, func(_ context.Context, r events.KinesisEventRecord) (int, error) { return int(runs.Add(1)), nil })
+	h := idempotency.Wrap(g, idempotency.SelectorFunc(func(r events.KinesisEventRecord) (idempotency.Selection, error) {
+		var d struct {
+			Key string `json:"idempotency_key"`
+		}
+		if err := json.Unmarshal(r.Kinesis.Data, &d); err != nil || d.Key == "" {
+			return idempotency.Selection{}, idempotency.ErrNoKey
+		}
+		return idempotency.SelectionOf("data idempotency_key", d.Key)
+	}), func(_ context.Context, r events.KinesisEventRecord) (int, error) { return int(runs.Add(1)), nil },
+		idempotency.WithInputID(func(r events.KinesisEventRecord) string { return r.Kinesis.SequenceNumber }))
 	rec := func(seq, data string) events.KinesisEventRecord {
 		return events.KinesisEventRecord{EventSource: "aws:kinesis", Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: "p", Data: []byte(data)}}
 	}
@@ -181,7 +182,7 @@ func TestWrapEventStreamRecord(t *testing.T) {
 		}
 	}
 	var ke *idempotency.KeyError
-	if _, err := h(t.Context(), rec("4", `{}`)); !errors.As(err, &ke) || ke.MessageID != "4" {
+	if _, err := h(t.Context(), rec("4", `{}`)); !errors.As(err, &ke) || ke.InputID != "4" {
 		t.Errorf("a record without a key: %v, want a *KeyError naming its sequence number", err)
 	}
 	if runs.Load() != 2 {
@@ -189,20 +190,20 @@ func TestWrapEventStreamRecord(t *testing.T) {
 	}
 }
 
-// TestWrapEventDeadline: the operation of an event handler gets the
+// TestWrapAPIRequestDeadline: the operation of an event handler gets the
 // invocation's deadline less the reserve for storing its result, so a
 // handler whose operation takes all the time it is given still returns
 // before the deadline, with its result stored.
-func TestWrapEventDeadline(t *testing.T) {
+func TestWrapAPIRequestDeadline(t *testing.T) {
 	store := memstore.New()
 	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "api", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := idempotency.WrapEvent(g, orderKeys, func(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (string, error) {
+	h := idempotency.Wrap(g, apiOrderKey, func(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (string, error) {
 		<-ctx.Done() // a slow operation
 		return "late but whole", nil
-	})
+	}, apiOrderOpts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -213,16 +214,16 @@ func TestWrapEventDeadline(t *testing.T) {
 	if returned := time.Now(); !returned.Before(deadline) {
 		t.Errorf("returned %v after the deadline", returned.Sub(deadline))
 	}
-	k, _ := idempotency.KeyOf("order id", "o-slow")
-	if rec, _ := store.Get(mustID(t, g, k)); rec.Status != idempotency.StatusCompleted {
+	k, _ := idempotency.SelectionOf("order id", "o-slow")
+	if rec, _ := store.Get(mustID(t, g, k)); rec.Status != driver.StatusCompleted {
 		t.Errorf("record %s, want COMPLETED", rec.Status)
 	}
 }
 
-// TestWrapEventNoContentInErrors: the errors and log lines of WrapEvent
+// TestWrapAPIRequestNoContentInErrors: the errors and log lines of Wrap
 // name the event type, the request and the kind of failure, never what
 // the event holds, whatever the key function's error (property 3).
-func TestWrapEventNoContentInErrors(t *testing.T) {
+func TestWrapAPIRequestNoContentInErrors(t *testing.T) {
 	const secret = "SENTINEL-4111-1111-1111-1111"
 	var logs logCapture
 	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "api",
@@ -230,7 +231,7 @@ func TestWrapEventNoContentInErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := idempotency.WrapEvent(g, orderKeys, func(context.Context, events.APIGatewayV2HTTPRequest) (string, error) { return "ok", nil })
+	h := idempotency.Wrap(g, apiOrderKey, func(context.Context, events.APIGatewayV2HTTPRequest) (string, error) { return "ok", nil }, apiOrderOpts...)
 	for name, req := range map[string]events.APIGatewayV2HTTPRequest{
 		"body not JSON": {Body: "not json " + secret},
 		"no order id":   {Body: `{"amount":1,"note":"` + secret + `"}`},
@@ -253,29 +254,6 @@ func TestWrapEventNoContentInErrors(t *testing.T) {
 		if b, _ := json.Marshal(l); strings.Contains(string(b), secret) {
 			t.Errorf("a log line quotes the event: %s", b)
 		}
-	}
-}
-
-func TestWrapEventRefusesNilConfiguration(t *testing.T) {
-	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "n"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	op := func(context.Context, string) (int, error) { return 1, nil }
-	key := func(string) (idempotency.Key, error) { return idempotency.KeyOf("s", "k") }
-	for name, f := range map[string]func(){
-		"guard":    func() { idempotency.WrapEvent(nil, idempotency.EventKeys[string]{KeyFunc: key}, op) },
-		"key":      func() { idempotency.WrapEvent(g, idempotency.EventKeys[string]{}, op) },
-		"function": func() { idempotency.WrapEvent[string, int](g, idempotency.EventKeys[string]{KeyFunc: key}, nil) },
-	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("nil %s: no panic", name)
-				}
-			}()
-			f()
-		}()
 	}
 }
 

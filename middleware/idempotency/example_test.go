@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -24,7 +25,7 @@ func ExampleDo() {
 	if err != nil {
 		panic(err)
 	}
-	key, _ := idempotency.KeyOf("summary request", map[string]any{"document_id": "4471", "version": 9})
+	key, _ := idempotency.SelectionOf("summary request", map[string]any{"document_id": "4471", "version": 9})
 	calls := 0
 	summarise := func(context.Context) (string, error) {
 		calls++
@@ -48,7 +49,7 @@ func ExampleDo_inProgress() {
 	first, _ := idempotency.New(cfg)
 	second, _ := idempotency.New(cfg)
 
-	key := idempotency.RawKey([]byte(`"request-1"`))
+	key := idempotency.Raw([]byte(`"request-1"`))
 	started, finish, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -132,7 +133,7 @@ func ExampleFormatPowertoolsPython() {
 		panic(err)
 	}
 	m := events.SQSMessage{MessageId: "m-1", Body: `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d"}`}
-	k, err := idempotency.BodyField("idempotency_key")(m)
+	k, err := idempotency.Select(idempotency.BodyField("idempotency_key"), m)
 	if err != nil {
 		panic(err)
 	}
@@ -154,7 +155,7 @@ func ExampleFormatPowertoolsTypeScript() {
 		panic(err)
 	}
 	m := events.SQSMessage{MessageId: "m-1", Body: `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d"}`}
-	k, err := idempotency.BodyField("idempotency_key")(m)
+	k, err := idempotency.Select(idempotency.BodyField("idempotency_key"), m)
 	if err != nil {
 		panic(err)
 	}
@@ -168,10 +169,10 @@ func ExampleFormatPowertoolsTypeScript() {
 // although all three keys select {"x":1} or 1 from bodies alike.
 func ExampleBodyField() {
 	g, _ := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "summarise"})
-	field, _ := idempotency.BodyField("x")(events.SQSMessage{Body: `{"x":{"x":1}}`})
-	subset, _ := idempotency.BodySubset("x")(events.SQSMessage{Body: `{"x":1}`})
-	nested, _ := idempotency.BodyField("x", "x")(events.SQSMessage{Body: `{"x":{"x":1}}`})
-	for _, k := range []idempotency.Key{field, subset, nested} {
+	field, _ := idempotency.Select(idempotency.BodyField("x"), events.SQSMessage{Body: `{"x":{"x":1}}`})
+	subset, _ := idempotency.Select(idempotency.BodySubset("x"), events.SQSMessage{Body: `{"x":1}`})
+	nested, _ := idempotency.Select(idempotency.BodyField("x", "x"), events.SQSMessage{Body: `{"x":{"x":1}}`})
+	for _, k := range []idempotency.Selection{field, subset, nested} {
 		id, _ := g.ID(k)
 		fmt.Printf("%s %s %s\n", k.Selector, k.Value, id[:len("summarise#")+8])
 	}
@@ -179,4 +180,56 @@ func ExampleBodyField() {
 	// body ["x"] {"x":1} summarise#ee2de4d3
 	// body fields {"x":1} summarise#05749a17
 	// body ["x","x"] 1 summarise#0e3ea660
+}
+
+// The producer's order id is the key, and the amount and currency are the
+// payload that must be the same whenever it is reused: a re-send with
+// another amount fails, as a key reused for other work must, instead of
+// returning the first charge.
+func ExampleWithPayload() {
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "payments", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	charge := idempotency.Wrap(g, idempotency.BodyField("order_id"),
+		func(_ context.Context, m events.SQSMessage) (string, error) { return "charged", nil },
+		idempotency.WithPayload(idempotency.BodySubset("amount", "currency")))
+	for _, body := range []string{
+		`{"order_id":"o-1","amount":1250,"currency":"EUR","sent_at":"10:00"}`,
+		`{"order_id":"o-1","amount":1250,"currency":"EUR","sent_at":"10:05"}`, // the producer's re-send
+		`{"order_id":"o-1","amount":990,"currency":"EUR"}`,                    // the key reused for another charge
+	} {
+		s, err := charge(context.Background(), events.SQSMessage{MessageId: "m", Body: body})
+		fmt.Printf("%q %v\n", s, errors.Is(err, idempotency.ErrPayloadMismatch))
+	}
+	// Output:
+	// "charged" false
+	// "charged" false
+	// "" true
+}
+
+// A key of one's own, typed on the input: here a Kinesis record's
+// partition key and sequence of the producer's batch, which the record
+// carries outside its data.
+func ExampleSelectorFunc() {
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ingest", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	key := idempotency.SelectorFunc(func(r events.KinesisEventRecord) (idempotency.Selection, error) {
+		if r.Kinesis.PartitionKey == "" {
+			return idempotency.Selection{}, idempotency.ErrNoKey
+		}
+		return idempotency.SelectionOf("partition key", r.Kinesis.PartitionKey)
+	})
+	runs := 0
+	ingest := idempotency.Wrap(g, key, func(context.Context, events.KinesisEventRecord) (int, error) { runs++; return runs, nil })
+	for _, pk := range []string{"batch-7", "batch-7", ""} {
+		n, err := ingest(context.Background(), events.KinesisEventRecord{EventID: "shard-0:" + pk, Kinesis: events.KinesisRecord{PartitionKey: pk}})
+		fmt.Println(n, err)
+	}
+	// Output:
+	// 1 <nil>
+	// 1 <nil>
+	// 0 idempotency: key from events.KinesisEventRecord of input shard-0:: no idempotency key
 }

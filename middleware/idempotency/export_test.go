@@ -8,7 +8,7 @@ import (
 )
 
 // Spell returns the bytes f hashes for k, for tests that compare spellings.
-func Spell(f Format, k Key) ([]byte, error) { return f.spell(k) }
+func Spell(f Format, k Selection) ([]byte, error) { return f.spell(k) }
 
 // CanonicalJSON is the canonical JSON (RFC 8785) of v, refusing numbers a
 // double cannot hold exactly, as the native format does.

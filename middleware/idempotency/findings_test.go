@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -18,17 +19,17 @@ import (
 
 // typedID runs one body through WrapJSON with body's settings in format f
 // and returns the record id the guard reported, or the error.
-func typedID[Req any](t *testing.T, f idempotency.Format, body idempotency.JSONBody[Req], msg string) (string, error) {
+func typedID[Req any](t *testing.T, f idempotency.Format, body jsonBody[Req], msg string) (string, error) {
 	t.Helper()
 	var id string
 	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns", Format: f,
 		Logger:    slog.New(slog.DiscardHandler),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) { id = ev.ID }})
+		OnOutcome: func(_ context.Context, ev idempotency.Report) { id = ev.ID }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ran := false
-	_, err = idempotency.WrapJSON(g, body, func(context.Context, Req, events.SQSMessage) (int, error) { ran = true; return 1, nil })(
+	_, err = wrapJSON(g, body, func(context.Context, Req, events.SQSMessage) (int, error) { ran = true; return 1, nil })(
 		t.Context(), events.SQSMessage{MessageId: "m-1", Body: msg})
 	if err != nil {
 		if ran {
@@ -46,7 +47,7 @@ func fieldID(t *testing.T, f idempotency.Format, msg string, path ...string) (st
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := idempotency.BodyField(path[0], path[1:]...)(events.SQSMessage{MessageId: "m-1", Body: msg})
+	k, err := idempotency.Select(idempotency.BodyField(path[0], path[1:]...), events.SQSMessage{MessageId: "m-1", Body: msg})
 	if err != nil {
 		return "", err
 	}
@@ -106,7 +107,7 @@ func TestBodyFieldLoneSurrogateName(t *testing.T) {
 func TestLoneSurrogateRefusedInEveryFormat(t *testing.T) {
 	for _, value := range []string{`"\ud800"`, `"a\udfff"`, `{"\ud800":1,"\ufffd":2}`, `{"\udbff":1,"a":2}`, `["\ud83d"]`} {
 		for _, f := range allFormats {
-			h, err := f.Hash(idempotency.Key{Selector: "s", Value: []byte(value)})
+			h, err := f.Hash(idempotency.Selection{Selector: "s", Value: []byte(value)})
 			if err == nil || !strings.Contains(err.Error(), "unpaired surrogate") {
 				t.Errorf("%v of %s = %q, %v; want a refusal naming the unpaired surrogate", f, value, h, err)
 			}
@@ -126,12 +127,7 @@ type caseReq struct {
 // last one winning, where Wrap(BodyField) and both runtimes see no such
 // field. Such a body is refused now.
 func TestWrapJSONCaseOnlyMembers(t *testing.T) {
-	key := func(field string) func(caseReq) (idempotency.Key, error) {
-		return func(q caseReq) (idempotency.Key, error) {
-			v := map[string]string{"id": q.ID, "s": q.S, "k": q.K}[field]
-			return idempotency.BodyKey(v, field)
-		}
-	}
+	key := idempotency.BodyField
 	for _, tc := range []struct{ field, body string }{
 		{"id", `{"Id":"x"}`},
 		{"id", `{"ID":"x"}`},
@@ -140,13 +136,13 @@ func TestWrapJSONCaseOnlyMembers(t *testing.T) {
 		{"k", `{"\u212a":"x"}`},
 		{"id", `{"id":"x","OTHER":1}`}, // a case-only match of a field that is not the key
 	} {
-		id, err := typedID(t, idempotency.FormatNative, idempotency.JSONBody[caseReq]{KeyFunc: key(tc.field)}, tc.body)
+		id, err := typedID(t, idempotency.FormatNative, jsonBody[caseReq]{Key: key(tc.field)}, tc.body)
 		var be *idempotency.BodyError
 		if !errors.As(err, &be) || !strings.Contains(err.Error(), "letter case") {
 			t.Errorf("%s: id %q, %v; want a *BodyError naming the case-only match", tc.body, id, err)
 		}
 	}
-	if _, err := typedID(t, idempotency.FormatNative, idempotency.JSONBody[caseReq]{KeyFunc: key("id")}, `{"id":"x","other":1}`); err != nil {
+	if _, err := typedID(t, idempotency.FormatNative, jsonBody[caseReq]{Key: key("id")}, `{"id":"x","other":1}`); err != nil {
 		t.Errorf("exact names: %v", err)
 	}
 }
@@ -159,9 +155,9 @@ type numberReq struct {
 // as 0, so every message without the key shared one record (fail-open),
 // and a JSON string "1" decoded as the number 1.
 func TestWrapJSONNumberField(t *testing.T) {
-	body := idempotency.JSONBody[numberReq]{KeyFunc: func(q numberReq) (idempotency.Key, error) { return idempotency.BodyKey(q.Key, "key") }}
-	own := idempotency.JSONBody[numberReq]{KeyFunc: func(q numberReq) (idempotency.Key, error) { return idempotency.KeyOf("mine", q) }}
-	for _, b := range []idempotency.JSONBody[numberReq]{body, own} {
+	body := jsonBody[numberReq]{Key: idempotency.BodyField("key")}
+	own := jsonBody[numberReq]{KeyFunc: func(q numberReq) (idempotency.Selection, error) { return idempotency.SelectionOf("mine", q) }}
+	for _, b := range []jsonBody[numberReq]{body, own} {
 		if id, err := typedID(t, idempotency.FormatNative, b, `{"other":1}`); !errors.Is(err, idempotency.ErrNoKey) {
 			t.Errorf("no key field: id %q, %v; want ErrNoKey", id, err)
 		}
@@ -190,8 +186,8 @@ type anyReq struct {
 // 0.1's record, 2^53+1 merged with 2^53, numbers over 100 characters were
 // accepted), and 10.0 in a float got 10's record in the Python format.
 func TestWrapJSONLossyNumbers(t *testing.T) {
-	bodyKey := idempotency.JSONBody[anyReq]{KeyFunc: func(q anyReq) (idempotency.Key, error) { return idempotency.BodyKey(q.Key, "key") }}
-	whole := idempotency.JSONBody[anyReq]{KeyFunc: func(q anyReq) (idempotency.Key, error) { return idempotency.KeyOf("mine", q) }}
+	bodyKey := jsonBody[anyReq]{Key: idempotency.BodyField("key")}
+	whole := jsonBody[anyReq]{KeyFunc: func(q anyReq) (idempotency.Selection, error) { return idempotency.SelectionOf("mine", q) }}
 	for _, body := range []string{
 		`{"key":9007199254740993}`,
 		`{"key":1,"meta":{"n":[9007199254740993]}}`,
@@ -201,7 +197,7 @@ func TestWrapJSONLossyNumbers(t *testing.T) {
 		`{"key":1,"f":1e400}`,
 		`{"key":1,"meta":{"n":` + strings.Repeat("1", 101) + `}}`,
 	} {
-		for _, b := range []idempotency.JSONBody[anyReq]{bodyKey, whole} {
+		for _, b := range []jsonBody[anyReq]{bodyKey, whole} {
 			var be *idempotency.BodyError
 			if id, err := typedID(t, idempotency.FormatPowertoolsPython, b, body); !errors.As(err, &be) {
 				t.Errorf("%s: id %q, %v; want a *BodyError", body, id, err)
@@ -210,7 +206,7 @@ func TestWrapJSONLossyNumbers(t *testing.T) {
 	}
 	for _, f := range allFormats {
 		for _, body := range []string{`{"key":10}`, `{"key":10.0}`, `{"key":0.5}`, `{"key":1e-7}`, `{"key":{"a":[1.50,-0.0]}}`} {
-			// BodyKey's id is BodyField's, or the message is refused: never
+			// WrapJSON's id is BodyField's, or the message is refused: never
 			// another request's id.
 			id, err := typedID(t, f, bodyKey, body)
 			want, werr := fieldID(t, f, body, "key")
@@ -227,23 +223,20 @@ func TestWrapJSONLossyNumbers(t *testing.T) {
 	}
 }
 
-// TestKeyOfEmptyNumber (issue 20): KeyOf and BodyKey of an empty
+// TestSelectionOfEmptyNumber (issue 20): SelectionOf (KeyOf then) of an empty
 // json.Number, an absent field, gave the key 0.
-func TestKeyOfEmptyNumber(t *testing.T) {
+func TestSelectionOfEmptyNumber(t *testing.T) {
 	for _, v := range []any{json.Number(""), struct{ N json.Number }{}, []any{json.Number("")}, map[string]*json.Number{"n": new(json.Number)}} {
-		if k, err := idempotency.KeyOf("s", v); !errors.Is(err, idempotency.ErrNoKey) {
-			t.Errorf("KeyOf(%#v) = %s, %v; want ErrNoKey", v, k.Value, err)
+		if k, err := idempotency.SelectionOf("s", v); !errors.Is(err, idempotency.ErrNoKey) {
+			t.Errorf("SelectionOf(%#v) = %s, %v; want ErrNoKey", v, k.Value, err)
 		}
-	}
-	if k, err := idempotency.BodyKey(json.Number(""), "n"); !errors.Is(err, idempotency.ErrNoKey) {
-		t.Errorf("BodyKey of an empty json.Number = %s, %v; want ErrNoKey", k.Value, err)
 	}
 	omitted := struct {
 		N json.Number `json:"n,omitempty"`
 		M json.Number `json:"m"`
 	}{M: "0"}
-	if k, err := idempotency.KeyOf("s", omitted); err != nil || string(k.Value) != `{"m":0}` {
-		t.Errorf("KeyOf of an omitted empty json.Number = %s, %v", k.Value, err)
+	if k, err := idempotency.SelectionOf("s", omitted); err != nil || string(k.Value) != `{"m":0}` {
+		t.Errorf("SelectionOf of an omitted empty json.Number = %s, %v", k.Value, err)
 	}
 }
 
@@ -265,13 +258,13 @@ func TestTypeScriptKeySortMatchesRuntime(t *testing.T) {
 	answers := runPeer(t, dir, matching, node, "--input-type=module", "-e", nodePeer)
 	for i, v := range matching {
 		want, _, _ := strings.Cut(answers[i], " ")
-		got, err := idempotency.FormatPowertoolsTypeScript.Hash(idempotency.Key{Selector: "s", Value: []byte(v)})
+		got, err := idempotency.FormatPowertoolsTypeScript.Hash(idempotency.Selection{Selector: "s", Value: []byte(v)})
 		if err != nil || "fn#"+got != want {
 			t.Errorf("%s: %s, %v; Powertools TypeScript says %s", v, got, err, want)
 		}
 	}
 	for _, v := range refused {
-		if got, err := idempotency.FormatPowertoolsTypeScript.Hash(idempotency.Key{Selector: "s", Value: []byte(v)}); err == nil {
+		if got, err := idempotency.FormatPowertoolsTypeScript.Hash(idempotency.Selection{Selector: "s", Value: []byte(v)}); err == nil {
 			t.Errorf("%s: %s; want it refused (its keys sort otherwise in other Unicode versions)", v, got)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"hash"
 	"io"
@@ -14,54 +13,41 @@ import (
 	"github.com/sqsonce/sqsonce/internal/jsonkey"
 )
 
-// Format is the whole recipe that turns a [Key] into the digest of a record
-// id ("{Namespace}#{digest}") and into a validation hash: how the selected
-// JSON value is spelled, which hash is applied, and how the hash is written.
-// The zero value is [FormatNative].
+// Format is the whole recipe that turns a [Selection] into the digest of a
+// record id ("{Namespace}#{digest}") and into a validation hash: how the
+// value is spelled, hashed and written. The zero value is FormatNative.
 type Format int
 
 const (
-	// FormatNative is the default: the key's selector and value, as the
-	// canonical JSON (RFC 8785) of {"selector": …, "value": …}, hashed with
-	// SHA-256 and written in hex. Field order, whitespace and number
-	// spelling (0.7, 0.70, 7e-1) do not change it, and values taken by
-	// different selectors never share a digest (see [Key]). Raw material
-	// ([RawKey]) is hashed as given, behind a prefix of its own, so it
-	// never shares a digest with a selector's key either. Numbers that a
-	// double cannot hold exactly are refused (see the package doc).
+	// FormatNative hashes the canonical JSON (RFC 8785) of
+	// {"selector": …, "value": …} with SHA-256, in hex: field order, white
+	// space and number spelling (0.7, 0.70, 7e-1) do not change it, and
+	// values of different selectors never share a digest. Raw material is
+	// hashed as given, behind a prefix of its own. A number a double does
+	// not hold exactly (an integer beyond ±2^53 by size, a decimal with
+	// more digits than a double keeps) is refused, not rounded into another
+	// request's key: send such ids as strings.
 	FormatNative Format = iota
 
-	// FormatPowertoolsPython is Powertools for AWS Lambda (Python)'s recipe:
-	// md5 of json.dumps(value, sort_keys=True), written with hexdigest().
-	// The value is spelled as Python spells what json.loads made of it: ", "
-	// and ": " separators, keys sorted by code point, every character outside
-	// ASCII space to "~" escaped as \uXXXX (surrogate pairs beyond the BMP),
-	// integers exactly as sent, other numbers in Python's float repr (10.0,
-	// 1e-05, 1e+16, Infinity). The selector is not hashed: use it only to
-	// share a table with Powertools Python. It keeps Powertools' collisions:
-	// equal selections from different fields, or from a field and a subset,
-	// share a record, and md5 is not collision resistant.
+	// FormatPowertoolsPython is Powertools for AWS Lambda (Python)'s recipe,
+	// byte for byte: md5 of json.dumps(value, sort_keys=True) of the value
+	// json.loads reads (integers as sent, other numbers as Python's float
+	// repr), in hex. The selector is not hashed, so Powertools' collisions
+	// are kept: use it only to share a table with Powertools Python.
 	FormatPowertoolsPython
 
-	// FormatPowertoolsTypeScript is Powertools for AWS Lambda (TypeScript)'s
-	// recipe: md5 of JSON.stringify(deepSort(value)), written in base64.
-	// The value is spelled as JavaScript spells what JSON.parse made of it:
-	// compact, object keys sorted case-insensitively (by their toLowerCase
-	// in UTF-16 order, as V8 lower-cases, final sigma included; ties in the
-	// order sent; keys that are array indices, such as "7", first in
-	// numeric order; "__proto__" dropped), non-ASCII characters as UTF-8,
-	// numbers as doubles in JavaScript's spelling (9007199254740993 becomes
-	// 9007199254740992, 1e400 becomes null). An object of two or more keys
-	// is refused when a key holds a character unassigned in Unicode 15.0 or
-	// whose case changed since (U+0295, U+1171E): runtimes of other Unicode
-	// versions sort it otherwise; so is one whose order a final sigma after
-	// ª, Ⓐ, ‘, … decides (see Upgrading in the README). The selector is not
-	// hashed and Powertools' collisions are kept, as for
-	// [FormatPowertoolsPython].
+	// FormatPowertoolsTypeScript is Powertools for AWS Lambda
+	// (TypeScript)'s recipe, byte for byte: md5 of
+	// JSON.stringify(deepSort(value)) of the value JSON.parse reads
+	// (numbers as doubles, keys sorted as V8 lower-cases them), in base64.
+	// An object is refused whose key order another Unicode version would
+	// sort otherwise (a character unassigned in Unicode 15.0, or whose case
+	// changed since; a final sigma after ª, Ⓐ, ‘). The selector is not
+	// hashed, as for FormatPowertoolsPython.
 	FormatPowertoolsTypeScript
 )
 
-// String returns the format's name, as in its constant.
+// String returns the format's constant's name.
 func (f Format) String() string {
 	switch f {
 	case FormatNative:
@@ -78,39 +64,19 @@ func (f Format) valid() bool {
 	return f >= FormatNative && f <= FormatPowertoolsTypeScript
 }
 
-// Key is key material: a JSON value and the name of the selector that
-// took it, as a [KeyFunc] returns it, or raw material made by [RawKey]. A
-// [Format] turns it into the digest of a record id or a validation hash.
-type Key struct {
-	// Selector names where Value was taken from, such as
-	// `body ["idempotency_key"]` for BodyField("idempotency_key"). The
-	// native format hashes it with the value, so that two selectors (a
-	// field, and a subset of fields) never give one record id to two
-	// different requests. Each selector of this package documents its
-	// spelling; a KeyFunc of your own should use a name of its own. It is
-	// empty for raw material ([RawKey]).
-	Selector string
-
-	// Value is the JSON value selected, as the message spells it (the
-	// Powertools formats hash the spelling), or the raw material.
-	Value json.RawMessage
-}
-
 // Hash returns the digest of k in format f: the part of a record id after
-// the "#", or the hash stored for payload validation. It fails when k's
-// value breaks the rules of key material (see the package doc: not I-JSON,
-// too deep, a number over 100 characters) or holds a number or key that f
-// refuses; raw material ([RawKey]) is hashed as given in the native format.
-func (f Format) Hash(k Key) (string, error) {
+// the "#", or the hash stored for payload validation. It fails when k
+// breaks the rules of [Selection], or holds a number or key that f refuses.
+func (f Format) Hash(k Selection) (string, error) {
 	b, err := f.appendHash(nil, k)
 	return string(b), err
 }
 
-// rawDomain prefixes raw key material ([RawKey]) in the native format. The
+// rawDomain prefixes raw key material ([Raw]) in the native format. The
 // material of a key with a selector is canonical JSON, which begins with '{'.
 const rawDomain = "raw\x00"
 
-func (f Format) appendHash(dst []byte, k Key) ([]byte, error) {
+func (f Format) appendHash(dst []byte, k Selection) ([]byte, error) {
 	var h hash.Hash
 	switch f {
 	case FormatNative:
@@ -134,11 +100,11 @@ func (f Format) appendHash(dst []byte, k Key) ([]byte, error) {
 // native format, the canonical JSON (RFC 8785) of
 // {"selector": k.Selector, "value": k.Value}, or raw material behind
 // rawDomain.
-func (f Format) write(w io.Writer, k Key) error {
+func (f Format) write(w io.Writer, k Selection) error {
 	switch f {
 	case FormatNative:
 		if k.Selector == "" {
-			// Raw material (RawKey) is hashed in a domain of its own:
+			// Raw material (Raw) is hashed in a domain of its own:
 			// behind rawDomain, which no canonical JSON of a selector's key
 			// begins with, so raw material spelling another request's
 			// {"selector":…,"value":…} never gets that request's id.
@@ -164,8 +130,22 @@ func (f Format) write(w io.Writer, k Key) error {
 }
 
 // spell returns the bytes format f hashes for k (see write).
-func (f Format) spell(k Key) ([]byte, error) {
+func (f Format) spell(k Selection) ([]byte, error) {
 	var b bytes.Buffer
 	err := f.write(&b, k)
 	return b.Bytes(), err
+}
+
+// ID returns the record id of k: "{Namespace}#{digest}", the digest in the
+// configured [Format]. It fails when the format cannot hash k (see
+// [Format.Hash]).
+func (g *Guard) ID(k Selection) (string, error) {
+	ns := g.cfg.Namespace
+	b := make([]byte, 0, len(ns)+1+64)
+	b = append(append(b, ns...), '#')
+	b, err := g.cfg.Format.appendHash(b, k)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/gowebpki/jcs"
+
 	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -33,9 +34,9 @@ func TestFormatWorkedExamples(t *testing.T) {
 		{idempotency.FormatPowertoolsTypeScript, uuid, "BoBEp5J82IUkrcIkQu++2Q=="},
 		{idempotency.FormatNative, `"abc"`, "4f9661069e10feb41ceb110d448e14273938fa93a357a994fa537d5d6073a2fc"},
 	} {
-		got, err := tc.format.Hash(idempotency.Key{Selector: "any", Value: []byte(tc.value)})
+		got, err := tc.format.Hash(idempotency.Selection{Selector: "any", Value: []byte(tc.value)})
 		if tc.format == idempotency.FormatNative {
-			got, err = tc.format.Hash(idempotency.Key{Value: []byte(tc.value)}) // raw material, as given to Do
+			got, err = tc.format.Hash(idempotency.Selection{Value: []byte(tc.value)}) // raw material, as given to Do
 		}
 		if err != nil || got != tc.want {
 			t.Errorf("%v of %s = %q, %v; want %q", tc.format, tc.value, got, err, tc.want)
@@ -47,7 +48,7 @@ func TestFormatWorkedExamples(t *testing.T) {
 // the guard makes it: "{Namespace}#{digest}".
 func TestFormatID(t *testing.T) {
 	m := events.SQSMessage{MessageId: "m-1", Body: `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d"}`}
-	k, err := idempotency.BodyField("idempotency_key")(m)
+	k, err := idempotency.Select(idempotency.BodyField("idempotency_key"), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestFormatSpelling(t *testing.T) {
 			`{"9":0,"10":0,"a":[true,null,{"y":2,"Z":1}],"b":1,"B":2}`},
 		{`{"__proto__":1,"x":2}`, `{"__proto__": 1, "x": 2}`, `{"x":2}`},
 	} {
-		k := idempotency.Key{Selector: "test", Value: []byte(tc.value)}
+		k := idempotency.Selection{Selector: "test", Value: []byte(tc.value)}
 		if got, err := idempotency.Spell(idempotency.FormatPowertoolsPython, k); err != nil || string(got) != tc.python {
 			t.Errorf("Python spelling of %s = %s, %v; want %s", tc.value, got, err, tc.python)
 		}
@@ -112,9 +113,9 @@ func TestFormatDoMaterial(t *testing.T) {
 			t.Fatal(err)
 		}
 		ran := false
-		_, err = idempotency.Do(t.Context(), g, idempotency.RawKey([]byte("order-1")), func(context.Context) (int, error) { ran = true; return 1, nil })
+		_, err = idempotency.Do(t.Context(), g, idempotency.Raw([]byte("order-1")), func(context.Context) (int, error) { ran = true; return 1, nil })
 		var ke *idempotency.KeyError
-		id, idErr := g.ID(idempotency.RawKey([]byte("order-1")))
+		id, idErr := g.ID(idempotency.Raw([]byte("order-1")))
 		if tc.ok != (err == nil) || tc.ok != ran || (!tc.ok && !errors.As(err, &ke)) || (idErr == nil) != tc.ok {
 			t.Errorf("%v: Do of non-JSON material: ran %v, %v; ID %q, %v", tc.format, ran, err, id, idErr)
 		}
@@ -127,7 +128,7 @@ func TestFormatDoMaterial(t *testing.T) {
 func TestNativeMaterialIsRFC8785(t *testing.T) {
 	for _, sel := range []string{`body ["idempotency_key"]`, "body fields", `a"b\c`, "<&>", "tab\tnl\n\x01", "é😀", "\u2028"} {
 		for _, value := range []string{`"k"`, `{"b":[1,2.50,{"z":null,"a":true}],"a":"\u00e9"}`, `1e2`} {
-			k := idempotency.Key{Selector: sel, Value: []byte(value)}
+			k := idempotency.Selection{Selector: sel, Value: []byte(value)}
 			got, err := idempotency.Spell(idempotency.FormatNative, k)
 			if err != nil {
 				t.Fatal(err)
@@ -151,7 +152,7 @@ func TestNativeMaterialIsRFC8785(t *testing.T) {
 func TestCanonicalFormIsJCS(t *testing.T) {
 	compared := 0
 	for _, sel := range append(selections(), propValues(2000)...) {
-		k := idempotency.Key{Selector: "s", Value: []byte(sel)}
+		k := idempotency.Selection{Selector: "s", Value: []byte(sel)}
 		got, err := idempotency.Spell(idempotency.FormatNative, k)
 		if err != nil {
 			continue
@@ -180,7 +181,7 @@ func FuzzFormats(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, value string) {
-		k := idempotency.Key{Selector: "fuzz", Value: []byte(value)}
+		k := idempotency.Selection{Selector: "fuzz", Value: []byte(value)}
 		if got, err := idempotency.Spell(idempotency.FormatNative, k); err == nil {
 			doc, _ := json.Marshal(map[string]any{"selector": "fuzz", "value": json.RawMessage(value)})
 			if want, err := jcs.Transform(doc); err != nil || !bytes.Equal(got, want) {

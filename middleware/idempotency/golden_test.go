@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -111,7 +112,7 @@ func (r *goldenRun) guard(mod func(*idempotency.Config)) *idempotency.Guard {
 	cfg := r.cfg
 	cfg.Store = r.store
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	cfg.OnOutcome = func(_ context.Context, ev idempotency.Event) { r.lastID = ev.ID }
+	cfg.OnOutcome = func(_ context.Context, ev idempotency.Report) { r.lastID = ev.ID }
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -124,15 +125,13 @@ func (r *goldenRun) guard(mod func(*idempotency.Config)) *idempotency.Guard {
 
 func op(context.Context, events.SQSMessage) (string, error) { return "done", nil }
 
-// wrap runs the message through Wrap with key (and a payload KeyFunc, if
-// not nil).
-func (r *goldenRun) wrap(key, payload idempotency.KeyFunc) error {
-	g := r.guard(nil)
-	if payload != nil {
-		_, err := idempotency.WrapPayload(g, key, payload, op)(context.Background(), r.m)
-		return err
+// wrap runs the message through Wrap with key (and a payload, if given).
+func (r *goldenRun) wrap(key idempotency.Selector, payload ...idempotency.Selector) error {
+	var opts []idempotency.Option
+	for _, p := range payload {
+		opts = append(opts, idempotency.WithPayload(p))
 	}
-	_, err := idempotency.Wrap(g, key, op)(context.Background(), r.m)
+	_, err := idempotency.Wrap(r.guard(nil), key, op, opts...)(context.Background(), r.m)
 	return err
 }
 
@@ -170,73 +169,64 @@ func subset(v string) string { return `{"document_id":` + v + `,"version":9}` }
 
 var goldenSources = []goldenSource{
 	{name: "field idempotency_key", selector: `body ["idempotency_key"]`, selection: same,
-		run: func(r *goldenRun) error { return r.wrap(idempotency.BodyField("idempotency_key"), nil) }},
+		run: func(r *goldenRun) error { return r.wrap(idempotency.BodyField("idempotency_key")) }},
 	{name: "path document.id", selector: `body ["document","id"]`, selection: same,
-		run: func(r *goldenRun) error { return r.wrap(idempotency.BodyField("document", "id"), nil) }},
+		run: func(r *goldenRun) error { return r.wrap(idempotency.BodyField("document", "id")) }},
 	{name: "subset document_id,version", selector: "body fields", selection: subset,
-		run: func(r *goldenRun) error { return r.wrap(idempotency.BodySubset("version", "document_id"), nil) }},
+		run: func(r *goldenRun) error { return r.wrap(idempotency.BodySubset("version", "document_id")) }},
 	{name: "subset document_id", selector: "body fields", selection: func(v string) string { return `{"document_id":` + v + `}` },
-		run: func(r *goldenRun) error { return r.wrap(idempotency.BodySubset("document_id"), nil) }},
+		run: func(r *goldenRun) error { return r.wrap(idempotency.BodySubset("document_id")) }},
 	{name: "first of field absent_key, subset document_id,version", selector: "body fields", selection: subset,
 		run: func(r *goldenRun) error {
-			return r.wrap(idempotency.FirstOf(idempotency.BodyField("absent_key"), idempotency.BodySubset("document_id", "version")), nil)
+			return r.wrap(idempotency.FirstOf(idempotency.BodyField("absent_key"), idempotency.BodySubset("document_id", "version")))
 		}},
 	{name: "first of field idempotency_key, subset document_id,version", selector: `body ["idempotency_key"]`, selection: same,
 		run: func(r *goldenRun) error {
-			return r.wrap(idempotency.FirstOf(idempotency.BodyField("idempotency_key"), idempotency.BodySubset("document_id", "version")), nil)
+			return r.wrap(idempotency.FirstOf(idempotency.BodyField("idempotency_key"), idempotency.BodySubset("document_id", "version")))
 		}},
 	{name: "KeyOf order, raw JSON", selector: "order", selection: same,
 		run: func(r *goldenRun) error {
-			return r.wrap(func(events.SQSMessage) (idempotency.Key, error) {
-				return idempotency.KeyOf("order", json.RawMessage(r.v))
-			}, nil)
+			return r.wrap(idempotency.SelectorFunc(func(events.SQSMessage) (idempotency.Selection, error) {
+				return idempotency.SelectionOf("order", json.RawMessage(r.v))
+			}))
 		}},
 	{name: "KeyOf order work, struct", selector: "order work", selection: subset,
 		run: func(r *goldenRun) error {
-			return r.wrap(func(events.SQSMessage) (idempotency.Key, error) {
-				return idempotency.KeyOf("order work", struct {
+			return r.wrap(idempotency.SelectorFunc(func(events.SQSMessage) (idempotency.Selection, error) {
+				return idempotency.SelectionOf("order work", struct {
 					DocumentID json.RawMessage `json:"document_id"`
 					Version    int             `json:"version"`
 				}{json.RawMessage(r.v), 9})
-			}, nil)
+			}))
 		}},
 	{name: "WrapJSON BodyKey idempotency_key, json.RawMessage", selector: `body ["idempotency_key"]`, selection: same,
 		run: func(r *goldenRun) error {
-			body := idempotency.JSONBody[rawReq]{KeyFunc: func(q rawReq) (idempotency.Key, error) {
-				return idempotency.BodyKey(q.Key, "idempotency_key")
-			}}
-			_, err := idempotency.WrapJSON(r.guard(nil), body, typedOp[rawReq])(context.Background(), r.m)
+			_, err := idempotency.WrapJSON(r.guard(nil), idempotency.BodyField("idempotency_key"), typedOp[rawReq])(context.Background(), r.m)
 			return err
 		}},
 	{name: "WrapJSON BodyKey idempotency_key, string", selector: `body ["idempotency_key"]`, selection: same, takes: valueIs("str"),
 		run: func(r *goldenRun) error {
-			body := idempotency.JSONBody[stringReq]{KeyFunc: func(q stringReq) (idempotency.Key, error) {
-				return idempotency.BodyKey(q.Key, "idempotency_key")
-			}}
-			_, err := idempotency.WrapJSON(r.guard(nil), body, typedOp[stringReq])(context.Background(), r.m)
+			_, err := idempotency.WrapJSON(r.guard(nil), idempotency.BodyField("idempotency_key"), typedOp[stringReq])(context.Background(), r.m)
 			return err
 		}},
 	{name: "WrapJSON BodyKey document.id, json.RawMessage", selector: `body ["document","id"]`, selection: same,
 		run: func(r *goldenRun) error {
-			body := idempotency.JSONBody[rawReq]{KeyFunc: func(q rawReq) (idempotency.Key, error) {
-				return idempotency.BodyKey(q.Document.ID, "document", "id")
-			}}
-			_, err := idempotency.WrapJSON(r.guard(nil), body, typedOp[rawReq])(context.Background(), r.m)
+			_, err := idempotency.WrapJSON(r.guard(nil), idempotency.BodyField("document", "id"), typedOp[rawReq])(context.Background(), r.m)
 			return err
 		}},
 	{name: "jmespath powertools_json(body).idempotency_key", selector: "jmespath powertools_json(body).idempotency_key", selection: same,
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustCompile(`powertools_json(body).idempotency_key`).Select, nil)
+			return r.wrap(jmespath.MustCompile(`powertools_json(body).idempotency_key`).Selector())
 		}},
 	{name: "jmespath powertools_json(body).[document_id, version]", selector: "jmespath powertools_json(body).[document_id, version]",
 		selection: func(v string) string { return "[" + v + ",9]" },
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustCompile(`powertools_json(body).[document_id, version]`).Select, nil)
+			return r.wrap(jmespath.MustCompile(`powertools_json(body).[document_id, version]`).Selector())
 		}},
 	{name: "jmespath filter powertools_json(body).items[?qty > `0`].sku", selector: "jmespath powertools_json(body).items[?qty > `0`].sku",
 		selection: func(v string) string { return "[" + v + "]" }, takes: valueIs("str", "int", "bool", "obj"),
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustCompile("powertools_json(body).items[?qty > `0`].sku").Select, nil)
+			return r.wrap(jmespath.MustCompile("powertools_json(body).items[?qty > `0`].sku").Selector())
 		}},
 	{name: "jmespath functions join('/', [powertools_json(body).document.id, to_string(powertools_json(body).version)])",
 		selector: "jmespath join('/', [powertools_json(body).document.id, to_string(powertools_json(body).version)])",
@@ -250,7 +240,7 @@ var goldenSources = []goldenSource{
 			return string(b)
 		},
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustCompile(`join('/', [powertools_json(body).document.id, to_string(powertools_json(body).version)])`).Select, nil)
+			return r.wrap(jmespath.MustCompile(`join('/', [powertools_json(body).document.id, to_string(powertools_json(body).version)])`).Selector())
 		}},
 	{name: "jmespath powertools_json(powertools_base64(body)).idempotency_key", selector: "jmespath powertools_json(powertools_base64(body)).idempotency_key",
 		selection: same,
@@ -258,7 +248,7 @@ var goldenSources = []goldenSource{
 			return events.SQSMessage{MessageId: "m-1", Body: base64.StdEncoding.EncodeToString([]byte(goldenBody(v)))}
 		},
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustCompile(`powertools_json(powertools_base64(body)).idempotency_key`).Select, nil)
+			return r.wrap(jmespath.MustCompile(`powertools_json(powertools_base64(body)).idempotency_key`).Selector())
 		}},
 	{name: "jmespath powertools_json(powertools_base64_gzip(body)).document.id", selector: "jmespath powertools_json(powertools_base64_gzip(body)).document.id",
 		selection: same,
@@ -270,7 +260,7 @@ var goldenSources = []goldenSource{
 			return events.SQSMessage{MessageId: "m-1", Body: base64.StdEncoding.EncodeToString(b.Bytes())}
 		},
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustCompile(`powertools_json(powertools_base64_gzip(body)).document.id`).Select, nil)
+			return r.wrap(jmespath.MustCompile(`powertools_json(powertools_base64_gzip(body)).document.id`).Selector())
 		}},
 	{name: "jmespath messageAttributes.key.stringValue", selector: "jmespath messageAttributes.key.stringValue",
 		selection: func(v string) string { b, _ := json.Marshal(v); return string(b) },
@@ -279,11 +269,11 @@ var goldenSources = []goldenSource{
 				MessageAttributes: map[string]events.SQSMessageAttribute{"key": {DataType: "String", StringValue: &v}}}
 		},
 		run: func(r *goldenRun) error {
-			return r.wrap(jmespath.MustCompile(`messageAttributes.key.stringValue`).Select, nil)
+			return r.wrap(jmespath.MustCompile(`messageAttributes.key.stringValue`).Selector())
 		}},
 	{name: "raw material through Do", selection: same, takes: func(goldenValue) bool { return true },
 		run: func(r *goldenRun) error {
-			_, err := idempotency.Do(context.Background(), r.guard(nil), idempotency.RawKey([]byte(r.v)), func(context.Context) (int, error) { return 1, nil })
+			_, err := idempotency.Do(context.Background(), r.guard(nil), idempotency.Raw([]byte(r.v)), func(context.Context) (int, error) { return 1, nil })
 			return err
 		}},
 
@@ -298,25 +288,24 @@ var goldenSources = []goldenSource{
 	{name: "payload jmespath powertools_json(body).[document_id, version] (Wrap)", validation: true,
 		selector: "jmespath powertools_json(body).[document_id, version]", selection: func(v string) string { return "[" + v + ",9]" },
 		run: func(r *goldenRun) error {
-			return r.wrap(idempotency.BodyField("sent_at"), jmespath.MustCompile(`powertools_json(body).[document_id, version]`).Select)
+			return r.wrap(idempotency.BodyField("sent_at"), jmespath.MustCompile(`powertools_json(body).[document_id, version]`).Selector())
 		}},
 	{name: "payload KeyOf payload (WrapJSON)", validation: true, selector: "payload", selection: subset,
 		run: func(r *goldenRun) error {
-			body := idempotency.JSONBody[rawReq]{
-				KeyFunc: func(rawReq) (idempotency.Key, error) { return idempotency.KeyOf("pinned", "k") },
-				PayloadFunc: func(q rawReq) (idempotency.Key, error) {
-					return idempotency.KeyOf("payload", struct {
+			body := jsonBody[rawReq]{
+				KeyFunc: func(rawReq) (idempotency.Selection, error) { return idempotency.SelectionOf("pinned", "k") },
+				PayloadFunc: func(q rawReq) (idempotency.Selection, error) {
+					return idempotency.SelectionOf("payload", struct {
 						DocumentID json.RawMessage `json:"document_id"`
 						Version    int             `json:"version"`
 					}{q.DocumentID, q.Version})
 				}}
-			_, err := idempotency.WrapJSON(r.guard(nil), body, typedOp[rawReq])(context.Background(), r.m)
+			_, err := wrapJSON(r.guard(nil), body, typedOp[rawReq])(context.Background(), r.m)
 			return err
 		}},
 	{name: "payload raw material (Do)", validation: true, selection: same, takes: func(goldenValue) bool { return true },
 		run: func(r *goldenRun) error {
-			_, err := idempotency.DoPayload(context.Background(), r.guard(nil), idempotency.RawKey([]byte(`"payload-key"`)), idempotency.RawKey([]byte(r.v)),
-				func(context.Context) (int, error) { return 1, nil })
+			_, err := idempotency.Do(context.Background(), r.guard(nil), idempotency.Raw([]byte(`"payload-key"`)), func(context.Context) (int, error) { return 1, nil }, idempotency.WithPayload(idempotency.Raw([]byte(r.v))))
 			return err
 		}},
 }
@@ -364,7 +353,7 @@ func goldenRows(t *testing.T) []goldenRow {
 	}
 	for _, v := range goldenValues {
 		for _, f := range goldenFormats {
-			hash, err := f.Hash(idempotency.Key{Selector: "payload", Value: json.RawMessage(v.text)})
+			hash, err := f.Hash(idempotency.Selection{Selector: "payload", Value: json.RawMessage(v.text)})
 			if err != nil {
 				refused[goldenFormatHash+" / "+f.String()]++
 				continue

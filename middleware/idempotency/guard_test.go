@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/internal/testenv/poll"
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -33,22 +36,22 @@ type faultStore struct {
 	beforeComplete                func()                    // runs before the real Complete
 }
 
-func (s *faultStore) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+func (s *faultStore) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
 	s.acquires.Add(1)
 	if s.acquireErr != nil {
-		return idempotency.Record{}, false, s.acquireErr
+		return driver.Record{}, false, s.acquireErr
 	}
-	return s.Store.Acquire(ctx, rec, now)
+	return s.Store.Acquire(ctx, rec, now, mode)
 }
 
-func (s *faultStore) Complete(ctx context.Context, rec idempotency.Record) error {
+func (s *faultStore) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	n := s.completes.Add(1)
 	if s.beforeComplete != nil {
 		s.beforeComplete()
 	}
 	if s.completeErr != nil {
 		if err := s.completeErr(n); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	return s.Store.Complete(ctx, rec)
@@ -68,7 +71,7 @@ type result struct {
 type fixture struct {
 	store  *faultStore
 	guard  *idempotency.Guard
-	events []idempotency.Event
+	events []idempotency.Report
 	mu     sync.Mutex
 	calls  atomic.Int32
 }
@@ -81,7 +84,7 @@ func newFixture(t *testing.T, mod func(*idempotency.Config)) *fixture {
 		Namespace: "test",
 		Now:       func() time.Time { return t0 },
 		Logger:    slog.New(slog.DiscardHandler),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) {
+		OnOutcome: func(_ context.Context, ev idempotency.Report) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.events = append(f.events, ev)
@@ -99,7 +102,7 @@ func newFixture(t *testing.T, mod func(*idempotency.Config)) *fixture {
 }
 
 // mustID is g's record id of k.
-func mustID(t testing.TB, g *idempotency.Guard, k idempotency.Key) string {
+func mustID(t testing.TB, g *idempotency.Guard, k idempotency.Selection) string {
 	t.Helper()
 	id, err := g.ID(k)
 	if err != nil {
@@ -108,7 +111,7 @@ func mustID(t testing.TB, g *idempotency.Guard, k idempotency.Key) string {
 	return id
 }
 
-func (f *fixture) lastEvent(t *testing.T) idempotency.Event {
+func (f *fixture) lastEvent(t *testing.T) idempotency.Report {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -124,7 +127,7 @@ func ctxWithDeadline(t *testing.T) context.Context {
 	return ctx
 }
 
-var key = idempotency.RawKey([]byte(`"doc-4471-v9"`))
+var key = idempotency.Raw([]byte(`"doc-4471-v9"`))
 
 func TestDoStateMachine(t *testing.T) {
 	ok := func(context.Context) (result, error) { return result{Summary: "fresh", Tokens: 7}, nil }
@@ -134,20 +137,20 @@ func TestDoStateMachine(t *testing.T) {
 	tests := []struct {
 		name       string
 		seed       func(f *fixture, id string) // records present before the call
-		payload    string                      // non-empty: DoPayload with this payload
+		payload    string                      // non-empty: Do WithPayload of this payload
 		fn         func(context.Context) (result, error)
 		setup      func(f *fixture, id string)
 		want       result
 		wantErr    error // matched with errors.Is, or by type for *StoreError / *PanicError
 		wantRan    bool
 		outcome    idempotency.Outcome
-		wantStatus idempotency.Status // record status after the call; "" = absent
+		wantStatus driver.Status // record status after the call; "" = absent
 		acquires   int32
 	}{
 		{
 			name: "no record: claim, run, complete", fn: ok,
 			want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeClaimed,
-			wantStatus: idempotency.StatusCompleted, acquires: 1,
+			wantStatus: driver.StatusCompleted, acquires: 1,
 		},
 		{
 			name:    "operation fails: released, error returned",
@@ -158,49 +161,49 @@ func TestDoStateMachine(t *testing.T) {
 		{
 			name:    "operation panics: released, PanicError",
 			fn:      func(context.Context) (result, error) { panic("boom") },
-			wantErr: &idempotency.PanicError{}, wantRan: true, outcome: idempotency.OutcomeReleased,
+			wantErr: &batch.PanicError{}, wantRan: true, outcome: idempotency.OutcomeReleased,
 			acquires: 1,
 		},
 		{
 			name: "completed, not expired: replayed without running",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON)})
+				f.store.Put(driver.Record{ID: id, Status: driver.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON)})
 			},
 			fn: ok, want: stored, outcome: idempotency.OutcomeReplayed,
-			wantStatus: idempotency.StatusCompleted, acquires: 1,
+			wantStatus: driver.StatusCompleted, acquires: 1,
 		},
 		{
 			name: "completed but expired: claimed and run again",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(-time.Second), Data: []byte(storedJSON)})
+				f.store.Put(driver.Record{ID: id, Status: driver.StatusCompleted, ExpiresAt: t0.Add(-time.Second), Data: []byte(storedJSON)})
 			},
 			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeTakenOver,
-			wantStatus: idempotency.StatusCompleted, acquires: 1,
+			wantStatus: driver.StatusCompleted, acquires: 1,
 		},
 		{
 			name: "in progress, lease alive: ErrInProgress, not run",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "other"})
+				f.store.Put(driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "other"})
 			},
 			fn: ok, wantErr: idempotency.ErrInProgress, outcome: idempotency.OutcomeInProgress,
-			wantStatus: idempotency.StatusInProgress, acquires: 1,
+			wantStatus: driver.StatusInProgress, acquires: 1,
 		},
 		{
 			name: "in progress, lease passed: taken over and run",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(-time.Millisecond), Owner: "crashed"})
+				f.store.Put(driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(-time.Millisecond), Owner: "crashed"})
 			},
 			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeTakenOver,
-			wantStatus: idempotency.StatusCompleted, acquires: 1,
+			wantStatus: driver.StatusCompleted, acquires: 1,
 		},
 		{
 			name: "payload differs from the stored one: mismatch, not run",
 			seed: func(f *fixture, id string) {
-				f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Validation: "another-payload-digest"})
+				f.store.Put(driver.Record{ID: id, Status: driver.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Validation: "another-payload-digest"})
 			},
 			payload: `{"document":"4471","version":10}`,
 			fn:      ok, wantErr: idempotency.ErrPayloadMismatch, outcome: idempotency.OutcomeMismatch,
-			wantStatus: idempotency.StatusCompleted, acquires: 1,
+			wantStatus: driver.StatusCompleted, acquires: 1,
 		},
 		{
 			name:    "acquire fails: fail closed, not run",
@@ -219,7 +222,7 @@ func TestDoStateMachine(t *testing.T) {
 				}
 			},
 			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeClaimed,
-			wantStatus: idempotency.StatusCompleted, acquires: 1,
+			wantStatus: driver.StatusCompleted, acquires: 1,
 		},
 		{
 			name: "complete keeps failing: StoreError, record stays in progress",
@@ -227,29 +230,29 @@ func TestDoStateMachine(t *testing.T) {
 				f.store.completeErr = func(int32) error { return errors.New("InternalServerError") }
 			},
 			fn: ok, wantErr: &idempotency.StoreError{}, wantRan: true, outcome: idempotency.OutcomeFailed,
-			wantStatus: idempotency.StatusInProgress, acquires: 1,
+			wantStatus: driver.StatusInProgress, acquires: 1,
 		},
 		{
 			name: "lease lost to a winner that completed: the winner's result",
 			setup: func(f *fixture, id string) {
 				f.store.beforeComplete = func() {
 					if f.store.completes.Load() == 1 {
-						f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Owner: "winner"})
+						f.store.Put(driver.Record{ID: id, Status: driver.StatusCompleted, ExpiresAt: t0.Add(time.Hour), Data: []byte(storedJSON), Owner: "winner"})
 					}
 				}
 			},
 			fn: ok, want: stored, wantRan: true, outcome: idempotency.OutcomeDoubleRun,
-			wantStatus: idempotency.StatusCompleted, acquires: 2,
+			wantStatus: driver.StatusCompleted, acquires: 2,
 		},
 		{
 			name: "lease lost to a winner still running: ErrInProgress",
 			setup: func(f *fixture, id string) {
 				f.store.beforeComplete = func() {
-					f.store.Put(idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "winner"})
+					f.store.Put(driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: t0.Add(time.Hour), LeaseUntil: t0.Add(time.Minute), Owner: "winner"})
 				}
 			},
 			fn: ok, wantErr: idempotency.ErrInProgress, wantRan: true, outcome: idempotency.OutcomeDoubleRun,
-			wantStatus: idempotency.StatusInProgress, acquires: 2,
+			wantStatus: driver.StatusInProgress, acquires: 2,
 		},
 		{
 			name: "lease lost, record gone: reclaimed and completed with this result",
@@ -263,7 +266,7 @@ func TestDoStateMachine(t *testing.T) {
 				}
 			},
 			fn: ok, want: result{Summary: "fresh", Tokens: 7}, wantRan: true, outcome: idempotency.OutcomeClaimed,
-			wantStatus: idempotency.StatusCompleted, acquires: 2,
+			wantStatus: driver.StatusCompleted, acquires: 2,
 		},
 	}
 	for _, tc := range tests {
@@ -283,7 +286,7 @@ func TestDoStateMachine(t *testing.T) {
 			var got result
 			var err error
 			if tc.payload != "" {
-				got, err = idempotency.DoPayload(ctxWithDeadline(t), f.guard, key, idempotency.RawKey([]byte(tc.payload)), fn)
+				got, err = idempotency.Do(ctxWithDeadline(t), f.guard, key, fn, idempotency.WithPayload(idempotency.Raw([]byte(tc.payload))))
 			} else {
 				got, err = idempotency.Do(ctxWithDeadline(t), f.guard, key, fn)
 			}
@@ -299,7 +302,7 @@ func TestDoStateMachine(t *testing.T) {
 				t.Errorf("event = %+v, want outcome %q ran=%v key %q", ev, tc.outcome, tc.wantRan, id)
 			}
 			rec, exists := f.store.Get(id)
-			if status := map[bool]idempotency.Status{true: rec.Status}[exists]; status != tc.wantStatus {
+			if status := map[bool]driver.Status{true: rec.Status}[exists]; status != tc.wantStatus {
 				t.Errorf("record status after the call = %q, want %q", status, tc.wantStatus)
 			}
 			if n := f.store.acquires.Load(); n != tc.acquires {
@@ -320,7 +323,7 @@ func checkErr(t *testing.T, err, want error) {
 		if !errors.As(err, &w) {
 			t.Fatalf("err = %v (%T), want a *StoreError", err, err)
 		}
-	case *idempotency.PanicError:
+	case *batch.PanicError:
 		if !errors.As(err, &w) || w.Value != "boom" || len(w.Stack) == 0 {
 			t.Fatalf("err = %v (%T), want a *PanicError with value and stack", err, err)
 		}
@@ -343,7 +346,7 @@ func TestLeaseEndsAtDeadline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
 			id := mustID(t, f.guard, key)
-			var during idempotency.Record
+			var during driver.Record
 			_, err := idempotency.Do(tc.ctx(t), f.guard, key, func(context.Context) (int, error) {
 				during, _ = f.store.Get(id)
 				return 1, nil
@@ -351,7 +354,7 @@ func TestLeaseEndsAtDeadline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if during.Status != idempotency.StatusInProgress || !during.LeaseUntil.Equal(tc.want) || during.Owner == "" {
+			if during.Status != driver.StatusInProgress || !during.LeaseUntil.Equal(tc.want) || during.Owner == "" {
 				t.Errorf("record while running = %+v, want INPROGRESS with an owner and lease until %v", during, tc.want)
 			}
 			if want := t0.Add(idempotency.DefaultExpiresAfter); !during.ExpiresAt.Equal(want) {
@@ -435,7 +438,7 @@ type permanentErr struct{}
 func (permanentErr) Error() string   { return "attached write's condition failed" }
 func (permanentErr) Permanent() bool { return true }
 
-var _ idempotency.PermanentError = permanentErr{}
+var _ batch.PermanentError = permanentErr{}
 
 func TestCompleteNotRetriedWhenPermanent(t *testing.T) {
 	f := newFixture(t, nil)
@@ -481,7 +484,7 @@ func TestWaiterStopsAtItsOwnDeadline(t *testing.T) {
 	if err := <-leaderDone; err != nil {
 		t.Fatalf("the running call: %v", err)
 	}
-	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != idempotency.StatusCompleted {
+	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != driver.StatusCompleted {
 		t.Errorf("record after the run = %+v, want COMPLETED", rec)
 	}
 }
@@ -573,8 +576,8 @@ func TestWrapRefusesNilConfiguration(t *testing.T) {
 	fn := func(context.Context, events.SQSMessage) (int, error) { return 0, nil }
 	for name, build := range map[string]func(){
 		"nil guard":    func() { idempotency.Wrap(nil, idempotency.BodyField("k"), fn) },
-		"nil key":      func() { idempotency.Wrap(g, nil, fn) },
-		"nil function": func() { idempotency.Wrap[int](g, idempotency.BodyField("k"), nil) },
+		"zero key":     func() { idempotency.Wrap(g, idempotency.Selector{}, fn) },
+		"nil function": func() { idempotency.Wrap[events.SQSMessage, int](g, idempotency.BodyField("k"), nil) },
 		"no fields":    func() { idempotency.BodySubset() },
 		"no key funcs": func() { idempotency.FirstOf() },
 		"empty field":  func() { idempotency.BodyField("") },
@@ -592,19 +595,19 @@ func TestWrapRefusesNilConfiguration(t *testing.T) {
 
 type panickingStore struct{ *faultStore }
 
-func (panickingStore) Complete(context.Context, idempotency.Record) error { panic("store bug") }
+func (panickingStore) Complete(context.Context, driver.Record) ([]byte, error) { panic("store bug") }
 
 func TestPanickingStoreFailsTheCall(t *testing.T) {
 	store := panickingStore{&faultStore{Store: memstore.New()}}
-	var ev idempotency.Event
+	var ev idempotency.Report
 	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "p", Logger: slog.New(slog.DiscardHandler),
-		OnOutcome: func(_ context.Context, e idempotency.Event) { ev = e }})
+		OnOutcome: func(_ context.Context, e idempotency.Report) { ev = e }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = idempotency.Do(ctxWithDeadline(t), g, key, func(context.Context) (int, error) { return 1, nil })
 	var se *idempotency.StoreError
-	var pe *idempotency.PanicError
+	var pe *batch.PanicError
 	if !errors.As(err, &se) || se.Op != "complete" || !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want a *StoreError{Op: complete} wrapping a *PanicError", err)
 	}
@@ -635,11 +638,11 @@ func TestUnencodableResultCompletesWithoutIt(t *testing.T) {
 // trimmingStore keeps no result over 8 bytes, as a store with a size limit.
 type trimmingStore struct{ *memstore.Store }
 
-func (s trimmingStore) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
+func (s trimmingStore) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	if len(rec.Data) > 8 {
 		rec.Data = nil
 	}
-	return rec.Data, s.Store.Complete(ctx, rec)
+	return s.Store.Complete(ctx, rec)
 }
 
 func TestDeliveriesSeeWhatTheStoreKept(t *testing.T) {
@@ -665,8 +668,8 @@ const guardRun = "idempotency.(*Guard).run("
 // writes.
 type oddStatusStore struct{ *memstore.Store }
 
-func (s oddStatusStore) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
-	return idempotency.Record{ID: rec.ID, Status: idempotency.Status(strings.Repeat("SECRET-STATUS ", 100)), ExpiresAt: now.Add(time.Hour)}, true, nil
+func (s oddStatusStore) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
+	return driver.Record{ID: rec.ID, Status: driver.Status(strings.Repeat("SECRET-STATUS ", 100)), ExpiresAt: now.Add(time.Hour)}, true, nil
 }
 
 // TestUnknownStatusNotQuoted: a stored status the guard does not know fails
@@ -678,7 +681,7 @@ func TestUnknownStatusNotQuoted(t *testing.T) {
 		t.Fatal(err)
 	}
 	ran := false
-	_, err = idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("k")), func(context.Context) (int, error) {
+	_, err = idempotency.Do(context.Background(), g, idempotency.Raw([]byte("k")), func(context.Context) (int, error) {
 		ran = true
 		return 1, nil
 	})

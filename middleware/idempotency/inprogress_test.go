@@ -18,7 +18,7 @@ import (
 // holding starts a call of key on g that claims it with ctx and blocks in
 // its operation until the returned release is called; it returns once the
 // key is claimed. release waits for the call to return.
-func holding(t *testing.T, ctx context.Context, g *idempotency.Guard, key idempotency.Key) (release func()) {
+func holding(t *testing.T, ctx context.Context, g *idempotency.Guard, key idempotency.Selection) (release func()) {
 	t.Helper()
 	return hold(t, func(op func(context.Context) (string, error)) error {
 		_, err := idempotency.Do(ctx, g, key, op)
@@ -28,7 +28,7 @@ func holding(t *testing.T, ctx context.Context, g *idempotency.Guard, key idempo
 
 // holdingMessage is holding for the key that keyFn takes from m, claimed
 // through Wrap as a batch handler would.
-func holdingMessage(t *testing.T, ctx context.Context, g *idempotency.Guard, keyFn idempotency.KeyFunc, m events.SQSMessage) (release func()) {
+func holdingMessage(t *testing.T, ctx context.Context, g *idempotency.Guard, keyFn idempotency.Selector, m events.SQSMessage) (release func()) {
 	t.Helper()
 	return hold(t, func(op func(context.Context) (string, error)) error {
 		_, err := idempotency.Wrap(g, keyFn, func(ctx context.Context, _ events.SQSMessage) (string, error) { return op(ctx) })(ctx, m)
@@ -76,7 +76,7 @@ func TestInProgressErrorCarriesLease(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Minute)
 	ctx, cancel := context.WithDeadline(t.Context(), deadline)
 	defer cancel()
-	k := idempotency.RawKey([]byte(`"held"`))
+	k := idempotency.Raw([]byte(`"held"`))
 	holding(t, ctx, holder, k)
 
 	// Two calls of the key at once in the other process: one finds the
@@ -134,7 +134,7 @@ func TestInProgressPacedByBatch(t *testing.T) {
 	keyFn := idempotency.BodyField("k")
 	msg := events.SQSMessage{MessageId: "dup", ReceiptHandle: "rh", Body: `{"k":"busy"}`,
 		EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:jobs", Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
-	material, _ := keyFn(msg)
+	material, _ := idempotency.Select(keyFn, msg)
 	id, err := other.ID(material)
 	if err != nil {
 		t.Fatal(err)

@@ -8,112 +8,147 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/aws/aws-lambda-go/events"
 )
 
-// KeyFunc returns the key of a message: the JSON value that identifies the
-// work it asks for, and the selector that took it (see [Key]). The
-// configured [Format] turns the key into the record id, so it must be the
-// same for every delivery and every re-send of one request, and must never
-// be the broker's message id. A KeyFunc returns an error wrapping [ErrNoKey]
-// when the message carries no key. Write your own with [KeyOf] and a
-// selector of its own; package jmespath makes KeyFuncs from JMESPath
-// expressions.
-type KeyFunc func(events.SQSMessage) (Key, error)
+// A Selection is JSON taken from an input and the name of the selector
+// that took it: an idempotency key, or a payload that must be the same
+// whenever the key is reused. Its value keeps the rules of key material,
+// in every format: I-JSON (RFC 7493: valid UTF-8, no unpaired surrogate
+// escape such as \ud800, no object naming a member twice), nested at most
+// 10,000 levels, no number longer than 100 characters. What breaks a rule
+// is refused, never replaced, so that two different requests never read
+// as one.
+type Selection struct {
+	// Selector names where Value was taken from, such as
+	// `body ["idempotency_key"]` for BodyField("idempotency_key"); a
+	// selector of your own uses a name of its own. The native format hashes
+	// it with the value. It is empty for raw material ([Raw]).
+	Selector string
 
-// BodyField returns a KeyFunc that takes the key from a field of a JSON
-// message body, named by the member names that lead to it from the top:
-// BodyField("idempotency_key") takes a top-level field, and
-// BodyField("document", "id") takes 4471 from {"document":{"id":4471}}.
-// The field's value is the key, so "abc" and 123 are keys while null, ""
-// and an absent field are not. A member on the path must appear once in its
-// object, and the value must keep the rules of key material (see the
-// package doc). Its selector is "body" and the names as a JSON array:
-// `body ["document","id"]`.
+	// Value is the JSON value as the input spells it (the Powertools formats
+	// hash the spelling), or the raw material.
+	Value json.RawMessage
+}
+
+// SelectionOf returns v encoded as JSON under the selector name, for a
+// selector of your own ([SelectorFunc]). It fails with [ErrNoKey] when v
+// holds an empty json.Number (an absent field, which json.Marshal writes
+// as 0).
+func SelectionOf(selector string, v any) (Selection, error) {
+	if selector == "" {
+		return Selection{}, errors.New("idempotency: SelectionOf: empty selector")
+	}
+	if emptyNumber(reflect.ValueOf(v), 0) {
+		return Selection{}, fmt.Errorf("%w: the value holds an empty json.Number (a field the body does not have), which encodes as 0", ErrNoKey)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Selection{}, fmt.Errorf("idempotency: selection: %w", err)
+	}
+	return Selection{Selector: selector, Value: b}, nil
+}
+
+// Raw returns raw material: bytes that identify the work, such as an id
+// the caller holds, hashed as given. In the Powertools formats it must be
+// a JSON value.
+func Raw(material []byte) Selection {
+	return Selection{Value: material}
+}
+
+// A Selector takes a [Selection] from the input of a function made by
+// [Wrap] or [WrapJSON]: its key, or with [WithPayload] its payload. The
+// zero Selector selects nothing.
 //
-// BodyField panics when a name is empty.
-func BodyField(name string, nested ...string) KeyFunc {
+// [BodyField], [BodySubset] and [FirstOf] read the input's JSON body, in
+// place, without decoding it: an SQS message's body, a Kinesis record's
+// data, an API Gateway, ALB or function URL request's body (decoded from
+// base64 when so marked), an EventBridge event's detail, an SNS message,
+// []byte, json.RawMessage, string, or a type with a method JSONBody()
+// []byte. They hold what they read to the rules of Selection: the members
+// on the path, each of which must appear once, and the value.
+type Selector struct {
+	source string                               // names it in a *KeyError
+	body   func(body string) (Selection, error) // a body selector's
+	fn     *funcSelector                        // SelectorFunc's
+	first  []Selector                           // FirstOf's
+}
+
+// funcSelector is SelectorFunc's function and the type it takes.
+type funcSelector struct {
+	in    reflect.Type
+	typed any                          // func(In) (Selection, error)
+	boxed func(any) (Selection, error) // the same, for an input in an interface
+}
+
+// SelectorFunc returns a Selector of your own: fn gets the input (in
+// [WrapJSON], the decoded request when In is its type), and returns an
+// error wrapping [ErrNoKey] when the input has no key. Its errors are
+// logged: they must not quote the input. In must be the input's type, or
+// an interface it implements. SelectorFunc panics if fn is nil.
+func SelectorFunc[In any](fn func(In) (Selection, error)) Selector {
+	if fn == nil {
+		panic("idempotency: SelectorFunc: nil function")
+	}
+	return Selector{fn: &funcSelector{in: reflect.TypeFor[In](), typed: fn,
+		boxed: func(v any) (Selection, error) { return fn(v.(In)) }}}
+}
+
+// BodyField returns a Selector of a field of the body, named by the
+// members that lead to it: BodyField("document", "id") takes 4471 from
+// {"document":{"id":4471}}. "abc" and 123 are keys; null, "" and an absent
+// field are not. Its selector is `body ["document","id"]`. BodyField
+// panics when a name is empty.
+func BodyField(name string, nested ...string) Selector {
 	path := append([]string{name}, nested...)
 	if slices.Contains(path, "") {
 		panic("idempotency: BodyField: an empty member name")
 	}
+	quoted, _ := json.Marshal(path)
 	source := fmt.Sprintf("body field %q", name)
 	if len(nested) > 0 {
-		quoted, _ := json.Marshal(path)
 		source = fmt.Sprintf("body field %s", quoted)
 	}
-	return bodyPath(source, path)
-}
-
-// BodyKey returns the Key that [BodyField](name, nested...) takes from a
-// body whose field holds v: for a typed handler ([WrapJSON]) that decoded
-// the body itself and must find the records written through [Wrap] with
-// BodyField. BodyKey fails for an empty name, and with [ErrNoKey] when v
-// encodes to null or "" or holds an empty json.Number. WrapJSON checks
-// that the key hashes as the body's field does, and fails the message with
-// a [*KeyError] when it does not (the type read the field with a loss).
-func BodyKey(v any, name string, nested ...string) (Key, error) {
-	path := append([]string{name}, nested...)
-	if slices.Contains(path, "") {
-		return Key{}, errors.New("idempotency: BodyKey: an empty member name")
-	}
-	quoted, _ := json.Marshal(path)
-	k, err := KeyOf("body "+string(quoted), v)
-	if err == nil && (string(k.Value) == "null" || string(k.Value) == `""`) {
-		return Key{}, ErrNoKey
-	}
-	return k, err
-}
-
-func bodyPath(source string, path []string) KeyFunc {
-	quoted, _ := json.Marshal(path)
 	selector := "body " + string(quoted)
-	return func(m events.SQSMessage) (Key, error) {
-		values, err := bodyPaths(m, source, path)
+	return Selector{source: source, body: func(body string) (Selection, error) {
+		values, err := bodyPaths(body, path)
 		if err != nil {
-			return Key{}, err
+			return Selection{}, err
 		}
 		raw := values[0]
 		if raw == "" || raw == "null" || raw == `""` {
-			return Key{}, &KeyError{MessageID: m.MessageId, Source: source, Err: ErrNoKey}
+			return Selection{}, ErrNoKey
 		}
-		return Key{Selector: selector, Value: []byte(raw)}, nil
-	}
+		return Selection{Selector: selector, Value: []byte(raw)}, nil
+	}}
 }
 
-// BodySubset returns a KeyFunc whose key is the object of the named
-// top-level fields of a JSON message body: a subset of the fields that
-// define the work, such as {"document_id":"4471","version":9}, leaving out
-// fields not named (timestamps, request ids). Every named field must be
-// present and not null. Its selector is "body fields": the value names the
-// fields.
-//
+// BodySubset returns a Selector of the object of the named top-level
+// fields of the body: those that define the work, such as
+// {"document_id":"4471","version":9}, without timestamps or request ids.
+// Every one must be present and not null. Its selector is "body fields".
 // BodySubset panics when given no names or an empty one.
-func BodySubset(names ...string) KeyFunc {
+func BodySubset(names ...string) Selector {
 	if len(names) == 0 || slices.Contains(names, "") {
 		panic("idempotency: BodySubset: no field names, or an empty one")
 	}
 	names = slices.Clone(names)
 	slices.Sort(names)
 	names = slices.Compact(names)
-	source := fmt.Sprintf("body subset %s", strings.Join(names, ", "))
 	paths := make([][]string, len(names))
 	quoted := make([][]byte, len(names))
 	for n, name := range names {
 		paths[n] = []string{name}
 		quoted[n], _ = json.Marshal(name)
 	}
-	return func(m events.SQSMessage) (Key, error) {
-		values, err := bodyPaths(m, source, paths...)
+	return Selector{source: fmt.Sprintf("body subset %s", strings.Join(names, ", ")), body: func(body string) (Selection, error) {
+		values, err := bodyPaths(body, paths...)
 		if err != nil {
-			return Key{}, err
+			return Selection{}, err
 		}
 		size := 2
 		for n, raw := range values {
 			if raw == "" || raw == "null" {
-				return Key{}, &KeyError{MessageID: m.MessageId, Source: source,
-					Err: fmt.Errorf("%w: field %q is missing", ErrNoKey, names[n])}
+				return Selection{}, fmt.Errorf("%w: field %q is missing", ErrNoKey, names[n])
 			}
 			size += len(quoted[n]) + len(raw) + 2
 		}
@@ -125,66 +160,22 @@ func BodySubset(names ...string) KeyFunc {
 			}
 			v = append(append(append(v, quoted[n]...), ':'), raw...)
 		}
-		return Key{Selector: "body fields", Value: append(v, '}')}, nil
-	}
+		return Selection{Selector: "body fields", Value: append(v, '}')}, nil
+	}}
 }
 
-// FirstOf returns a KeyFunc that tries each of fns in order and returns the
-// first key found. A function that finds no key (its error wraps [ErrNoKey])
-// passes to the next; any other error, such as a body that is not JSON, is
-// returned at once. FirstOf panics when given no functions or a nil one.
-//
-// Keys from different functions keep their selectors, so in the native
-// format they never share a record id; the Powertools formats hash the
-// value alone.
-func FirstOf(fns ...KeyFunc) KeyFunc {
-	if len(fns) == 0 || slices.ContainsFunc(fns, func(f KeyFunc) bool { return f == nil }) {
-		panic("idempotency: FirstOf: no key functions, or a nil one")
+// FirstOf returns a Selector that tries sels in order: one that finds
+// nothing (its error wraps [ErrNoKey]) passes to the next; any other error
+// is returned at once. Each keeps its selector. FirstOf panics when given
+// no selectors or a zero one.
+func FirstOf(sels ...Selector) Selector {
+	if len(sels) == 0 || slices.ContainsFunc(sels, Selector.zero) {
+		panic("idempotency: FirstOf: no selectors, or a zero one")
 	}
-	return func(m events.SQSMessage) (Key, error) {
-		var why []string
-		for _, fn := range fns {
-			k, err := fn(m)
-			if err == nil {
-				return k, nil
-			}
-			if !errors.Is(err, ErrNoKey) {
-				return Key{}, err
-			}
-			source, detail := "", err.Error()
-			var ke *KeyError
-			if errors.As(err, &ke) {
-				source, detail = ke.Source+": ", ke.Err.Error()
-			}
-			if detail = strings.TrimPrefix(strings.TrimPrefix(detail, ErrNoKey.Error()), ": "); detail == "" {
-				detail = "missing"
-			}
-			why = append(why, source+detail)
-		}
-		return Key{}, &KeyError{MessageID: m.MessageId, Source: fmt.Sprintf("any of %d key sources", len(fns)),
-			Err: fmt.Errorf("%w (%s)", ErrNoKey, strings.Join(why, "; "))}
-	}
+	return Selector{source: fmt.Sprintf("any of %d key sources", len(sels)), first: slices.Clone(sels)}
 }
 
-// KeyOf returns a [Key] with the given selector whose value is v encoded as
-// JSON, for a [KeyFunc] of your own: name the selector after what the
-// function selects (a name no other KeyFunc of the guard uses), so that in
-// the native format its keys never equal another function's. KeyOf fails
-// with [ErrNoKey] when v holds an empty json.Number (an absent field, which
-// json.Marshal writes as 0).
-func KeyOf(selector string, v any) (Key, error) {
-	if selector == "" {
-		return Key{}, errors.New("idempotency: KeyOf: empty selector")
-	}
-	if emptyNumber(reflect.ValueOf(v), 0) {
-		return Key{}, fmt.Errorf("%w: key material holds an empty json.Number (a field the body does not have), which encodes as 0", ErrNoKey)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return Key{}, fmt.Errorf("idempotency: key material: %w", err)
-	}
-	return Key{Selector: selector, Value: b}, nil
-}
+func (s Selector) zero() bool { return s.body == nil && s.fn == nil && s.first == nil }
 
 // emptyNumber reports whether json.Marshal would encode an empty
 // json.Number in v: as 0, the same as a present 0.
@@ -255,12 +246,4 @@ func mayHoldNumber(t reflect.Type) bool {
 	}
 	mayHoldCache.Store(t, held)
 	return held
-}
-
-// RawKey returns raw key material: bytes that identify the work, such as
-// an id the caller already holds, hashed as given (see [Format]). In the
-// Powertools formats the material must be a JSON value. Give [Do] a Key
-// from [KeyOf] instead when the material is a value to encode.
-func RawKey(material []byte) Key {
-	return Key{Value: material}
 }

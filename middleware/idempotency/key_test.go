@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
@@ -27,7 +28,7 @@ func TestKeyCanonicalisation(t *testing.T) {
 	}
 	var first string
 	for i, b := range bodies {
-		k, err := subset(msg(b))
+		k, err := idempotency.Select(subset, msg(b))
 		if err != nil {
 			t.Fatalf("body %d: %v", i, err)
 		}
@@ -43,7 +44,7 @@ func TestKeyCanonicalisation(t *testing.T) {
 			t.Errorf("body %d gives id %s, want %s (same work)\nbody: %s\nmaterial: %s", i, id, first, b, k)
 		}
 	}
-	other, err := subset(msg(`{"document_id":"4471","version":10,"model":"m","parameters":{"temperature":0.7,"max_tokens":256}}`))
+	other, err := idempotency.Select(subset, msg(`{"document_id":"4471","version":10,"model":"m","parameters":{"temperature":0.7,"max_tokens":256}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestKeyErrors(t *testing.T) {
 	fields := idempotency.BodySubset("document_id", "version")
 	tests := []struct {
 		name    string
-		fn      idempotency.KeyFunc
+		fn      idempotency.Selector
 		body    string
 		noKey   bool // errors.Is(err, ErrNoKey)
 		wantKey string
@@ -92,7 +93,7 @@ func TestKeyErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newFixture(t, nil).guard
 			var got []byte
-			k, err := tc.fn(msg(tc.body))
+			k, err := idempotency.Select(tc.fn, msg(tc.body))
 			if err == nil { // the native format refuses numbers when it hashes
 				_, err = g.ID(k)
 			}
@@ -113,9 +114,9 @@ func TestKeyErrors(t *testing.T) {
 			}
 			var ke *idempotency.KeyError
 			if !errors.As(err, &ke) {
-				ke = &idempotency.KeyError{MessageID: "m-1"} // the guard wraps a hashing error (see TestWrapKeyErrors)
+				ke = &idempotency.KeyError{InputID: "m-1"} // the guard wraps a hashing error (see TestWrapKeyErrors)
 			}
-			if ke.MessageID != "m-1" {
+			if ke.InputID != "m-1" {
 				t.Errorf("err = %v, want a *KeyError naming message m-1", err)
 			}
 		})
@@ -160,7 +161,7 @@ func FuzzBodyKeys(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		// The top-level scanner agrees with decoding the body into a map.
 		for _, tc := range []struct {
-			fn    idempotency.KeyFunc
+			fn    idempotency.Selector
 			names []string
 		}{{field, []string{"idempotency_key"}}, {fields, []string{"document_id", "version"}}} {
 			got, gotErr := canonicalKey(tc.fn, body)
@@ -196,8 +197,8 @@ func FuzzBodyKeys(f *testing.F) {
 }
 
 // canonicalKey is the canonical JSON of the value fn takes from body.
-func canonicalKey(fn idempotency.KeyFunc, body string) ([]byte, error) {
-	k, err := fn(msg(body))
+func canonicalKey(fn idempotency.Selector, body string) ([]byte, error) {
+	k, err := idempotency.Select(fn, msg(body))
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +270,7 @@ func BenchmarkBodyField(b *testing.B) {
 		`"prompt_version":"v1","parameters":{"temperature":0.7,"max_tokens":300},"request_id":"r-81","sent_at":"2026-11-29T10:00:00Z"}`)
 	for _, tc := range []struct {
 		name string
-		fn   idempotency.KeyFunc
+		fn   idempotency.Selector
 	}{
 		{"field", idempotency.BodyField("idempotency_key")},
 		{"subset", idempotency.BodySubset("document", "model", "prompt_version", "parameters")},
@@ -277,7 +278,7 @@ func BenchmarkBodyField(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := tc.fn(m); err != nil {
+				if _, err := idempotency.Select(tc.fn, m); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -17,13 +18,13 @@ type slowStore struct {
 	*memstore.Store
 	acquireDelay time.Duration
 	mu           sync.Mutex
-	claimed      idempotency.Record // the last claim written
+	claimed      driver.Record // the last claim written
 	completedAt  time.Time
 }
 
-func (s *slowStore) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+func (s *slowStore) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
 	time.Sleep(s.acquireDelay)
-	prev, loaded, err := s.Store.Acquire(ctx, rec, now)
+	prev, loaded, err := s.Store.Acquire(ctx, rec, now, mode)
 	if err == nil && !loaded {
 		s.mu.Lock()
 		s.claimed = rec
@@ -32,7 +33,7 @@ func (s *slowStore) Acquire(ctx context.Context, rec idempotency.Record, now tim
 	return prev, loaded, err
 }
 
-func (s *slowStore) Complete(ctx context.Context, rec idempotency.Record) error {
+func (s *slowStore) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	s.mu.Lock()
 	s.completedAt = time.Now()
 	s.mu.Unlock()
@@ -69,7 +70,7 @@ func TestOperationEndsBeforeItsLease(t *testing.T) {
 			defer cancel()
 			var ends time.Time
 			before := time.Now()
-			_, err = idempotency.Do(ctx, g, idempotency.RawKey([]byte(`"k"`)), func(ctx context.Context) (int, error) {
+			_, err = idempotency.Do(ctx, g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (int, error) {
 				ends, _ = ctx.Deadline()
 				<-ctx.Done() // an operation that takes as long as it is given
 				return 1, nil

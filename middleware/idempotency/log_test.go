@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -71,8 +73,8 @@ func recordsEvent(n int) events.SQSEvent {
 
 // TestLogLinesPerOutcome runs 1,000 records and their replay through
 // batch.SQS and the guard, sharing one logger as an application does, and
-// counts the lines at each handler level against the documented table
-// (DefaultLogLevel): a claim at DEBUG, a replay at INFO, nothing from the
+// counts the lines at each handler level against the documented levels
+// (see Outcome): a claim at DEBUG, a replay at INFO, nothing from the
 // batch for records that succeeded.
 func TestLogLinesPerOutcome(t *testing.T) {
 	for _, tt := range []struct {
@@ -117,9 +119,9 @@ func TestFailureLoggedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyFn := idempotency.BodyField("k")
-	busy, _ := keyFn(events.SQSMessage{Body: `{"k":"busy"}`})
+	busy, _ := idempotency.Select(keyFn, events.SQSMessage{Body: `{"k":"busy"}`})
 	busyID, _ := g.ID(busy)
-	store.Put(idempotency.Record{ID: busyID, Status: idempotency.StatusInProgress,
+	store.Put(driver.Record{ID: busyID, Status: driver.StatusInProgress,
 		ExpiresAt: time.Now().Add(time.Hour), LeaseUntil: time.Now().Add(time.Hour), Owner: "elsewhere"})
 	fn := func(_ context.Context, m events.SQSMessage) (string, error) {
 		switch {
@@ -130,7 +132,7 @@ func TestFailureLoggedOnce(t *testing.T) {
 		}
 		return "ok", nil
 	}
-	h := batch.SQS(idempotency.WrapPayload(g, keyFn, idempotency.BodySubset("doc"), fn), batch.Options{Logger: logger, NoFullBatchError: true})
+	h := batch.SQS(idempotency.Wrap(g, keyFn, fn, idempotency.WithPayload(idempotency.BodySubset("doc"))), batch.Options{Logger: logger, NoFullBatchError: true})
 	msgs := []struct{ id, body, level, outcome string }{
 		{"fails", `{"k":"a","doc":"fail"}`, "ERROR", "released"},
 		{"panics", `{"k":"b","doc":"panic"}`, "ERROR", "released"},
@@ -155,7 +157,7 @@ func TestFailureLoggedOnce(t *testing.T) {
 
 	byID := map[string][]map[string]any{}
 	for _, l := range logs.lines(t) {
-		id, _ := l["message_id"].(string)
+		id, _ := l["input_id"].(string)
 		if id == "" {
 			id, _ = l["messageId"].(string)
 		}
@@ -177,32 +179,39 @@ func TestFailureLoggedOnce(t *testing.T) {
 	}
 }
 
-// TestLogLevelsConfigurable checks Config.LogLevels: a level moved, a line
-// turned off, an unknown outcome refused at construction.
-func TestLogLevelsConfigurable(t *testing.T) {
-	var logs logCapture
-	logger := slog.New(slog.NewJSONHandler(&logs, nil))
-	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "lv", Logger: logger,
-		LogLevels: map[idempotency.Outcome]slog.Level{
-			idempotency.OutcomeClaimed:  slog.LevelInfo,
-			idempotency.OutcomeReplayed: idempotency.LevelOff,
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := batch.SQS(idempotency.Wrap(g, idempotency.BodyField("idempotency_key"), work), batch.Options{Logger: logger})
-	ev := recordsEvent(10)
-	for pass, want := range []map[string]int{{"INFO": 10}, {}} {
-		if _, err := h(t.Context(), ev); err != nil {
-			t.Fatal(err)
-		}
-		if got := levels(logs.lines(t)); !maps.Equal(got, want) {
-			t.Errorf("pass %d: lines by level %v, want %v", pass, got, want)
-		}
-	}
-	_, err = idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "lv",
-		LogLevels: map[idempotency.Outcome]slog.Level{"succeeded": slog.LevelInfo}})
-	if err == nil || !strings.Contains(err.Error(), `unknown outcome "succeeded"`) {
-		t.Errorf("New with an unknown outcome in LogLevels: %v, want an error naming it", err)
+// TestLogFilteredByHandler: the lines are filtered by the logger's
+// handler, not by the guard: by level, and by attribute.
+func TestLogFilteredByHandler(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		handler     func(*logCapture) slog.Handler
+		first, dupe map[string]int
+	}{
+		{"level WARN", func(l *logCapture) slog.Handler {
+			return slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelWarn})
+		},
+			map[string]int{}, map[string]int{}},
+		{"replayed dropped", func(l *logCapture) slog.Handler {
+			return dropReplayed{slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug})}
+		}, map[string]int{"DEBUG": 10}, map[string]int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs logCapture
+			logger := slog.New(tc.handler(&logs))
+			g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "lv", Logger: logger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := batch.SQS(idempotency.Wrap(g, idempotency.BodyField("idempotency_key"), work), batch.Options{Logger: logger})
+			ev := recordsEvent(10)
+			for pass, want := range []map[string]int{tc.first, tc.dupe} {
+				if _, err := h(t.Context(), ev); err != nil {
+					t.Fatal(err)
+				}
+				if got := levels(logs.lines(t)); !maps.Equal(got, want) {
+					t.Errorf("pass %d: lines by level %v, want %v", pass, got, want)
+				}
+			}
+		})
 	}
 }

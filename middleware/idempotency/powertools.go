@@ -3,12 +3,10 @@ package idempotency
 import "strings"
 
 // PowertoolsTypeScriptPrefix returns the prefix Powertools for AWS Lambda
-// (TypeScript) writes before the "#" of its record ids: keyPrefix without
-// surrounding white space, or, when that is empty, the function's name
-// (AWS_LAMBDA_FUNCTION_NAME), as makeIdempotent, the idempotent decorator
-// and the Middy middleware of version 2 do. Use it as [Config.Namespace],
-// with [FormatPowertoolsTypeScript], to share records with such a function;
-// pass the name the function has (the library reads no environment).
+// (TypeScript) 2 writes before the "#" of its record ids: keyPrefix without
+// surrounding white space, else the function's name
+// (AWS_LAMBDA_FUNCTION_NAME): the [Config.Namespace] that shares records
+// with such a function, with [FormatPowertoolsTypeScript].
 func PowertoolsTypeScriptPrefix(keyPrefix, functionName string) string {
 	if p := strings.TrimFunc(keyPrefix, jsSpace); p != "" {
 		return p
@@ -17,13 +15,12 @@ func PowertoolsTypeScriptPrefix(keyPrefix, functionName string) string {
 }
 
 // PowertoolsPythonPrefix returns the prefix Powertools for AWS Lambda
-// (Python) writes before the "#" of its record ids: keyPrefix when it is
-// not empty, else "{functionName}.{handler}", where functionName is the
-// function's name (AWS_LAMBDA_FUNCTION_NAME; "test-func" when empty, as
-// Powertools has it) and handler is the decorated function's module and
-// qualified name: "app.lambda_handler" for @idempotent on lambda_handler in
-// app.py, the function's handler setting. Use it as [Config.Namespace],
-// with [FormatPowertoolsPython], to share records with such a function.
+// (Python) writes before the "#" of its record ids: keyPrefix when not
+// empty, else "{functionName}.{handler}" (functionName "test-func" when
+// empty, as Powertools has it; handler the decorated function's module and
+// name, "app.lambda_handler" for lambda_handler in app.py): the
+// [Config.Namespace] that shares records with such a function, with
+// [FormatPowertoolsPython].
 func PowertoolsPythonPrefix(keyPrefix, functionName, handler string) string {
 	if keyPrefix != "" {
 		return keyPrefix

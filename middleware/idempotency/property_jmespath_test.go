@@ -33,7 +33,7 @@ func init() {
 		propertySources = append(propertySources, propSource{
 			name: "jmespath " + s.expr, selector: "jmespath " + s.expr,
 			message: bodyWith(s.body), selection: s.selection,
-			id:        keyFuncID(jmespath.MustCompile(s.expr).Select),
+			id:        keyFuncID(jmespath.MustCompile(s.expr).Selector()),
 			noKey:     []string{"null", `""`},
 			mayRefuse: jmespathNoKey,
 		})

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
-	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -25,17 +24,15 @@ func ExampleOnReplay() {
 	createOrder := func(context.Context, request) (response, error) {
 		return response{StatusCode: 201, Body: `{"order":1}`}, nil
 	}
-	h := idempotency.OnReplay(idempotency.WrapEvent(g, idempotency.EventKeys[request]{
-		KeyFunc: jmespath.EventKey[request](jmespath.MustCompile(`powertools_json(body).order_id`)),
-	}, createOrder),
-		func(_ context.Context, r response, _ idempotency.Record) (response, error) {
+	h := idempotency.Wrap(g, idempotency.BodyField("order_id"), createOrder,
+		idempotency.OnReplay(func(_ context.Context, r response, _ idempotency.Report) (response, error) {
 			r.Headers = maps.Clone(r.Headers)
 			if r.Headers == nil {
 				r.Headers = map[string]string{}
 			}
 			r.Headers["x-idempotent-replay"] = "true"
 			return r, nil
-		})
+		}))
 	for range 2 { // a request and a client's retry
 		r, err := h(context.Background(), request{Body: `{"order_id":"o-1"}`})
 		fmt.Println(r.StatusCode, r.Body, r.Headers, err)

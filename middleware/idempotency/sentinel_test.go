@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -110,42 +111,34 @@ func TestNoMessageContentInErrors(t *testing.T) {
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ok := func(context.Context, events.SQSMessage) (int, error) { return 1, nil }
 	typed := func(context.Context, leakReq, events.SQSMessage) (int, error) { return 1, nil }
-	keyOf := func(q leakReq) (idempotency.Key, error) { return idempotency.BodyKey(q.Key, "key") }
-	payload := func(q leakReq) (idempotency.Key, error) { return idempotency.KeyOf("payload", q) }
+	payload := func(q leakReq) (idempotency.Selection, error) { return idempotency.SelectionOf("payload", q) }
 	var surfaces []func(events.SQSMessage) error
 	for _, f := range allFormats {
 		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns", Format: f, Logger: logger})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wrap := func(key, payload idempotency.KeyFunc) func(events.SQSMessage) error {
-			return func(m events.SQSMessage) error {
-				var err error
-				if payload != nil {
-					_, err = idempotency.WrapPayload(g, key, payload, ok)(t.Context(), m)
-				} else {
-					_, err = idempotency.Wrap(g, key, ok)(t.Context(), m)
-				}
-				return err
-			}
+		wrap := func(key idempotency.Selector, opts ...idempotency.Option) func(events.SQSMessage) error {
+			h := idempotency.Wrap(g, key, ok, opts...)
+			return func(m events.SQSMessage) error { _, err := h(t.Context(), m); return err }
 		}
-		typedSurface := func(body idempotency.JSONBody[leakReq]) func(events.SQSMessage) error {
-			h := idempotency.WrapJSON(g, body, typed)
+		typedSurface := func(body jsonBody[leakReq]) func(events.SQSMessage) error {
+			h := wrapJSON(g, body, typed)
 			return func(m events.SQSMessage) error { _, err := h(t.Context(), m); return err }
 		}
 		surfaces = append(surfaces,
-			wrap(idempotency.BodyField("key"), nil),
-			wrap(idempotency.BodyField("nested", "inner"), nil),
-			wrap(idempotency.BodySubset("key", "int", "any_map"), nil),
-			wrap(idempotency.FirstOf(idempotency.BodyField("absent"), idempotency.BodySubset("str")), idempotency.BodySubset("float", "any")),
-			typedSurface(idempotency.JSONBody[leakReq]{KeyFunc: keyOf}),
-			typedSurface(idempotency.JSONBody[leakReq]{KeyFunc: keyOf, PayloadFunc: payload, DisallowUnknownFields: true}),
+			wrap(idempotency.BodyField("key")),
+			wrap(idempotency.BodyField("nested", "inner")),
+			wrap(idempotency.BodySubset("key", "int", "any_map")),
+			wrap(idempotency.FirstOf(idempotency.BodyField("absent"), idempotency.BodySubset("str")), idempotency.WithPayload(idempotency.BodySubset("float", "any"))),
+			typedSurface(jsonBody[leakReq]{Key: idempotency.BodyField("key")}),
+			typedSurface(jsonBody[leakReq]{Key: idempotency.BodyField("key"), PayloadFunc: payload, DisallowUnknownFields: true}),
 			func(m events.SQSMessage) error {
-				_, err := f.Hash(idempotency.Key{Selector: "s", Value: []byte(m.Body)})
+				_, err := f.Hash(idempotency.Selection{Selector: "s", Value: []byte(m.Body)})
 				return err
 			},
 			func(m events.SQSMessage) error {
-				k, err := idempotency.KeyOf("s", json.RawMessage(m.Body))
+				k, err := idempotency.SelectionOf("s", json.RawMessage(m.Body))
 				if err == nil {
 					_, err = g.ID(k)
 				}

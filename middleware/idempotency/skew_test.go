@@ -32,8 +32,8 @@ func TestSkewMarginCustom(t *testing.T) {
 	ctx, cancel := context.WithDeadline(t.Context(), deadline)
 	defer cancel()
 	var lease atomic.Value
-	_, err = idempotency.Do(ctx, g, idempotency.RawKey([]byte(`"k"`)), func(context.Context) (int, error) {
-		rec, _ := store.Get(mustID(t, g, idempotency.RawKey([]byte(`"k"`))))
+	_, err = idempotency.Do(ctx, g, idempotency.Raw([]byte(`"k"`)), func(context.Context) (int, error) {
+		rec, _ := store.Get(mustID(t, g, idempotency.Raw([]byte(`"k"`))))
 		lease.Store(rec.LeaseUntil)
 		return 1, nil
 	})
@@ -60,7 +60,7 @@ func TestOperationBoundedByLease(t *testing.T) {
 	start := time.Now()
 	var deadline time.Time
 	var hasDeadline bool
-	_, err = idempotency.Do(context.Background(), g, idempotency.RawKey([]byte(`"k"`)), func(ctx context.Context) (int, error) {
+	_, err = idempotency.Do(context.Background(), g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (int, error) {
 		deadline, hasDeadline = ctx.Deadline()
 		return 1, nil
 	})
@@ -76,7 +76,7 @@ func TestOperationBoundedByLease(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	want, _ := ctx.Deadline()
-	_, err = idempotency.Do(ctx, g, idempotency.RawKey([]byte(`"k2"`)), func(ctx context.Context) (int, error) {
+	_, err = idempotency.Do(ctx, g, idempotency.Raw([]byte(`"k2"`)), func(ctx context.Context) (int, error) {
 		deadline, hasDeadline = ctx.Deadline()
 		return 1, nil
 	})

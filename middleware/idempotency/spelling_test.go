@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/internal/jsonkey/jsongen"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
@@ -267,7 +268,7 @@ type spellingSurface struct {
 	// is its bytes).
 	native bool
 	// lossyUTF8 says the surface reads a Go event, whose strings are
-	// valid UTF-8 by the time they are read (EventKey's doc).
+	// valid UTF-8 by the time they are read (Expression.Selector's doc).
 	lossyUTF8 bool
 }
 
@@ -291,7 +292,7 @@ func newSpellingEnv(t *testing.T, logs *logCapture) *spellingEnv {
 		}
 		e.stores[fi] = memstore.New()
 		g, err := idempotency.New(idempotency.Config{Store: e.stores[fi], Namespace: "fn", Format: f, Logger: slog.New(handler),
-			OnOutcome: func(_ context.Context, ev idempotency.Event) { e.lastID = ev.ID }})
+			OnOutcome: func(_ context.Context, ev idempotency.Report) { e.lastID = ev.ID }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,9 +314,9 @@ type spellingReq struct {
 	Version json.RawMessage `json:"version"`
 }
 
-func guardID(fn idempotency.KeyFunc) func(*spellingEnv, int, events.SQSMessage) (string, error) {
+func guardID(fn idempotency.Selector) func(*spellingEnv, int, events.SQSMessage) (string, error) {
 	return func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
-		k, err := fn(m)
+		k, err := idempotency.Select(fn, m)
 		if err != nil {
 			return "", err
 		}
@@ -323,7 +324,7 @@ func guardID(fn idempotency.KeyFunc) func(*spellingEnv, int, events.SQSMessage) 
 	}
 }
 
-func wrapID(fn idempotency.KeyFunc) func(*spellingEnv, int, events.SQSMessage) (string, error) {
+func wrapID(fn idempotency.Selector) func(*spellingEnv, int, events.SQSMessage) (string, error) {
 	return func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
 		e.lastID = ""
 		if _, err := idempotency.Wrap(e.guards[fi], fn, func(context.Context, events.SQSMessage) (int, error) { return 1, nil })(context.Background(), m); err != nil {
@@ -333,10 +334,10 @@ func wrapID(fn idempotency.KeyFunc) func(*spellingEnv, int, events.SQSMessage) (
 	}
 }
 
-func wrapJSONSpellingID(key func(spellingReq) (idempotency.Key, error)) func(*spellingEnv, int, events.SQSMessage) (string, error) {
+func wrapJSONSpellingID(key idempotency.Selector) func(*spellingEnv, int, events.SQSMessage) (string, error) {
 	return func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
 		e.lastID = ""
-		h := idempotency.WrapJSON(e.guards[fi], idempotency.JSONBody[spellingReq]{KeyFunc: key},
+		h := idempotency.WrapJSON(e.guards[fi], key,
 			func(context.Context, spellingReq, events.SQSMessage) (int, error) { return 1, nil })
 		if _, err := h(context.Background(), m); err != nil {
 			return "", err
@@ -345,10 +346,10 @@ func wrapJSONSpellingID(key func(spellingReq) (idempotency.Key, error)) func(*sp
 	}
 }
 
-func wrapEventID[E any](key func(E) (idempotency.Key, error), event func(m events.SQSMessage) E) func(*spellingEnv, int, events.SQSMessage) (string, error) {
+func wrapEventID[E any](key idempotency.Selector, event func(m events.SQSMessage) E) func(*spellingEnv, int, events.SQSMessage) (string, error) {
 	return func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
 		e.lastID = ""
-		h := idempotency.WrapEvent(e.guards[fi], idempotency.EventKeys[E]{KeyFunc: key}, func(context.Context, E) (int, error) { return 1, nil })
+		h := idempotency.Wrap(e.guards[fi], key, func(context.Context, E) (int, error) { return 1, nil })
 		if _, err := h(context.Background(), event(m)); err != nil {
 			return "", err
 		}
@@ -366,32 +367,31 @@ var spellingSurfaces = []spellingSurface{
 	{name: "Wrap, FirstOf(BodyField(absent), BodySubset)", selector: "body fields", sel: "subset", noKey: noSubset, native: true,
 		id: wrapID(idempotency.FirstOf(idempotency.BodyField("absent"), idempotency.BodySubset("idempotency_key", "version")))},
 	{name: "jmespath powertools_json(body).idempotency_key", selector: "jmespath powertools_json(body).idempotency_key", sel: "field", body: true, noKey: jmesNoKey, native: true,
-		id: guardID(jmespath.MustCompile(`powertools_json(body).idempotency_key`).Select)},
+		id: guardID(jmespath.MustCompile(`powertools_json(body).idempotency_key`).Selector())},
 	{name: "jmespath powertools_json(body).doc.id", selector: "jmespath powertools_json(body).doc.id", sel: "docid", body: true, noKey: jmesNoKey, native: true,
-		id: wrapID(jmespath.MustCompile(`powertools_json(body).doc.id`).Select)},
+		id: wrapID(jmespath.MustCompile(`powertools_json(body).doc.id`).Selector())},
 	{name: "jmespath powertools_json(body).{…}", selector: "jmespath powertools_json(body).{…}", sel: "subset", body: true, noKey: jmesNoKey, native: true,
-		id: guardID(jmespath.MustCompile(`powertools_json(body).{idempotency_key: idempotency_key, version: version}`).Select)},
-	{name: "WrapJSON, BodyKey of a json.RawMessage", selector: `body ["idempotency_key"]`, sel: "field", body: true, noKey: noField, native: true,
-		id: wrapJSONSpellingID(func(q spellingReq) (idempotency.Key, error) { return idempotency.BodyKey(q.Key, "idempotency_key") })},
-	{name: "WrapJSON, KeyOf of a json.RawMessage", selector: "doc id", sel: "docid", body: true, noKey: never, native: true,
-		id: wrapJSONSpellingID(func(q spellingReq) (idempotency.Key, error) { return idempotency.KeyOf("doc id", q.Doc.ID) })},
-	{name: "WrapEvent of a json.RawMessage, EventKey(idempotency_key)", selector: "jmespath idempotency_key", sel: "field", body: true, noKey: jmesNoKey, native: true,
-		id: wrapEventID(jmespath.EventKey[json.RawMessage](jmespath.MustCompile(`idempotency_key`)), func(m events.SQSMessage) json.RawMessage { return json.RawMessage(m.Body) })},
-	{name: "WrapEvent of an API Gateway request, EventKey(powertools_json(body).idempotency_key)", selector: "jmespath powertools_json(body).idempotency_key", sel: "field", body: true, noKey: jmesNoKey, native: true, lossyUTF8: true,
-		id: wrapEventID(jmespath.EventKey[events.APIGatewayV2HTTPRequest](jmespath.MustCompile(`powertools_json(body).idempotency_key`)),
+		id: guardID(jmespath.MustCompile(`powertools_json(body).{idempotency_key: idempotency_key, version: version}`).Selector())},
+	{name: "WrapJSON, BodyField, decoded into a json.RawMessage", selector: `body ["idempotency_key"]`, sel: "field", body: true, noKey: noField, native: true,
+		id: wrapJSONSpellingID(idempotency.BodyField("idempotency_key"))},
+	{name: "WrapJSON, SelectionOf of a json.RawMessage", selector: "doc id", sel: "docid", body: true, noKey: never, native: true,
+		id: wrapJSONSpellingID(idempotency.SelectorFunc(func(q spellingReq) (idempotency.Selection, error) { return idempotency.SelectionOf("doc id", q.Doc.ID) }))},
+	{name: "Wrap of a json.RawMessage, jmespath idempotency_key", selector: "jmespath idempotency_key", sel: "field", body: true, noKey: jmesNoKey, native: true,
+		id: wrapEventID(jmespath.MustCompile(`idempotency_key`).Selector(), func(m events.SQSMessage) json.RawMessage { return json.RawMessage(m.Body) })},
+	{name: "Wrap of an API Gateway request, jmespath powertools_json(body).idempotency_key", selector: "jmespath powertools_json(body).idempotency_key", sel: "field", body: true, noKey: jmesNoKey, native: true, lossyUTF8: true,
+		id: wrapEventID(jmespath.MustCompile(`powertools_json(body).idempotency_key`).Selector(),
 			func(m events.SQSMessage) events.APIGatewayV2HTTPRequest {
 				return events.APIGatewayV2HTTPRequest{Body: m.Body}
 			})},
-	{name: "Guard.ID, RawKey of the body", sel: "whole", body: true, noKey: never,
+	{name: "Guard.ID, Raw of the body", sel: "whole", body: true, noKey: never,
 		id: func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
-			return e.guards[fi].ID(idempotency.RawKey([]byte(m.Body)))
+			return e.guards[fi].ID(idempotency.Raw([]byte(m.Body)))
 		}},
-	{name: "validation hash stored by WrapPayload, BodyField(idempotency_key)", selector: "validation", sel: "field", noKey: noField, native: true,
+	{name: "validation hash stored by Wrap WithPayload, BodyField(idempotency_key)", selector: "validation", sel: "field", noKey: noField, native: true,
 		id: func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
 			e.calls++
-			key, _ := idempotency.KeyOf("validation", fmt.Sprintf("validation record %d", e.calls)) // a record of its own: no body's key
-			h := idempotency.WrapPayload(e.guards[fi], func(events.SQSMessage) (idempotency.Key, error) { return key, nil }, idempotency.BodyField("idempotency_key"),
-				func(context.Context, events.SQSMessage) (int, error) { return 1, nil })
+			key, _ := idempotency.SelectionOf("validation", fmt.Sprintf("validation record %d", e.calls)) // a record of its own: no body's key
+			h := idempotency.Wrap(e.guards[fi], idempotency.SelectorFunc(func(events.SQSMessage) (idempotency.Selection, error) { return key, nil }), func(context.Context, events.SQSMessage) (int, error) { return 1, nil }, idempotency.WithPayload(idempotency.BodyField("idempotency_key")))
 			if _, err := h(context.Background(), m); err != nil {
 				return "", err
 			}
@@ -698,38 +698,38 @@ func TestWhiteSpaceBeforeColon(t *testing.T) {
 	type order struct {
 		OrderID string `json:"order_id"`
 	}
-	typedOrder := func(key func(order) (idempotency.Key, error)) func(*spellingEnv, int, events.SQSMessage) (string, error) {
+	typedOrder := func(key idempotency.Selector) func(*spellingEnv, int, events.SQSMessage) (string, error) {
 		return func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
 			e.lastID = ""
-			h := idempotency.WrapJSON(e.guards[fi], idempotency.JSONBody[order]{KeyFunc: key}, func(context.Context, order, events.SQSMessage) (int, error) { return 1, nil })
+			h := idempotency.WrapJSON(e.guards[fi], key, func(context.Context, order, events.SQSMessage) (int, error) { return 1, nil })
 			if _, err := h(context.Background(), m); err != nil {
 				return "", err
 			}
 			return e.lastID, nil
 		}
 	}
-	orderKey := typedOrder(func(o order) (idempotency.Key, error) { return idempotency.KeyOf("order", o.OrderID) })
+	orderKey := typedOrder(idempotency.SelectorFunc(func(o order) (idempotency.Selection, error) { return idempotency.SelectionOf("order", o.OrderID) }))
 	for _, tc := range []struct {
 		name, spelled, compact string
 		id                     func(*spellingEnv, int, events.SQSMessage) (string, error)
 	}{
-		{"WrapJSON, KeyOf", `{"order_id" : "o-2"}`, `{"order_id":"o-2"}`, orderKey},
-		{"WrapJSON, KeyOf, pretty-printed", "{\n  \"order_id\" : \"o-3\"\n}", `{"order_id":"o-3"}`, orderKey},
-		{"WrapJSON, BodyKey, pretty-printed", "{\n  \"order_id\" : \"o-3\"\n}", `{"order_id":"o-3"}`,
-			typedOrder(func(o order) (idempotency.Key, error) { return idempotency.BodyKey(o.OrderID, "order_id") })},
+		{"WrapJSON, SelectionOf", `{"order_id" : "o-2"}`, `{"order_id":"o-2"}`, orderKey},
+		{"WrapJSON, SelectionOf, pretty-printed", "{\n  \"order_id\" : \"o-3\"\n}", `{"order_id":"o-3"}`, orderKey},
+		{"WrapJSON, BodyField, pretty-printed", "{\n  \"order_id\" : \"o-3\"\n}", `{"order_id":"o-3"}`,
+			typedOrder(idempotency.BodyField("order_id"))},
 		{"BodyField(doc)", `{"doc" : {"id" : 1}}`, `{"doc":{"id":1}}`, guardID(idempotency.BodyField("doc"))},
 		{"BodySubset(a, b)", `{"a" : {"x" : 1}, "b" : 2}`, `{"a":{"x":1},"b":2}`, guardID(idempotency.BodySubset("a", "b"))},
 		{"BodyField(parameters), an object of numbers", `{"parameters" : {"temperature" : 0.7, "max_tokens" : 100}}`,
 			`{"parameters":{"temperature":0.7,"max_tokens":100}}`, guardID(idempotency.BodyField("parameters"))},
 		{"BodyField(k), a member after an array", `{"k" : {"a":[1 ,2], "b" :3 }}`, `{"k":{"a":[1,2],"b":3}}`, guardID(idempotency.BodyField("k"))},
-		{"jmespath, an object", `{"doc" : {"id" : 1, "rev" : 2}}`, `{"doc":{"id":1,"rev":2}}`, guardID(jmespath.MustCompile(`powertools_json(body).doc`).Select)},
-		{"WrapEvent, an object", `{"doc" : {"id" : 1, "rev" : 2}}`, `{"doc":{"id":1,"rev":2}}`,
-			wrapEventID(jmespath.EventKey[json.RawMessage](jmespath.MustCompile(`doc`)), func(m events.SQSMessage) json.RawMessage { return json.RawMessage(m.Body) })},
-		{"RawKey", `{"a" : 1, "b" : [ 2 , 3 ] }`, `{"a":1,"b":[2,3]}`, func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
+		{"jmespath, an object", `{"doc" : {"id" : 1, "rev" : 2}}`, `{"doc":{"id":1,"rev":2}}`, guardID(jmespath.MustCompile(`powertools_json(body).doc`).Selector())},
+		{"Wrap of a json.RawMessage, an object", `{"doc" : {"id" : 1, "rev" : 2}}`, `{"doc":{"id":1,"rev":2}}`,
+			wrapEventID(jmespath.MustCompile(`doc`).Selector(), func(m events.SQSMessage) json.RawMessage { return json.RawMessage(m.Body) })},
+		{"Raw", `{"a" : 1, "b" : [ 2 , 3 ] }`, `{"a":1,"b":[2,3]}`, func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
 			if fi == 0 {
 				return "", errSkip // the native format hashes raw material as bytes
 			}
-			return e.guards[fi].ID(idempotency.RawKey([]byte(m.Body)))
+			return e.guards[fi].ID(idempotency.Raw([]byte(m.Body)))
 		}},
 	} {
 		e := newSpellingEnv(t, nil)

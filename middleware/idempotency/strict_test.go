@@ -14,6 +14,7 @@ import (
 
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -23,11 +24,11 @@ import (
 func lapsedKey(t *testing.T, store *memstore.Store, g *idempotency.Guard, material string, now time.Time) (string, string) {
 	t.Helper()
 	id := rawID(t, g, material)
-	rec := idempotency.Record{
-		ID: id, Status: idempotency.StatusInProgress, ExpiresAt: now.Add(time.Hour),
+	rec := driver.Record{
+		ID: id, Status: driver.StatusInProgress, ExpiresAt: now.Add(time.Hour),
 		LeaseUntil: now.Add(-time.Minute), Owner: "dead-worker",
 	}
-	if _, loaded, err := store.Acquire(context.Background(), rec, now.Add(-2*time.Minute)); err != nil || loaded {
+	if _, loaded, err := store.Acquire(context.Background(), rec, now.Add(-2*time.Minute), driver.Takeover); err != nil || loaded {
 		t.Fatalf("seed the dead worker's claim: loaded=%v, %v", loaded, err)
 	}
 	return id, rec.Owner
@@ -35,7 +36,7 @@ func lapsedKey(t *testing.T, store *memstore.Store, g *idempotency.Guard, materi
 
 func rawID(t *testing.T, g *idempotency.Guard, material string) string {
 	t.Helper()
-	id, err := g.ID(idempotency.RawKey([]byte(material)))
+	id, err := g.ID(idempotency.Raw([]byte(material)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,26 +55,22 @@ func rawID(t *testing.T, g *idempotency.Guard, material string) string {
 func TestStrictQuarantines(t *testing.T) {
 	now := time.Now().Truncate(time.Millisecond)
 	store := memstore.New()
-	var events []idempotency.Event
+	var events []idempotency.Report
 	logs := &logCapture{}
 	g, err := idempotency.New(idempotency.Config{
 		Store: store, Namespace: "strict", Now: func() time.Time { return now },
 		Logger:    slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) { events = append(events, ev) },
+		OnOutcome: func(_ context.Context, ev idempotency.Report) { events = append(events, ev) },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	strict, err := g.Strict()
 	if err != nil {
 		t.Fatal(err)
 	}
 	id, owner := lapsedKey(t, store, g, `"pay-1"`, now)
 	var runs atomic.Int32
 	op := func(context.Context) (string, error) { runs.Add(1); return "paid", nil }
-	key := idempotency.RawKey([]byte(`"pay-1"`))
+	key := idempotency.Raw([]byte(`"pay-1"`))
 
-	_, err = idempotency.Do(context.Background(), strict, key, op)
+	_, err = idempotency.Do(context.Background(), g, key, op, idempotency.Strict())
 	var qe *idempotency.QuarantinedError
 	if !errors.As(err, &qe) || !errors.Is(err, idempotency.ErrQuarantined) || errors.Is(err, idempotency.ErrInProgress) {
 		t.Fatalf("strict call on a lapsed claim: err = %v, want a *QuarantinedError (ErrQuarantined, not ErrInProgress)", err)
@@ -81,7 +78,7 @@ func TestStrictQuarantines(t *testing.T) {
 	if qe.ID != id || !qe.Since.Equal(now) {
 		t.Errorf("QuarantinedError = %+v, want ID %s, Since %v", qe, id, now)
 	}
-	var pe idempotency.PermanentError
+	var pe batch.PermanentError
 	if !errors.As(err, &pe) || !pe.Permanent() {
 		t.Errorf("the quarantine error is not permanent: %v", err)
 	}
@@ -89,7 +86,7 @@ func TestStrictQuarantines(t *testing.T) {
 		t.Fatalf("strict mode ran the operation %d times on a lapsed claim", runs.Load())
 	}
 	rec, _ := store.Get(id)
-	if rec.Status != idempotency.StatusInProgress || rec.Owner != owner || !rec.Quarantined.Equal(now) || !rec.LeaseUntil.Equal(rec.ExpiresAt) {
+	if rec.Status != driver.StatusInProgress || rec.Owner != owner || !rec.Quarantined.Equal(now) || !rec.LeaseUntil.Equal(rec.ExpiresAt) {
 		t.Errorf("quarantined record = %+v; want INPROGRESS, owner %q, quarantined at %v, lease until its expiry", rec, owner, now)
 	}
 	lines := logs.lines(t)
@@ -99,8 +96,8 @@ func TestStrictQuarantines(t *testing.T) {
 
 	// Later calls, strict or not, an hour of leases later: quarantined.
 	now = now.Add(30 * time.Minute)
-	for _, gg := range []*idempotency.Guard{strict, g} {
-		if _, err := idempotency.Do(context.Background(), gg, key, op); !errors.Is(err, idempotency.ErrQuarantined) {
+	for _, opts := range [][]idempotency.Option{{idempotency.Strict()}, nil} {
+		if _, err := idempotency.Do(context.Background(), g, key, op, opts...); !errors.Is(err, idempotency.ErrQuarantined) {
 			t.Fatalf("call on a quarantined key: err = %v, want ErrQuarantined", err)
 		}
 	}
@@ -113,12 +110,12 @@ func TestStrictQuarantines(t *testing.T) {
 	}
 
 	// The dead worker's late completion (or an operator's resolve) clears it.
-	if err := store.Complete(context.Background(), idempotency.Record{ID: id, Status: idempotency.StatusCompleted,
+	if _, err := store.Complete(context.Background(), driver.Record{ID: id, Status: driver.StatusCompleted,
 		Owner: owner, Data: []byte(`"paid by hand"`), ExpiresAt: now.Add(time.Hour)}); err != nil {
 		t.Fatalf("complete the quarantined record: %v", err)
 	}
-	for _, gg := range []*idempotency.Guard{strict, g} {
-		got, err := idempotency.Do(context.Background(), gg, key, op)
+	for _, opts := range [][]idempotency.Option{{idempotency.Strict()}, nil} {
+		got, err := idempotency.Do(context.Background(), g, key, op, opts...)
 		if err != nil || got != "paid by hand" {
 			t.Fatalf("call after the resolve = %q, %v; want the stored result", got, err)
 		}
@@ -128,7 +125,7 @@ func TestStrictQuarantines(t *testing.T) {
 	}
 }
 
-func outcomesOf(events []idempotency.Event) []idempotency.Outcome {
+func outcomesOf(events []idempotency.Report) []idempotency.Outcome {
 	var out []idempotency.Outcome
 	for _, ev := range events {
 		out = append(out, ev.Outcome)
@@ -153,7 +150,7 @@ func TestStrictReleaseRuns(t *testing.T) {
 	id, owner := lapsedKey(t, store, g, `"mail-1"`, now)
 	var runs atomic.Int32
 	op := func(context.Context) (int32, error) { return runs.Add(1), nil }
-	key := idempotency.RawKey([]byte(`"mail-1"`))
+	key := idempotency.Raw([]byte(`"mail-1"`))
 	if _, err := idempotency.Do(context.Background(), g, key, op); !errors.Is(err, idempotency.ErrQuarantined) {
 		t.Fatalf("Config.Strict guard on a lapsed claim: err = %v, want ErrQuarantined", err)
 	}
@@ -173,27 +170,8 @@ func TestStrictReleaseRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	lapsedKey(t, store, def, `"mail-2"`, now)
-	if n, err := idempotency.Do(context.Background(), def, idempotency.RawKey([]byte(`"mail-2"`)), op); err != nil || n != 2 {
+	if n, err := idempotency.Do(context.Background(), def, idempotency.Raw([]byte(`"mail-2"`)), op); err != nil || n != 2 {
 		t.Fatalf("default guard on a lapsed claim = %d, %v; want a takeover and a second run (else this test proves nothing)", n, err)
-	}
-}
-
-// plainStore is a Store without strict mode.
-type plainStore struct{ idempotency.Store }
-
-// TestStrictNeedsQuarantiner: strict mode is refused, with a clear error,
-// on a store that cannot quarantine.
-func TestStrictNeedsQuarantiner(t *testing.T) {
-	s := plainStore{memstore.New()}
-	if _, err := idempotency.New(idempotency.Config{Store: s, Namespace: "n", Strict: true}); err == nil {
-		t.Error("New accepted Config.Strict with a store that does not implement Quarantiner")
-	}
-	g, err := idempotency.New(idempotency.Config{Store: s, Namespace: "n"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v, err := g.Strict(); err == nil || v != nil {
-		t.Errorf("Guard.Strict on a store without Quarantiner = %v, %v; want an error", v, err)
 	}
 }
 
@@ -219,7 +197,7 @@ func TestStrictQuarantineDeadLetters(t *testing.T) {
 	}
 	key := idempotency.BodyField("idempotency_key")
 	stuck := events.SQSMessage{MessageId: "m-stuck", Body: `{"idempotency_key":"pay-1"}`}
-	k, err := key(stuck)
+	k, err := idempotency.Select(key, stuck)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,8 +205,8 @@ func TestStrictQuarantineDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := store.Acquire(context.Background(), idempotency.Record{ID: id, Status: idempotency.StatusInProgress,
-		ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(-time.Minute), Owner: "dead-worker"}, now.Add(-2*time.Minute)); err != nil {
+	if _, _, err := store.Acquire(context.Background(), driver.Record{ID: id, Status: driver.StatusInProgress,
+		ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(-time.Minute), Owner: "dead-worker"}, now.Add(-2*time.Minute), driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	var runs []string
@@ -265,7 +243,7 @@ func TestStrictRace(t *testing.T) {
 	for range n {
 		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "strict", Strict: true,
 			Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler),
-			OnOutcome: func(_ context.Context, ev idempotency.Event) {
+			OnOutcome: func(_ context.Context, ev idempotency.Report) {
 				if ev.Outcome == idempotency.OutcomeQuarantined && ev.Source == "" {
 					own.Add(1)
 				}
@@ -281,7 +259,7 @@ func TestStrictRace(t *testing.T) {
 	for _, g := range guards {
 		go func() {
 			<-start
-			_, err := idempotency.Do(context.Background(), g, idempotency.RawKey([]byte(`"race"`)), func(context.Context) (int, error) {
+			_, err := idempotency.Do(context.Background(), g, idempotency.Raw([]byte(`"race"`)), func(context.Context) (int, error) {
 				runs.Add(1)
 				return 1, nil
 			})
@@ -312,11 +290,7 @@ func TestStrictRunSharedWithDefaultCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	strict, err := g.Strict()
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := idempotency.RawKey([]byte(`"pay-1"`))
+	key := idempotency.Raw([]byte(`"pay-1"`))
 	var runs atomic.Int32
 	started, release := make(chan struct{}), make(chan struct{})
 	op := func(context.Context) (string, error) {
@@ -327,7 +301,7 @@ func TestStrictRunSharedWithDefaultCalls(t *testing.T) {
 		return "paid", nil
 	}
 	first := make(chan error, 1)
-	go func() { _, err := idempotency.Do(context.Background(), strict, key, op); first <- err }()
+	go func() { _, err := idempotency.Do(context.Background(), g, key, op, idempotency.Strict()); first <- err }()
 	<-started
 	mu.Lock()
 	now = now.Add(2 * time.Minute) // the strict call outlived its lease
@@ -385,7 +359,7 @@ func TestDefaultGuardHonoursStrictClaim(t *testing.T) {
 	keyFn := idempotency.BodyField("k")
 	msg := events.SQSMessage{MessageId: "dup", ReceiptHandle: "rh", Body: `{"k":"pay-1"}`,
 		EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:jobs", Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
-	material, _ := keyFn(msg)
+	material, _ := idempotency.Select(keyFn, msg)
 	id := mustID(t, plain, material)
 	release := holdingMessage(t, ctx, strict, keyFn, msg)
 

@@ -16,128 +16,145 @@ import (
 	"github.com/sqsonce/sqsonce/internal/redact"
 )
 
-// JSONBody says how [WrapJSON] reads a message: the JSON body decoded into
-// Req, and the key, the check and the validated payload taken from the
-// decoded value.
-type JSONBody[Req any] struct {
-	// KeyFunc returns the key of a decoded request: for example [KeyOf] the
-	// producer's key or the fields that define the work, under a selector
-	// name of your own, or [BodyKey] to find the records that [Wrap] with
-	// [BodyField] wrote (see [KeyFunc] for what a key must be). An error, or
-	// an empty key, fails the message with a [*KeyError] (wrapping
-	// [ErrNoKey] for an empty key) before anything is claimed. A method
-	// expression fits: KeyFunc: Order.IdempotencyKey. Required.
-	KeyFunc func(Req) (Key, error)
-
-	// Check, if set, checks that a decoded request is well formed, after
-	// its key is taken: a request it refuses fails like a body that does
-	// not decode, with a [*BodyError], before anything is claimed. Nil
-	// accepts every request that decodes.
-	Check func(Req) error
-
-	// PayloadFunc, if set, returns the payload that must be the same
-	// whenever the key is reused, as for [WrapPayload]: a key reused with
-	// another payload fails with a [*PayloadMismatchError]. Nil turns
-	// payload validation off.
-	PayloadFunc func(Req) (Key, error)
-
-	// DisallowUnknownFields fails a body that has a field Req does not
-	// declare, anywhere in it, as [json.Decoder.DisallowUnknownFields] does
-	// (a type with its own UnmarshalJSON method decides for its part). The
-	// default, false, ignores such fields, as [json.Unmarshal] does.
-	DisallowUnknownFields bool
-}
-
 // WrapJSON returns fn made idempotent per message, with the body decoded
 // once into fn's request type:
 //
-//	h := idempotency.WrapJSON(g, idempotency.JSONBody[Order]{KeyFunc: Order.IdempotencyKey}, charge)
+//	h := idempotency.WrapJSON(g, idempotency.BodyField("order_id"), charge)
 //	lambda.StartHandlerFunc(batch.SQS(h, batch.Options{}))
 //
-// For each message, in order: the body is decoded into a Req, body.KeyFunc
-// takes the key from it, body.Check checks it, body.PayloadFunc takes the
-// payload to validate; then fn runs through [Do] with the decoded
-// request and the message. The body must keep the rules of key material
-// (see the package doc) and decode without a loss: a member that names a
-// field only by letter case, a number a float or an any does not hold
-// exactly, a string for a json.Number, a non-canonical base64 []byte or an
-// integer map key spelled otherwise than strconv writes it is refused. A
-// body that breaks this, is not JSON, does not decode into Req, has a field
-// Req lacks (with DisallowUnknownFields) or fails the check fails its
-// message with a [*BodyError]; a request without a key, or a [BodyKey] key
-// that does not hash as the body's field, fails with a [*KeyError]. Either
-// way nothing is claimed and fn does not run.
+// For each message, in order: the body is decoded into a Req; key takes
+// the key (a body selector from the body as sent, a [SelectorFunc] of Req
+// from the decoded request, one of [events.SQSMessage] from the message);
+// the check of [WithCheck] checks the request; the payload of
+// [WithPayload] is taken as the key is; then fn runs, as for [Wrap], with
+// the decoded request and the message. The body must keep the rules of
+// [Selection] and decode without a loss: a member that
+// names a field only by letter case, a number a float or an any does not
+// hold exactly, a string for a json.Number, a non-canonical base64 []byte
+// or an integer map key spelled otherwise than strconv writes it is
+// refused. A body that breaks this, is not JSON, does not decode into Req,
+// has a field Req lacks (with [DisallowUnknownFields]) or fails the check
+// fails its message with a [*BodyError]; a message without a key fails
+// with a [*KeyError]. Either way nothing is claimed and fn does not run.
 //
-// WrapJSON panics if g, body.KeyFunc or fn is nil.
-func WrapJSON[Req, T any](g *Guard, body JSONBody[Req], fn func(context.Context, Req, events.SQSMessage) (T, error)) func(context.Context, events.SQSMessage) (T, error) {
-	switch {
-	case g == nil:
-		panic("idempotency: WrapJSON: nil *Guard")
-	case body.KeyFunc == nil:
-		panic("idempotency: WrapJSON: nil JSONBody.KeyFunc")
-	case fn == nil:
-		panic("idempotency: WrapJSON: nil operation")
+// WrapJSON takes Wrap's options, and WithCheck and DisallowUnknownFields;
+// it panics as Wrap does.
+func WrapJSON[Req, T any](g *Guard, key Selector, fn func(context.Context, Req, events.SQSMessage) (T, error), opts ...Option) func(context.Context, events.SQSMessage) (T, error) {
+	w, err := newJSONWrapper[Req, T](g, key, fn == nil, opts)
+	if err != nil {
+		panic("idempotency: WrapJSON: " + err.Error())
 	}
 	reqType := reflect.TypeFor[Req]()
 	typeName := reqType.String()
 	return func(ctx context.Context, m events.SQSMessage) (T, error) {
 		var zero T
-		fail := func(err error) (T, error) {
-			g.report(ctx, Event{Outcome: OutcomeFailed, MessageID: m.MessageId, Err: err})
-			return zero, &reported{err}
-		}
+		c := call{source: typeName, strict: w.strict, inputID: m.MessageId}
 		// The body keeps the rules of key material, and decodes into Req
-		// without a loss, since the key is taken from what it decodes to:
-		// two bodies that decode alike are alike.
+		// without a loss: two bodies that decode alike are alike.
 		tree, err := jsonkey.Index(m.Body)
 		if err == nil {
-			err = exactDecode(tree, reqType, body.DisallowUnknownFields)
+			err = exactDecode(tree, reqType, w.strictJSON)
 		}
-		var req Req
+		st := jsonState[Req]{m: &m}
 		if err == nil {
-			req, err = decodeBody[Req]([]byte(m.Body), body.DisallowUnknownFields)
+			st.req, err = decodeBody[Req]([]byte(m.Body), w.strictJSON)
 			if err != nil {
-				return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err, at: placeError(tree, reqType, err)})
+				return zero, g.fail(ctx, c, &BodyError{InputID: m.MessageId, Type: typeName, Err: err, at: placeError(tree, reqType, err)})
 			}
 		}
 		if err != nil {
-			return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err})
+			return zero, g.fail(ctx, c, &BodyError{InputID: m.MessageId, Type: typeName, Err: err})
 		}
-		c := call{messageID: m.MessageId, source: typeName}
-		if c.key, err = body.KeyFunc(req); err == nil && len(c.key.Value) == 0 {
-			err = ErrNoKey
-		}
-		if err == nil {
-			err = g.sameAsBody(tree, c.key)
+		if c.key, err = w.key(&st); err == nil && len(c.key.Value) == 0 {
+			err = &KeyError{Source: typeName, Err: ErrNoKey}
 		}
 		if err != nil {
-			return fail(keyError(m.MessageId, typeName, err))
+			return zero, g.fail(ctx, c, withInput(err, m.MessageId))
 		}
-		if body.Check != nil {
-			if err := body.Check(req); err != nil {
-				return fail(&BodyError{MessageID: m.MessageId, Type: typeName, Err: err, check: true})
+		if w.check != nil {
+			if err := w.check(st.req); err != nil {
+				return zero, g.fail(ctx, c, &BodyError{InputID: m.MessageId, Type: typeName, Err: err, check: true})
 			}
 		}
-		if body.PayloadFunc != nil {
+		if w.payload != nil {
 			c.validate = true
-			if c.payload, err = body.PayloadFunc(req); err == nil {
-				err = g.sameAsBody(tree, c.payload)
+			if c.payload, err = w.payload(&st); err != nil {
+				return zero, g.fail(ctx, c, withInput(payloadError(err), m.MessageId))
 			}
 		}
-		if err != nil {
-			return fail(keyError(m.MessageId, typeName, fmt.Errorf("payload for validation: %w", err)))
-		}
-		return do(ctx, g, c, func(ctx context.Context) (T, error) { return fn(ctx, req, m) })
+		return do(ctx, g, c, func(ctx context.Context) (T, error) { return fn(ctx, st.req, m) }, w.hook)
 	}
 }
 
-// keyError is err as a *KeyError, unless it is one already.
-func keyError(messageID, typeName string, err error) error {
-	var ke *KeyError
-	if errors.As(err, &ke) {
-		return err
+// jsonState is one call of a function made by WrapJSON: its message and
+// the decoded request.
+type jsonState[Req any] struct {
+	m   *events.SQSMessage
+	req Req
+}
+
+// jsonWrapper is what WrapJSON made of its arguments.
+type jsonWrapper[Req, T any] struct {
+	key, payload bound[jsonState[Req]]
+	check        func(Req) error
+	hook         func(context.Context, T, Report) (T, error)
+	strict       bool
+	strictJSON   bool
+}
+
+func newJSONWrapper[Req, T any](g *Guard, key Selector, nilFn bool, opts []Option) (*jsonWrapper[Req, T], error) {
+	switch {
+	case g == nil:
+		return nil, fmt.Errorf("nil *Guard")
+	case nilFn:
+		return nil, fmt.Errorf("nil operation")
 	}
-	return &KeyError{MessageID: messageID, Source: typeName, Err: err}
+	o, err := collect(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := once(o.given); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.payloadSel != nil:
+		return nil, fmt.Errorf("WithPayload of a Selection is Do's: give WrapJSON a Selector")
+	case o.inputID != nil:
+		return nil, fmt.Errorf("WithInputID: WrapJSON names a message by its message id")
+	}
+	w := &jsonWrapper[Req, T]{strict: o.strict, strictJSON: o.strictJSON}
+	if o.check != nil {
+		f, ok := o.check.(func(Req) error)
+		if !ok {
+			return nil, fmt.Errorf("WithCheck: the check takes a %s, and the request type is %s", o.checkType, reflect.TypeFor[Req]())
+		}
+		w.check = f
+	}
+	body := func(s *jsonState[Req]) (string, error) { return s.m.Body, nil }
+	views := []view[jsonState[Req]]{
+		viewOf(func(s *jsonState[Req]) events.SQSMessage { return *s.m }),
+		viewOf(func(s *jsonState[Req]) Req { return s.req }),
+	}
+	if w.key, err = compile(key, body, views, "key"); err != nil {
+		return nil, fmt.Errorf("key: %w", err)
+	}
+	if o.payload != nil {
+		if w.payload, err = compile(*o.payload, body, views, "payload"); err != nil {
+			return nil, fmt.Errorf("WithPayload: %w", err)
+		}
+	}
+	if w.hook, err = replayHook[T](o); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// withInput is err, a *KeyError, with its input id set.
+func withInput(err error, id string) error {
+	if ke, ok := err.(*KeyError); ok {
+		ke.InputID = id
+	}
+	return err
 }
 
 // decodeBody decodes one JSON value from b into a new Req, refusing
@@ -162,58 +179,14 @@ func decodeBody[Req any](b []byte, strict bool) (Req, error) {
 	return r, nil
 }
 
-// sameAsBody reports an error for a key that [BodyKey] made (its selector
-// is a body field's) whose digest differs from that of the field the body
-// holds: the request type read the field with a loss (a number spelled 10.0
-// in a float64 for the Python format, a string in a json.Number), or the
-// value was not the field's, so the key would not be [BodyField]'s.
-func (g *Guard) sameAsBody(body *jsonkey.Tree, k Key) error {
-	path, ok := bodySelectorPath(k.Selector)
-	if !ok {
-		return nil
-	}
-	var raw string
-	if v, ok := body.Root().Get(path...); ok {
-		raw = v.Text()
-	}
-	if raw == "" || raw == "null" || raw == `""` {
-		return fmt.Errorf("%w: the body has no %s, where BodyKey's value comes from", ErrNoKey, k.Selector)
-	} else if raw == string(k.Value) || jsonkey.Equal(raw, string(k.Value)) {
-		return nil // alike but for white space and escapes: one digest, computed once, for the record id
-	} else if want, err := g.cfg.Format.Hash(Key{Selector: k.Selector, Value: []byte(raw)}); err != nil {
-		return err
-	} else if got, err := g.cfg.Format.Hash(k); err != nil || got == want {
-		return err
-	}
-	return fmt.Errorf("the body's %s is not the value the request type gave for it (read with a loss, or not the field's): its record id would not be BodyField's", k.Selector)
-}
-
-// bodySelectorPath returns the path of a body field's selector,
-// `body ["document","id"]`.
-func bodySelectorPath(selector string) ([]string, bool) {
-	quoted, ok := strings.CutPrefix(selector, "body [")
-	if !ok {
-		return nil, false
-	}
-	var path []string
-	if json.Unmarshal([]byte("["+quoted), &path) != nil || len(path) == 0 {
-		return nil, false
-	}
-	return path, true
-}
-
 // BodyError reports a message body that [WrapJSON] could not take as its
-// request type: not JSON, breaking the rules of key material, read by the
-// type with a loss, not decodable into the type, with a field the type
-// lacks (when unknown fields are disallowed), or refused by
-// [JSONBody.Check]. Nothing was claimed and the operation did not run;
-// the same body fails the same way on every delivery. Its message names the
-// field, the kind of problem and a digest, never the value; Err is the
-// decoder's or the check's error as it was.
+// request type (see there), or that the check of [WithCheck] refused:
+// nothing was claimed. Its message names the field, the kind of problem
+// and a digest, never the value; Err is the decoder's or the check's.
 type BodyError struct {
-	MessageID string // the SQS message
-	Type      string // the request type, e.g. "orders.Order"
-	Err       error  // the decoder's or the check's error
+	InputID string // the SQS message id
+	Type    string // the request type, e.g. "orders.Order"
+	Err     error  // the decoder's or the check's error
 
 	check bool   // Err is the check's
 	at    string // the field whose own decoding returned Err, when known
@@ -224,7 +197,7 @@ func (e *BodyError) Error() string {
 	if !e.check {
 		what = describeDecode(e.Err, e.at)
 	}
-	return fmt.Sprintf("idempotency: body of message %s is not a valid %s: %s", e.MessageID, e.Type, what)
+	return fmt.Sprintf("idempotency: body of message %s is not a valid %s: %s", e.InputID, e.Type, what)
 }
 
 // describeDecode is a decoding error's message without quoting the body,

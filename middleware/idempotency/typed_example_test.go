@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -19,15 +20,16 @@ type Charge struct {
 
 // IdempotencyKey is the order id: the producer decided to charge this order once.
 // An empty key means no key: the message fails without running.
-func (c Charge) IdempotencyKey() (idempotency.Key, error) {
+func (c Charge) IdempotencyKey() (idempotency.Selection, error) {
 	if c.OrderID == "" {
-		return idempotency.Key{}, nil
+		return idempotency.Selection{}, nil
 	}
-	return idempotency.KeyOf("order", c.OrderID)
+	return idempotency.SelectionOf("order", c.OrderID)
 }
 
-// ExampleWrapJSON decodes each body once into a Charge, takes the key and
-// the validated payload from it, and calls the operation with it. Bodies
+// ExampleWrapJSON decodes each body once into a Charge, takes the key from
+// it and the validated payload from the body, and calls the operation with
+// it. Bodies
 // that do not decode fail their own message, before anything is claimed.
 func ExampleWrapJSON() {
 	g, err := idempotency.New(idempotency.Config{
@@ -43,11 +45,9 @@ func ExampleWrapJSON() {
 		charges++
 		return fmt.Sprintf("charged %d cents for %s (message %s)", c.AmountCents, c.OrderID, m.MessageId), nil
 	}
-	h := idempotency.WrapJSON(g, idempotency.JSONBody[Charge]{
-		KeyFunc:               Charge.IdempotencyKey,
-		PayloadFunc:           func(c Charge) (idempotency.Key, error) { return idempotency.KeyOf("amount", c.AmountCents) },
-		DisallowUnknownFields: true,
-	}, charge)
+	h := idempotency.WrapJSON(g, idempotency.SelectorFunc(Charge.IdempotencyKey), charge,
+		idempotency.WithPayload(idempotency.BodySubset("amount_cents")),
+		idempotency.DisallowUnknownFields())
 	// In main: lambda.StartHandlerFunc(batch.SQS(h, batch.Options{}))
 
 	for _, m := range []events.SQSMessage{
@@ -67,7 +67,7 @@ func ExampleWrapJSON() {
 	// m-2: "charged 1250 cents for o-17 (message m-1)" <nil>
 	// m-3: "" idempotency: body of message m-3 is not a valid idempotency_test.Charge: field amount_cents is a JSON string, want int
 	// m-4: "" idempotency: body of message m-4 is not a valid idempotency_test.Charge: unknown field "coupon" (6 bytes, sha256:72309c04)
-	// m-5: "" idempotency: key from idempotency_test.Charge of message m-5: no idempotency key
+	// m-5: "" idempotency: key from idempotency_test.Charge of input m-5: no idempotency key
 	// m-6: "" idempotency: key reused with a different payload: payments#9f75777c4c8dd7518891df799321e4b1ad5c1658f5ad9bc940c53ee2d17894a9
 	// charges: 1
 }

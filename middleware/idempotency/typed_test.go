@@ -14,20 +14,50 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
 // acquires counts the claims a store is asked for.
 type acquires struct {
-	idempotency.Store
+	driver.Store
 	n atomic.Int32
 }
 
-func (s *acquires) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
+func (s *acquires) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
 	s.n.Add(1)
-	return s.Store.Acquire(ctx, rec, now)
+	return s.Store.Acquire(ctx, rec, now, mode)
+}
+
+// jsonBody is how these tests describe a WrapJSON wiring: a key selector
+// or a key function of the request, and the options.
+type jsonBody[Req any] struct {
+	Key                   idempotency.Selector // when KeyFunc is nil
+	KeyFunc               func(Req) (idempotency.Selection, error)
+	Check                 func(Req) error
+	PayloadFunc           func(Req) (idempotency.Selection, error)
+	DisallowUnknownFields bool
+}
+
+// wrapJSON is idempotency.WrapJSON wired as b says.
+func wrapJSON[Req, T any](g *idempotency.Guard, b jsonBody[Req], fn func(context.Context, Req, events.SQSMessage) (T, error), opts ...idempotency.Option) func(context.Context, events.SQSMessage) (T, error) {
+	key := b.Key
+	if b.KeyFunc != nil {
+		key = idempotency.SelectorFunc(b.KeyFunc)
+	}
+	if b.Check != nil {
+		opts = append(opts, idempotency.WithCheck(b.Check))
+	}
+	if b.PayloadFunc != nil {
+		opts = append(opts, idempotency.WithPayload(idempotency.SelectorFunc(b.PayloadFunc)))
+	}
+	if b.DisallowUnknownFields {
+		opts = append(opts, idempotency.DisallowUnknownFields())
+	}
+	return idempotency.WrapJSON(g, key, fn, opts...)
 }
 
 // order is the request type of these tests.
@@ -48,11 +78,11 @@ func (n *note) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, (*string)(n))
 }
 
-func orderKey(o order) (idempotency.Key, error) {
+func orderKey(o order) (idempotency.Selection, error) {
 	if o.ID == "" {
-		return idempotency.Key{}, nil
+		return idempotency.Selection{}, nil
 	}
-	return idempotency.KeyOf("order", o.ID)
+	return idempotency.SelectionOf("order", o.ID)
 }
 
 // typedFixture is WrapJSON over a claim-counting store, recording the
@@ -60,17 +90,17 @@ func orderKey(o order) (idempotency.Key, error) {
 type typedFixture struct {
 	store  *acquires
 	mu     sync.Mutex
-	events []idempotency.Event
+	events []idempotency.Report
 	got    []order // the requests the operation was called with
 	h      func(context.Context, events.SQSMessage) (string, error)
 }
 
-func newTypedFixture(t *testing.T, body idempotency.JSONBody[order], mod func(*idempotency.Config)) *typedFixture {
+func newTypedFixture(t *testing.T, body jsonBody[order], mod func(*idempotency.Config)) *typedFixture {
 	t.Helper()
 	f := &typedFixture{store: &acquires{Store: memstore.New()}}
 	cfg := idempotency.Config{
 		Store: f.store, Namespace: "orders", Logger: slog.New(slog.DiscardHandler),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) {
+		OnOutcome: func(_ context.Context, ev idempotency.Report) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.events = append(f.events, ev)
@@ -83,7 +113,7 @@ func newTypedFixture(t *testing.T, body idempotency.JSONBody[order], mod func(*i
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.h = idempotency.WrapJSON(g, body, func(_ context.Context, o order, m events.SQSMessage) (string, error) {
+	f.h = wrapJSON(g, body, func(_ context.Context, o order, m events.SQSMessage) (string, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.got = append(f.got, o)
@@ -92,7 +122,7 @@ func newTypedFixture(t *testing.T, body idempotency.JSONBody[order], mod func(*i
 	return f
 }
 
-func (f *typedFixture) lastEvent(t *testing.T) idempotency.Event {
+func (f *typedFixture) lastEvent(t *testing.T) idempotency.Report {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -139,7 +169,7 @@ func TestWrapJSONBadBodies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newTypedFixture(t, idempotency.JSONBody[order]{KeyFunc: orderKey, Check: check, DisallowUnknownFields: tt.strict}, nil)
+			f := newTypedFixture(t, jsonBody[order]{KeyFunc: orderKey, Check: check, DisallowUnknownFields: tt.strict}, nil)
 			_, err := f.h(t.Context(), events.SQSMessage{MessageId: "m-9", Body: tt.body})
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "m-9") {
 				t.Fatalf("error %v, want one naming message m-9 and %q", err, tt.want)
@@ -150,10 +180,10 @@ func TestWrapJSONBadBodies(t *testing.T) {
 				if !errors.As(err, &ke) || !errors.Is(err, idempotency.ErrNoKey) {
 					t.Errorf("error %v: want a *KeyError wrapping ErrNoKey", err)
 				}
-			} else if !errors.As(err, &be) || be.Type != "idempotency_test.order" || be.MessageID != "m-9" {
+			} else if !errors.As(err, &be) || be.Type != "idempotency_test.order" || be.InputID != "m-9" {
 				t.Errorf("error %v: want a *BodyError for idempotency_test.order, message m-9", err)
 			}
-			if ev := f.lastEvent(t); ev.Outcome != idempotency.OutcomeFailed || ev.MessageID != "m-9" || ev.Ran || ev.Err == nil || !errors.Is(err, ev.Err) {
+			if ev := f.lastEvent(t); ev.Outcome != idempotency.OutcomeFailed || ev.InputID != "m-9" || ev.Ran || ev.Err == nil || !errors.Is(err, ev.Err) {
 				t.Errorf("event %+v, want one failed outcome for m-9 with the error", ev)
 			}
 			if n := f.store.n.Load(); n != 0 || len(f.got) != 0 {
@@ -167,12 +197,12 @@ func TestWrapJSONBadBodies(t *testing.T) {
 // decoded request and the message, and duplicates replay without running.
 func TestWrapJSONDecodesOnce(t *testing.T) {
 	var keyCalls, validateCalls, checkCalls atomic.Int32
-	f := newTypedFixture(t, idempotency.JSONBody[order]{
-		KeyFunc: func(o order) (idempotency.Key, error) { keyCalls.Add(1); return orderKey(o) },
+	f := newTypedFixture(t, jsonBody[order]{
+		KeyFunc: func(o order) (idempotency.Selection, error) { keyCalls.Add(1); return orderKey(o) },
 		Check:   func(order) error { checkCalls.Add(1); return nil },
-		PayloadFunc: func(o order) (idempotency.Key, error) {
+		PayloadFunc: func(o order) (idempotency.Selection, error) {
 			validateCalls.Add(1)
-			return idempotency.KeyOf("amount", o.Amount)
+			return idempotency.SelectionOf("amount", o.Amount)
 		},
 	}, nil)
 	noteDecodes.Store(0)
@@ -204,11 +234,11 @@ func TestWrapJSONDecodesOnce(t *testing.T) {
 // TestWrapJSONPayload: JSONBody.PayloadFunc validates the payload; its
 // error fails the message before any claim.
 func TestWrapJSONPayload(t *testing.T) {
-	f := newTypedFixture(t, idempotency.JSONBody[order]{KeyFunc: orderKey, PayloadFunc: func(o order) (idempotency.Key, error) {
+	f := newTypedFixture(t, jsonBody[order]{KeyFunc: orderKey, PayloadFunc: func(o order) (idempotency.Selection, error) {
 		if o.Amount == 0 {
-			return idempotency.Key{}, errors.New("no amount")
+			return idempotency.Selection{}, errors.New("no amount")
 		}
-		return idempotency.KeyOf("amount", o.Amount)
+		return idempotency.SelectionOf("amount", o.Amount)
 	}}, nil)
 	if _, err := f.h(t.Context(), events.SQSMessage{MessageId: "m-1", Body: `{"id":"o-1","amount":5}`}); err != nil {
 		t.Fatal(err)
@@ -231,7 +261,7 @@ func TestWrapJSONPayload(t *testing.T) {
 // *KeyError naming the request type, before any claim.
 func TestWrapJSONKeyError(t *testing.T) {
 	boom := errors.New("id has no shop prefix")
-	f := newTypedFixture(t, idempotency.JSONBody[order]{KeyFunc: func(order) (idempotency.Key, error) { return idempotency.Key{}, boom }}, nil)
+	f := newTypedFixture(t, jsonBody[order]{KeyFunc: func(order) (idempotency.Selection, error) { return idempotency.Selection{}, boom }}, nil)
 	_, err := f.h(t.Context(), events.SQSMessage{MessageId: "m-1", Body: `{"id":"o-1"}`})
 	var ke *idempotency.KeyError
 	if !errors.As(err, &ke) || !errors.Is(err, boom) || ke.Source != "idempotency_test.order" {
@@ -246,7 +276,7 @@ func TestWrapJSONKeyError(t *testing.T) {
 // through one guard run the operation once and all get its result (the
 // others wait for the run in process).
 func TestWrapJSONSameKeyAtOnce(t *testing.T) {
-	f := newTypedFixture(t, idempotency.JSONBody[order]{KeyFunc: orderKey}, nil)
+	f := newTypedFixture(t, jsonBody[order]{KeyFunc: orderKey}, nil)
 	const n = 16
 	var wg sync.WaitGroup
 	for i := range n {
@@ -268,7 +298,7 @@ func TestWrapJSONSameKeyAtOnce(t *testing.T) {
 // batch handler is what lambda.StartHandlerFunc infers; a bad body fails
 // only its own record.
 func TestWrapJSONInBatch(t *testing.T) {
-	f := newTypedFixture(t, idempotency.JSONBody[order]{KeyFunc: orderKey, DisallowUnknownFields: true}, nil)
+	f := newTypedFixture(t, jsonBody[order]{KeyFunc: orderKey, DisallowUnknownFields: true}, nil)
 	h := batch.SQS(f.h, batch.Options{Logger: slog.New(slog.DiscardHandler)})
 	_ = func() { lambda.StartHandlerFunc(h) } // compiles: the type parameters are inferred
 	resp, err := h(t.Context(), events.SQSEvent{Records: []events.SQSMessage{
@@ -294,14 +324,14 @@ func TestWrapJSONRefusesNilConfiguration(t *testing.T) {
 	}
 	op := func(context.Context, order, events.SQSMessage) (int, error) { return 0, nil }
 	for name, wrap := range map[string]func(){
-		"guard":     func() { idempotency.WrapJSON(nil, idempotency.JSONBody[order]{KeyFunc: orderKey}, op) },
-		"key":       func() { idempotency.WrapJSON(g, idempotency.JSONBody[order]{}, op) },
-		"operation": func() { idempotency.WrapJSON[order, int](g, idempotency.JSONBody[order]{KeyFunc: orderKey}, nil) },
+		"guard":     func() { idempotency.WrapJSON(nil, idempotency.SelectorFunc(orderKey), op) },
+		"key":       func() { idempotency.WrapJSON(g, idempotency.Selector{}, op) },
+		"operation": func() { idempotency.WrapJSON[order, int](g, idempotency.SelectorFunc(orderKey), nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
-				if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "idempotency: WrapJSON: nil") {
-					t.Errorf("recovered %v, want a WrapJSON panic naming the nil part", v)
+				if v := recover(); v == nil || !strings.HasPrefix(fmt.Sprint(v), "idempotency: WrapJSON: ") {
+					t.Errorf("recovered %v, want a WrapJSON panic", v)
 				}
 			}()
 			wrap()
@@ -313,7 +343,7 @@ func TestWrapJSONRefusesNilConfiguration(t *testing.T) {
 // loss (U+FFFD for a lone surrogate) are refused above; these decode
 // exactly and run, each under its own key.
 func TestWrapJSONLossyStrings(t *testing.T) {
-	f := newTypedFixture(t, idempotency.JSONBody[order]{KeyFunc: orderKey}, nil)
+	f := newTypedFixture(t, jsonBody[order]{KeyFunc: orderKey}, nil)
 	for i, body := range []string{
 		`{"id":"o-\ud83d\ude00","amount":1}`, // a surrogate pair: one emoji
 		`{"id":"o-\\ud800","amount":1}`,      // an escaped backslash, then the text ud800

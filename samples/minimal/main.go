@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -33,7 +34,7 @@ func work(_ context.Context, m events.SQSMessage) (Result, error) {
 
 func main() {
 	ctx := context.Background()
-	var store idempotency.Store = memstore.New()
+	var store driver.Store = memstore.New()
 	if table := os.Getenv("SQSONCE_TABLE"); table != "" {
 		cfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {

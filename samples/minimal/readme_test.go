@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 var moto = motoserver.New()
@@ -191,16 +191,16 @@ func checkTable(t *testing.T, db *dynamodb.Client, table string) {
 		t.Fatal(err)
 	}
 	ks, defs := d.Table.KeySchema, d.Table.AttributeDefinitions
-	if len(ks) != 1 || aws.ToString(ks[0].AttributeName) != idempotency.AttrID || ks[0].KeyType != types.KeyTypeHash ||
-		len(defs) != 1 || aws.ToString(defs[0].AttributeName) != idempotency.AttrID || defs[0].AttributeType != types.ScalarAttributeTypeS {
-		t.Errorf("key schema %+v, attributes %+v: want partition key %q of type S", ks, defs, idempotency.AttrID)
+	if len(ks) != 1 || aws.ToString(ks[0].AttributeName) != driver.AttrID || ks[0].KeyType != types.KeyTypeHash ||
+		len(defs) != 1 || aws.ToString(defs[0].AttributeName) != driver.AttrID || defs[0].AttributeType != types.ScalarAttributeTypeS {
+		t.Errorf("key schema %+v, attributes %+v: want partition key %q of type S", ks, defs, driver.AttrID)
 	}
 	ttl, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := ttl.TimeToLiveDescription; d == nil || d.TimeToLiveStatus != types.TimeToLiveStatusEnabled || aws.ToString(d.AttributeName) != idempotency.AttrExpiration {
-		t.Errorf("time to live %+v, want enabled on %q", d, idempotency.AttrExpiration)
+	if d := ttl.TimeToLiveDescription; d == nil || d.TimeToLiveStatus != types.TimeToLiveStatusEnabled || aws.ToString(d.AttributeName) != driver.AttrExpiration {
+		t.Errorf("time to live %+v, want enabled on %q", d, driver.AttrExpiration)
 	}
 	items, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
 	if err != nil {
@@ -209,7 +209,7 @@ func checkTable(t *testing.T, db *dynamodb.Client, table string) {
 	if len(items.Items) != 1 {
 		t.Fatalf("%d records, want 1", len(items.Items))
 	}
-	if st, _ := items.Items[0][idempotency.AttrStatus].(*types.AttributeValueMemberS); st == nil || st.Value != string(idempotency.StatusCompleted) {
+	if st, _ := items.Items[0][driver.AttrStatus].(*types.AttributeValueMemberS); st == nil || st.Value != string(driver.StatusCompleted) {
 		t.Errorf("record %v, want status COMPLETED", items.Items[0])
 	}
 }

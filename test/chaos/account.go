@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -102,7 +103,7 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 			continue
 		}
 		body := fmt.Sprintf(`{%q:%q}`, KeyField, s.Key)
-		key, err := keyFn(events.SQSMessage{Body: body})
+		key, err := idempotency.Select(keyFn, events.SQSMessage{Body: body})
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +115,7 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 	}
 	stored := func(key string) (storedRecord, bool) {
 		rec := final[key]
-		return rec, rec.Status == string(idempotency.StatusCompleted)
+		return rec, rec.Status == string(driver.StatusCompleted)
 	}
 
 	killed := map[string]bool{}
@@ -448,7 +449,7 @@ func strictRuns(p Profile, r *Report, runs map[string]*runInfo, final map[string
 				break
 			}
 		}
-		quarantined := rec.Quarantined && rec.Status == string(idempotency.StatusInProgress)
+		quarantined := rec.Quarantined && rec.Status == string(driver.StatusInProgress)
 		switch {
 		case quarantined && !p.Strict:
 			violate("key %s: quarantined without strict mode", key)
@@ -457,7 +458,7 @@ func strictRuns(p Profile, r *Report, runs map[string]*runInfo, final map[string
 			if live == 0 {
 				r.QuarantinedNoRun++
 			}
-		case p.Strict && rec.Status != string(idempotency.StatusCompleted):
+		case p.Strict && rec.Status != string(driver.StatusCompleted):
 			violate("key %s: strict mode left it neither COMPLETED nor quarantined (%q)", key, rec.Status)
 		}
 	}

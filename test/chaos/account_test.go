@@ -17,7 +17,7 @@ func idOf(t *testing.T, key string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := idempotency.BodyField(KeyField)(events.SQSMessage{Body: `{"idempotency_key":"` + key + `"}`})
+	k, err := idempotency.Select(idempotency.BodyField(KeyField), events.SQSMessage{Body: `{"idempotency_key":"` + key + `"}`})
 	if err != nil {
 		t.Fatal(err)
 	}

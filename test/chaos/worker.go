@@ -380,8 +380,8 @@ func (w *worker) operation(ctx context.Context, m events.SQSMessage) (Result, er
 }
 
 // onOutcome logs the guard's outcome of every call.
-func (w *worker) onOutcome(ctx context.Context, ev idempotency.Event) {
-	e := entry{Ev: evOutcome, Msg: ev.MessageID, Outcome: string(ev.Outcome), Ran: ev.Ran}
+func (w *worker) onOutcome(ctx context.Context, ev idempotency.Report) {
+	e := entry{Ev: evOutcome, Msg: ev.InputID, Outcome: string(ev.Outcome), Ran: ev.Ran}
 	if ref, _ := ctx.Value(runRefKey{}).(*runRef); ref != nil {
 		e.Key = ref.key
 		if ev.Ran {

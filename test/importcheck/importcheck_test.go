@@ -11,11 +11,11 @@ import (
 const dynamoOnly = `package main
 
 import (
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
-var _ idempotency.Store = (*dynamostore.Store)(nil)
+var _ driver.Store = (*dynamostore.Store)(nil)
 
 func main() {}
 `
@@ -23,11 +23,11 @@ func main() {}
 const withRedis = `package main
 
 import (
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 )
 
-var _ idempotency.Store = (*redisstore.Store)(nil)
+var _ driver.Store = (*redisstore.Store)(nil)
 
 func main() {}
 `
@@ -92,5 +92,19 @@ func TestDynamoOnlyCompilesNoRedisOrPostgres(t *testing.T) {
 func TestRedisImportIsSeen(t *testing.T) {
 	if got := matching(deps(t, withRedis), "github.com/redis/go-redis/v9"); len(got) == 0 {
 		t.Error("go list -deps of a program importing redisstore does not list go-redis: the check cannot see a driver")
+	}
+}
+
+// TestDriverImportsOnlyTheStandardLibrary: a store's package compiles the
+// driver package and nothing else of this module or beyond the standard
+// library through it.
+func TestDriverImportsOnlyTheStandardLibrary(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "../../middleware/idempotency/driver")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	if got := strings.Fields(string(out)); len(got) != 1 || got[0] != "github.com/sqsonce/sqsonce/middleware/idempotency/driver" {
+		t.Errorf("the driver package's non-standard dependencies are %v, want itself alone", got)
 	}
 }

@@ -31,10 +31,10 @@ const functionName = "orders-api"
 type eventSide[E any] struct {
 	guard   *idempotency.Guard
 	handler func(context.Context, E) (json.RawMessage, error)
-	key     func(E) (idempotency.Key, error)
+	key     func(E) (idempotency.Selection, error)
 	mu      sync.Mutex
 	ran     int
-	events  []idempotency.Event
+	events  []idempotency.Report
 }
 
 func newEventSide[E any](t *testing.T, tb table, keyPath, payloadPath, replayHeader string) *eventSide[E] {
@@ -45,7 +45,7 @@ func newEventSide[E any](t *testing.T, tb table, keyPath, payloadPath, replayHea
 		Namespace: idempotency.PowertoolsTypeScriptPrefix("", functionName),
 		Format:    idempotency.FormatPowertoolsTypeScript,
 		Logger:    slog.New(slog.DiscardHandler),
-		OnOutcome: func(_ context.Context, ev idempotency.Event) {
+		OnOutcome: func(_ context.Context, ev idempotency.Report) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.events = append(s.events, ev)
@@ -54,19 +54,14 @@ func newEventSide[E any](t *testing.T, tb table, keyPath, payloadPath, replayHea
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.guard, s.key = g, jmespath.EventKey[E](jmespath.MustCompile(keyPath))
-	keys := idempotency.EventKeys[E]{KeyFunc: s.key}
+	key := jmespath.MustCompile(keyPath).Selector()
+	s.guard, s.key = g, func(e E) (idempotency.Selection, error) { return idempotency.Select(key, e) }
+	var opts []idempotency.Option
 	if payloadPath != "" {
-		keys.PayloadFunc = jmespath.EventKey[E](jmespath.MustCompile(payloadPath))
+		opts = append(opts, idempotency.WithPayload(jmespath.MustCompile(payloadPath).Selector()))
 	}
-	h := idempotency.WrapEvent(g, keys, func(context.Context, E) (json.RawMessage, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.ran++
-		return json.RawMessage(`{"statusCode":201,"headers":{},"body":"{\"by\":\"sqsonce\"}"}`), nil
-	})
 	if replayHeader != "" { // the typed hook, as Powertools' responseHook in handler.mjs
-		h = idempotency.OnReplay(h, func(_ context.Context, r json.RawMessage, _ idempotency.Record) (json.RawMessage, error) {
+		opts = append(opts, idempotency.OnReplay(func(_ context.Context, r json.RawMessage, _ idempotency.Report) (json.RawMessage, error) {
 			var resp map[string]any
 			if err := json.Unmarshal(r, &resp); err != nil {
 				return nil, err
@@ -78,9 +73,14 @@ func newEventSide[E any](t *testing.T, tb table, keyPath, payloadPath, replayHea
 			headers[replayHeader] = "true"
 			resp["headers"] = headers
 			return json.Marshal(resp)
-		})
+		}))
 	}
-	s.handler = h
+	s.handler = idempotency.Wrap(g, key, func(context.Context, E) (json.RawMessage, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.ran++
+		return json.RawMessage(`{"statusCode":201,"headers":{},"body":"{\"by\":\"sqsonce\"}"}`), nil
+	}, opts...)
 	return s
 }
 
@@ -166,38 +166,38 @@ func TestEventsShareRecords(t *testing.T) {
 	type eventCase struct {
 		name, key, payload string
 		event              func(key string, amount float64) any
-		side               func(t *testing.T) (handle func(any) (json.RawMessage, error), runs func() int, key func(any) (idempotency.Key, error), g *idempotency.Guard)
+		side               func(t *testing.T) (handle func(any) (json.RawMessage, error), runs func() int, key func(any) (idempotency.Selection, error), g *idempotency.Guard)
 	}
 	cases := []eventCase{
 		{
 			name: "API Gateway v2", key: `powertools_json(body).order_id`, payload: `powertools_json(body).[customer, amount]`,
 			event: func(k string, a float64) any { return apiEvent(k, a) },
-			side: func(t *testing.T) (func(any) (json.RawMessage, error), func() int, func(any) (idempotency.Key, error), *idempotency.Guard) {
+			side: func(t *testing.T) (func(any) (json.RawMessage, error), func() int, func(any) (idempotency.Selection, error), *idempotency.Guard) {
 				s := newEventSide[events.APIGatewayV2HTTPRequest](t, tb, `powertools_json(body).order_id`, `powertools_json(body).[customer, amount]`, "")
 				return func(e any) (json.RawMessage, error) {
 						return s.handler(t.Context(), e.(events.APIGatewayV2HTTPRequest))
 					},
-					s.runs, func(e any) (idempotency.Key, error) { return s.key(e.(events.APIGatewayV2HTTPRequest)) }, s.guard
+					s.runs, func(e any) (idempotency.Selection, error) { return s.key(e.(events.APIGatewayV2HTTPRequest)) }, s.guard
 			},
 		},
 		{
 			name: "API Gateway v2, header key", key: `headers."idempotency-key"`, payload: `powertools_json(body).amount`,
 			event: func(k string, a float64) any { return apiEvent(k, a) },
-			side: func(t *testing.T) (func(any) (json.RawMessage, error), func() int, func(any) (idempotency.Key, error), *idempotency.Guard) {
+			side: func(t *testing.T) (func(any) (json.RawMessage, error), func() int, func(any) (idempotency.Selection, error), *idempotency.Guard) {
 				s := newEventSide[events.APIGatewayV2HTTPRequest](t, tb, `headers."idempotency-key"`, `powertools_json(body).amount`, "")
 				return func(e any) (json.RawMessage, error) {
 						return s.handler(t.Context(), e.(events.APIGatewayV2HTTPRequest))
 					},
-					s.runs, func(e any) (idempotency.Key, error) { return s.key(e.(events.APIGatewayV2HTTPRequest)) }, s.guard
+					s.runs, func(e any) (idempotency.Selection, error) { return s.key(e.(events.APIGatewayV2HTTPRequest)) }, s.guard
 			},
 		},
 		{
 			name: "EventBridge", key: `detail.order_id`, payload: `detail`,
 			event: func(k string, a float64) any { return eventBridgeEvent(k, a) },
-			side: func(t *testing.T) (func(any) (json.RawMessage, error), func() int, func(any) (idempotency.Key, error), *idempotency.Guard) {
+			side: func(t *testing.T) (func(any) (json.RawMessage, error), func() int, func(any) (idempotency.Selection, error), *idempotency.Guard) {
 				s := newEventSide[events.EventBridgeEvent](t, tb, `detail.order_id`, `detail`, "")
 				return func(e any) (json.RawMessage, error) { return s.handler(t.Context(), e.(events.EventBridgeEvent)) },
-					s.runs, func(e any) (idempotency.Key, error) { return s.key(e.(events.EventBridgeEvent)) }, s.guard
+					s.runs, func(e any) (idempotency.Selection, error) { return s.key(e.(events.EventBridgeEvent)) }, s.guard
 			},
 		},
 	}

@@ -75,10 +75,13 @@ type guardOption func(*guardConfig)
 // payload validated beside the key (none when nil).
 type guardConfig struct {
 	idempotency.Config
-	payload idempotency.KeyFunc
+	payload *idempotency.Selector
 }
 
-func withValidation(c *guardConfig) { c.payload = jmespath.MustCompile(validationPath).Select }
+func withValidation(c *guardConfig) {
+	p := jmespath.MustCompile(validationPath).Selector()
+	c.payload = &p
+}
 
 func withClock(offset time.Duration) guardOption {
 	return func(c *guardConfig) {
@@ -94,9 +97,9 @@ type sqsonce struct {
 	mu      sync.Mutex
 	ran     []string
 	results map[string]result
-	block   chan struct{}                // when set, the operation waits for it to close
-	started chan struct{}                // closed when the operation starts, with block set
-	events  map[string]idempotency.Event // the guard's outcome, by message id
+	block   chan struct{}                 // when set, the operation waits for it to close
+	started chan struct{}                 // closed when the operation starts, with block set
+	events  map[string]idempotency.Report // the guard's outcome, by message id
 }
 
 type result struct {
@@ -112,11 +115,11 @@ func newSqsonce(t *testing.T, tb table, opts ...guardOption) *sqsonce {
 		Format:    idempotency.FormatPowertoolsTypeScript,
 		Logger:    slog.New(slog.DiscardHandler),
 	}}
-	s := &sqsonce{results: map[string]result{}, events: map[string]idempotency.Event{}}
-	cfg.OnOutcome = func(_ context.Context, ev idempotency.Event) {
+	s := &sqsonce{results: map[string]result{}, events: map[string]idempotency.Report{}}
+	cfg.OnOutcome = func(_ context.Context, ev idempotency.Report) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.events[ev.MessageID] = ev
+		s.events[ev.InputID] = ev
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -125,13 +128,11 @@ func newSqsonce(t *testing.T, tb table, opts ...guardOption) *sqsonce {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrap := idempotency.Wrap[any]
+	var wrapOpts []idempotency.Option
 	if cfg.payload != nil {
-		wrap = func(g *idempotency.Guard, key idempotency.KeyFunc, fn func(context.Context, events.SQSMessage) (any, error)) func(context.Context, events.SQSMessage) (any, error) {
-			return idempotency.WrapPayload(g, key, cfg.payload, fn)
-		}
+		wrapOpts = append(wrapOpts, idempotency.WithPayload(*cfg.payload))
 	}
-	op := wrap(g, jmespath.MustCompile(keyJMESPath).Select, func(ctx context.Context, m events.SQSMessage) (any, error) {
+	op := idempotency.Wrap(g, jmespath.MustCompile(keyJMESPath).Selector(), func(ctx context.Context, m events.SQSMessage) (any, error) {
 		s.mu.Lock()
 		s.ran = append(s.ran, m.MessageId)
 		block, started := s.block, s.started
@@ -149,7 +150,7 @@ func newSqsonce(t *testing.T, tb table, opts ...guardOption) *sqsonce {
 			return nil, err
 		}
 		return v, nil
-	})
+	}, wrapOpts...)
 	s.handler = batch.SQS(func(ctx context.Context, m events.SQSMessage) (any, error) {
 		v, err := op(ctx, m)
 		s.mu.Lock()
@@ -181,7 +182,7 @@ func (s *sqsonce) result(id string) result {
 	return s.results[id]
 }
 
-func (s *sqsonce) outcome(id string) idempotency.Event {
+func (s *sqsonce) outcome(id string) idempotency.Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.events[id]

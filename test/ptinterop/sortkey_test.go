@@ -14,6 +14,7 @@ import (
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	ptinterop "github.com/sqsonce/sqsonce/internal/testenv/powertools"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 )
@@ -160,7 +161,7 @@ func TestReleasedClaim(t *testing.T) {
 				t.Fatal(err)
 			}
 			failure := errors.New("the model call failed")
-			if _, err := idempotency.Do(context.Background(), g, k, func(context.Context) (string, error) { return "", failure }); !errors.Is(err, failure) || errors.Is(err, idempotency.ErrLeaseLost) {
+			if _, err := idempotency.Do(context.Background(), g, k, func(context.Context) (string, error) { return "", failure }); !errors.Is(err, failure) || errors.Is(err, driver.ErrLeaseLost) {
 				t.Fatalf("sqsonce: %v, want the operation's error and a released claim", err)
 			}
 			again := message(key, nil, `"from powertools"`)

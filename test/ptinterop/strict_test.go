@@ -14,6 +14,7 @@ import (
 
 	ptinterop "github.com/sqsonce/sqsonce/internal/testenv/powertools"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 )
 
@@ -45,9 +46,9 @@ func TestStrictQuarantineSharedWithPowertools(t *testing.T) {
 						}
 					case "sqsonce":
 						now := time.Now().Add(-time.Hour)
-						rec := idempotency.Record{ID: recordID(t, tb, key), Status: idempotency.StatusInProgress,
+						rec := driver.Record{ID: recordID(t, tb, key), Status: driver.StatusInProgress,
 							ExpiresAt: now.Add(2 * time.Hour), LeaseUntil: now.Add(time.Minute), Owner: "dead-worker"}
-						if _, loaded, err := tb.store.Acquire(context.Background(), rec, now); err != nil || loaded {
+						if _, loaded, err := tb.store.Acquire(context.Background(), rec, now, driver.Takeover); err != nil || loaded {
 							t.Fatalf("seed sqsonce's lapsed claim: loaded=%v, %v", loaded, err)
 						}
 					}
@@ -104,7 +105,7 @@ func TestStrictClaimSharedWithPowertools(t *testing.T) {
 	}
 	started, release := make(chan struct{}), make(chan struct{})
 	var runs atomic.Int32
-	op := idempotency.Wrap(g, jmespath.MustCompile(keyJMESPath).Select, func(context.Context, events.SQSMessage) (string, error) {
+	op := idempotency.Wrap(g, jmespath.MustCompile(keyJMESPath).Selector(), func(context.Context, events.SQSMessage) (string, error) {
 		runs.Add(1)
 		close(started)
 		<-release // outlives its context and its lease

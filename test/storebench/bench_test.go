@@ -14,7 +14,7 @@ import (
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/internal/testenv/pgserver"
 	"github.com/sqsonce/sqsonce/internal/testenv/redisserver"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
@@ -36,11 +36,11 @@ func TestMain(m *testing.M) {
 
 type store struct {
 	name string
-	new  func(b *testing.B) idempotency.Store
+	new  func(b *testing.B) driver.Store
 }
 
 var stores = []store{
-	{"dynamodb-moto", func(b *testing.B) idempotency.Store {
+	{"dynamodb-moto", func(b *testing.B) driver.Store {
 		db := moto.DynamoDB(b)
 		s, err := dynamostore.New(db, motoserver.NewTable(b, db))
 		if err != nil {
@@ -48,7 +48,7 @@ var stores = []store{
 		}
 		return s
 	}},
-	{"redis", func(b *testing.B) idempotency.Store {
+	{"redis", func(b *testing.B) driver.Store {
 		rdb := redis.NewClient(&redis.Options{Addr: redisSrv.Addr(b), ContextTimeoutEnabled: true})
 		b.Cleanup(func() { rdb.Close() })
 		s, err := redisstore.New(context.Background(), rdb)
@@ -57,7 +57,7 @@ var stores = []store{
 		}
 		return s
 	}},
-	{"postgres", func(b *testing.B) idempotency.Store {
+	{"postgres", func(b *testing.B) driver.Store {
 		ctx := context.Background()
 		pool, err := pgxpool.New(ctx, pg.NewDatabase(b))
 		if err != nil {
@@ -75,25 +75,25 @@ var stores = []store{
 	}},
 }
 
-func claim(key string, now time.Time) idempotency.Record {
-	return idempotency.Record{
-		ID: key, Status: idempotency.StatusInProgress,
+func claim(key string, now time.Time) driver.Record {
+	return driver.Record{
+		ID: key, Status: driver.StatusInProgress,
 		ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(time.Minute), Owner: rand.Text(),
 	}
 }
 
 // warm runs a few claims and completions so that connections are open and
 // scripts and statements cached before the clock starts.
-func warm(b *testing.B, s idempotency.Store) {
+func warm(b *testing.B, s driver.Store) {
 	ctx := context.Background()
 	for range 20 {
 		now := time.Now()
 		rec := claim("warm#"+rand.Text(), now)
-		if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+		if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 			b.Fatal(err)
 		}
-		rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`{"summary":"warm"}`)
-		if err := s.Complete(ctx, rec); err != nil {
+		rec.Status, rec.Data = driver.StatusCompleted, []byte(`{"summary":"warm"}`)
+		if _, err := s.Complete(ctx, rec); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -112,11 +112,11 @@ func BenchmarkClaimComplete(b *testing.B) {
 				i++
 				now := time.Now()
 				rec := claim(prefix+strconv.Itoa(i), now)
-				if _, loaded, err := s.Acquire(ctx, rec, now); err != nil || loaded {
+				if _, loaded, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil || loaded {
 					b.Fatalf("Acquire: loaded=%v %v", loaded, err)
 				}
-				rec.Status, rec.Data = idempotency.StatusCompleted, data
-				if err := s.Complete(ctx, rec); err != nil {
+				rec.Status, rec.Data = driver.StatusCompleted, data
+				if _, err := s.Complete(ctx, rec); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -132,16 +132,16 @@ func BenchmarkReplay(b *testing.B) {
 			ctx := context.Background()
 			now := time.Now()
 			rec := claim("replay#"+rand.Text(), now)
-			if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+			if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 				b.Fatal(err)
 			}
-			rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`{"summary":"done"}`)
-			if err := s.Complete(ctx, rec); err != nil {
+			rec.Status, rec.Data = driver.StatusCompleted, []byte(`{"summary":"done"}`)
+			if _, err := s.Complete(ctx, rec); err != nil {
 				b.Fatal(err)
 			}
 			for b.Loop() {
-				got, loaded, err := s.Acquire(ctx, claim(rec.ID, now), now)
-				if err != nil || !loaded || got.Status != idempotency.StatusCompleted {
+				got, loaded, err := s.Acquire(ctx, claim(rec.ID, now), now, driver.Takeover)
+				if err != nil || !loaded || got.Status != driver.StatusCompleted {
 					b.Fatalf("replay: %+v loaded=%v %v", got, loaded, err)
 				}
 			}

@@ -552,7 +552,7 @@ func newWorker(req powertools.Request) (*worker, error) {
 	}
 	model := time.Duration(req.ModelMs) * time.Millisecond
 	w := &worker{remaining: time.Duration(req.RemainingMs) * time.Millisecond, ran: []string{}}
-	w.handler = batch.SQS(idempotency.Wrap(g, key.Select, func(ctx context.Context, m events.SQSMessage) (json.RawMessage, error) {
+	w.handler = batch.SQS(idempotency.Wrap(g, key.Selector(), func(ctx context.Context, m events.SQSMessage) (json.RawMessage, error) {
 		w.mu.Lock()
 		w.ran = append(w.ran, m.MessageId)
 		w.mu.Unlock()

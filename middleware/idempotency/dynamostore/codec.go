@@ -17,7 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqsonce/sqsonce/internal/inflate"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/internal/redact"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // encodingGzip is the value of the data encoding flag of a compressed result.
@@ -33,10 +34,10 @@ func attrN(v int64) *types.AttributeValueMemberN {
 }
 
 // claimItem is the item Acquire writes.
-func (s *Store) claimItem(rec idempotency.Record) map[string]types.AttributeValue {
+func (s *Store) claimItem(rec driver.Record) map[string]types.AttributeValue {
 	a := s.attrs
 	item := s.key(rec.ID)
-	item[a.Status] = attrS(string(idempotency.StatusInProgress))
+	item[a.Status] = attrS(string(driver.StatusInProgress))
 	item[a.Expiration] = attrN(rec.ExpiresAt.Unix())
 	item[a.LeaseExpiry] = attrN(rec.LeaseUntil.UnixMilli())
 	item[a.Owner] = attrS(rec.Owner)
@@ -52,20 +53,20 @@ func (s *Store) claimItem(rec idempotency.Record) map[string]types.AttributeValu
 // stored is a record read from an item, with what the item's condition
 // checks see that a Record cannot tell.
 type stored struct {
-	rec           idempotency.Record
+	rec           driver.Record
 	hasExpiration bool // the item has an expiration attribute
 	hasLease      bool // the item has a lease expiry attribute
 	released      bool // the item is a claim released by Release
 }
 
-// claimable reports whether Acquire's condition (AcquireStrict's when
+// claimable reports whether Acquire's condition (with NoTakeover's when
 // strict) holds for the record at now.
 func (st stored) claimable(now time.Time, strict bool) bool {
 	if strict {
 		return st.hasExpiration && st.rec.ExpiresAt.Unix() < now.Unix() || st.released
 	}
 	return st.hasExpiration && st.rec.ExpiresAt.Unix() < now.Unix() ||
-		st.rec.Status == idempotency.StatusInProgress && st.hasLease && st.rec.LeaseUntil.UnixMilli() < now.UnixMilli()
+		st.rec.Status == driver.StatusInProgress && st.hasLease && st.rec.LeaseUntil.UnixMilli() < now.UnixMilli()
 }
 
 // decode reads a record from an item written by this store or by Powertools
@@ -76,7 +77,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (stored, error) {
 	var st stored
 	var errs []error
 	st.rec.ID = stringAttr(item[s.idAttr()])
-	st.rec.Status = idempotency.Status(stringAttr(item[a.Status]))
+	st.rec.Status = driver.Status(stringAttr(item[a.Status]))
 	st.rec.Validation = stringAttr(item[a.Validation])
 	st.rec.Owner = stringAttr(item[a.Owner])
 	st.released = s.isReleased(item)
@@ -315,29 +316,31 @@ func toNative(x any) (types.AttributeValue, error) {
 }
 
 // dynamoNumber checks that a JSON number fits DynamoDB's number type: at
-// most 38 significant digits, magnitude from 1E-130 to below 1E+126.
+// most 38 significant digits, magnitude from 1E-130 to below 1E+126. Its
+// errors describe the number (redact.String), never quote it: a result can
+// echo the message.
 func dynamoNumber(n string) error {
 	mant, exp, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(n, "-")), "e")
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	if digits == "" {
+		return nil // zero, whatever its exponent
+	}
 	e := 0
 	if exp != "" {
 		var err error
 		if e, err = strconv.Atoi(exp); err != nil {
-			return fmt.Errorf("number %s: exponent out of range", n)
+			return fmt.Errorf("number %s: exponent out of range", redact.String(n))
 		}
-	}
-	whole, frac, _ := strings.Cut(mant, ".")
-	digits := strings.TrimLeft(whole+frac, "0")
-	if digits == "" {
-		return nil // zero
 	}
 	// The value is 0.digits × 10^mag.
 	mag := e + len(whole) - (len(whole+frac) - len(digits))
 	digits = strings.TrimRight(digits, "0")
 	if len(digits) > 38 {
-		return fmt.Errorf("number %s has more than 38 significant digits, the most DynamoDB stores", n)
+		return fmt.Errorf("number %s has %d significant digits, more than the 38 DynamoDB stores", redact.String(n), len(digits))
 	}
 	if mag > 126 || mag < -129 {
-		return fmt.Errorf("number %s is outside the range DynamoDB stores (1E-130 to 9.9…9E+125)", n)
+		return fmt.Errorf("number %s is outside the range DynamoDB stores (1E-130 to 9.9…9E+125)", redact.String(n))
 	}
 	return nil
 }
@@ -426,13 +429,13 @@ const numberSize = 21
 
 // completedSize is the size of a completed record without its result, by
 // DynamoDB's rules (attribute names plus values).
-func (s *Store) completedSize(rec idempotency.Record) int {
+func (s *Store) completedSize(rec driver.Record) int {
 	a := s.attrs
 	n := 0
 	for k, v := range s.key(rec.ID) {
 		n += len(k) + len(stringAttr(v))
 	}
-	n += len(a.Status) + len(idempotency.StatusCompleted) +
+	n += len(a.Status) + len(driver.StatusCompleted) +
 		len(a.Expiration) + numberSize +
 		len(a.LeaseExpiry) + numberSize +
 		len(a.Owner) + len(rec.Owner) +

@@ -1,9 +1,12 @@
 package dynamostore_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
@@ -58,10 +62,10 @@ func TestDataFormats(t *testing.T) {
 			t.Run(format.String()+"/"+tc.name, func(t *testing.T) {
 				key := "fmt#" + rand.Text()
 				rec := claim(key, time.Now(), time.Minute)
-				if _, loaded, err := e.store.Acquire(ctx, rec, time.Now()); err != nil || loaded {
+				if _, loaded, err := e.store.Acquire(ctx, rec, time.Now(), driver.Takeover); err != nil || loaded {
 					t.Fatalf("Acquire: loaded=%v err=%v", loaded, err)
 				}
-				if err := e.store.Complete(ctx, completed(rec, tc.json)); err != nil {
+				if _, err := e.store.Complete(ctx, completed(rec, tc.json)); err != nil {
 					t.Fatal(err)
 				}
 				want := tc.native
@@ -71,7 +75,7 @@ func TestDataFormats(t *testing.T) {
 				if got := e.raw(t, e.table, key)["data"]; !reflect.DeepEqual(got, want) {
 					t.Errorf("stored data = %s, want %s", show(map[string]types.AttributeValue{"data": got}), show(map[string]types.AttributeValue{"data": want}))
 				}
-				got, loaded, err := e.store.Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now())
+				got, loaded, err := e.store.Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now(), driver.Takeover)
 				if err != nil || !loaded {
 					t.Fatalf("Acquire of the completed record: loaded=%v err=%v", loaded, err)
 				}
@@ -117,7 +121,7 @@ func TestDataFormatMismatch(t *testing.T) {
 				item["data_encoding"] = s("gzip")
 			}
 			jsonStore.put(t, jsonStore.table, item)
-			_, _, err := tc.reader.Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now())
+			_, _, err := tc.reader.Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now(), driver.Takeover)
 			var fe *dynamostore.FormatError
 			if !errors.As(err, &fe) {
 				t.Fatalf("Acquire = %v, want a *FormatError", err)
@@ -141,7 +145,7 @@ func TestDataFormatMismatch(t *testing.T) {
 	}
 	jsonStore.put(t, jsonStore.table, map[string]types.AttributeValue{"id": s(rawID(t, g, "k")), "status": s("COMPLETED"),
 		"expiration": n(time.Now().Add(time.Hour).Unix()), "data": num("123")})
-	_, err = idempotency.Do(ctx, g, idempotency.RawKey([]byte("k")), func(context.Context) (string, error) {
+	_, err = idempotency.Do(ctx, g, idempotency.Raw([]byte("k")), func(context.Context) (string, error) {
 		t.Error("the operation ran for a record the store could not read")
 		return "", nil
 	})
@@ -170,8 +174,8 @@ func TestPowertoolsFormatsDoNotCompress(t *testing.T) {
 			fake := &fakeAPI{updateReplies: []reply[dynamodb.UpdateItemOutput]{ok(&dynamodb.UpdateItemOutput{})}}
 			st := newFake(t, fake, dynamostore.WithDataFormat(f), dynamostore.WithLogger(discard()))
 			rec := record("ns#k")
-			rec.Status, rec.Data = idempotency.StatusCompleted, []byte(big)
-			if err := st.Complete(context.Background(), rec); err != nil {
+			rec.Status, rec.Data = driver.StatusCompleted, []byte(big)
+			if _, err := st.Complete(context.Background(), rec); err != nil {
 				t.Fatal(err)
 			}
 			vals := fake.updates[0].ExpressionAttributeValues
@@ -189,6 +193,39 @@ func TestPowertoolsFormatsDoNotCompress(t *testing.T) {
 	}
 }
 
+// TestNativeNumberNotQuoted: the log line of a result left out for a
+// number DynamoDB cannot hold describes the number (a short prefix, its
+// length and a digest), never quotes it: a result can echo the message.
+func TestNativeNumberNotQuoted(t *testing.T) {
+	for _, n := range []string{
+		"1234567890" + strings.Repeat("7", 30), // 40 significant digits
+		"98765432101234e1000",                  // out of range
+		"55555555555555e99999999999999999999",  // exponent out of range
+	} {
+		t.Run(n, func(t *testing.T) {
+			var logs bytes.Buffer
+			fake := &fakeAPI{updateReplies: []reply[dynamodb.UpdateItemOutput]{ok(&dynamodb.UpdateItemOutput{})}}
+			st := newFake(t, fake, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript),
+				dynamostore.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			rec := record("ns#k")
+			rec.Status, rec.Data = driver.StatusCompleted, []byte(`{"n":`+n+`}`)
+			if stored, err := st.Complete(context.Background(), rec); err != nil || stored != nil {
+				t.Fatalf("Complete = %s, %v; want the record completed without the result", stored, err)
+			}
+			line := logs.String()
+			if !strings.Contains(line, "WITHOUT its result") {
+				t.Fatalf("no log line of the result left out: %q", line)
+			}
+			if strings.Contains(line, n) || strings.Contains(line, n[:12]) {
+				t.Errorf("the log line quotes the number: %s", line)
+			}
+			if !strings.Contains(line, fmt.Sprintf("%d bytes", len(n))) {
+				t.Errorf("the log line does not describe the number by its length: %s", line)
+			}
+		})
+	}
+}
+
 // TestNativeNumbers: a number DynamoDB cannot hold is not written in the
 // native format; the record is completed without the result, as for one
 // too large to store.
@@ -201,13 +238,14 @@ func TestNativeNumbers(t *testing.T) {
 		{"1e-130", true}, {"0.1e-129", true}, {"1e-131", false}, {"0.001e-128", false},
 		{strings.Repeat("9", 38), true}, {strings.Repeat("9", 39), false}, {"1" + strings.Repeat("0", 50), true},
 		{"0." + strings.Repeat("1", 38) + "00", true}, {"1e99999999999999999999", false},
+		{"0e99999999999999999999", true}, {"-0.000E-99999999999999999999", true}, // zero, whatever its exponent
 	} {
 		t.Run(tc.n, func(t *testing.T) {
 			fake := &fakeAPI{updateReplies: []reply[dynamodb.UpdateItemOutput]{ok(&dynamodb.UpdateItemOutput{})}}
 			st := newFake(t, fake, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript), dynamostore.WithLogger(discard()))
 			rec := record("ns#k")
-			rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`{"n":`+tc.n+`}`)
-			stored, err := st.CompleteData(context.Background(), rec)
+			rec.Status, rec.Data = driver.StatusCompleted, []byte(`{"n":`+tc.n+`}`)
+			stored, err := st.Complete(context.Background(), rec)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
@@ -45,14 +46,14 @@ func TestDataFormatMarked(t *testing.T) {
 		t.Helper()
 		key := "mark#" + rand.Text()
 		rec := claim(key, time.Now(), time.Minute)
-		if _, loaded, err := stores[w].Acquire(ctx, rec, time.Now()); err != nil || loaded {
+		if _, loaded, err := stores[w].Acquire(ctx, rec, time.Now(), driver.Takeover); err != nil || loaded {
 			t.Fatalf("Acquire: loaded=%v err=%v", loaded, err)
 		}
 		done := completed(rec, result)
 		if tx {
 			done.Attached = []any{summaryPut(summaries, rand.Text(), 1)}
 		}
-		if err := stores[w].Complete(ctx, done); err != nil {
+		if _, err := stores[w].Complete(ctx, done); err != nil {
 			t.Fatal(err)
 		}
 		if got := stringOf(e.raw(t, e.table, key)["data_format"]); got != marks[w] {
@@ -79,7 +80,7 @@ func TestDataFormatMarked(t *testing.T) {
 			}
 			t.Run("refused/"+name, func(t *testing.T) {
 				key := write(t, tc.writer, tc.result, tx)
-				got, _, err := stores[tc.reader].Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now())
+				got, _, err := stores[tc.reader].Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now(), driver.Takeover)
 				var fe *dynamostore.FormatError
 				if !errors.As(err, &fe) {
 					t.Fatalf("Acquire = %q, %v; want a *FormatError", got.Data, err)
@@ -108,7 +109,7 @@ func TestDataFormatMarked(t *testing.T) {
 		for _, result := range []string{`"123"`, `123`, `{"document_id":"d1"}`} {
 			t.Run("read/"+tc.writer.String()+" read by "+tc.reader.String()+" "+result, func(t *testing.T) {
 				key := write(t, tc.writer, result, false)
-				got, loaded, err := stores[tc.reader].Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now())
+				got, loaded, err := stores[tc.reader].Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now(), driver.Takeover)
 				if err != nil || !loaded {
 					t.Fatalf("Acquire: loaded=%v err=%v", loaded, err)
 				}
@@ -132,7 +133,7 @@ func TestDataFormatMarked(t *testing.T) {
 			key := "mark#" + rand.Text()
 			e.put(t, e.table, map[string]types.AttributeValue{"id": s(key), "status": s("COMPLETED"),
 				"expiration": n(time.Now().Add(time.Hour).Unix()), "data": s("123")})
-			got, loaded, err := stores[f].Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now())
+			got, loaded, err := stores[f].Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now(), driver.Takeover)
 			if err != nil || !loaded {
 				t.Fatalf("Acquire: loaded=%v err=%v", loaded, err)
 			}
@@ -147,7 +148,7 @@ func TestDataFormatMarked(t *testing.T) {
 		key := "mark#" + rand.Text()
 		e.put(t, e.table, map[string]types.AttributeValue{"id": s(key), "status": s("COMPLETED"),
 			"expiration": n(time.Now().Add(time.Hour).Unix()), "data": s("123"), "data_format": s("yaml")})
-		_, _, err := stores[dynamostore.DataJSON].Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now())
+		_, _, err := stores[dynamostore.DataJSON].Acquire(ctx, claim(key, time.Now(), time.Minute), time.Now(), driver.Takeover)
 		if err == nil || !strings.Contains(err.Error(), `unknown data format "yaml"`) {
 			t.Errorf("Acquire = %v, want an unknown data format error", err)
 		}

@@ -1,4 +1,4 @@
-// Package dynamostore is an [idempotency.Store] on Amazon DynamoDB: one
+// Package dynamostore is a [driver.Store] on Amazon DynamoDB: one
 // round trip per claim, completions fenced by a lease owner token, and
 // completion atomic with the application's own DynamoDB writes.
 //
@@ -75,7 +75,7 @@
 //     token set. Any claim takes it at once and reports no record
 //     replaced; the SDK's retry of a release whose response was lost finds
 //     the token and succeeds. The item expires with the claim (TTL).
-//   - Strict mode ([idempotency.Quarantiner]): AcquireStrict is Acquire's
+//   - Strict mode: Acquire with [driver.NoTakeover] is the same
 //     PutItem conditional on attribute_not_exists(id) OR expiration < :now
 //     OR attribute_exists(release_call), never a lapsed lease; Quarantine is
 //     one UpdateItem conditional on the lapsed claim found (status, owner,
@@ -100,12 +100,12 @@
 // [MaxTransactItems]-1 writes; they must not touch the record's own item.
 //
 // If the lease was lost, Complete returns an error wrapping
-// [idempotency.ErrLeaseLost] and nothing is written. If an attached write's
+// [driver.ErrLeaseLost] and nothing is written. If an attached write's
 // condition fails, it returns a [*TransactionError] whose FailedConditions
 // name the writes; nothing is written and the record stays in progress.
 // Attachments of another type, or one too many for a transaction, fail with
-// [idempotency.ErrAttachUnsupported] when they are attached (the Store is an
-// [idempotency.AttachValidator]): a write is never dropped.
+// [driver.ErrAttachUnsupported] when they are attached (the Store is an
+// [driver.AttachValidator]): a write is never dropped.
 //
 // # Large results
 //
@@ -114,7 +114,8 @@
 // result that does not fit even compressed (with 8 KiB of margin) is left
 // out: the record is completed with data_omitted set, an error is logged
 // ([WithLogger]), and every delivery, the one that ran the operation
-// included, gets the zero value of the result ([Store.CompleteData]). A
+// included, gets the zero value of the result ([Store.Complete] returns
+// what it kept). A
 // completed operation is never run again for lack of space.
 //
 // # Powertools compatibility
@@ -138,14 +139,14 @@
 // expiry has passed, but never completed or released by a worker that did
 // not claim it. Powertools' claim of a lapsed record replaces the item,
 // after which this store's completion of the old claim fails with
-// [idempotency.ErrLeaseLost]; it takes over a claim this store released as
+// [driver.ErrLeaseLost]; it takes over a claim this store released as
 // it takes over a crashed worker's.
 //
 // # Errors
 //
 // Every error returned by Acquire, Complete and Release is an
 // [*idempotency.StoreError] with Op and ID set. A lost lease wraps
-// [idempotency.ErrLeaseLost]; a cancelled transaction wraps a
+// [driver.ErrLeaseLost]; a cancelled transaction wraps a
 // [*TransactionError]; a failed call wraps the SDK's error, reachable with
 // errors.As (for example *types.ProvisionedThroughputExceededException,
 // *types.RequestLimitExceeded, smithy.APIError for ThrottlingException, a

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
@@ -62,9 +62,9 @@ func ExampleWithDataFormat() {
 			log.Fatal(err)
 		}
 		for _, result := range []string{`"123"`, `{"summary":"…","tokens":3}`} {
-			rec := idempotency.Record{ID: "summarise#k", Status: idempotency.StatusCompleted, Owner: "me",
+			rec := driver.Record{ID: "summarise#k", Status: driver.StatusCompleted, Owner: "me",
 				ExpiresAt: time.Unix(1_800_000_000, 0), Data: []byte(result)}
-			if err := store.Complete(context.Background(), rec); err != nil {
+			if _, err := store.Complete(context.Background(), rec); err != nil {
 				log.Fatal(err)
 			}
 		}

@@ -42,7 +42,7 @@ func ExampleWithSortKey() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, err = idempotency.Do(context.Background(), guard, idempotency.RawKey([]byte("order-7")),
+	_, err = idempotency.Do(context.Background(), guard, idempotency.Raw([]byte("order-7")),
 		func(context.Context) (string, error) { return "shipped", nil })
 	fmt.Println(err)
 	// Output:

@@ -21,6 +21,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
@@ -109,10 +110,10 @@ func newFake(t *testing.T, f *fakeAPI, opts ...dynamostore.Option) *dynamostore.
 
 var t0 = time.Unix(1_700_000_000, 0)
 
-func record(key string) idempotency.Record {
-	return idempotency.Record{
+func record(key string) driver.Record {
+	return driver.Record{
 		ID:         key,
-		Status:     idempotency.StatusInProgress,
+		Status:     driver.StatusInProgress,
 		ExpiresAt:  t0.Add(24 * time.Hour),
 		LeaseUntil: t0.Add(time.Minute),
 		Owner:      "me",
@@ -170,8 +171,8 @@ func TestAcquireRequest(t *testing.T) {
 	rec := record("ns#k")
 	rec.Validation = "digest"
 	now := t0.Add(1500 * time.Millisecond)
-	prev, loaded, err := st.Acquire(context.Background(), rec, now)
-	if err != nil || loaded || !reflect.DeepEqual(prev, idempotency.Record{}) {
+	prev, loaded, err := st.Acquire(context.Background(), rec, now, driver.Takeover)
+	if err != nil || loaded || !reflect.DeepEqual(prev, driver.Record{}) {
 		t.Fatalf("Acquire = %+v, %v, %v; want zero record, false, nil", prev, loaded, err)
 	}
 	in := f.puts[0]
@@ -209,7 +210,7 @@ func TestAcquireErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeAPI{putReplies: []reply[dynamodb.PutItemOutput]{fail[dynamodb.PutItemOutput](cause)}}
 			st := newFake(t, f)
-			prev, loaded, err := st.Acquire(context.Background(), record("ns#k"), t0)
+			prev, loaded, err := st.Acquire(context.Background(), record("ns#k"), t0, driver.Takeover)
 			var se *idempotency.StoreError
 			if !errors.As(err, &se) || se.Op != "acquire" || se.ID != "ns#k" {
 				t.Fatalf("Acquire error = %v, want *idempotency.StoreError{Op: acquire, Key: ns#k}", err)
@@ -232,7 +233,7 @@ func TestGuardFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ran := false
-	_, err = idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("k")), func(context.Context) (int, error) { ran = true; return 1, nil })
+	_, err = idempotency.Do(context.Background(), g, idempotency.Raw([]byte("k")), func(context.Context) (int, error) { ran = true; return 1, nil })
 	var se *idempotency.StoreError
 	if ran || !errors.As(err, &se) {
 		t.Fatalf("Do with a throttled store: ran=%v err=%v; want not run, *StoreError", ran, err)
@@ -277,7 +278,7 @@ func TestAcquireWithoutItem(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeAPI{putReplies: tc.puts, getReplies: tc.gets}
 			st := newFake(t, f)
-			got, loaded, err := st.Acquire(context.Background(), record("ns#k"), t0)
+			got, loaded, err := st.Acquire(context.Background(), record("ns#k"), t0, driver.Takeover)
 			if tc.wantErr {
 				var se *idempotency.StoreError
 				if !errors.As(err, &se) || loaded {
@@ -305,13 +306,13 @@ func TestFencedWritesWithoutOwner(t *testing.T) {
 	st := newFake(t, f)
 	rec := record("ns#k")
 	rec.Owner = ""
-	if _, _, err := st.Acquire(context.Background(), rec, t0); err == nil || !strings.Contains(err.Error(), "no owner") {
+	if _, _, err := st.Acquire(context.Background(), rec, t0, driver.Takeover); err == nil || !strings.Contains(err.Error(), "no owner") {
 		t.Errorf("Acquire without an owner: err = %v", err)
 	}
-	if err := st.Complete(context.Background(), rec); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if _, err := st.Complete(context.Background(), rec); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Errorf("Complete without an owner: err = %v, want ErrLeaseLost", err)
 	}
-	if err := st.Release(context.Background(), rec.ID, ""); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := st.Release(context.Background(), rec.ID, ""); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Errorf("Release without an owner: err = %v, want ErrLeaseLost", err)
 	}
 	if f.calls() != 0 {
@@ -346,16 +347,16 @@ func TestCompleteErrors(t *testing.T) {
 			}
 			st := newFake(t, f)
 			rec := record("ns#k")
-			rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`1`)
+			rec.Status, rec.Data = driver.StatusCompleted, []byte(`1`)
 			for op, err := range map[string]error{
-				"complete": st.Complete(context.Background(), rec),
+				"complete": errOf(st.Complete(context.Background(), rec)),
 				"release":  st.Release(context.Background(), rec.ID, rec.Owner),
 			} {
 				var se *idempotency.StoreError
 				if !errors.As(err, &se) || se.Op != op || se.ID != rec.ID {
 					t.Errorf("%s error = %v, want *StoreError{Op: %s}", op, err, op)
 				}
-				if errors.Is(err, idempotency.ErrLeaseLost) != tc.wantLost {
+				if errors.Is(err, driver.ErrLeaseLost) != tc.wantLost {
 					t.Errorf("%s error = %v; wraps ErrLeaseLost = %v, want %v", op, err, !tc.wantLost, tc.wantLost)
 				}
 				if !strings.Contains(err.Error(), tc.wantMessage) {
@@ -371,8 +372,8 @@ func TestCompleteRequest(t *testing.T) {
 	f := &fakeAPI{updateReplies: []reply[dynamodb.UpdateItemOutput]{ok(&dynamodb.UpdateItemOutput{})}}
 	st := newFake(t, f, dynamostore.WithAttributes(dynamostore.Attributes{Owner: "owner", Data: "result"}))
 	rec := record("ns#k")
-	rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`{"a":1}`)
-	if err := st.Complete(context.Background(), rec); err != nil {
+	rec.Status, rec.Data = driver.StatusCompleted, []byte(`{"a":1}`)
+	if _, err := st.Complete(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
 	in := f.updates[0]
@@ -383,7 +384,7 @@ func TestCompleteRequest(t *testing.T) {
 		t.Errorf("update = %q", got)
 	}
 	if in.ExpressionAttributeNames["#own"] != "owner" || in.ExpressionAttributeNames["#data"] != "result" ||
-		in.ExpressionAttributeNames["#quar"] != idempotency.AttrQuarantined {
+		in.ExpressionAttributeNames["#quar"] != driver.AttrQuarantined {
 		t.Errorf("names = %v, want the configured attribute names", in.ExpressionAttributeNames)
 	}
 	want := map[string]types.AttributeValue{
@@ -403,8 +404,8 @@ func TestCompleteTooLarge(t *testing.T) {
 	f := &fakeAPI{updateReplies: []reply[dynamodb.UpdateItemOutput]{fail[dynamodb.UpdateItemOutput](tooBig), ok(&dynamodb.UpdateItemOutput{})}}
 	st := newFake(t, f, dynamostore.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	rec := record("ns#k")
-	rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`"big"`)
-	if err := st.Complete(context.Background(), rec); err != nil {
+	rec.Status, rec.Data = driver.StatusCompleted, []byte(`"big"`)
+	if _, err := st.Complete(context.Background(), rec); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	if len(f.updates) != 2 {
@@ -446,8 +447,8 @@ func TestPlacement(t *testing.T) {
 			f := &fakeAPI{updateReplies: []reply[dynamodb.UpdateItemOutput]{ok(&dynamodb.UpdateItemOutput{})}}
 			st := newFake(t, f, append(tc.opts, dynamostore.WithLogger(discard()))...)
 			rec := record("ns#k")
-			rec.Status, rec.Data = idempotency.StatusCompleted, tc.data
-			if err := st.Complete(context.Background(), rec); err != nil {
+			rec.Status, rec.Data = driver.StatusCompleted, tc.data
+			if _, err := st.Complete(context.Background(), rec); err != nil {
 				t.Fatal(err)
 			}
 			vals := f.updates[0].ExpressionAttributeValues
@@ -497,16 +498,16 @@ func TestTransactionCancelled(t *testing.T) {
 			f := &fakeAPI{transactReplies: []reply[dynamodb.TransactWriteItemsOutput]{fail[dynamodb.TransactWriteItemsOutput](cancelled)}}
 			st := newFake(t, f)
 			rec := record("ns#k")
-			rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`1`)
+			rec.Status, rec.Data = driver.StatusCompleted, []byte(`1`)
 			for range len(tc.reasons) - 1 {
 				rec.Attached = append(rec.Attached, summaryPut("summaries", "doc", 1))
 			}
-			err := st.Complete(context.Background(), rec)
+			_, err := st.Complete(context.Background(), rec)
 			var se *idempotency.StoreError
 			if !errors.As(err, &se) || se.Op != "complete" {
 				t.Fatalf("Complete error = %v, want a *StoreError", err)
 			}
-			if got := errors.Is(err, idempotency.ErrLeaseLost); got != tc.wantLost {
+			if got := errors.Is(err, driver.ErrLeaseLost); got != tc.wantLost {
 				t.Errorf("error %v: wraps ErrLeaseLost = %v, want %v", err, got, tc.wantLost)
 			}
 			var te *dynamostore.TransactionError
@@ -549,10 +550,10 @@ func TestAttachedWrites(t *testing.T) {
 			f := &fakeAPI{transactReplies: []reply[dynamodb.TransactWriteItemsOutput]{ok(&dynamodb.TransactWriteItemsOutput{})}}
 			st := newFake(t, f)
 			rec := record("ns#k")
-			rec.Status, rec.Data, rec.Attached = idempotency.StatusCompleted, []byte(`1`), tc.attached
-			err := st.Complete(context.Background(), rec)
+			rec.Status, rec.Data, rec.Attached = driver.StatusCompleted, []byte(`1`), tc.attached
+			_, err := st.Complete(context.Background(), rec)
 			if tc.wantErr != "" {
-				if !errors.Is(err, idempotency.ErrAttachUnsupported) || !strings.Contains(err.Error(), tc.wantErr) {
+				if !errors.Is(err, driver.ErrAttachUnsupported) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Complete error = %v, want ErrAttachUnsupported saying %q", err, tc.wantErr)
 				}
 				if f.calls() != 0 {
@@ -593,10 +594,13 @@ func TestValidateAttached(t *testing.T) {
 	if err := st.ValidateAttached("ns#k", []any{put}); err != nil {
 		t.Errorf("a well-formed write: %v", err)
 	}
-	if err := st.ValidateAttached("ns#k", []any{put, own}); !errors.Is(err, idempotency.ErrAttachUnsupported) || !strings.Contains(err.Error(), "own item") {
+	if err := st.ValidateAttached("ns#k", []any{put, own}); !errors.Is(err, driver.ErrAttachUnsupported) || !strings.Contains(err.Error(), "own item") {
 		t.Errorf("a write on the record's own item: %v, want ErrAttachUnsupported", err)
 	}
-	if err := st.ValidateAttached("ns#k", []any{types.TransactWriteItem{}}); !errors.Is(err, idempotency.ErrAttachUnsupported) {
+	if err := st.ValidateAttached("ns#k", []any{types.TransactWriteItem{}}); !errors.Is(err, driver.ErrAttachUnsupported) {
 		t.Errorf("an empty write: %v, want ErrAttachUnsupported", err)
 	}
 }
+
+// errOf is the error of a call that returns a value and an error.
+func errOf[T any](_ T, err error) error { return err }

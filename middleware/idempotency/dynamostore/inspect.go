@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // ListAPI is the part of *dynamodb.Client that [Store.List] calls besides
@@ -23,17 +23,17 @@ type ListAPI interface {
 }
 
 var (
-	_ ListAPI               = (*dynamodb.Client)(nil)
-	_ idempotency.Inspector = (*Store)(nil)
+	_ ListAPI          = (*dynamodb.Client)(nil)
+	_ driver.Inspector = (*Store)(nil)
 )
 
-// Inspect implements [idempotency.Inspector.Inspect] with one consistent
+// Inspect implements [driver.Inspector.Inspect] with one consistent
 // GetItem. A released claim is no record. A record whose result is not in
 // the store's data format is returned without its result and with an error
 // wrapping a [*FormatError].
-func (s *Store) Inspect(ctx context.Context, id string) (idempotency.StoredRecord, error) {
+func (s *Store) Inspect(ctx context.Context, id string) (driver.StoredRecord, error) {
 	if id == "" {
-		return idempotency.StoredRecord{}, storeError("inspect", "", errors.New("dynamostore: empty id"))
+		return driver.StoredRecord{}, storeError("inspect", "", errors.New("dynamostore: empty id"))
 	}
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
@@ -41,24 +41,24 @@ func (s *Store) Inspect(ctx context.Context, id string) (idempotency.StoredRecor
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return idempotency.StoredRecord{}, storeError("inspect", id, err)
+		return driver.StoredRecord{}, storeError("inspect", id, err)
 	}
 	if len(out.Item) == 0 || s.isReleased(out.Item) {
-		return idempotency.StoredRecord{}, storeError("inspect", id, idempotency.ErrNotFound)
+		return driver.StoredRecord{}, storeError("inspect", id, driver.ErrNotFound)
 	}
 	return s.inspected(out.Item)
 }
 
-// List implements [idempotency.Inspector.List] with a consistent Scan of
+// List implements [driver.Inspector.List] with a consistent Scan of
 // the table, or with [WithSortKey] a consistent Query of the store's
 // partition, page by page, filtered on the server by status and id prefix.
 // Released claims are left out. The store's [API] must also implement
 // [ListAPI] (a *dynamodb.Client does).
-func (s *Store) List(ctx context.Context, opts idempotency.ListOptions) iter.Seq2[idempotency.StoredRecord, error] {
-	return func(yield func(idempotency.StoredRecord, error) bool) {
+func (s *Store) List(ctx context.Context, opts driver.ListOptions) iter.Seq2[driver.StoredRecord, error] {
+	return func(yield func(driver.StoredRecord, error) bool) {
 		api, ok := s.api.(ListAPI)
 		if !ok {
-			yield(idempotency.StoredRecord{}, storeError("list", "", fmt.Errorf("dynamostore: the API (%T) has no Scan and Query (see ListAPI)", s.api)))
+			yield(driver.StoredRecord{}, storeError("list", "", fmt.Errorf("dynamostore: the API (%T) has no Scan and Query (see ListAPI)", s.api)))
 			return
 		}
 		a := s.attrs
@@ -120,7 +120,7 @@ func (s *Store) List(ctx context.Context, opts idempotency.ListOptions) iter.Seq
 				}
 			}
 			if err != nil {
-				yield(idempotency.StoredRecord{}, storeError("list", "", err))
+				yield(driver.StoredRecord{}, storeError("list", "", err))
 				return
 			}
 			for _, item := range items {
@@ -142,12 +142,12 @@ func (s *Store) List(ctx context.Context, opts idempotency.ListOptions) iter.Seq
 
 // inspected decodes item, as the store's other reads do, with how its
 // result is stored.
-func (s *Store) inspected(item map[string]types.AttributeValue) (idempotency.StoredRecord, error) {
+func (s *Store) inspected(item map[string]types.AttributeValue) (driver.StoredRecord, error) {
 	a := s.attrs
 	st, err := s.decode(item)
-	out := idempotency.StoredRecord{Record: st.rec}
+	out := driver.StoredRecord{Record: st.rec}
 	out.Encoding = stringAttr(item[a.DataEncoding])
-	out.DataFormat = stringAttr(item[a.DataFormat])
+	out.DataMark = stringAttr(item[a.DataFormat])
 	if b, ok := item[a.DataOmitted].(*types.AttributeValueMemberBOOL); ok && b.Value {
 		out.Omitted = true
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
@@ -92,9 +93,9 @@ func TestCompletionResponseLost(t *testing.T) {
 				t.Fatal(err)
 			}
 			var mu sync.Mutex
-			var events []idempotency.Event
+			var events []idempotency.Report
 			g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "lost", Logger: discard(),
-				OnOutcome: func(_ context.Context, ev idempotency.Event) {
+				OnOutcome: func(_ context.Context, ev idempotency.Report) {
 					mu.Lock()
 					defer mu.Unlock()
 					events = append(events, ev)
@@ -105,7 +106,7 @@ func TestCompletionResponseLost(t *testing.T) {
 			calls.Reset()
 			fault.drop.Store(1)
 			var runs atomic.Int32
-			got, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"k"`)), func(ctx context.Context) (string, error) {
+			got, err := idempotency.Do(t.Context(), g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (string, error) {
 				runs.Add(1)
 				if tc.attach {
 					return "summary", dynamostore.Attach(ctx, summaryPut(summaries, "doc", 1))
@@ -163,7 +164,7 @@ func TestReleaseResponseLost(t *testing.T) {
 		ctx := t.Context()
 		now := time.Now()
 		rec := claim("ns#release-"+rand.Text(), now, time.Minute)
-		if _, loaded, err := store.Acquire(ctx, rec, now); err != nil || loaded {
+		if _, loaded, err := store.Acquire(ctx, rec, now, driver.Takeover); err != nil || loaded {
 			t.Fatalf("Acquire: loaded=%v err=%v", loaded, err)
 		}
 		calls.Reset()
@@ -177,10 +178,10 @@ func TestReleaseResponseLost(t *testing.T) {
 		if c := calls.Calls(); len(c) != 1 || c["UpdateItem"] != 2 {
 			t.Errorf("calls = %v, want the release sent twice (UpdateItem), nothing else", c)
 		}
-		if err := store.Release(ctx, rec.ID, rec.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+		if err := store.Release(ctx, rec.ID, rec.Owner); !errors.Is(err, driver.ErrLeaseLost) {
 			t.Errorf("a second Release call: %v, want ErrLeaseLost", err)
 		}
-		prev, loaded, err := store.Acquire(ctx, claim(rec.ID, now, time.Minute), now)
+		prev, loaded, err := store.Acquire(ctx, claim(rec.ID, now, time.Minute), now, driver.Takeover)
 		if err != nil || loaded || prev.ID != "" {
 			t.Errorf("Acquire after the release: %+v, loaded=%v, err=%v; want claimed, no record replaced", prev, loaded, err)
 		}
@@ -189,9 +190,9 @@ func TestReleaseResponseLost(t *testing.T) {
 	t.Run("through the guard", func(t *testing.T) {
 		store, fault, _ := setup(t)
 		var mu sync.Mutex
-		var events []idempotency.Event
+		var events []idempotency.Report
 		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "lost", Logger: discard(),
-			OnOutcome: func(_ context.Context, ev idempotency.Event) {
+			OnOutcome: func(_ context.Context, ev idempotency.Report) {
 				mu.Lock()
 				defer mu.Unlock()
 				events = append(events, ev)
@@ -204,14 +205,14 @@ func TestReleaseResponseLost(t *testing.T) {
 		failure := errors.New("the operation failed")
 		runs := 0
 		op := func(context.Context) (string, error) { runs++; return "", failure }
-		if _, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"k"`)), op); !errors.Is(err, failure) || errors.Is(err, idempotency.ErrLeaseLost) {
+		if _, err := idempotency.Do(t.Context(), g, idempotency.Raw([]byte(`"k"`)), op); !errors.Is(err, failure) || errors.Is(err, driver.ErrLeaseLost) {
 			t.Fatalf("Do = %v, want the operation's error alone", err)
 		}
 		if fault.drop.Load() >= 0 {
 			t.Fatal("no response was dropped: the test proves nothing")
 		}
 		ok := func(context.Context) (string, error) { runs++; return "done", nil }
-		if v, err := idempotency.Do(t.Context(), g, idempotency.RawKey([]byte(`"k"`)), ok); err != nil || v != "done" {
+		if v, err := idempotency.Do(t.Context(), g, idempotency.Raw([]byte(`"k"`)), ok); err != nil || v != "done" {
 			t.Fatalf("second Do = %q, %v; want the operation run again", v, err)
 		}
 		mu.Lock()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
 )
@@ -40,13 +41,13 @@ func newEnv(t *testing.T, opts ...dynamostore.Option) env {
 
 func TestConformance(t *testing.T) {
 	e := newEnv(t)
-	storetest.Run(t, func(t *testing.T) idempotency.Store { return e.store })
+	storetest.Run(t, func(t *testing.T) driver.Store { return e.store })
 }
 
 // rawID is g's record id of the raw key material.
 func rawID(t testing.TB, g *idempotency.Guard, material string) string {
 	t.Helper()
-	id, err := g.ID(idempotency.RawKey([]byte(material)))
+	id, err := g.ID(idempotency.Raw([]byte(material)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // The writes of an operator's tool (cmd/sqsonce-ops): a release and a
@@ -25,11 +25,11 @@ import (
 // lease end and quarantine mark (or none), and not released. It adds the
 // names and values it uses to names and values; ":inprogress" is the
 // caller's.
-func (s *Store) inspectedFence(found idempotency.Record, names map[string]string, values map[string]types.AttributeValue) string {
+func (s *Store) inspectedFence(found driver.Record, names map[string]string, values map[string]types.AttributeValue) string {
 	a := s.attrs
 	names["#st"], names["#own"], names["#exp"], names["#lease"], names["#quar"], names["#call"] =
 		a.Status, a.Owner, a.Expiration, a.LeaseExpiry, a.Quarantined, a.ReleaseCall
-	values[":inprogress"] = attrS(string(idempotency.StatusInProgress))
+	values[":inprogress"] = attrS(string(driver.StatusInProgress))
 	parts := []string{"#st = :inprogress", "attribute_not_exists(#call)"}
 	same := func(name, value string, v types.AttributeValue, set bool) {
 		if !set {
@@ -51,9 +51,9 @@ func (s *Store) inspectedFence(found idempotency.Record, names map[string]string
 // [Store.Release] does, fenced on the record being unchanged since it was
 // read (status, owner or none, expiry, lease end, quarantine mark) instead
 // of on an owner token. A record that changed, or is gone, is left alone
-// and the error wraps [idempotency.ErrLeaseLost]. A retry of the request
+// and the error wraps [driver.ErrLeaseLost]. A retry of the request
 // by the SDK, after a first attempt whose response was lost, succeeds.
-func (s *Store) ReleaseInspected(ctx context.Context, found idempotency.Record) error {
+func (s *Store) ReleaseInspected(ctx context.Context, found driver.Record) error {
 	if found.ID == "" {
 		return storeError("release", "", errors.New("dynamostore: empty id"))
 	}
@@ -89,7 +89,7 @@ func (s *Store) ReleaseInspected(ctx context.Context, found idempotency.Record) 
 // nothing is written. Finding the record COMPLETED with done's owner and
 // result (the SDK's retry of a request whose first attempt was applied) is
 // a success.
-func (s *Store) CompleteInspected(ctx context.Context, found, done idempotency.Record) error {
+func (s *Store) CompleteInspected(ctx context.Context, found, done driver.Record) error {
 	if found.ID == "" || done.ID != found.ID {
 		return storeError("complete", found.ID, errors.New("dynamostore: the completion names another id than the record found"))
 	}
@@ -97,7 +97,7 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done idempotency.R
 		return storeError("complete", found.ID, errors.New("dynamostore: the completion has no owner"))
 	}
 	if len(done.Attached) > 0 {
-		return storeError("complete", found.ID, fmt.Errorf("dynamostore: an operator's completion takes no attached writes: %w", idempotency.ErrAttachUnsupported))
+		return storeError("complete", found.ID, fmt.Errorf("dynamostore: an operator's completion takes no attached writes: %w", driver.ErrAttachUnsupported))
 	}
 	p, budget, why := s.fit(done)
 	if p.omitted {
@@ -124,7 +124,7 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done idempotency.R
 	case errors.As(err, &ccf):
 		if len(ccf.Item) > 0 {
 			st, derr := s.decode(ccf.Item)
-			if derr == nil && st.rec.Status == idempotency.StatusCompleted && st.rec.Owner == done.Owner && bytes.Equal(st.rec.Data, done.Data) {
+			if derr == nil && st.rec.Status == driver.StatusCompleted && st.rec.Owner == done.Owner && bytes.Equal(st.rec.Data, done.Data) {
 				return nil // this completion, applied by an earlier attempt
 			}
 		}
@@ -137,14 +137,14 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done idempotency.R
 
 // changed is the error of an operator's write whose fence failed; item is
 // the record as the condition saw it, when the server returned it.
-func (s *Store) changed(op string, found idempotency.Record, item map[string]types.AttributeValue) error {
+func (s *Store) changed(op string, found driver.Record, item map[string]types.AttributeValue) error {
 	why := "the record is gone"
 	if len(item) > 0 {
 		st, _ := s.decode(item) // only for the message
 		switch {
 		case s.isReleased(item):
 			why = "the claim was released"
-		case st.rec.Status != idempotency.StatusInProgress:
+		case st.rec.Status != driver.StatusInProgress:
 			why = fmt.Sprintf("the record is %s", st.rec.Status)
 		case st.rec.Owner != found.Owner:
 			why = "the lease was taken over by another owner"
@@ -152,5 +152,5 @@ func (s *Store) changed(op string, found idempotency.Record, item map[string]typ
 			why = "the record changed since it was inspected (its lease, expiry or quarantine mark)"
 		}
 	}
-	return storeError(op, found.ID, fmt.Errorf("dynamostore: %s: %w", why, idempotency.ErrLeaseLost))
+	return storeError(op, found.ID, fmt.Errorf("dynamostore: %s: %w", why, driver.ErrLeaseLost))
 }

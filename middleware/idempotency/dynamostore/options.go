@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // Defaults of the options.
@@ -42,19 +42,19 @@ const AttrReleaseCall = "release_call"
 // its default, the [idempotency] Attr constant of the same meaning
 // ([AttrDataFormat] for DataFormat, [AttrReleaseCall] for ReleaseCall).
 type Attributes struct {
-	ID           string // default [idempotency.AttrID]; the table's partition key (S): the record id, or with [WithSortKey] the partition value
-	Status       string // default [idempotency.AttrStatus]
-	Expiration   string // default [idempotency.AttrExpiration]; the table's TTL attribute
-	LeaseExpiry  string // default [idempotency.AttrLeaseExpiry]
-	Data         string // default [idempotency.AttrData]
-	Validation   string // default [idempotency.AttrValidation]
-	Owner        string // default [idempotency.AttrOwner]
-	DataEncoding string // default [idempotency.AttrDataEncoding]
-	DataOmitted  string // default [idempotency.AttrDataOmitted]
+	ID           string // default [driver.AttrID]; the table's partition key (S): the record id, or with [WithSortKey] the partition value
+	Status       string // default [driver.AttrStatus]
+	Expiration   string // default [driver.AttrExpiration]; the table's TTL attribute
+	LeaseExpiry  string // default [driver.AttrLeaseExpiry]
+	Data         string // default [driver.AttrData]
+	Validation   string // default [driver.AttrValidation]
+	Owner        string // default [driver.AttrOwner]
+	DataEncoding string // default [driver.AttrDataEncoding]
+	DataOmitted  string // default [driver.AttrDataOmitted]
 	DataFormat   string // default [AttrDataFormat]
 	ReleaseCall  string // default [AttrReleaseCall]
-	Quarantined  string // default [idempotency.AttrQuarantined]
-	StrictLease  string // default [idempotency.AttrStrictLease]
+	Quarantined  string // default [driver.AttrQuarantined]
+	StrictLease  string // default [driver.AttrStrictLease]
 }
 
 func (a *Attributes) fill() error {
@@ -63,19 +63,19 @@ func (a *Attributes) fill() error {
 			*p = v
 		}
 	}
-	def(&a.ID, idempotency.AttrID)
-	def(&a.Status, idempotency.AttrStatus)
-	def(&a.Expiration, idempotency.AttrExpiration)
-	def(&a.LeaseExpiry, idempotency.AttrLeaseExpiry)
-	def(&a.Data, idempotency.AttrData)
-	def(&a.Validation, idempotency.AttrValidation)
-	def(&a.Owner, idempotency.AttrOwner)
-	def(&a.DataEncoding, idempotency.AttrDataEncoding)
-	def(&a.DataOmitted, idempotency.AttrDataOmitted)
+	def(&a.ID, driver.AttrID)
+	def(&a.Status, driver.AttrStatus)
+	def(&a.Expiration, driver.AttrExpiration)
+	def(&a.LeaseExpiry, driver.AttrLeaseExpiry)
+	def(&a.Data, driver.AttrData)
+	def(&a.Validation, driver.AttrValidation)
+	def(&a.Owner, driver.AttrOwner)
+	def(&a.DataEncoding, driver.AttrDataEncoding)
+	def(&a.DataOmitted, driver.AttrDataOmitted)
 	def(&a.DataFormat, AttrDataFormat)
 	def(&a.ReleaseCall, AttrReleaseCall)
-	def(&a.Quarantined, idempotency.AttrQuarantined)
-	def(&a.StrictLease, idempotency.AttrStrictLease)
+	def(&a.Quarantined, driver.AttrQuarantined)
+	def(&a.StrictLease, driver.AttrStrictLease)
 	seen := map[string]bool{}
 	var errs []error
 	for _, n := range []string{a.ID, a.Status, a.Expiration, a.LeaseExpiry, a.Data, a.Validation, a.Owner, a.DataEncoding, a.DataOmitted, a.DataFormat, a.ReleaseCall, a.Quarantined, a.StrictLease} {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
 )
@@ -69,7 +70,7 @@ func (e env) item(t *testing.T, pk, id string) map[string]types.AttributeValue {
 
 func TestConformanceSortKey(t *testing.T) {
 	e := newSortKeyEnv(t)
-	storetest.Run(t, func(t *testing.T) idempotency.Store { return e.store })
+	storetest.Run(t, func(t *testing.T) driver.Store { return e.store })
 }
 
 func TestRoundTripsSortKey(t *testing.T)      { testRoundTrips(t, newSortKeyEnv(t)) }
@@ -126,16 +127,16 @@ func TestSortKeyRequests(t *testing.T) {
 	st := newFake(t, f, sortKeyed()...)
 	ctx := context.Background()
 	rec := record("ns#k")
-	if _, loaded, err := st.Acquire(ctx, rec, t0); err != nil || loaded {
+	if _, loaded, err := st.Acquire(ctx, rec, t0, driver.Takeover); err != nil || loaded {
 		t.Fatalf("Acquire = loaded %v, %v", loaded, err)
 	}
 	done := rec
-	done.Status, done.Data = idempotency.StatusCompleted, []byte(`1`)
-	if err := st.Complete(ctx, done); err != nil {
+	done.Status, done.Data = driver.StatusCompleted, []byte(`1`)
+	if _, err := st.Complete(ctx, done); err != nil {
 		t.Fatal(err)
 	}
 	done.Attached = []any{summaryPut("summaries", "doc", 1)}
-	if err := st.Complete(ctx, done); err != nil {
+	if _, err := st.Complete(ctx, done); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Release(ctx, rec.ID, rec.Owner); err != nil {
@@ -178,10 +179,10 @@ func TestSortKeyRecordLayout(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	rec := claim("ns#layout-"+rand.Text(), now, time.Minute)
-	if _, loaded, err := e.store.Acquire(ctx, rec, now); err != nil || loaded {
+	if _, loaded, err := e.store.Acquire(ctx, rec, now, driver.Takeover); err != nil || loaded {
 		t.Fatalf("Acquire: loaded=%v err=%v", loaded, err)
 	}
-	if err := e.store.Complete(ctx, completed(rec, `{"n":1}`)); err != nil {
+	if _, err := e.store.Complete(ctx, completed(rec, `{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	item := e.item(t, "idempotency#"+function, rec.ID)
@@ -189,7 +190,7 @@ func TestSortKeyRecordLayout(t *testing.T) {
 		t.Fatalf("item = %s, want partition idempotency#%s, sort key the id, COMPLETED, no id attribute", show(item), function)
 	}
 	e.calls.Reset()
-	got, loaded, err := e.store.Acquire(ctx, claim(rec.ID, now, time.Minute), now)
+	got, loaded, err := e.store.Acquire(ctx, claim(rec.ID, now, time.Minute), now, driver.Takeover)
 	if err != nil || !loaded || got.ID != rec.ID || string(got.Data) != `{"n":1}` {
 		t.Fatalf("Acquire of the completed key = %+v, loaded=%v, err=%v", got, loaded, err)
 	}
@@ -213,12 +214,12 @@ func TestSortKeyPartitions(t *testing.T) {
 	id := "ns#shared-" + rand.Text()
 	a, b := claim(id, now, time.Minute), claim(id, now, time.Minute)
 	for i, st := range []*dynamostore.Store{e.store, other} {
-		rec := []idempotency.Record{a, b}[i]
-		if _, loaded, err := st.Acquire(ctx, rec, now); err != nil || loaded {
+		rec := []driver.Record{a, b}[i]
+		if _, loaded, err := st.Acquire(ctx, rec, now, driver.Takeover); err != nil || loaded {
 			t.Fatalf("store %d: Acquire = loaded %v, %v; want a claim of its own", i, loaded, err)
 		}
 	}
-	if err := e.store.Complete(ctx, completed(a, `"a"`)); err != nil {
+	if _, err := e.store.Complete(ctx, completed(a, `"a"`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := other.Release(ctx, id, b.Owner); err != nil {
@@ -247,7 +248,7 @@ func TestSortKeyPowertoolsRecord(t *testing.T) {
 		"in_progress_expiration": n(time.Now().UnixMilli()),
 		"data":                   &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"order": s("o-7")}},
 	})
-	got, err := idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("order-7")), func(context.Context) (map[string]string, error) {
+	got, err := idempotency.Do(context.Background(), g, idempotency.Raw([]byte("order-7")), func(context.Context) (map[string]string, error) {
 		t.Error("the operation ran for a key Powertools completed")
 		return nil, nil
 	})
@@ -276,7 +277,7 @@ func TestSortKeyTwoWorkersRace(t *testing.T) {
 	var runs [keys]atomic.Int32
 	var replayed, inProgress atomic.Int32
 	for k := range keys {
-		key := idempotency.RawKey(fmt.Appendf(nil, "order-%d", k))
+		key := idempotency.Raw(fmt.Appendf(nil, "order-%d", k))
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for w := range guards {
@@ -323,7 +324,7 @@ func TestSortKeyValidateAttached(t *testing.T) {
 	if err := st.ValidateAttached("ns#k", []any{write("order#o-1")}); err != nil {
 		t.Errorf("a write on another item of the partition: %v", err)
 	}
-	if err := st.ValidateAttached("ns#k", []any{write("ns#k")}); !errors.Is(err, idempotency.ErrAttachUnsupported) || !strings.Contains(err.Error(), "own item") {
+	if err := st.ValidateAttached("ns#k", []any{write("ns#k")}); !errors.Is(err, driver.ErrAttachUnsupported) || !strings.Contains(err.Error(), "own item") {
 		t.Errorf("a write on the record's own item: %v, want ErrAttachUnsupported", err)
 	}
 }

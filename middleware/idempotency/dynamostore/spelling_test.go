@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqsonce/sqsonce/internal/jsonkey/jsongen"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
@@ -22,8 +22,8 @@ func storedNative(t *testing.T, data string) types.AttributeValue {
 	fake := &fakeAPI{updateReplies: []reply[dynamodb.UpdateItemOutput]{ok(&dynamodb.UpdateItemOutput{})}}
 	st := newFake(t, fake, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript), dynamostore.WithLogger(discard()))
 	rec := record("ns#k")
-	rec.Status, rec.Data = idempotency.StatusCompleted, []byte(data)
-	if _, err := st.CompleteData(context.Background(), rec); err != nil {
+	rec.Status, rec.Data = driver.StatusCompleted, []byte(data)
+	if _, err := st.Complete(context.Background(), rec); err != nil {
 		t.Fatalf("%q: %v", data, err)
 	}
 	return fake.updates[0].ExpressionAttributeValues[":data"]
@@ -55,7 +55,7 @@ func TestNativeDataSpellings(t *testing.T) {
 		item["data"] = want
 		fake := &fakeAPI{putReplies: []reply[dynamodb.PutItemOutput]{fail[dynamodb.PutItemOutput](ccf(item))}}
 		st := newFake(t, fake, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript), dynamostore.WithLogger(discard()))
-		got, loaded, err := st.Acquire(context.Background(), record("ns#k"), t0)
+		got, loaded, err := st.Acquire(context.Background(), record("ns#k"), t0, driver.Takeover)
 		if err != nil || !loaded || !sameJSON(got.Data, compact) {
 			t.Fatalf("%q reads back as %q, loaded %v, %v", compact, got.Data, loaded, err)
 		}

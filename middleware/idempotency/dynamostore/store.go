@@ -14,7 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // API is the part of *dynamodb.Client the store calls. Tests can pass a
@@ -28,7 +30,7 @@ type API interface {
 
 var _ API = (*dynamodb.Client)(nil)
 
-// Store is an [idempotency.Store] on a DynamoDB table. It is safe for
+// Store is a [driver.Store] on a DynamoDB table. It is safe for
 // concurrent use; create one with [New] at start-up and share it.
 type Store struct {
 	api   API
@@ -36,7 +38,7 @@ type Store struct {
 	options
 }
 
-var _ idempotency.Store = (*Store)(nil)
+var _ driver.Store = (*Store)(nil)
 
 // New returns a Store on table, calling DynamoDB through api (normally a
 // *dynamodb.Client built once by the caller). It reports every problem of
@@ -99,20 +101,19 @@ func (s *Store) idAttr() string {
 	return s.attrs.ID
 }
 
-// Acquire implements [idempotency.Store.Acquire] with one conditional
+// Acquire implements [driver.Store.Acquire] with one conditional
 // PutItem that returns the existing record when the condition fails. Only
 // when the server leaves the existing record out of the failure (some
-// emulators do) does Acquire read it, with one consistent GetItem.
-func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
-	return s.acquire(ctx, rec, now, false)
-}
-
-func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Time, strict bool) (idempotency.Record, bool, error) {
+// emulators do) does Acquire read it, with one consistent GetItem. With
+// [driver.NoTakeover] the condition takes over no lapsed lease: no
+// record, an expired one, or a claim released by Release.
+func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
+	strict := mode == driver.NoTakeover
 	if rec.ID == "" {
-		return idempotency.Record{}, false, storeError("acquire", "", errors.New("dynamostore: empty key"))
+		return driver.Record{}, false, storeError("acquire", "", errors.New("dynamostore: empty key"))
 	}
 	if rec.Owner == "" {
-		return idempotency.Record{}, false, storeError("acquire", rec.ID,
+		return driver.Record{}, false, storeError("acquire", rec.ID,
 			errors.New("dynamostore: record has no owner: its Complete and Release could not be fenced"))
 	}
 	a := s.attrs
@@ -126,7 +127,7 @@ func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now":        attrN(now.Unix()),
 			":now_ms":     attrN(now.UnixMilli()),
-			":inprogress": attrS(string(idempotency.StatusInProgress)),
+			":inprogress": attrS(string(driver.StatusInProgress)),
 		},
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -145,12 +146,12 @@ func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
+			return driver.Record{}, false, storeError("acquire", rec.ID, err)
 		}
 		if len(ccf.Item) > 0 {
 			st, own, err := s.blocking(ccf.Item, rec)
 			if err != nil || own {
-				return idempotency.Record{}, false, err
+				return driver.Record{}, false, err
 			}
 			return st.rec, true, nil
 		}
@@ -160,25 +161,25 @@ func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
-			return idempotency.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("dynamostore: read existing record: %w", err))
+			return driver.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("dynamostore: read existing record: %w", err))
 		}
 		if len(got.Item) > 0 {
 			st, own, err := s.blocking(got.Item, rec)
 			if err != nil || own {
-				return idempotency.Record{}, false, err
+				return driver.Record{}, false, err
 			}
 			if !st.claimable(now, strict) {
 				return st.rec, true, nil
 			}
 		}
 	}
-	return idempotency.Record{}, false, storeError("acquire", rec.ID,
+	return driver.Record{}, false, storeError("acquire", rec.ID,
 		errors.New("dynamostore: the record changed between the claim and its read, twice; not claimed"))
 }
 
 // blocking decodes the record that failed the claim rec's condition, and
 // reports whether it is that claim itself (see ownClaim).
-func (s *Store) blocking(item map[string]types.AttributeValue, rec idempotency.Record) (stored, bool, error) {
+func (s *Store) blocking(item map[string]types.AttributeValue, rec driver.Record) (stored, bool, error) {
 	st, err := s.decode(item)
 	if err != nil {
 		return stored{}, false, storeError("acquire", rec.ID, fmt.Errorf("dynamostore: read existing record: %w", err))
@@ -190,16 +191,16 @@ func (s *Store) blocking(item map[string]types.AttributeValue, rec idempotency.R
 // the claim itself: the SDK retries a PutItem whose response was lost (a 5xx,
 // a broken connection), and the first attempt may have been applied. Owner
 // tokens are random per claim, so no one else's record carries ours.
-func ownClaim(existing, rec idempotency.Record) bool {
-	return existing.Status == idempotency.StatusInProgress && existing.Owner != "" && existing.Owner == rec.Owner
+func ownClaim(existing, rec driver.Record) bool {
+	return existing.Status == driver.StatusInProgress && existing.Owner != "" && existing.Owner == rec.Owner
 }
 
 // replaced decodes the record a successful claim replaced: none when it
 // replaced a released claim. The claim holds whatever that record
 // contained, so a problem decoding it is only logged.
-func (s *Store) replaced(ctx context.Context, id string, item map[string]types.AttributeValue) idempotency.Record {
+func (s *Store) replaced(ctx context.Context, id string, item map[string]types.AttributeValue) driver.Record {
 	if len(item) == 0 || s.isReleased(item) {
-		return idempotency.Record{}
+		return driver.Record{}
 	}
 	st, err := s.decode(item)
 	if err != nil {
@@ -218,7 +219,7 @@ type placement struct {
 
 // place decides how rec.Data is stored: plain JSON, compressed, or left out
 // when it does not fit in the item even compressed.
-func (s *Store) place(ctx context.Context, rec idempotency.Record) placement {
+func (s *Store) place(ctx context.Context, rec driver.Record) placement {
 	p, budget, why := s.fit(rec)
 	if p.omitted {
 		s.omitted(ctx, rec, budget, why)
@@ -228,7 +229,7 @@ func (s *Store) place(ctx context.Context, rec idempotency.Record) placement {
 
 // fit is place without its log: the placement of rec.Data, the bytes the
 // item has for it, and why a result left out is.
-func (s *Store) fit(rec idempotency.Record) (placement, int, string) {
+func (s *Store) fit(rec driver.Record) (placement, int, string) {
 	if rec.Data == nil {
 		return placement{}, 0, ""
 	}
@@ -249,7 +250,7 @@ func (s *Store) fit(rec idempotency.Record) (placement, int, string) {
 	return placement{omitted: true}, budget, "the result does not fit in the item, even compressed"
 }
 
-func (s *Store) omitted(ctx context.Context, rec idempotency.Record, budget int, why string) {
+func (s *Store) omitted(ctx context.Context, rec driver.Record, budget int, why string) {
 	s.logger.LogAttrs(ctx, slog.LevelError, "dynamostore: record completed WITHOUT its result: "+why+
 		"; later deliveries of the key get an empty result, the operation is not run again",
 		slog.String("record_id", rec.ID), slog.Int("result_bytes", len(rec.Data)), slog.Int("budget_bytes", budget),
@@ -259,7 +260,7 @@ func (s *Store) omitted(ctx context.Context, rec idempotency.Record, budget int,
 // completion is the conditional update that completes rec, stored as p:
 // the one builder of both the UpdateItem and the transaction's first item.
 // retry selects retryCondition (see there) instead of fenceCondition.
-func (s *Store) completion(rec idempotency.Record, p placement, retry bool) *types.Update {
+func (s *Store) completion(rec driver.Record, p placement, retry bool) *types.Update {
 	a := s.attrs
 	u := &types.Update{
 		TableName:           aws.String(s.table),
@@ -271,9 +272,9 @@ func (s *Store) completion(rec idempotency.Record, p placement, retry bool) *typ
 			"#quar": a.Quarantined,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":completed":  attrS(string(idempotency.StatusCompleted)),
+			":completed":  attrS(string(driver.StatusCompleted)),
 			":exp":        attrN(rec.ExpiresAt.Unix()),
-			":inprogress": attrS(string(idempotency.StatusInProgress)),
+			":inprogress": attrS(string(driver.StatusInProgress)),
 			":me":         attrS(rec.Owner),
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -302,29 +303,19 @@ func (s *Store) completion(rec idempotency.Record, p placement, retry bool) *typ
 // errTooLarge reports that DynamoDB refused a completion for its size.
 var errTooLarge = errors.New("dynamostore: item too large")
 
-// Complete implements [idempotency.Store.Complete] with one conditional
+// Complete implements [driver.Store.Complete] with one conditional
 // UpdateItem, or, when rec.Attached holds writes, one TransactWriteItems
-// with that update first and the attached writes after it.
-func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
-	_, err := s.CompleteData(ctx, rec)
-	return err
-}
-
-var (
-	_ idempotency.DataCompleter   = (*Store)(nil)
-	_ idempotency.AttachValidator = (*Store)(nil)
-)
-
-// CompleteData implements [idempotency.DataCompleter]: it is Complete, and
-// returns the result as stored, which is nil when the result did not fit in
-// the item (see Large results in the package doc).
+// with that update first and the attached writes after it. The result as
+// stored is nil when it did not fit in the item (see Large results in the
+// package doc).
 //
 // A completion whose condition fails on the record already COMPLETED under
 // rec's own owner is this completion, applied by an earlier attempt whose
-// response was lost (the SDK retries such a request): it succeeds, and
-// returns the result as that attempt stored it, read from the record the
-// failed condition returns (ALL_OLD), without another round trip.
-func (s *Store) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
+// response was lost (the SDK retries such a request), or an operator's
+// under the claim's owner: it succeeds, and returns the result as stored
+// then, read from the record the failed condition returns (ALL_OLD),
+// without another round trip.
+func (s *Store) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	if rec.ID == "" {
 		return nil, storeError("complete", "", errors.New("dynamostore: empty key"))
 	}
@@ -333,7 +324,7 @@ func (s *Store) CompleteData(ctx context.Context, rec idempotency.Record) ([]byt
 		return nil, storeError("complete", rec.ID, err)
 	}
 	if rec.Owner == "" {
-		return nil, storeError("complete", rec.ID, fmt.Errorf("dynamostore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
+		return nil, storeError("complete", rec.ID, fmt.Errorf("dynamostore: no owner to fence the completion with: %w", driver.ErrLeaseLost))
 	}
 	p := s.place(ctx, rec)
 	stored, err := s.commit(ctx, rec, p, false, writes)
@@ -358,11 +349,11 @@ func (p permanent) Error() string   { return p.err.Error() }
 func (p permanent) Unwrap() error   { return p.err }
 func (p permanent) Permanent() bool { return true }
 
-// The guard reads these errors through idempotency.PermanentError: a
+// The guard reads these errors through batch.PermanentError: a
 // rename breaks this build instead of turning retries back on.
 var (
-	_ idempotency.PermanentError = permanent{}
-	_ idempotency.PermanentError = (*TransactionError)(nil)
+	_ batch.PermanentError = permanent{}
+	_ batch.PermanentError = (*TransactionError)(nil)
 )
 
 // invalid reports whether DynamoDB or the SDK refused a request as
@@ -376,7 +367,7 @@ func invalid(err error) bool {
 // commit sends the completion of rec stored as p: one UpdateItem, or one
 // TransactWriteItems with the update first when writes are attached. It
 // returns the result as stored.
-func (s *Store) commit(ctx context.Context, rec idempotency.Record, p placement, retry bool, writes []types.TransactWriteItem) ([]byte, error) {
+func (s *Store) commit(ctx context.Context, rec driver.Record, p placement, retry bool, writes []types.TransactWriteItem) ([]byte, error) {
 	u := s.completion(rec, p, retry)
 	var err error
 	if len(writes) == 0 {
@@ -405,7 +396,7 @@ func (s *Store) commit(ctx context.Context, rec idempotency.Record, p placement,
 
 // completionFailed classifies the error of a completion, whether sent as
 // UpdateItem or as a transaction: the one classifier of both.
-func (s *Store) completionFailed(ctx context.Context, rec idempotency.Record, err error) ([]byte, error) {
+func (s *Store) completionFailed(ctx context.Context, rec driver.Record, err error) ([]byte, error) {
 	var ccf *types.ConditionalCheckFailedException
 	var tce *types.TransactionCanceledException
 	switch {
@@ -437,10 +428,10 @@ func (s *Store) completionFailed(ctx context.Context, rec idempotency.Record, er
 // random per claim), and with its attached writes, since they commit
 // together or not at all. Otherwise, or when the server left the record
 // out, the lease was lost.
-func (s *Store) conditionFailed(ctx context.Context, rec idempotency.Record, item map[string]types.AttributeValue) ([]byte, error) {
+func (s *Store) conditionFailed(ctx context.Context, rec driver.Record, item map[string]types.AttributeValue) ([]byte, error) {
 	if len(item) > 0 {
 		st, err := s.decode(item)
-		if st.rec.Status == idempotency.StatusCompleted && st.rec.Owner != "" && st.rec.Owner == rec.Owner {
+		if st.rec.Status == driver.StatusCompleted && st.rec.Owner != "" && st.rec.Owner == rec.Owner {
 			if err != nil {
 				return nil, storeError("complete", rec.ID, fmt.Errorf("dynamostore: completed by this owner, but the stored result cannot be read: %w", permanent{err}))
 			}
@@ -461,7 +452,7 @@ func tooLarge(err error) bool {
 // this very call (its first attempt applied, the response lost).
 const releaseCondition = "(#st = :inprogress AND #own = :me) OR #call = :call"
 
-// Release implements [idempotency.Store.Release] with one UpdateItem,
+// Release implements [driver.Store.Release] with one UpdateItem,
 // conditional on the record being in progress and owned by owner: a
 // completed record is never released. The record is not deleted but
 // released in place: its lease ends (in_progress_expiration 0, which any
@@ -469,13 +460,13 @@ const releaseCondition = "(#st = :inprogress AND #own = :me) OR #call = :call"
 // record), its owner is removed, and a token of this call is set in the
 // ReleaseCall attribute. So when the SDK sends the request again after a
 // first attempt whose response was lost, the retry finds its own token and
-// succeeds; another Release of the key fails with [idempotency.ErrLeaseLost].
+// succeeds; another Release of the key fails with [driver.ErrLeaseLost].
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if id == "" {
 		return storeError("release", "", errors.New("dynamostore: empty id"))
 	}
 	if owner == "" {
-		return storeError("release", id, fmt.Errorf("dynamostore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
+		return storeError("release", id, fmt.Errorf("dynamostore: no owner to fence the release with: %w", driver.ErrLeaseLost))
 	}
 	a := s.attrs
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -487,7 +478,7 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 			"#st": a.Status, "#own": a.Owner, "#lease": a.LeaseExpiry, "#call": a.ReleaseCall, "#quar": a.Quarantined,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":inprogress": attrS(string(idempotency.StatusInProgress)),
+			":inprogress": attrS(string(driver.StatusInProgress)),
 			":me":         attrS(owner),
 			":ended":      attrN(0),
 			":call":       attrS(rand.Text()),
@@ -520,7 +511,7 @@ func (s *Store) leaseLost(op, id, owner string, item map[string]types.AttributeV
 		switch {
 		case s.isReleased(item):
 			why = "the claim was released"
-		case st.rec.Status != idempotency.StatusInProgress:
+		case st.rec.Status != driver.StatusInProgress:
 			why = fmt.Sprintf("the record is %s", st.rec.Status)
 		case st.rec.Owner == "":
 			why = "the record has no lease owner (written by another library)"
@@ -528,5 +519,5 @@ func (s *Store) leaseLost(op, id, owner string, item map[string]types.AttributeV
 			why = "the lease was taken over by another owner"
 		}
 	}
-	return storeError(op, id, fmt.Errorf("dynamostore: %s: %w", why, idempotency.ErrLeaseLost))
+	return storeError(op, id, fmt.Errorf("dynamostore: %s: %w", why, driver.ErrLeaseLost))
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/internal/testenv/poll"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
 )
@@ -33,21 +34,21 @@ func TestConformanceCustomAttributes(t *testing.T) {
 		Status: "st", Expiration: "ttl", LeaseExpiry: "lease_ms", Data: "result",
 		Validation: "payload", Owner: "who", DataEncoding: "enc", DataOmitted: "omitted", DataFormat: "format",
 	}))
-	storetest.Run(t, func(t *testing.T) idempotency.Store { return e.store })
+	storetest.Run(t, func(t *testing.T) driver.Store { return e.store })
 }
 
-func claim(key string, now time.Time, lease time.Duration) idempotency.Record {
-	return idempotency.Record{
+func claim(key string, now time.Time, lease time.Duration) driver.Record {
+	return driver.Record{
 		ID:         key,
-		Status:     idempotency.StatusInProgress,
+		Status:     driver.StatusInProgress,
 		ExpiresAt:  now.Add(24 * time.Hour),
 		LeaseUntil: now.Add(lease),
 		Owner:      rand.Text(),
 	}
 }
 
-func completed(rec idempotency.Record, data string) idempotency.Record {
-	rec.Status, rec.Data = idempotency.StatusCompleted, []byte(data)
+func completed(rec driver.Record, data string) driver.Record {
+	rec.Status, rec.Data = driver.StatusCompleted, []byte(data)
 	return rec
 }
 
@@ -113,33 +114,33 @@ func testRoundTrips(t *testing.T, e env) {
 		do   func() error
 	}{
 		{"Acquire free key", map[string]int{"PutItem": 1}, func() error {
-			_, loaded, err := e.store.Acquire(ctx, rec, now)
+			_, loaded, err := e.store.Acquire(ctx, rec, now, driver.Takeover)
 			return want(err, !loaded, "claimed")
 		}},
 		{"Acquire key in progress", map[string]int{"PutItem": 1}, func() error {
-			got, loaded, err := e.store.Acquire(ctx, other, now)
-			return want(err, loaded && got.Status == idempotency.StatusInProgress, "loaded in progress")
+			got, loaded, err := e.store.Acquire(ctx, other, now, driver.Takeover)
+			return want(err, loaded && got.Status == driver.StatusInProgress, "loaded in progress")
 		}},
 		{"Complete", map[string]int{"UpdateItem": 1}, func() error {
-			return e.store.Complete(ctx, completed(rec, `{"summary":"ok"}`))
+			return errOf(e.store.Complete(ctx, completed(rec, `{"summary":"ok"}`)))
 		}},
 		{"Acquire completed key", map[string]int{"PutItem": 1}, func() error {
-			got, loaded, err := e.store.Acquire(ctx, other, now)
+			got, loaded, err := e.store.Acquire(ctx, other, now, driver.Takeover)
 			return want(err, loaded && string(got.Data) == `{"summary":"ok"}`, "loaded with its data")
 		}},
 		{"Acquire then Release", map[string]int{"PutItem": 1, "UpdateItem": 1}, func() error {
-			if _, _, err := e.store.Acquire(ctx, freed, now); err != nil {
+			if _, _, err := e.store.Acquire(ctx, freed, now, driver.Takeover); err != nil {
 				return err
 			}
 			return e.store.Release(ctx, freed.ID, freed.Owner)
 		}},
 		{"Acquire then Complete with an attached write", map[string]int{"PutItem": 1, "TransactWriteItems": 1}, func() error {
-			if _, _, err := e.store.Acquire(ctx, tx, now); err != nil {
+			if _, _, err := e.store.Acquire(ctx, tx, now, driver.Takeover); err != nil {
 				return err
 			}
 			done := completed(tx, `1`)
 			done.Attached = []any{summaryPut(summaries, "doc-1", 1)}
-			return e.store.Complete(ctx, done)
+			return errOf(e.store.Complete(ctx, done))
 		}},
 	}
 	for _, st := range steps {
@@ -195,17 +196,17 @@ func testGuardRoundTrips(t *testing.T, e env) {
 		runs.Store(0)
 	}
 
-	if _, err := idempotency.Do(ctx, cached, idempotency.RawKey([]byte("k1")), op); err != nil {
+	if _, err := idempotency.Do(ctx, cached, idempotency.Raw([]byte("k1")), op); err != nil {
 		t.Fatal(err)
 	}
 	check("first delivery", map[string]int{"PutItem": 1, "UpdateItem": 1}, 1)
 
-	if v, err := idempotency.Do(ctx, plain, idempotency.RawKey([]byte("k1")), op); err != nil || v != "summary" {
+	if v, err := idempotency.Do(ctx, plain, idempotency.Raw([]byte("k1")), op); err != nil || v != "summary" {
 		t.Fatalf("replay = %q, %v", v, err)
 	}
 	check("replay", map[string]int{"PutItem": 1}, 0)
 
-	if v, err := idempotency.Do(ctx, cached, idempotency.RawKey([]byte("k1")), op); err != nil || v != "summary" {
+	if v, err := idempotency.Do(ctx, cached, idempotency.Raw([]byte("k1")), op); err != nil || v != "summary" {
 		t.Fatalf("cached replay = %q, %v", v, err)
 	}
 	check("replay from the guard's cache", map[string]int{}, 0)
@@ -223,9 +224,9 @@ func testGuardRoundTrips(t *testing.T, e env) {
 	var wg sync.WaitGroup
 	results := make([]string, 2)
 	errs := make([]error, 2)
-	wg.Go(func() { results[0], errs[0] = idempotency.Do(ctx, plain, idempotency.RawKey([]byte("k2")), slow) })
+	wg.Go(func() { results[0], errs[0] = idempotency.Do(ctx, plain, idempotency.Raw([]byte("k2")), slow) })
 	<-started
-	wg.Go(func() { results[1], errs[1] = idempotency.Do(ctx, plain, idempotency.RawKey([]byte("k2")), slow) })
+	wg.Go(func() { results[1], errs[1] = idempotency.Do(ctx, plain, idempotency.Raw([]byte("k2")), slow) })
 	poll.Goroutines(t, 2, guardRun) // both calls inside the guard: the run and its waiter
 	close(release)
 	wg.Wait()
@@ -236,7 +237,7 @@ func testGuardRoundTrips(t *testing.T, e env) {
 	}
 	check("two deliveries of one key in one batch", map[string]int{"PutItem": 1, "UpdateItem": 1}, 1)
 
-	_, err := idempotency.Do(ctx, plain, idempotency.RawKey([]byte("k3")), func(ctx context.Context) (string, error) {
+	_, err := idempotency.Do(ctx, plain, idempotency.Raw([]byte("k3")), func(ctx context.Context) (string, error) {
 		runs.Add(1)
 		return "summary", dynamostore.Attach(ctx, summaryPut(summaries, "doc-3", 1))
 	})
@@ -256,34 +257,34 @@ func TestTakeoverFencing(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	stale := claim("ns#fence-"+rand.Text(), now, time.Second)
-	if _, loaded, err := e.store.Acquire(ctx, stale, now); err != nil || loaded {
+	if _, loaded, err := e.store.Acquire(ctx, stale, now, driver.Takeover); err != nil || loaded {
 		t.Fatalf("first Acquire: loaded=%v err=%v", loaded, err)
 	}
 	later := now.Add(2 * time.Second)
 	winner := claim(stale.ID, later, time.Minute)
-	prev, loaded, err := e.store.Acquire(ctx, winner, later)
+	prev, loaded, err := e.store.Acquire(ctx, winner, later, driver.Takeover)
 	if err != nil || loaded || prev.Owner != stale.Owner {
 		t.Fatalf("takeover: prev owner %q, loaded=%v, err=%v; want the stale owner replaced", prev.Owner, loaded, err)
 	}
 
-	err = e.store.Complete(ctx, completed(stale, `"stale"`))
-	if !errors.Is(err, idempotency.ErrLeaseLost) || !strings.Contains(err.Error(), "taken over") {
+	_, err = e.store.Complete(ctx, completed(stale, `"stale"`))
+	if !errors.Is(err, driver.ErrLeaseLost) || !strings.Contains(err.Error(), "taken over") {
 		t.Errorf("stale Complete: %v, want ErrLeaseLost (taken over)", err)
 	}
-	if err := e.store.Release(ctx, stale.ID, stale.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := e.store.Release(ctx, stale.ID, stale.Owner); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Errorf("stale Release: %v, want ErrLeaseLost", err)
 	}
 	item := e.raw(t, e.table, stale.ID)
 	if stringOf(item["lease_owner"]) != winner.Owner || stringOf(item["status"]) != "INPROGRESS" || item["data"] != nil {
 		t.Fatalf("record after stale writes = %s, want the winner's claim untouched", show(item))
 	}
-	if err := e.store.Complete(ctx, completed(winner, `"winner"`)); err != nil {
+	if _, err := e.store.Complete(ctx, completed(winner, `"winner"`)); err != nil {
 		t.Fatalf("winner's Complete: %v", err)
 	}
-	if err := e.store.Release(ctx, winner.ID, winner.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := e.store.Release(ctx, winner.ID, winner.Owner); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Errorf("Release of a completed record: %v, want ErrLeaseLost (a completed record is never released)", err)
 	}
-	got, loaded, err := e.store.Acquire(ctx, claim(stale.ID, later, time.Minute), later)
+	got, loaded, err := e.store.Acquire(ctx, claim(stale.ID, later, time.Minute), later, driver.Takeover)
 	if err != nil || !loaded || string(got.Data) != `"winner"` {
 		t.Fatalf("record = %+v, loaded=%v, err=%v; want the winner's result", got, loaded, err)
 	}
@@ -310,13 +311,13 @@ func TestPowertoolsRecords(t *testing.T) {
 		name       string
 		item       map[string]types.AttributeValue
 		wantLoaded bool
-		wantStatus idempotency.Status
+		wantStatus driver.Status
 		wantData   string
 	}{
-		{name: "python completed", wantLoaded: true, wantStatus: idempotency.StatusCompleted, wantData: `{"summary":"a summary","tokens":[1,2]}`,
+		{name: "python completed", wantLoaded: true, wantStatus: driver.StatusCompleted, wantData: `{"summary":"a summary","tokens":[1,2]}`,
 			item: map[string]types.AttributeValue{"status": s("COMPLETED"), "expiration": secs(time.Hour),
 				"in_progress_expiration": millis(-time.Hour), "data": s(`{"summary":"a summary","tokens":[1,2]}`), "validation": s("abc")}},
-		{name: "in progress, live lease", wantLoaded: true, wantStatus: idempotency.StatusInProgress,
+		{name: "in progress, live lease", wantLoaded: true, wantStatus: driver.StatusInProgress,
 			item: map[string]types.AttributeValue{"status": s("INPROGRESS"), "expiration": secs(time.Hour), "in_progress_expiration": millis(time.Minute)}},
 		{name: "in progress, lapsed lease", wantLoaded: false,
 			item: map[string]types.AttributeValue{"status": s("INPROGRESS"), "expiration": secs(time.Hour), "in_progress_expiration": millis(-time.Second)}},
@@ -332,13 +333,13 @@ func TestPowertoolsRecords(t *testing.T) {
 
 			// Fenced writes never touch a record without our owner token.
 			if tc.wantLoaded {
-				if err := e.store.Complete(ctx, completed(mine, `"mine"`)); !errors.Is(err, idempotency.ErrLeaseLost) {
+				if _, err := e.store.Complete(ctx, completed(mine, `"mine"`)); !errors.Is(err, driver.ErrLeaseLost) {
 					t.Errorf("Complete of a Powertools record: %v, want ErrLeaseLost", err)
 				}
-				if err := e.store.Release(ctx, key, mine.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+				if err := e.store.Release(ctx, key, mine.Owner); !errors.Is(err, driver.ErrLeaseLost) {
 					t.Errorf("Release of a Powertools record: %v, want ErrLeaseLost", err)
 				}
-				if err := e.store.Release(ctx, key, ""); !errors.Is(err, idempotency.ErrLeaseLost) {
+				if err := e.store.Release(ctx, key, ""); !errors.Is(err, driver.ErrLeaseLost) {
 					t.Errorf("Release of a Powertools record with no owner: %v, want ErrLeaseLost", err)
 				}
 				if got := e.raw(t, e.table, key); !maps.EqualFunc(got, tc.item, sameAttr) {
@@ -346,7 +347,7 @@ func TestPowertoolsRecords(t *testing.T) {
 				}
 			}
 
-			got, loaded, err := e.store.Acquire(ctx, mine, now)
+			got, loaded, err := e.store.Acquire(ctx, mine, now, driver.Takeover)
 			if err != nil || loaded != tc.wantLoaded {
 				t.Fatalf("Acquire: loaded=%v err=%v, want loaded=%v", loaded, err, tc.wantLoaded)
 			}
@@ -354,7 +355,7 @@ func TestPowertoolsRecords(t *testing.T) {
 				if got.ID != key || got.Owner != "" {
 					t.Errorf("takeover returned the replaced record %+v, want it with no owner", got)
 				}
-				if err := e.store.Complete(ctx, completed(mine, `"mine"`)); err != nil {
+				if _, err := e.store.Complete(ctx, completed(mine, `"mine"`)); err != nil {
 					t.Fatalf("Complete after taking over a Powertools record: %v", err)
 				}
 				return
@@ -403,7 +404,7 @@ func TestPowertoolsReplayThroughGuard(t *testing.T) {
 		Summary string `json:"summary"`
 		Tokens  int    `json:"tokens"`
 	}
-	got, err := idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("doc-7")), func(context.Context) (result, error) {
+	got, err := idempotency.Do(context.Background(), g, idempotency.Raw([]byte("doc-7")), func(context.Context) (result, error) {
 		t.Error("the operation ran for a key Powertools completed")
 		return result{}, nil
 	})
@@ -416,12 +417,12 @@ func TestPowertoolsReplayThroughGuard(t *testing.T) {
 // or neither is written.
 func TestTransactions(t *testing.T) {
 	ctx := context.Background()
-	setup := func(t *testing.T) (env, string, idempotency.Record) {
+	setup := func(t *testing.T) (env, string, driver.Record) {
 		e := newEnv(t)
 		summaries := motoserver.NewTable(t, e.db)
 		now := time.Now()
 		rec := claim("ns#tx-"+rand.Text(), now, time.Minute)
-		if _, loaded, err := e.store.Acquire(ctx, rec, now); err != nil || loaded {
+		if _, loaded, err := e.store.Acquire(ctx, rec, now, driver.Takeover); err != nil || loaded {
 			t.Fatalf("Acquire: loaded=%v err=%v", loaded, err)
 		}
 		return e, summaries, rec
@@ -433,7 +434,7 @@ func TestTransactions(t *testing.T) {
 		put2 := summaryPut(summaries, "doc-2", 1)
 		done.Attached = []any{summaryPut(summaries, "doc-1", 1), &put2}
 		e.calls.Reset()
-		if err := e.store.Complete(ctx, done); err != nil {
+		if _, err := e.store.Complete(ctx, done); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.calls.Calls(); !maps.Equal(got, map[string]int{"TransactWriteItems": 1}) {
@@ -453,14 +454,14 @@ func TestTransactions(t *testing.T) {
 		e, summaries, rec := setup(t)
 		later := time.Now().Add(2 * time.Minute) // past rec's lease
 		winner := claim(rec.ID, later, time.Minute)
-		if _, loaded, err := e.store.Acquire(ctx, winner, later); err != nil || loaded {
+		if _, loaded, err := e.store.Acquire(ctx, winner, later, driver.Takeover); err != nil || loaded {
 			t.Fatalf("takeover: loaded=%v err=%v", loaded, err)
 		}
 		done := completed(rec, `"stale"`)
 		done.Attached = []any{summaryPut(summaries, "doc-1", 1)}
-		err := e.store.Complete(ctx, done)
+		_, err := e.store.Complete(ctx, done)
 		var te *dynamostore.TransactionError
-		if !errors.Is(err, idempotency.ErrLeaseLost) || errors.As(err, &te) {
+		if !errors.Is(err, driver.ErrLeaseLost) || errors.As(err, &te) {
 			t.Fatalf("Complete after takeover: %v, want ErrLeaseLost and no *TransactionError", err)
 		}
 		if e.raw(t, summaries, "doc-1") != nil {
@@ -477,9 +478,9 @@ func TestTransactions(t *testing.T) {
 		e.put(t, summaries, newer)
 		done := completed(rec, `"old"`)
 		done.Attached = []any{summaryPut(summaries, "doc-0", 1), summaryPut(summaries, "doc-1", 1)}
-		err := e.store.Complete(ctx, done)
+		_, err := e.store.Complete(ctx, done)
 		var te *dynamostore.TransactionError
-		if !errors.As(err, &te) || errors.Is(err, idempotency.ErrLeaseLost) {
+		if !errors.As(err, &te) || errors.Is(err, driver.ErrLeaseLost) {
 			t.Fatalf("Complete: %v, want a *TransactionError that is not ErrLeaseLost", err)
 		}
 		if got := te.FailedConditions(); len(got) != 1 || got[0] != 1 {
@@ -498,7 +499,7 @@ func TestTransactions(t *testing.T) {
 			t.Errorf("record = %s, want it still in progress and ours", show(item))
 		}
 		// The record is still ours: completing without the write succeeds.
-		if err := e.store.Complete(ctx, completed(rec, `"old"`)); err != nil {
+		if _, err := e.store.Complete(ctx, completed(rec, `"old"`)); err != nil {
 			t.Errorf("Complete without the attached write: %v", err)
 		}
 	})
@@ -507,9 +508,9 @@ func TestTransactions(t *testing.T) {
 		e, _, rec := setup(t)
 		done := completed(rec, `1`)
 		done.Attached = []any{summaryPut("no-such-table", "doc-1", 1)}
-		err := e.store.Complete(ctx, done)
+		_, err := e.store.Complete(ctx, done)
 		var se *idempotency.StoreError
-		if !errors.As(err, &se) || errors.Is(err, idempotency.ErrLeaseLost) {
+		if !errors.As(err, &se) || errors.Is(err, driver.ErrLeaseLost) {
 			t.Fatalf("Complete: %v, want a *StoreError, not ErrLeaseLost", err)
 		}
 		if stringOf(e.raw(t, e.table, rec.ID)["status"]) != "INPROGRESS" {
@@ -530,7 +531,7 @@ func TestTransactions(t *testing.T) {
 			return "summary", dynamostore.Attach(ctx, summaryPut(summaries, "doc-9", 1))
 		}
 		for range 2 {
-			if v, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte("doc-9")), op); err != nil || v != "summary" {
+			if v, err := idempotency.Do(ctx, g, idempotency.Raw([]byte("doc-9")), op); err != nil || v != "summary" {
 				t.Fatalf("Do = %q, %v", v, err)
 			}
 		}
@@ -569,16 +570,16 @@ func TestLargeResults(t *testing.T) {
 			ctx := context.Background()
 			now := time.Now()
 			rec := claim("ns#big-"+rand.Text(), now, time.Minute)
-			if _, _, err := e.store.Acquire(ctx, rec, now); err != nil {
+			if _, _, err := e.store.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 				t.Fatal(err)
 			}
 			e.calls.Reset()
-			stored, err := e.store.CompleteData(ctx, completed(rec, string(tc.data)))
+			stored, err := e.store.Complete(ctx, completed(rec, string(tc.data)))
 			if err != nil {
-				t.Fatalf("CompleteData of a %d-byte result: %v", len(tc.data), err)
+				t.Fatalf("Complete of a %d-byte result: %v", len(tc.data), err)
 			}
 			if (stored != nil) != tc.wantStored || (stored != nil && !bytes.Equal(stored, tc.data)) {
-				t.Errorf("CompleteData returned %d bytes as stored, want stored=%v", len(stored), tc.wantStored)
+				t.Errorf("Complete returned %d bytes as stored, want stored=%v", len(stored), tc.wantStored)
 			}
 			if got := e.calls.Calls(); !maps.Equal(got, map[string]int{"UpdateItem": 1}) {
 				t.Errorf("calls %v, want one UpdateItem", got)
@@ -592,8 +593,8 @@ func TestLargeResults(t *testing.T) {
 			if b, ok := item["data"].(*types.AttributeValueMemberB); ok {
 				t.Logf("%d-byte result stored as %d bytes of gzip", len(tc.data), len(b.Value))
 			}
-			got, loaded, err := e.store.Acquire(ctx, claim(rec.ID, now, time.Minute), now)
-			if err != nil || !loaded || got.Status != idempotency.StatusCompleted {
+			got, loaded, err := e.store.Acquire(ctx, claim(rec.ID, now, time.Minute), now, driver.Takeover)
+			if err != nil || !loaded || got.Status != driver.StatusCompleted {
 				t.Fatalf("Acquire: %+v loaded=%v err=%v, want the completed record", got.Status, loaded, err)
 			}
 			if tc.wantStored && !bytes.Equal(got.Data, tc.data) {
@@ -622,7 +623,7 @@ func TestResultRefusedForSize(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	rec := claim("ns#refused-"+rand.Text(), now, time.Minute)
-	if _, _, err := e.store.Acquire(ctx, rec, now); err != nil {
+	if _, _, err := e.store.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -636,7 +637,7 @@ func TestResultRefusedForSize(t *testing.T) {
 	}
 	data := []byte(`"` + strings.Repeat("y", 350<<10) + `"`) // fits alone, plain
 	e.calls.Reset()
-	if err := e.store.Complete(ctx, completed(rec, string(data))); err != nil {
+	if _, err := e.store.Complete(ctx, completed(rec, string(data))); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	if got := e.calls.Calls(); !maps.Equal(got, map[string]int{"UpdateItem": 2}) {
@@ -659,12 +660,12 @@ func TestPlainResultAtTheLimit(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	rec := claim("ns#edge-"+rand.Text(), now, time.Minute)
-	if _, _, err := e.store.Acquire(ctx, rec, now); err != nil {
+	if _, _, err := e.store.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	// The record's other attributes take well under 300 bytes here.
 	data := []byte(`"` + strings.Repeat("z", dynamostore.DefaultItemLimit-8<<10-300) + `"`)
-	if err := e.store.Complete(ctx, completed(rec, string(data))); err != nil {
+	if _, err := e.store.Complete(ctx, completed(rec, string(data))); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	item := e.raw(t, e.table, rec.ID)

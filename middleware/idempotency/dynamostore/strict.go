@@ -10,17 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
-
-var _ idempotency.Quarantiner = (*Store)(nil)
-
-// AcquireStrict implements [idempotency.Quarantiner.AcquireStrict]: Acquire
-// with a condition that takes over no lapsed lease (no record, an expired
-// one, or a claim released by Release).
-func (s *Store) AcquireStrict(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
-	return s.acquire(ctx, rec, now, true)
-}
 
 // The condition of a quarantine: the lapsed claim found, unchanged (its
 // owner and expiry, not released), and not quarantined yet. quarantineOwner
@@ -37,16 +28,16 @@ const (
 		"attribute_not_exists(#quar) AND attribute_not_exists(#call)"
 )
 
-// Quarantine implements [idempotency.Quarantiner.Quarantine] with one
+// Quarantine implements [driver.Store.Quarantine] with one
 // conditional UpdateItem that sets the quarantined attribute
 // ([Attributes].Quarantined) to now in epoch milliseconds and the lease to
 // the record's expiry, keeping a strict claim's strict lease
 // ([Attributes].StrictLease), and returns the record as updated (ALL_NEW). When
 // the condition fails, the record as it was (ALL_OLD) is returned with an
-// error wrapping [idempotency.ErrLeaseLost].
-func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now time.Time) (idempotency.Record, error) {
+// error wrapping [driver.ErrLeaseLost].
+func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Time) (driver.Record, error) {
 	if found.ID == "" {
-		return idempotency.Record{}, storeError("quarantine", "", errors.New("dynamostore: empty id"))
+		return driver.Record{}, storeError("quarantine", "", errors.New("dynamostore: empty id"))
 	}
 	a := s.attrs
 	in := &dynamodb.UpdateItemInput{
@@ -59,7 +50,7 @@ func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now ti
 			"#quar": a.Quarantined, "#call": a.ReleaseCall, "#slease": a.StrictLease,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":inprogress": attrS(string(idempotency.StatusInProgress)),
+			":inprogress": attrS(string(driver.StatusInProgress)),
 			":me":         attrS(found.Owner),
 			":exp":        attrN(found.ExpiresAt.Unix()),
 			":now_ms":     attrN(now.UnixMilli()),
@@ -78,19 +69,19 @@ func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now ti
 	case err == nil:
 		st, err := s.decode(out.Attributes)
 		if err != nil && st.rec.ID == "" {
-			return idempotency.Record{}, storeError("quarantine", found.ID, fmt.Errorf("dynamostore: read quarantined record: %w", err))
+			return driver.Record{}, storeError("quarantine", found.ID, fmt.Errorf("dynamostore: read quarantined record: %w", err))
 		}
 		return st.rec, nil
 	case errors.As(err, &ccf):
 		if len(ccf.Item) == 0 {
-			return idempotency.Record{}, s.leaseLost("quarantine", found.ID, found.Owner, nil)
+			return driver.Record{}, s.leaseLost("quarantine", found.ID, found.Owner, nil)
 		}
 		st, _ := s.decode(ccf.Item) // what matters is status, owner and mark, not the result
 		if !st.rec.Quarantined.IsZero() {
-			return st.rec, storeError("quarantine", found.ID, fmt.Errorf("dynamostore: the record is quarantined already: %w", idempotency.ErrLeaseLost))
+			return st.rec, storeError("quarantine", found.ID, fmt.Errorf("dynamostore: the record is quarantined already: %w", driver.ErrLeaseLost))
 		}
 		return st.rec, s.leaseLost("quarantine", found.ID, found.Owner, ccf.Item)
 	default:
-		return idempotency.Record{}, storeError("quarantine", found.ID, err)
+		return driver.Record{}, storeError("quarantine", found.ID, err)
 	}
 }

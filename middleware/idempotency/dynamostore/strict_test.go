@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
 )
@@ -44,11 +45,11 @@ func TestStrictItems(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				k := idempotency.RawKey([]byte(`"pay-1"`))
+				k := idempotency.Raw([]byte(`"pay-1"`))
 				id := rawID(t, g, `"pay-1"`)
-				dead := idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: now.Add(time.Hour),
+				dead := driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: now.Add(time.Hour),
 					LeaseUntil: now.Add(-time.Minute), Owner: "dead-worker"}
-				if _, loaded, err := e.store.Acquire(context.Background(), dead, now.Add(-2*time.Minute)); err != nil || loaded {
+				if _, loaded, err := e.store.Acquire(context.Background(), dead, now.Add(-2*time.Minute), driver.Takeover); err != nil || loaded {
 					t.Fatalf("seed the lapsed claim: loaded=%v, %v", loaded, err)
 				}
 				ran := false
@@ -67,8 +68,8 @@ func TestStrictItems(t *testing.T) {
 				}
 
 				done := dead
-				done.Status, done.Data, done.ExpiresAt = idempotency.StatusCompleted, []byte(`{"n":1}`), now.Add(2*time.Hour)
-				if err := e.store.Complete(context.Background(), done); err != nil {
+				done.Status, done.Data, done.ExpiresAt = driver.StatusCompleted, []byte(`{"n":1}`), now.Add(2*time.Hour)
+				if _, err := e.store.Complete(context.Background(), done); err != nil {
 					t.Fatalf("late completion of the quarantined claim: %v", err)
 				}
 				if _, ok := item(id)["quarantined"]; ok {
@@ -100,7 +101,7 @@ func attrString(v types.AttributeValue) string {
 // call outlives its lease, the default call does not run the operation.
 func TestStrictAcrossProcesses(t *testing.T) {
 	const envTable = "SQSONCE_TEST_STRICT_TABLE"
-	storetest.StrictAcrossProcesses(t, func(t *testing.T) (idempotency.Store, []string) {
+	storetest.StrictAcrossProcesses(t, func(t *testing.T) (driver.Store, []string) {
 		db := moto.DynamoDB(t) // in a child, the parent's server (motoserver.EnvEndpoint)
 		table := os.Getenv(envTable)
 		if table == "" {

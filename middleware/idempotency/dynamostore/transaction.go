@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // MaxTransactItems is DynamoDB's limit of writes in one transaction. The
@@ -34,7 +35,9 @@ func Attach(ctx context.Context, items ...types.TransactWriteItem) error {
 	return nil
 }
 
-// ValidateAttached implements [idempotency.AttachValidator]: the writes
+var _ driver.AttachValidator = (*Store)(nil)
+
+// ValidateAttached implements [driver.AttachValidator]: the writes
 // must be well-formed DynamoDB transaction items (exactly one of Put,
 // Update, Delete or ConditionCheck, naming a table and an item), none on the
 // record's own item, and at most [MaxTransactItems] - 1 of them (the
@@ -49,7 +52,7 @@ func (s *Store) ValidateAttached(id string, writes []any) error {
 	for i, w := range ws {
 		table, key := writeTarget(w)
 		if table == s.table && s.isRecordKey(key, id) {
-			return fmt.Errorf("dynamostore: attached write %d is on the idempotency record's own item: %w", i, idempotency.ErrAttachUnsupported)
+			return fmt.Errorf("dynamostore: attached write %d is on the idempotency record's own item: %w", i, driver.ErrAttachUnsupported)
 		}
 	}
 	return nil
@@ -90,7 +93,7 @@ func attachedWrites(attached []any) ([]types.TransactWriteItem, error) {
 	}
 	if n := len(attached) + 1; n > MaxTransactItems {
 		return nil, fmt.Errorf("dynamostore: %d attached writes and the record's completion make %d writes, more than the %d of one DynamoDB transaction: %w",
-			len(attached), n, MaxTransactItems, idempotency.ErrAttachUnsupported)
+			len(attached), n, MaxTransactItems, driver.ErrAttachUnsupported)
 	}
 	writes := make([]types.TransactWriteItem, 0, len(attached))
 	for i, w := range attached {
@@ -100,15 +103,15 @@ func attachedWrites(attached []any) ([]types.TransactWriteItem, error) {
 			item = w
 		case *types.TransactWriteItem:
 			if w == nil {
-				return nil, fmt.Errorf("dynamostore: attached write %d is a nil *types.TransactWriteItem: %w", i, idempotency.ErrAttachUnsupported)
+				return nil, fmt.Errorf("dynamostore: attached write %d is a nil *types.TransactWriteItem: %w", i, driver.ErrAttachUnsupported)
 			}
 			item = *w
 		default:
 			return nil, fmt.Errorf("dynamostore: attached write %d is a %T; want a types.TransactWriteItem (see dynamostore.Attach): %w",
-				i, w, idempotency.ErrAttachUnsupported)
+				i, w, driver.ErrAttachUnsupported)
 		}
 		if err := wellFormed(item); err != nil {
-			return nil, fmt.Errorf("dynamostore: attached write %d %v: %w", i, err, idempotency.ErrAttachUnsupported)
+			return nil, fmt.Errorf("dynamostore: attached write %d %v: %w", i, err, driver.ErrAttachUnsupported)
 		}
 		writes = append(writes, item)
 	}
@@ -144,7 +147,7 @@ func wellFormed(w types.TransactWriteItem) error {
 // ([TransactionError.FailedConditions] is not empty; retrying will not help
 // until the application's data changes), or a transient conflict or
 // throttling (retrying may help). Nothing of the transaction was written and
-// the record is still in progress. It never wraps [idempotency.ErrLeaseLost]:
+// the record is still in progress. It never wraps [driver.ErrLeaseLost]:
 // a lost lease is reported as that instead.
 type TransactionError struct {
 	ID string // the record id
@@ -181,7 +184,7 @@ func (e *TransactionError) Unwrap() error { return e.Err }
 // Permanent reports whether retrying the same transaction cannot help: an
 // attached write's condition failed, or DynamoDB refused a write as invalid.
 // The guard does not retry such a completion (see
-// [idempotency.PermanentError]).
+// [batch.PermanentError]).
 func (e *TransactionError) Permanent() bool {
 	for i, r := range e.Reasons {
 		if code := aws.ToString(r.Code); i > 0 && (code == "ConditionalCheckFailed" || code == "ValidationError") {

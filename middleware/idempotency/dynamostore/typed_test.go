@@ -38,17 +38,14 @@ func TestWrapJSONRace(t *testing.T) {
 		}
 		return "done " + j.ID, nil
 	}
-	body := idempotency.JSONBody[job]{
-		KeyFunc:               func(j job) (idempotency.Key, error) { return idempotency.KeyOf("job", j.ID) },
-		DisallowUnknownFields: true,
-	}
+	key := idempotency.SelectorFunc(func(j job) (idempotency.Selection, error) { return idempotency.SelectionOf("job", j.ID) })
 	handlers := make([]func(context.Context, events.SQSMessage) (string, error), instances)
 	for i := range handlers {
 		g, err := idempotency.New(idempotency.Config{Store: e.store, Namespace: "race", Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		handlers[i] = idempotency.WrapJSON(g, body, op)
+		handlers[i] = idempotency.WrapJSON(g, key, op, idempotency.DisallowUnknownFields())
 	}
 	var wg sync.WaitGroup
 	for i, h := range handlers {

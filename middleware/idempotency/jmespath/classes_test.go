@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
@@ -43,9 +44,7 @@ func TestLoneSurrogatesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	ran := 0
-	h := idempotency.WrapPayload(g, jmespath.MustCompile(`powertools_json(body).id`).Select,
-		jmespath.MustCompile(`powertools_json(body).payload`).Select,
-		func(context.Context, events.SQSMessage) (int, error) { ran++; return 1, nil })
+	h := idempotency.Wrap(g, jmespath.MustCompile(`powertools_json(body).id`).Selector(), func(context.Context, events.SQSMessage) (int, error) { ran++; return 1, nil }, idempotency.WithPayload(jmespath.MustCompile(`powertools_json(body).payload`).Selector()))
 	for _, body := range []string{`{"id":"k","payload":"\ud800"}`, `{"id":"k","payload":"\udbff"}`} {
 		if _, err := h(t.Context(), events.SQSMessage{MessageId: "m-1", Body: body}); !errors.Is(err, jsonkey.ErrLoneSurrogate) {
 			t.Errorf("payload %s: %v, want the lone surrogate refused", body, err)

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/internal/testenv/testproc"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
@@ -248,10 +249,10 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
-func selectKey(c diffCase) (idempotency.Key, error) {
+func selectKey(c diffCase) (idempotency.Selection, error) {
 	e, err := jmespath.Compile(c.expr)
 	if err != nil {
-		return idempotency.Key{}, fmt.Errorf("compile: %w", err)
+		return idempotency.Selection{}, fmt.Errorf("compile: %w", err)
 	}
 	return e.Select(c.m)
 }

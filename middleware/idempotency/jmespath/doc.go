@@ -4,7 +4,7 @@
 //
 //	key := jmespath.MustCompile(`powertools_json(body).idempotency_key`)
 //	payload := jmespath.MustCompile(`powertools_json(body).[user_id, amount]`)
-//	h := idempotency.WrapPayload(g, key.Select, payload.Select, fn)
+//	h := idempotency.Wrap(g, key.Selector(), fn, idempotency.WithPayload(payload.Selector()))
 //
 // The expression is evaluated on the record as Lambda delivers it (body,
 // messageId, attributes, messageAttributes, …), with Powertools' functions
@@ -76,13 +76,13 @@
 //
 // # Whole events
 //
-// [Expression.SelectJSON] evaluates an expression on a whole Lambda event,
-// as Powertools evaluates eventKeyJmesPath for a handler made idempotent
-// with makeIdempotent or @idempotent, and [EventKey] makes it the key
-// function of idempotency.WrapEvent for an event type:
+// On an input other than an SQS message, [Expression.Selector] evaluates
+// an expression on the whole Lambda event, as Powertools evaluates
+// eventKeyJmesPath for a handler made idempotent with makeIdempotent or
+// @idempotent ([Expression.SelectJSON]):
 //
-//	key := jmespath.EventKey[events.APIGatewayV2HTTPRequest](jmespath.MustCompile(`powertools_json(body).order_id`))
-//	h := idempotency.WrapEvent(g, idempotency.EventKeys[events.APIGatewayV2HTTPRequest]{KeyFunc: key}, createOrder)
+//	key := jmespath.MustCompile(`powertools_json(body).order_id`)
+//	h := idempotency.Wrap(g, key.Selector(), createOrder) // createOrder takes an events.APIGatewayV2HTTPRequest
 //
 // The event is read as powertools_json reads JSON (the rules and refusals
 // above), in place, with the same selector, functions and cost as Select:

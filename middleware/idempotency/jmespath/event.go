@@ -3,7 +3,8 @@ package jmespath
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
@@ -14,8 +15,7 @@ import (
 // with makeIdempotent or @idempotent (API Gateway, EventBridge, a direct
 // invocation). The selector, the functions, the numbers, the missing keys
 // and the refusals are as for [Expression.Select], so the same expression
-// on the same value gives the same record id. Its method value is the
-// KeyFunc of an idempotency.EventKeys[json.RawMessage].
+// on the same value gives the same record id.
 //
 // SelectJSON fails with a [*idempotency.KeyError] as Select does, and for a
 // document that breaks the JSON rules of key material (see the package
@@ -23,9 +23,9 @@ import (
 // as "\ud800" (encoding/json would read it as U+FFFD, and two events that
 // differ there would share a record), a member named twice, a number
 // longer than 100 characters.
-func (e *Expression) SelectJSON(doc json.RawMessage) (idempotency.Key, error) {
-	fail := func(err error) (idempotency.Key, error) {
-		return idempotency.Key{}, &idempotency.KeyError{Source: e.source, Err: err}
+func (e *Expression) SelectJSON(doc json.RawMessage) (idempotency.Selection, error) {
+	fail := func(err error) (idempotency.Selection, error) {
+		return idempotency.Selection{}, &idempotency.KeyError{Source: e.source, Err: err}
 	}
 	text := unsafeString(doc) // read, never written
 	ev := newEvaluator(int64(len(text)))
@@ -39,25 +39,31 @@ func (e *Expression) SelectJSON(doc json.RawMessage) (idempotency.Key, error) {
 	return k, nil
 }
 
-// EventKey returns a key function for events of type E: e evaluated, as
-// [Expression.SelectJSON] does, on the event's JSON encoding (json.Marshal),
-// for idempotency.EventKeys.KeyFunc or PayloadFunc. The encoding holds what
-// E declares: a field E lacks is absent from it (its selection is missing
-// and the call fails), and strings are as the Lambda runtime decoded them,
-// with a lone surrogate already read as U+FFFD. For the event exactly as
-// delivered, make E json.RawMessage: EventKey then evaluates it as it is.
-func EventKey[E any](e *Expression) func(E) (idempotency.Key, error) {
-	return func(ev E) (idempotency.Key, error) {
-		if raw, ok := any(ev).(json.RawMessage); ok {
-			return e.SelectJSON(raw)
+// Selector returns e as an [idempotency.Selector] of any input, evaluated
+// as Powertools for AWS Lambda evaluates its JMESPath expressions: on an
+// SQS message as [Expression.Select] does (the record as Lambda delivers
+// it), on a json.RawMessage as it is, and on any other input on its JSON
+// encoding (json.Marshal), as [Expression.SelectJSON] does. The encoding
+// holds what the input's type declares: a field it lacks is absent (its
+// selection is missing and the call fails), and strings are as the Lambda
+// runtime decoded them, with a lone surrogate already read as U+FFFD. For
+// an event exactly as delivered, make the input json.RawMessage. In
+// [idempotency.WrapJSON] it is evaluated on the message.
+func (e *Expression) Selector() idempotency.Selector {
+	return idempotency.SelectorFunc(func(in any) (idempotency.Selection, error) {
+		switch in := in.(type) {
+		case events.SQSMessage:
+			return e.Select(in)
+		case json.RawMessage:
+			return e.SelectJSON(in)
 		}
-		doc, err := json.Marshal(ev)
+		doc, err := json.Marshal(in)
 		if err != nil {
-			return idempotency.Key{}, &idempotency.KeyError{Source: e.source,
-				Err: fmt.Errorf("encoding the %s event as JSON: %w", reflect.TypeFor[E](), redactMarshal(err))}
+			return idempotency.Selection{}, &idempotency.KeyError{Source: e.source,
+				Err: fmt.Errorf("encoding the %T input as JSON: %w", in, redactMarshal(err))}
 		}
 		return e.SelectJSON(doc)
-	}
+	})
 }
 
 // redactMarshal is a json.Marshal error without the value it may quote (a

@@ -53,9 +53,9 @@ func TestSelectJSONMatchesSelect(t *testing.T) {
 		if got.Selector != want.Selector || string(got.Value) != string(want.Value) {
 			t.Errorf("%s: SelectJSON %s %s, Select %s %s", expr, got.Selector, got.Value, want.Selector, want.Value)
 		}
-		viaType, err := jmespath.EventKey[events.SQSMessage](e)(m)
+		viaType, err := idempotency.Select(e.Selector(), m)
 		if err != nil || string(viaType.Value) != string(want.Value) {
-			t.Errorf("%s: EventKey %s, %v; want %s", expr, viaType.Value, err, want.Value)
+			t.Errorf("%s: Selector %s, %v; want %s", expr, viaType.Value, err, want.Value)
 		}
 	}
 }
@@ -157,7 +157,7 @@ func TestEventKeyInjective(t *testing.T) {
 				req.Body = fmt.Sprintf(`{"tag":%s,"id":%s}`, asciiJSON(v+"!"), asciiJSON(v))
 			}
 			for _, e := range []*jmespath.Expression{key, subset} {
-				k, err := jmespath.EventKey[events.APIGatewayV2HTTPRequest](e)(req)
+				k, err := idempotency.Select(e.Selector(), req)
 				if err != nil {
 					t.Fatalf("%q: %v", v, err)
 				}
@@ -202,7 +202,7 @@ func asciiJSON(s string) string {
 // up to 1 MiB (a long string, a wide array, many members, deep nesting)
 // allocates at most 16 times the event plus 4 MiB (property 2; the
 // package states 16 times plus 1 MiB, which TestAllocationCeiling checks
-// with SQS records): the event is read in place. EventKey pays for
+// with SQS records): the event is read in place. Selector pays for
 // json.Marshal of the typed event on top.
 func TestEventKeyMemoryBounded(t *testing.T) {
 	const mib = 1 << 20
@@ -228,9 +228,9 @@ func TestEventKeyMemoryBounded(t *testing.T) {
 		}
 		for _, expr := range []string{`id`, `detail.xs[0]`, `keys(detail)`} {
 			e := jmespath.MustCompile(expr)
-			typed := jmespath.EventKey[events.EventBridgeEvent](e)
+			typed := e.Selector()
 			for via, f := range map[string]func(){
-				"EventKey":   func() { _, _ = typed(ev) },
+				"Selector":   func() { _, _ = idempotency.Select(typed, ev) },
 				"SelectJSON": func() { _, _ = e.SelectJSON(raw) },
 			} {
 				n := allocated(f)
@@ -273,7 +273,8 @@ func BenchmarkSelectJSON(b *testing.B) {
 func TestEventKeyRawMessage(t *testing.T) {
 	// A json.RawMessage event is evaluated as delivered: the lone surrogate
 	// a typed event would have lost is refused.
-	key := jmespath.EventKey[json.RawMessage](jmespath.MustCompile(`headers."idempotency-key"`))
+	sel := jmespath.MustCompile(`headers."idempotency-key"`).Selector()
+	key := func(m json.RawMessage) (idempotency.Selection, error) { return idempotency.Select(sel, m) }
 	if _, err := key(json.RawMessage(`{"headers":{"idempotency-key":"\udbff"}}`)); err == nil {
 		t.Error("a lone surrogate in a raw event was accepted")
 	}

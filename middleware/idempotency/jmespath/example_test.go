@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -35,8 +36,7 @@ func ExampleCompile() {
 	}
 	fmt.Println(g.ID(k))
 
-	charge := idempotency.WrapPayload(g, key.Select, payload.Select,
-		func(context.Context, events.SQSMessage) (string, error) { return "charged", nil })
+	charge := idempotency.Wrap(g, key.Selector(), func(context.Context, events.SQSMessage) (string, error) { return "charged", nil }, idempotency.WithPayload(payload.Selector()))
 	fmt.Println(charge(context.Background(), m))
 	m.Body = `{"idempotency_key":"059f36b4-87a3-44ab-83d2-661975830a7d","user_id":"u1","amount":99}`
 	_, err = charge(context.Background(), m)
@@ -55,9 +55,9 @@ func ExampleExpression_Select_refused() {
 	key := jmespath.MustCompile(`length(powertools_json(body).note)`)
 	_, err := key.Select(events.SQSMessage{MessageId: "m-1", Body: `{"note":"thanks 😀"}`})
 	var ke *idempotency.KeyError
-	fmt.Println(errors.As(err, &ke), ke.MessageID)
+	fmt.Println(errors.As(err, &ke), ke.InputID)
 	fmt.Println(err)
 	// Output:
 	// true m-1
-	// idempotency: key from JMESPath "length(powertools_json(body).note)" of message m-1: length(): a string with a character beyond U+FFFF (Python counts and reverses code points, TypeScript UTF-16 units)
+	// idempotency: key from JMESPath "length(powertools_json(body).note)" of input m-1: length(): a string with a character beyond U+FFFF (Python counts and reverses code points, TypeScript UTF-16 units)
 }

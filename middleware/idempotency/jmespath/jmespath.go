@@ -8,12 +8,14 @@ import (
 	"slices"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
-// Expression is a compiled JMESPath expression that selects key material
-// from an SQS record. Its Select method is an [idempotency.KeyFunc], for a
-// key or a validated payload. It is safe for concurrent use.
+// Expression is a compiled JMESPath expression that selects a key, or a
+// validated payload, from an input: [Expression.Selector] for
+// idempotency.Wrap, Select and SelectJSON for a function of your own. It
+// is safe for concurrent use.
 type Expression struct {
 	expr             string
 	ast              *node
@@ -62,18 +64,17 @@ func (e *Expression) String() string { return e.expr }
 // Select returns the key material e selects from m: the selection as JSON,
 // under the selector "jmespath " followed by the expression's text (so that
 // in the native format a re-spelled expression gives other record ids).
-// Its method value, e.Select, is an [idempotency.KeyFunc].
 //
 // Select fails with a [*idempotency.KeyError]: wrapping
 // [idempotency.ErrNoKey] when the selection is missing (see the package
 // doc), or the reason the evaluation was refused (a body that
 // powertools_json cannot read, a value the Powertools runtimes would
 // compute differently; see the package doc). No error quotes the message.
-func (e *Expression) Select(m events.SQSMessage) (idempotency.Key, error) {
+func (e *Expression) Select(m events.SQSMessage) (idempotency.Selection, error) {
 	rec, size := record(m)
 	k, err := e.key(newEvaluator(size), rec)
 	if err != nil {
-		return idempotency.Key{}, &idempotency.KeyError{MessageID: m.MessageId, Source: e.source, Err: err}
+		return idempotency.Selection{}, &idempotency.KeyError{InputID: m.MessageId, Source: e.source, Err: err}
 	}
 	return k, nil
 }
@@ -83,34 +84,34 @@ func (e *Expression) Select(m events.SQSMessage) (idempotency.Key, error) {
 var errInternal = errors.New("internal error while evaluating the expression (a bug of package jmespath)")
 
 // key evaluates e on v and returns the selection as key material.
-func (e *Expression) key(ev *evaluator, v value) (k idempotency.Key, err error) {
+func (e *Expression) key(ev *evaluator, v value) (k idempotency.Selection, err error) {
 	defer func() {
 		if recover() != nil {
-			k, err = idempotency.Key{}, errInternal
+			k, err = idempotency.Selection{}, errInternal
 		}
 	}()
 	sel, err := ev.visit(e.ast, v)
 	if err != nil {
-		return idempotency.Key{}, err
+		return idempotency.Selection{}, err
 	}
 	if sel.k == kUndef {
-		return idempotency.Key{}, refuse(errUndef)
+		return idempotency.Selection{}, refuse(errUndef)
 	}
 	missing, err := ev.missing(sel)
 	if err != nil {
-		return idempotency.Key{}, err
+		return idempotency.Selection{}, err
 	}
 	if missing {
-		return idempotency.Key{}, fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(sel))
+		return idempotency.Selection{}, fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(sel))
 	}
 	b, err := ev.reserve(nil, keySize(sel))
 	if err != nil {
-		return idempotency.Key{}, err
+		return idempotency.Selection{}, err
 	}
 	if b, err = ev.keyJSON(b, sel); err != nil {
-		return idempotency.Key{}, err
+		return idempotency.Selection{}, err
 	}
-	return idempotency.Key{Selector: e.selector, Value: b}, nil
+	return idempotency.Selection{Selector: e.selector, Value: b}, nil
 }
 
 // record is the SQS record as Lambda delivers it to a function, and the

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -92,7 +93,7 @@ func TestKeyKinds(t *testing.T) {
 			k, err := jmespath.MustCompile(tc.expr).Select(m)
 			if tc.python == "" {
 				var ke *idempotency.KeyError
-				if !errors.Is(err, idempotency.ErrNoKey) || !errors.As(err, &ke) || ke.MessageID != "m-1" {
+				if !errors.Is(err, idempotency.ErrNoKey) || !errors.As(err, &ke) || ke.InputID != "m-1" {
 					t.Fatalf("key %s, %v; want a *KeyError wrapping ErrNoKey", k.Value, err)
 				}
 				return
@@ -105,7 +106,7 @@ func TestKeyKinds(t *testing.T) {
 			}
 			// The selection hashes as its Python spelling does.
 			got, err := idempotency.FormatPowertoolsPython.Hash(k)
-			want, werr := idempotency.FormatPowertoolsPython.Hash(idempotency.RawKey([]byte(tc.python)))
+			want, werr := idempotency.FormatPowertoolsPython.Hash(idempotency.Raw([]byte(tc.python)))
 			if err != nil || werr != nil || got != want {
 				t.Errorf("selection %s: hash %s, %v; want the hash of %s, %s (%v)", k.Value, got, err, tc.python, want, werr)
 			}
@@ -130,7 +131,7 @@ func ptr(s string) *string { return &s }
 // evaluator rebuilt such selections from doubles.
 func TestFilterKeepsNumbers(t *testing.T) {
 	key := jmespath.MustCompile("powertools_json(body).items[?qty > `0`].id")
-	sel := func(body string) idempotency.Key {
+	sel := func(body string) idempotency.Selection {
 		t.Helper()
 		k, err := key.Select(events.SQSMessage{MessageId: "m-1", Body: body})
 		if err != nil {
@@ -159,7 +160,7 @@ func TestFilterKeepsNumbers(t *testing.T) {
 		{`{"items":[{"id":1e2,"qty":1}]}`, `[100.0]`},
 	} {
 		got, err := idempotency.FormatPowertoolsPython.Hash(sel(tc.body))
-		want, werr := idempotency.FormatPowertoolsPython.Hash(idempotency.RawKey([]byte(tc.python)))
+		want, werr := idempotency.FormatPowertoolsPython.Hash(idempotency.Raw([]byte(tc.python)))
 		if err != nil || werr != nil || got != want {
 			t.Errorf("%s: Python hash %s (%v), want that of %s, %s (%v)", tc.body, got, err, tc.python, want, werr)
 		}
@@ -208,9 +209,7 @@ func TestValidateSpelling(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := idempotency.WrapPayload(g, jmespath.MustCompile(`powertools_json(body).id`).Select,
-			jmespath.MustCompile(`powertools_json(body).amount`).Select,
-			func(context.Context, events.SQSMessage) (int, error) { return 1, nil })
+		h := idempotency.Wrap(g, jmespath.MustCompile(`powertools_json(body).id`).Selector(), func(context.Context, events.SQSMessage) (int, error) { return 1, nil }, idempotency.WithPayload(jmespath.MustCompile(`powertools_json(body).amount`).Selector()))
 		if _, err := h(t.Context(), events.SQSMessage{MessageId: "m-1", Body: `{"id":"k","amount":10}`}); err != nil {
 			t.Fatal(err)
 		}

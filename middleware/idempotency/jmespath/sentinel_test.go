@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
@@ -163,8 +164,8 @@ func TestErrorsQuoteNothing(t *testing.T) {
 				t.Errorf("%s: the error shows %q: %v", c.expr, s, err)
 			}
 			var ke *idempotency.KeyError
-			if errors.As(err, &ke) && ke.MessageID != "m-1" {
-				t.Errorf("%s: KeyError for message %q", c.expr, ke.MessageID)
+			if errors.As(err, &ke) && ke.InputID != "m-1" {
+				t.Errorf("%s: KeyError for message %q", c.expr, ke.InputID)
 			}
 			if k, ok := jmespath.RefusalOf(err); ok {
 				reasons[k]++

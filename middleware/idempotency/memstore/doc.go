@@ -1,4 +1,4 @@
-// Package memstore is an in-memory [idempotency.Store]: the default for local
+// Package memstore is an in-memory [driver.Store]: the default for local
 // runs and the store of unit tests.
 //
 //	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "orders"})

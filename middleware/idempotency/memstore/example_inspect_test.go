@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
 
@@ -16,12 +16,12 @@ func ExampleStore_List() {
 	s := memstore.New()
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	for name, lease := range map[string]time.Duration{"a": -time.Minute, "b": time.Hour, "c": -time.Hour} {
-		s.Put(idempotency.Record{ID: "orders#" + name, Status: idempotency.StatusInProgress,
+		s.Put(driver.Record{ID: "orders#" + name, Status: driver.StatusInProgress,
 			ExpiresAt: now.Add(24 * time.Hour), LeaseUntil: now.Add(lease), Owner: "owner-" + name})
 	}
-	var inspector idempotency.Inspector = s
+	var inspector driver.Inspector = s
 	ctx := context.Background()
-	for rec, err := range inspector.List(ctx, idempotency.ListOptions{Status: idempotency.StatusInProgress, Prefix: "orders#"}) {
+	for rec, err := range inspector.List(ctx, driver.ListOptions{Status: driver.StatusInProgress, Prefix: "orders#"}) {
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -30,7 +30,7 @@ func ExampleStore_List() {
 			fmt.Println(rec.ID, "lapsed; owner", rec.Owner)
 		}
 	}
-	if _, err := inspector.Inspect(ctx, "orders#z"); errors.Is(err, idempotency.ErrNotFound) {
+	if _, err := inspector.Inspect(ctx, "orders#z"); errors.Is(err, driver.ErrNotFound) {
 		fmt.Println("orders#z: no record")
 	}
 	// Output:

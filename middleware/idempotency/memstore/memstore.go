@@ -7,14 +7,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-// Store is an in-memory idempotency.Store, safe for concurrent use. The zero
+// Store is an in-memory driver.Store, safe for concurrent use. The zero
 // value is not usable; call [New].
 type Store struct {
 	mu      sync.Mutex
-	records map[string]idempotency.Record
+	records map[string]driver.Record
 	writes  int // claims since the last sweep of expired records
 }
 
@@ -24,42 +24,29 @@ type Store struct {
 // keeps its cost per claim constant.
 const sweepEvery = 1024
 
-var (
-	_ idempotency.Store           = (*Store)(nil)
-	_ idempotency.AttachValidator = (*Store)(nil)
-	_ idempotency.Quarantiner     = (*Store)(nil)
-)
+var _ driver.Store = (*Store)(nil)
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{records: make(map[string]idempotency.Record)}
+	return &Store{records: make(map[string]driver.Record)}
 }
 
-// Acquire implements [idempotency.Store.Acquire].
-func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
-	return s.acquire(ctx, rec, now, false)
-}
-
-// AcquireStrict implements [idempotency.Quarantiner.AcquireStrict].
-func (s *Store) AcquireStrict(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
-	return s.acquire(ctx, rec, now, true)
-}
-
-func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Time, strict bool) (idempotency.Record, bool, error) {
+// Acquire implements [driver.Store.Acquire].
+func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return idempotency.Record{}, false, err
+		return driver.Record{}, false, err
 	}
 	if rec.ID == "" || rec.Owner == "" {
-		return idempotency.Record{}, false, fmt.Errorf("memstore: acquire %q: a claim needs an id and an owner token", rec.ID)
+		return driver.Record{}, false, fmt.Errorf("memstore: acquire %q: a claim needs an id and an owner token", rec.ID)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[rec.ID]
-	if ok && old.Status == idempotency.StatusInProgress && old.Owner == rec.Owner {
-		return idempotency.Record{}, false, nil // this claim, made again
+	if ok && old.Status == driver.StatusInProgress && old.Owner == rec.Owner {
+		return driver.Record{}, false, nil // this claim, made again
 	}
 	if ok && old.ExpiresAt.After(now) &&
-		(strict || !(old.Status == idempotency.StatusInProgress && old.LeaseUntil.Before(now))) {
+		(mode == driver.NoTakeover || !(old.Status == driver.StatusInProgress && old.LeaseUntil.Before(now))) {
 		return clone(old), true, nil
 	}
 	rec = clone(rec)
@@ -76,43 +63,34 @@ func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 	return clone(old), false, nil
 }
 
-// Complete implements [idempotency.Store.Complete]. The memory store cannot
-// commit attached writes: a record with any fails with
-// [idempotency.ErrAttachUnsupported], and nothing is written.
-func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
+// Complete implements [driver.Store.Complete]. The memory store keeps
+// every result in full, and commits no attached writes: a record with any
+// fails with [driver.ErrAttachUnsupported], and nothing is written.
+func (s *Store) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if len(rec.Attached) > 0 {
-		return fmt.Errorf("memstore: complete %s: %w", rec.ID, idempotency.ErrAttachUnsupported)
+		return nil, fmt.Errorf("memstore: complete %s: %w", rec.ID, driver.ErrAttachUnsupported)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[rec.ID]
-	if ok && old.Status == idempotency.StatusCompleted && old.Owner != "" && old.Owner == rec.Owner {
-		return nil // this completion, made again
+	if ok && old.Status == driver.StatusCompleted && old.Owner != "" && old.Owner == rec.Owner {
+		return bytes.Clone(old.Data), nil // this completion, made again, or an operator's under this owner
 	}
-	if !ok || old.Status != idempotency.StatusInProgress || old.Owner == "" || old.Owner != rec.Owner {
-		return fmt.Errorf("memstore: complete %s: %w", rec.ID, idempotency.ErrLeaseLost)
+	if !ok || old.Status != driver.StatusInProgress || old.Owner == "" || old.Owner != rec.Owner {
+		return nil, fmt.Errorf("memstore: complete %s: %w", rec.ID, driver.ErrLeaseLost)
 	}
-	old.Status = idempotency.StatusCompleted
+	old.Status = driver.StatusCompleted
 	old.Data = bytes.Clone(rec.Data)
 	old.ExpiresAt = rec.ExpiresAt
 	old.Quarantined = time.Time{}
 	s.records[rec.ID] = old
-	return nil
+	return bytes.Clone(rec.Data), nil
 }
 
-// ValidateAttached implements [idempotency.AttachValidator]: the memory
-// store takes no attached writes.
-func (s *Store) ValidateAttached(_ string, writes []any) error {
-	if len(writes) > 0 {
-		return fmt.Errorf("memstore: %w", idempotency.ErrAttachUnsupported)
-	}
-	return nil
-}
-
-// Release implements [idempotency.Store.Release].
+// Release implements [driver.Store.Release].
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -120,28 +98,28 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[id]
-	if !ok || old.Status != idempotency.StatusInProgress || old.Owner == "" || old.Owner != owner {
-		return fmt.Errorf("memstore: release %s: %w", id, idempotency.ErrLeaseLost)
+	if !ok || old.Status != driver.StatusInProgress || old.Owner == "" || old.Owner != owner {
+		return fmt.Errorf("memstore: release %s: %w", id, driver.ErrLeaseLost)
 	}
 	delete(s.records, id)
 	return nil
 }
 
-// Quarantine implements [idempotency.Quarantiner.Quarantine].
-func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now time.Time) (idempotency.Record, error) {
+// Quarantine implements [driver.Store.Quarantine].
+func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Time) (driver.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return idempotency.Record{}, err
+		return driver.Record{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[found.ID]
-	if !ok || old.Status != idempotency.StatusInProgress || old.Owner != found.Owner ||
+	if !ok || old.Status != driver.StatusInProgress || old.Owner != found.Owner ||
 		!old.ExpiresAt.Equal(found.ExpiresAt) || !old.LeaseEnd().Before(now) || !old.Quarantined.IsZero() {
-		var cur idempotency.Record
+		var cur driver.Record
 		if ok {
 			cur = clone(old)
 		}
-		return cur, fmt.Errorf("memstore: quarantine %s: the record is no longer the lapsed claim found: %w", found.ID, idempotency.ErrLeaseLost)
+		return cur, fmt.Errorf("memstore: quarantine %s: the record is no longer the lapsed claim found: %w", found.ID, driver.ErrLeaseLost)
 	}
 	old.Quarantined = now
 	old.LeaseUntil = old.ExpiresAt
@@ -150,7 +128,7 @@ func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now ti
 }
 
 // Get returns the record stored under id, for tests and inspection.
-func (s *Store) Get(id string) (idempotency.Record, bool) {
+func (s *Store) Get(id string) (driver.Record, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.records[id]
@@ -159,7 +137,7 @@ func (s *Store) Get(id string) (idempotency.Record, bool) {
 
 // Put stores rec as it is, unconditionally, for tests that need a record in a
 // given state (for example one written by another library).
-func (s *Store) Put(rec idempotency.Record) {
+func (s *Store) Put(rec driver.Record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec = clone(rec)
@@ -174,7 +152,7 @@ func (s *Store) Len() int {
 	return len(s.records)
 }
 
-func clone(r idempotency.Record) idempotency.Record {
+func clone(r driver.Record) driver.Record {
 	r.Data = bytes.Clone(r.Data)
 	return r
 }

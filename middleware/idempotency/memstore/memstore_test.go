@@ -3,13 +3,13 @@ package memstore_test
 import (
 	"testing"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(*testing.T) idempotency.Store { return memstore.New() })
+	storetest.Run(t, func(*testing.T) driver.Store { return memstore.New() })
 }
 
 // TestStrictAcrossGuards: two guards of their own on one store, one strict:

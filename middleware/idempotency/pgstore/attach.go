@@ -9,7 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // Statement is a SQL statement with its arguments, attached to the
@@ -38,7 +40,7 @@ func Attach(ctx context.Context, stmts ...Statement) error {
 	return nil
 }
 
-// ValidateAttached implements [idempotency.AttachValidator]: every write
+// ValidateAttached implements [driver.AttachValidator]: every write
 // must be a [Statement] (or *Statement) with SQL. [idempotency.Attach]
 // calls it, so an operation learns of a write its completion could not
 // commit when it attaches the write.
@@ -59,15 +61,15 @@ func statements(attached []any) ([]Statement, error) {
 			st = w
 		case *Statement:
 			if w == nil {
-				return nil, fmt.Errorf("pgstore: attached write %d is a nil *Statement: %w", i, idempotency.ErrAttachUnsupported)
+				return nil, fmt.Errorf("pgstore: attached write %d is a nil *Statement: %w", i, driver.ErrAttachUnsupported)
 			}
 			st = *w
 		default:
 			return nil, fmt.Errorf("pgstore: attached write %d is a %T; want a pgstore.Statement (see pgstore.Attach): %w",
-				i, w, idempotency.ErrAttachUnsupported)
+				i, w, driver.ErrAttachUnsupported)
 		}
 		if st.SQL == "" {
-			return nil, fmt.Errorf("pgstore: attached statement %d has no SQL: %w", i, idempotency.ErrAttachUnsupported)
+			return nil, fmt.Errorf("pgstore: attached statement %d has no SQL: %w", i, driver.ErrAttachUnsupported)
 		}
 		out = append(out, st)
 	}
@@ -78,18 +80,18 @@ func statements(attached []any) ([]Statement, error) {
 // implicit transaction commits all of it or nothing. A batch refused for
 // a stale cached plan (DDL on a table it touches) did not run, and is sent
 // again.
-func (s *Store) completeWith(ctx context.Context, rec idempotency.Record, stmts []Statement) error {
+func (s *Store) completeWith(ctx context.Context, rec driver.Record, stmts []Statement) ([]byte, error) {
 	for attempt := 1; ; attempt++ {
-		stale, err := s.completeBatch(ctx, rec, stmts)
+		stored, stale, err := s.completeBatch(ctx, rec, stmts)
 		if !stale || attempt == stalePlanAttempts || ctx.Err() != nil {
-			return err
+			return stored, err
 		}
 	}
 }
 
-// completeBatch sends the batch once. stale reports a batch refused for a
-// stale cached plan: nothing of it ran.
-func (s *Store) completeBatch(ctx context.Context, rec idempotency.Record, stmts []Statement) (stale bool, err error) {
+// completeBatch sends the batch once, and returns the result stored.
+// stale reports a batch refused for a stale cached plan: nothing of it ran.
+func (s *Store) completeBatch(ctx context.Context, rec driver.Record, stmts []Statement) (stored []byte, stale bool, err error) {
 	b := &pgx.Batch{}
 	b.Queue(s.sql.completeOrAbort, rec.ID, rec.Owner, micros(rec.ExpiresAt), rec.Data)
 	for _, st := range stmts {
@@ -119,31 +121,35 @@ func (s *Store) completeBatch(ctx context.Context, rec idempotency.Record, stmts
 		// statement it names, and nothing ran.
 		i := slices.IndexFunc(stmts, func(st Statement) bool { return st.SQL == pre.SQL() })
 		if i < 0 {
-			return stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: preparing the completion's fenced update: %w", fenceErr))
+			return nil, stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: preparing the completion's fenced update: %w", fenceErr))
 		}
-		return stale, storeError("complete", rec.ID, &StatementError{Index: i, Err: fenceErr, unencodable: !errors.As(fenceErr, &pgErr)})
+		return nil, stale, storeError("complete", rec.ID, &StatementError{Index: i, Err: fenceErr, unencodable: !errors.As(fenceErr, &pgErr)})
 	case fenceErr != nil && errors.As(fenceErr, &pgErr) && pgErr.Code == "22012": // division_by_zero: the fence failed
 		var status, owner *string
-		err := s.queryRow(ctx, s.sql.state, []any{rec.ID}, &status, &owner)
+		var data []byte
+		err := s.queryRow(ctx, s.sql.state, []any{rec.ID}, &status, &owner, &data)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: read the record after its completion was refused: %w", err))
+			return nil, stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: read the record after its completion was refused: %w", err))
 		}
-		return stale, fenced("complete", rec.ID, rec.Owner, false, status, owner)
+		if err := fenced("complete", rec.ID, rec.Owner, false, status, owner); err != nil {
+			return nil, stale, err
+		}
+		return data, stale, nil
 	case fenceErr != nil:
 		// The fenced update itself failed (a lock timeout, a cancelled
 		// statement, a lost connection): nothing was written.
-		return stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: the completion's fenced update: %w", fenceErr))
+		return nil, stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: the completion's fenced update: %w", fenceErr))
 	case stmtErr != nil:
-		return stale, storeError("complete", rec.ID, &StatementError{Index: failed, Err: stmtErr})
+		return nil, stale, storeError("complete", rec.ID, &StatementError{Index: failed, Err: stmtErr})
 	case closeErr != nil:
-		return stale, storeError("complete", rec.ID, closeErr)
+		return nil, stale, storeError("complete", rec.ID, closeErr)
 	}
-	return false, nil
+	return rec.Data, false, nil
 }
 
 // StatementError reports an attached statement that failed: nothing of the
 // completion's transaction was committed and the record is still in
-// progress. It never wraps [idempotency.ErrLeaseLost]. Its message names
+// progress. It never wraps [driver.ErrLeaseLost]. Its message names
 // the statement, the SQLSTATE and the constraint, table and column the
 // server names, but not the server's message, which may quote an
 // argument: that is in the wrapped *pgconn.PgError.
@@ -185,7 +191,7 @@ func (e *StatementError) Unwrap() error { return e.Err }
 // cached plan, which the store retries), or an argument does not encode. A
 // serialization failure, a deadlock or a lost connection is not permanent.
 // The guard does not retry a completion that failed permanently (see
-// [idempotency.PermanentError]).
+// [batch.PermanentError]).
 func (e *StatementError) Permanent() bool {
 	if e.unencodable {
 		return true
@@ -201,6 +207,6 @@ func (e *StatementError) Permanent() bool {
 	return false
 }
 
-// The guard reads StatementError through idempotency.PermanentError: a
+// The guard reads StatementError through batch.PermanentError: a
 // rename breaks this build instead of turning retries back on.
-var _ idempotency.PermanentError = (*StatementError)(nil)
+var _ batch.PermanentError = (*StatementError)(nil)

@@ -1,4 +1,4 @@
-// Package pgstore is an [idempotency.Store] on PostgreSQL, through
+// Package pgstore is a [driver.Store] on PostgreSQL, through
 // github.com/jackc/pgx/v5: one statement per step, completions fenced by a
 // lease owner token, and completion atomic with the operation's own SQL.
 //
@@ -58,7 +58,7 @@
 // INPROGRESS with its lease passed; otherwise it returns the record that
 // holds the key. A claim sent again by its own owner succeeds. Complete and
 // Release act only on an INPROGRESS record owned by the caller and otherwise
-// fail with [idempotency.ErrLeaseLost]; a Complete that finds the record
+// fail with [driver.ErrLeaseLost]; a Complete that finds the record
 // already COMPLETED by its own owner (an earlier attempt whose reply was
 // lost) succeeds without writing again. Times are the caller's clock,
 // truncated to microseconds (timestamptz's resolution) on both sides of a
@@ -86,7 +86,7 @@
 //
 // Every error returned by Acquire, Complete and Release is an
 // [*idempotency.StoreError] with Op and ID set. A lost lease wraps
-// [idempotency.ErrLeaseLost]; an attached statement that failed wraps a
+// [driver.ErrLeaseLost]; an attached statement that failed wraps a
 // [*StatementError], whose message names the statement and the SQLSTATE
 // but not the server's message (which can quote an argument); a failed
 // statement of the store, the completion's fenced update included, wraps

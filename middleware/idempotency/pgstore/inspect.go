@@ -8,10 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-var _ idempotency.Inspector = (*Store)(nil)
+var _ driver.Inspector = (*Store)(nil)
 
 // listPage is how many rows each statement of List reads.
 const listPage = 500
@@ -36,33 +36,33 @@ func (s *Store) listSQL() string {
 	return strings.ReplaceAll(listSQL, "{{table}}", s.sql.table)
 }
 
-// Inspect implements [idempotency.Inspector.Inspect] with one SELECT.
-func (s *Store) Inspect(ctx context.Context, id string) (idempotency.StoredRecord, error) {
+// Inspect implements [driver.Inspector.Inspect] with one SELECT.
+func (s *Store) Inspect(ctx context.Context, id string) (driver.StoredRecord, error) {
 	if id == "" {
-		return idempotency.StoredRecord{}, storeError("inspect", "", errors.New("pgstore: empty record id"))
+		return driver.StoredRecord{}, storeError("inspect", "", errors.New("pgstore: empty record id"))
 	}
 	var r row
 	err := s.queryRow(ctx, s.inspectSQL(), []any{id},
 		&r.status, &r.expiration, &r.lease, &r.data, &r.validation, &r.owner, &r.quarantined, &r.strictLease)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return idempotency.StoredRecord{}, storeError("inspect", id, idempotency.ErrNotFound)
+		return driver.StoredRecord{}, storeError("inspect", id, driver.ErrNotFound)
 	}
 	if err != nil {
-		return idempotency.StoredRecord{}, storeError("inspect", id, err)
+		return driver.StoredRecord{}, storeError("inspect", id, err)
 	}
 	return inspected(id, r), nil
 }
 
-// List implements [idempotency.Inspector.List] in id order, one SELECT of
+// List implements [driver.Inspector.List] in id order, one SELECT of
 // up to 500 rows per page, each after the last id of the page before.
-func (s *Store) List(ctx context.Context, opts idempotency.ListOptions) iter.Seq2[idempotency.StoredRecord, error] {
-	return func(yield func(idempotency.StoredRecord, error) bool) {
+func (s *Store) List(ctx context.Context, opts driver.ListOptions) iter.Seq2[driver.StoredRecord, error] {
+	return func(yield func(driver.StoredRecord, error) bool) {
 		like := likeEscape(opts.Prefix) + "%"
 		after := ""
 		for {
 			page, err := s.listPage(ctx, string(opts.Status), like, after)
 			if err != nil {
-				yield(idempotency.StoredRecord{}, storeError("list", "", err))
+				yield(driver.StoredRecord{}, storeError("list", "", err))
 				return
 			}
 			for _, p := range page {
@@ -110,8 +110,8 @@ func (s *Store) listPage(ctx context.Context, status, like, after string) ([]lis
 }
 
 // inspected is the record of r, as the store's other reads decode it.
-func inspected(id string, r row) idempotency.StoredRecord {
-	return idempotency.StoredRecord{Record: r.record(id), Size: len(r.data)}
+func inspected(id string, r row) driver.StoredRecord {
+	return driver.StoredRecord{Record: r.record(id), Size: len(r.data)}
 }
 
 // likeEscape quotes the characters a LIKE pattern gives a meaning (its

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/pgserver"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
 )
@@ -70,7 +70,7 @@ func newStore(t testing.TB, db pgstore.DB) *pgstore.Store {
 
 func TestConformance(t *testing.T) {
 	s := newStore(t, newPool(t, nil))
-	storetest.Run(t, func(t *testing.T) idempotency.Store { return s })
+	storetest.Run(t, func(t *testing.T) driver.Store { return s })
 }
 
 // roundTrips counts the requests clients send: a write to the server after

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // The writes of an operator's tool (cmd/sqsonce-ops): a release and a
@@ -52,7 +52,7 @@ func (s *Store) operatorSQL(sql string) string {
 }
 
 // fenceArgs are the arguments $1 to $5 of inspectedFenceSQL for found.
-func fenceArgs(found idempotency.Record) []any {
+func fenceArgs(found driver.Record) []any {
 	var quarantined *time.Time
 	if !found.Quarantined.IsZero() {
 		q := micros(found.Quarantined)
@@ -65,8 +65,8 @@ func fenceArgs(found idempotency.Record) []any {
 // returned it, for an operator: one DELETE fenced on the record being
 // unchanged since it was read (status, owner, expiration, lease end,
 // quarantine mark). A record that changed, or is gone, is left alone and
-// the error wraps [idempotency.ErrLeaseLost].
-func (s *Store) ReleaseInspected(ctx context.Context, found idempotency.Record) error {
+// the error wraps [driver.ErrLeaseLost].
+func (s *Store) ReleaseInspected(ctx context.Context, found driver.Record) error {
 	if found.ID == "" {
 		return storeError("release", "", errors.New("pgstore: empty record id"))
 	}
@@ -89,7 +89,7 @@ func (s *Store) ReleaseInspected(ctx context.Context, found idempotency.Record) 
 // fenced as [Store.ReleaseInspected]. The table keeps every result in
 // full. Finding the record COMPLETED with done's owner and result (the
 // statement sent again after it was applied) is a success.
-func (s *Store) CompleteInspected(ctx context.Context, found, done idempotency.Record) error {
+func (s *Store) CompleteInspected(ctx context.Context, found, done driver.Record) error {
 	if found.ID == "" || done.ID != found.ID {
 		return storeError("complete", found.ID, errors.New("pgstore: the completion names another id than the record found"))
 	}
@@ -97,7 +97,7 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done idempotency.R
 		return storeError("complete", found.ID, errors.New("pgstore: the completion has no owner"))
 	}
 	if len(done.Attached) > 0 {
-		return storeError("complete", found.ID, fmt.Errorf("pgstore: an operator's completion takes no attached statements: %w", idempotency.ErrAttachUnsupported))
+		return storeError("complete", found.ID, fmt.Errorf("pgstore: an operator's completion takes no attached statements: %w", driver.ErrAttachUnsupported))
 	}
 	var (
 		ok            bool
@@ -108,7 +108,7 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done idempotency.R
 	if err := s.queryRow(ctx, s.operatorSQL(completeInspectedSQL), args, &ok, &status, &owner, &data); err != nil {
 		return storeError("complete", found.ID, err)
 	}
-	if ok || deref(status) == string(idempotency.StatusCompleted) && deref(owner) == done.Owner && bytes.Equal(data, done.Data) {
+	if ok || deref(status) == string(driver.StatusCompleted) && deref(owner) == done.Owner && bytes.Equal(data, done.Data) {
 		return nil
 	}
 	return changed("complete", found, status, owner)
@@ -116,16 +116,16 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done idempotency.R
 
 // changed is the error of an operator's write refused by its fence, judged
 // from the record's status and owner before the write.
-func changed(op string, found idempotency.Record, status, owner *string) error {
+func changed(op string, found driver.Record, status, owner *string) error {
 	why := "the record is gone"
 	switch {
 	case status == nil:
-	case *status != string(idempotency.StatusInProgress):
+	case *status != string(driver.StatusInProgress):
 		why = "the record is " + *status
 	case deref(owner) != found.Owner:
 		why = "the lease was taken over by another owner"
 	default:
 		why = "the record changed since it was inspected (its lease, expiry or quarantine mark)"
 	}
-	return storeError(op, found.ID, fmt.Errorf("pgstore: %s: %w", why, idempotency.ErrLeaseLost))
+	return storeError(op, found.ID, fmt.Errorf("pgstore: %s: %w", why, driver.ErrLeaseLost))
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 )
 
@@ -50,28 +50,28 @@ func TestStalePlanAfterDDL(t *testing.T) {
 	steps := func() {
 		t.Helper()
 		rec := claim("ddl#"+rand.Text(), now, time.Minute)
-		if _, loaded, err := s.Acquire(ctx, rec, now); err != nil || loaded {
+		if _, loaded, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil || loaded {
 			t.Fatalf("Acquire: loaded=%v, %v", loaded, err)
 		}
 		if err := s.Release(ctx, rec.ID, rec.Owner); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
-		if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+		if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Complete(ctx, completed(rec, `1`)); err != nil {
+		if _, err := s.Complete(ctx, completed(rec, `1`)); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
-		if _, loaded, err := s.Acquire(ctx, claim(rec.ID, now, time.Minute), now); err != nil || !loaded {
+		if _, loaded, err := s.Acquire(ctx, claim(rec.ID, now, time.Minute), now, driver.Takeover); err != nil || !loaded {
 			t.Fatalf("Acquire of the completed key: loaded=%v, %v", loaded, err)
 		}
 		tx := claim("ddl#"+rand.Text(), now, time.Minute)
-		if _, _, err := s.Acquire(ctx, tx, now); err != nil {
+		if _, _, err := s.Acquire(ctx, tx, now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
 		done := completed(tx, `1`)
 		done.Attached = []any{returning(tx.ID)}
-		if err := s.Complete(ctx, done); err != nil {
+		if _, err := s.Complete(ctx, done); err != nil {
 			t.Fatalf("Complete with an attached statement: %v", err)
 		}
 	}
@@ -114,24 +114,24 @@ func TestMicrosecondBoundary(t *testing.T) {
 	end := base.Add(400 * time.Nanosecond) // stored as base: timestamptz keeps microseconds
 	for _, tc := range []struct {
 		name string
-		hold func(rec *idempotency.Record) // sets the end under test
+		hold func(rec *driver.Record) // sets the end under test
 	}{
-		{"lease", func(rec *idempotency.Record) { rec.LeaseUntil = end }},
-		{"expiry", func(rec *idempotency.Record) { rec.ExpiresAt, rec.LeaseUntil = end, end }},
+		{"lease", func(rec *driver.Record) { rec.LeaseUntil = end }},
+		{"expiry", func(rec *driver.Record) { rec.ExpiresAt, rec.LeaseUntil = end, end }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			holder := claim("micro#"+rand.Text(), base.Add(-time.Second), time.Minute)
 			tc.hold(&holder)
-			if _, _, err := s.Acquire(ctx, holder, base.Add(-time.Second)); err != nil {
+			if _, _, err := s.Acquire(ctx, holder, base.Add(-time.Second), driver.Takeover); err != nil {
 				t.Fatal(err)
 			}
 			within := base.Add(700 * time.Nanosecond) // after end in nanoseconds, the same microsecond
-			got, loaded, err := s.Acquire(ctx, claim(holder.ID, within, time.Minute), within)
+			got, loaded, err := s.Acquire(ctx, claim(holder.ID, within, time.Minute), within, driver.Takeover)
 			if err != nil || !loaded || got.Owner != holder.Owner {
 				t.Fatalf("claim within the microsecond the %s ends: loaded=%v owner=%q, %v; want the holder's live record", tc.name, loaded, got.Owner, err)
 			}
 			after := base.Add(time.Microsecond)
-			prev, loaded, err := s.Acquire(ctx, claim(holder.ID, after, time.Minute), after)
+			prev, loaded, err := s.Acquire(ctx, claim(holder.ID, after, time.Minute), after, driver.Takeover)
 			if err != nil || loaded || prev.Owner != holder.Owner {
 				t.Fatalf("claim a microsecond later: loaded=%v replaced=%q, %v; want a takeover of the holder's record", loaded, prev.Owner, err)
 			}
@@ -163,7 +163,7 @@ func TestFenceFailureNamed(t *testing.T) {
 	mustExec(t, pool, summariesSQL)
 	now := time.Now()
 	rec := claim("fence#"+rand.Text(), now, time.Minute)
-	if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+	if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	locker := connect(t, pool)
@@ -176,7 +176,7 @@ func TestFenceFailureNamed(t *testing.T) {
 	}
 	done := completed(rec, `1`)
 	done.Attached = []any{summary(rec.ID, "text")}
-	err = s.Complete(ctx, done)
+	_, err = s.Complete(ctx, done)
 	var se *pgstore.StatementError
 	var pgErr *pgconn.PgError
 	switch {
@@ -184,7 +184,7 @@ func TestFenceFailureNamed(t *testing.T) {
 		t.Fatal("Complete succeeded while another session held the record's row")
 	case errors.As(err, &se):
 		t.Fatalf("the fence's failure reported as an attached statement's: %v", err)
-	case errors.Is(err, idempotency.ErrLeaseLost):
+	case errors.Is(err, driver.ErrLeaseLost):
 		t.Fatalf("the fence's failure reported as a lost lease: %v", err)
 	case !strings.Contains(err.Error(), "fenced update") || strings.Contains(err.Error(), "preparing"):
 		t.Fatalf("error %q: want it to name the completion's fenced update", err)
@@ -197,7 +197,7 @@ func TestFenceFailureNamed(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM summaries`); n != 0 {
 		t.Errorf("%d summary rows after the failed completion, want 0", n)
 	}
-	if err := s.Complete(ctx, done); err != nil {
+	if _, err := s.Complete(ctx, done); err != nil {
 		t.Fatalf("Complete once the row is free: %v", err)
 	}
 }
@@ -225,12 +225,12 @@ func TestStatementErrorQuotesNoArgument(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec := claim("quote#"+rand.Text(), now, time.Minute)
-			if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+			if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 				t.Fatal(err)
 			}
 			done := completed(rec, `1`)
 			done.Attached = []any{summaryless(), st}
-			err := s.Complete(ctx, done)
+			_, err := s.Complete(ctx, done)
 			var se *pgstore.StatementError
 			if !errors.As(err, &se) || se.Index != 1 {
 				t.Fatalf("Complete: %v, want a StatementError for statement 1", err)
@@ -259,7 +259,7 @@ func TestDeadlineRespected(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	rec := claim("deadline#"+rand.Text(), now, time.Second)
-	if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+	if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	locker := connect(t, pool)
@@ -275,10 +275,10 @@ func TestDeadlineRespected(t *testing.T) {
 	const budget = 300 * time.Millisecond
 	for name, step := range map[string]func(ctx context.Context) error{
 		"acquire": func(ctx context.Context) error {
-			_, _, err := s.Acquire(ctx, claim(rec.ID, later, time.Minute), later)
+			_, _, err := s.Acquire(ctx, claim(rec.ID, later, time.Minute), later, driver.Takeover)
 			return err
 		},
-		"complete": func(ctx context.Context) error { return s.Complete(ctx, completed(rec, `1`)) },
+		"complete": func(ctx context.Context) error { return errOf(s.Complete(ctx, completed(rec, `1`))) },
 		"release":  func(ctx context.Context) error { return s.Release(ctx, rec.ID, rec.Owner) },
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -299,7 +299,7 @@ func TestDeadlineRespected(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Acquire(ctx, claim(rec.ID, later, time.Minute), later); err != nil {
+	if _, _, err := s.Acquire(ctx, claim(rec.ID, later, time.Minute), later, driver.Takeover); err != nil {
 		t.Fatalf("Acquire once the row is free: %v", err)
 	}
 }
@@ -327,27 +327,27 @@ func TestMemoryPerRecord(t *testing.T) {
 	data := make([]byte, 1<<20)
 	_, _ = rand.Read(data)
 	warm := claim("mem#"+rand.Text(), now, time.Minute) // prepares the statements
-	if _, _, err := s.Acquire(ctx, warm, now); err != nil {
+	if _, _, err := s.Acquire(ctx, warm, now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Complete(ctx, completed(warm, `1`)); err != nil {
+	if _, err := s.Complete(ctx, completed(warm, `1`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Acquire(ctx, claim(warm.ID, now, time.Minute), now); err != nil {
+	if _, _, err := s.Acquire(ctx, claim(warm.ID, now, time.Minute), now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	rec := claim("mem#"+rand.Text(), now, time.Minute)
-	if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+	if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	done := completed(rec, string(data))
 	var err error
-	complete := allocated(func() { err = s.Complete(ctx, done) })
+	complete := allocated(func() { err = errOf(s.Complete(ctx, done)) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got idempotency.Record
-	replay := allocated(func() { got, _, err = s.Acquire(ctx, claim(rec.ID, now, time.Minute), now) })
+	var got driver.Record
+	replay := allocated(func() { got, _, err = s.Acquire(ctx, claim(rec.ID, now, time.Minute), now, driver.Takeover) })
 	if err != nil || string(got.Data) != string(data) {
 		t.Fatalf("replay: %d bytes, %v", len(got.Data), err)
 	}
@@ -358,3 +358,6 @@ func TestMemoryPerRecord(t *testing.T) {
 		t.Errorf("allocated %d (complete) and %d (replay) bytes, ceiling %d", complete, replay, limit)
 	}
 }
+
+// errOf is the error of a call that returns a value and an error.
+func errOf[T any](_ T, err error) error { return err }

@@ -42,8 +42,9 @@ SELECT status, expiration, in_progress_expiration, data, validation, lease_owner
 FROM {{table}} WHERE id = $1`
 
 // completeSQL completes $1 if it is INPROGRESS and owned by $2, and returns
-// whether it did with the record's status and owner as of the statement's
-// start, to tell a lost lease from the owner's own earlier completion.
+// whether it did with the record's status, owner and result as of the
+// statement's start, to tell a lost lease from the owner's own earlier
+// completion and to return the result that completion stored.
 const completeSQL = `
 WITH done AS (
     UPDATE {{table}} SET status = 'COMPLETED', expiration = $3, data = $4, quarantined = NULL
@@ -52,7 +53,8 @@ WITH done AS (
 )
 SELECT EXISTS (SELECT FROM done),
        (SELECT status FROM {{table}} WHERE id = $1),
-       (SELECT lease_owner FROM {{table}} WHERE id = $1)`
+       (SELECT lease_owner FROM {{table}} WHERE id = $1),
+       (SELECT data FROM {{table}} WHERE id = $1)`
 
 // completeOrAbortSQL is completeSQL for a batch with attached statements:
 // when the fence fails it divides by zero, which aborts the batch's
@@ -65,9 +67,9 @@ WITH done AS (
 )
 SELECT 1 / (SELECT count(*)::int FROM done)`
 
-// stateSQL reads the status and owner of $1, after completeOrAbortSQL
-// failed its fence.
-const stateSQL = `SELECT status, lease_owner FROM {{table}} WHERE id = $1`
+// stateSQL reads the status, owner and result of $1, after
+// completeOrAbortSQL failed its fence.
+const stateSQL = `SELECT status, lease_owner, data FROM {{table}} WHERE id = $1`
 
 // releaseSQL deletes $1 if it is INPROGRESS and owned by $2, and returns
 // whether it did with the record's status and owner as of the statement's

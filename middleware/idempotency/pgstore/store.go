@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // DefaultTable is the record table's name unless [WithTable] says
@@ -39,7 +40,7 @@ var (
 	_ DB = (*pgx.Conn)(nil)
 )
 
-// Store is an [idempotency.Store] on a PostgreSQL table created by
+// Store is a [driver.Store] on a PostgreSQL table created by
 // [Store.CreateSchema]. It is safe for concurrent use; create one with
 // [New] at start-up and share it.
 type Store struct {
@@ -48,8 +49,8 @@ type Store struct {
 }
 
 var (
-	_ idempotency.Store           = (*Store)(nil)
-	_ idempotency.AttachValidator = (*Store)(nil)
+	_ driver.Store           = (*Store)(nil)
+	_ driver.AttachValidator = (*Store)(nil)
 )
 
 // Option configures a [Store] made by [New].
@@ -119,11 +120,11 @@ type row struct {
 	data                      []byte
 }
 
-func (r row) record(id string) idempotency.Record {
+func (r row) record(id string) driver.Record {
 	if r.status == nil {
-		return idempotency.Record{}
+		return driver.Record{}
 	}
-	rec := idempotency.Record{ID: id, Status: idempotency.Status(*r.status), Data: r.data}
+	rec := driver.Record{ID: id, Status: driver.Status(*r.status), Data: r.data}
 	if r.expiration != nil {
 		rec.ExpiresAt = *r.expiration
 	}
@@ -146,16 +147,16 @@ func (r row) record(id string) idempotency.Record {
 }
 
 // claimable reports whether a claim made at now may take r over.
-func claimable(r idempotency.Record, now time.Time, strict bool) bool {
-	return r.ExpiresAt.Before(now) || (!strict && r.Status == idempotency.StatusInProgress && r.LeaseUntil.Before(now))
+func claimable(r driver.Record, now time.Time, strict bool) bool {
+	return r.ExpiresAt.Before(now) || (!strict && r.Status == driver.StatusInProgress && r.LeaseUntil.Before(now))
 }
 
 // ownClaim reports whether r is the claim rec itself, sent again.
-func ownClaim(r, rec idempotency.Record) bool {
-	return r.Status == idempotency.StatusInProgress && r.Owner != "" && r.Owner == rec.Owner
+func ownClaim(r, rec driver.Record) bool {
+	return r.Status == driver.StatusInProgress && r.Owner != "" && r.Owner == rec.Owner
 }
 
-// Acquire implements [idempotency.Store.Acquire] with one statement: an
+// Acquire implements [driver.Store.Acquire] with one statement: an
 // INSERT … ON CONFLICT (id) DO UPDATE … WHERE the existing record expired or
 // its lease passed, which also returns the record that refused the claim.
 // Only when that record was committed by a concurrent claim after the
@@ -163,16 +164,15 @@ func ownClaim(r, rec idempotency.Record) bool {
 // it, with one SELECT more. Times are kept and compared in microseconds,
 // the resolution of timestamptz: now, the expiry and the lease are
 // truncated to it.
-func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
-	return s.acquire(ctx, rec, now, false)
-}
-
-func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Time, strict bool) (idempotency.Record, bool, error) {
+//
+// With [driver.NoTakeover] the statement takes no lapsed lease over.
+func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
+	strict := mode == driver.NoTakeover
 	if rec.ID == "" {
-		return idempotency.Record{}, false, storeError("acquire", "", errors.New("pgstore: empty record id"))
+		return driver.Record{}, false, storeError("acquire", "", errors.New("pgstore: empty record id"))
 	}
 	if rec.Owner == "" {
-		return idempotency.Record{}, false, storeError("acquire", rec.ID,
+		return driver.Record{}, false, storeError("acquire", rec.ID,
 			errors.New("pgstore: record has no owner: its Complete and Release could not be fenced"))
 	}
 	now = micros(now)
@@ -189,14 +189,14 @@ func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		err := s.queryRow(ctx, s.sql.claim, []any{rec.ID, micros(rec.ExpiresAt), micros(rec.LeaseUntil), rec.Validation, rec.Owner, now, strict, strictLease},
 			&claimed, &old.status, &old.expiration, &old.lease, &old.data, &old.validation, &old.owner, &old.quarantined, &old.strictLease)
 		if err != nil {
-			return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
+			return driver.Record{}, false, storeError("acquire", rec.ID, err)
 		}
 		prev := old.record(rec.ID)
 		if claimed {
 			return prev, false, nil
 		}
 		if prev.ID != "" && ownClaim(prev, rec) {
-			return idempotency.Record{}, false, nil
+			return driver.Record{}, false, nil
 		}
 		if prev.ID != "" && !claimable(prev, now, strict) {
 			return prev, true, nil
@@ -209,17 +209,17 @@ func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 			continue // gone again: claim again
 		}
 		if err != nil {
-			return idempotency.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("pgstore: read existing record: %w", err))
+			return driver.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("pgstore: read existing record: %w", err))
 		}
 		got := cur.record(rec.ID)
 		if ownClaim(got, rec) {
-			return idempotency.Record{}, false, nil
+			return driver.Record{}, false, nil
 		}
 		if !claimable(got, now, strict) {
 			return got, true, nil
 		}
 	}
-	return idempotency.Record{}, false, storeError("acquire", rec.ID,
+	return driver.Record{}, false, storeError("acquire", rec.ID,
 		errors.New("pgstore: the record changed between the claim and its read, twice; not claimed"))
 }
 
@@ -254,22 +254,25 @@ func (s *Store) queryRow(ctx context.Context, sql string, args []any, dest ...an
 	}
 }
 
-// Complete implements [idempotency.Store.Complete]: one UPDATE fenced by
-// status and owner; with attached statements, one batch that runs the
+// Complete implements [driver.Store.Complete]: one UPDATE fenced
+// by status and owner; with attached statements, one batch that runs the
 // fenced UPDATE and then the statements in one transaction (see
-// [Attach]). A record already completed by the same owner (an earlier
-// attempt whose reply was lost, its attached statements committed with it)
-// is a success, and nothing is written again.
-func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
+// [Attach]). The table keeps every result in full, so it returns rec.Data
+// when it completes the record. A record already completed by the same
+// owner (an earlier attempt whose reply was lost, its attached statements
+// committed with it, or an operator's resolve under the claim's owner) is
+// a success: nothing is written again, and the result returned is the one
+// stored then, read by the same statement.
+func (s *Store) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	if rec.ID == "" {
-		return storeError("complete", "", errors.New("pgstore: empty record id"))
+		return nil, storeError("complete", "", errors.New("pgstore: empty record id"))
 	}
 	stmts, err := statements(rec.Attached)
 	if err != nil {
-		return storeError("complete", rec.ID, err)
+		return nil, storeError("complete", rec.ID, err)
 	}
 	if rec.Owner == "" {
-		return storeError("complete", rec.ID, fmt.Errorf("pgstore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
+		return nil, storeError("complete", rec.ID, fmt.Errorf("pgstore: no owner to fence the completion with: %w", driver.ErrLeaseLost))
 	}
 	if len(stmts) > 0 {
 		return s.completeWith(ctx, rec, stmts)
@@ -277,22 +280,29 @@ func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
 	var (
 		done          bool
 		status, owner *string
+		data          []byte
 	)
-	err = s.queryRow(ctx, s.sql.complete, []any{rec.ID, rec.Owner, micros(rec.ExpiresAt), rec.Data}, &done, &status, &owner)
+	err = s.queryRow(ctx, s.sql.complete, []any{rec.ID, rec.Owner, micros(rec.ExpiresAt), rec.Data}, &done, &status, &owner, &data)
 	if err != nil {
-		return storeError("complete", rec.ID, err)
+		return nil, storeError("complete", rec.ID, err)
 	}
-	return fenced("complete", rec.ID, rec.Owner, done, status, owner)
+	if done {
+		return rec.Data, nil
+	}
+	if err := fenced("complete", rec.ID, rec.Owner, false, status, owner); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
-// Release implements [idempotency.Store.Release] with one DELETE fenced by
+// Release implements [driver.Store.Release] with one DELETE fenced by
 // status and owner: a completed record is never deleted.
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if id == "" {
 		return storeError("release", "", errors.New("pgstore: empty record id"))
 	}
 	if owner == "" {
-		return storeError("release", id, fmt.Errorf("pgstore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
+		return storeError("release", id, fmt.Errorf("pgstore: no owner to fence the release with: %w", driver.ErrLeaseLost))
 	}
 	var (
 		done      bool
@@ -312,20 +322,20 @@ func fenced(op, id, owner string, done bool, status, own *string) error {
 		return nil
 	}
 	st, o := deref(status), deref(own)
-	if op == "complete" && st == string(idempotency.StatusCompleted) && o == owner {
+	if op == "complete" && st == string(driver.StatusCompleted) && o == owner {
 		return nil
 	}
 	why := "the record is gone"
 	switch {
 	case status == nil:
-	case st != string(idempotency.StatusInProgress):
+	case st != string(driver.StatusInProgress):
 		why = "the record is " + st
 	case o != owner:
 		why = "the lease was taken over by another owner"
 	default:
 		why = "the record changed while the write ran"
 	}
-	return storeError(op, id, fmt.Errorf("pgstore: %s: %w", why, idempotency.ErrLeaseLost))
+	return storeError(op, id, fmt.Errorf("pgstore: %s: %w", why, driver.ErrLeaseLost))
 }
 
 func deref(p *string) string {

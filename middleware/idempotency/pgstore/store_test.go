@@ -14,20 +14,21 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 )
 
 const summariesSQL = `CREATE TABLE summaries (id text PRIMARY KEY, summary text NOT NULL, CHECK (summary <> 'bad'))`
 
-func claim(key string, now time.Time, lease time.Duration) idempotency.Record {
-	return idempotency.Record{
-		ID: key, Status: idempotency.StatusInProgress,
+func claim(key string, now time.Time, lease time.Duration) driver.Record {
+	return driver.Record{
+		ID: key, Status: driver.StatusInProgress,
 		ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(lease), Owner: rand.Text(),
 	}
 }
 
-func completed(rec idempotency.Record, data string) idempotency.Record {
-	rec.Status, rec.Data = idempotency.StatusCompleted, []byte(data)
+func completed(rec driver.Record, data string) driver.Record {
+	rec.Status, rec.Data = driver.StatusCompleted, []byte(data)
 	return rec
 }
 
@@ -67,28 +68,28 @@ func TestRoundTrips(t *testing.T) {
 	// use of a statement on a connection prepares it (one round trip more).
 	warm := func() {
 		w := claim("rt#"+rand.Text(), now, time.Minute)
-		if _, _, err := s.Acquire(ctx, w, now); err != nil {
+		if _, _, err := s.Acquire(ctx, w, now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.Acquire(ctx, claim(w.ID, now, time.Minute), now); err != nil {
+		if _, _, err := s.Acquire(ctx, claim(w.ID, now, time.Minute), now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Release(ctx, w.ID, w.Owner); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.Acquire(ctx, w, now); err != nil {
+		if _, _, err := s.Acquire(ctx, w, now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
 		done := completed(w, `1`)
 		done.Attached = []any{summary(w.ID, "warm")}
-		if err := s.Complete(ctx, done); err != nil {
+		if _, err := s.Complete(ctx, done); err != nil {
 			t.Fatal(err)
 		}
 		w = claim("rt#"+rand.Text(), now, time.Minute)
-		if _, _, err := s.Acquire(ctx, w, now); err != nil {
+		if _, _, err := s.Acquire(ctx, w, now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Complete(ctx, completed(w, `1`)); err != nil {
+		if _, err := s.Complete(ctx, completed(w, `1`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,33 +107,33 @@ func TestRoundTrips(t *testing.T) {
 		do   func() error
 	}{
 		{"claim (Acquire of a free key)", 1, func() error {
-			_, loaded, err := s.Acquire(ctx, rec, now)
+			_, loaded, err := s.Acquire(ctx, rec, now, driver.Takeover)
 			return want(err, !loaded, "claimed")
 		}},
 		{"in progress (Acquire of a held key)", 1, func() error {
-			got, loaded, err := s.Acquire(ctx, other, now)
-			return want(err, loaded && got.Status == idempotency.StatusInProgress && got.Owner == rec.Owner, "loaded in progress")
+			got, loaded, err := s.Acquire(ctx, other, now, driver.Takeover)
+			return want(err, loaded && got.Status == driver.StatusInProgress && got.Owner == rec.Owner, "loaded in progress")
 		}},
 		{"complete", 1, func() error {
-			return s.Complete(ctx, completed(rec, `{"summary":"ok"}`))
+			return errOf(s.Complete(ctx, completed(rec, `{"summary":"ok"}`)))
 		}},
 		{"replay (Acquire of a completed key)", 1, func() error {
-			got, loaded, err := s.Acquire(ctx, other, now)
+			got, loaded, err := s.Acquire(ctx, other, now, driver.Takeover)
 			return want(err, loaded && string(got.Data) == `{"summary":"ok"}`, "loaded with its data")
 		}},
 		{"claim then release", 2, func() error {
-			if _, _, err := s.Acquire(ctx, freed, now); err != nil {
+			if _, _, err := s.Acquire(ctx, freed, now, driver.Takeover); err != nil {
 				return err
 			}
 			return s.Release(ctx, freed.ID, freed.Owner)
 		}},
 		{"claim then complete with an attached write", 2, func() error {
-			if _, _, err := s.Acquire(ctx, tx, now); err != nil {
+			if _, _, err := s.Acquire(ctx, tx, now, driver.Takeover); err != nil {
 				return err
 			}
 			done := completed(tx, `1`)
 			done.Attached = []any{summary(tx.ID, "text")}
-			return s.Complete(ctx, done)
+			return errOf(s.Complete(ctx, done))
 		}},
 	}
 	for _, st := range steps {
@@ -161,7 +162,7 @@ func TestFirstUsePrepares(t *testing.T) {
 	now := time.Now()
 	for i, want := range []int{2, 1} {
 		trips.take()
-		if _, _, err := s.Acquire(ctx, claim("prep#"+rand.Text(), now, time.Minute), now); err != nil {
+		if _, _, err := s.Acquire(ctx, claim("prep#"+rand.Text(), now, time.Minute), now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
 		if got := trips.take(); got != want {
@@ -201,12 +202,12 @@ func TestAttachedStatements(t *testing.T) {
 
 	t.Run("both commit", func(t *testing.T) {
 		rec := claim("tx#"+rand.Text(), now, time.Minute)
-		if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+		if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
 		done := completed(rec, `1`)
 		done.Attached = []any{summary(rec.ID, "a"), &pgstore.Statement{SQL: `UPDATE summaries SET summary = summary || '!' WHERE id = $1`, Args: []any{rec.ID}}}
-		if err := s.Complete(ctx, done); err != nil {
+		if _, err := s.Complete(ctx, done); err != nil {
 			t.Fatal(err)
 		}
 		var text string
@@ -220,17 +221,17 @@ func TestAttachedStatements(t *testing.T) {
 
 	t.Run("lease lost: nothing", func(t *testing.T) {
 		rec := claim("tx#"+rand.Text(), now, time.Second)
-		if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+		if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
 		later := now.Add(2 * time.Second)
-		if _, loaded, err := s.Acquire(ctx, claim(rec.ID, later, time.Minute), later); err != nil || loaded {
+		if _, loaded, err := s.Acquire(ctx, claim(rec.ID, later, time.Minute), later, driver.Takeover); err != nil || loaded {
 			t.Fatalf("takeover: loaded=%v %v", loaded, err)
 		}
 		done := completed(rec, `1`)
 		done.Attached = []any{summary(rec.ID, "stale")}
-		err := s.Complete(ctx, done)
-		if !errors.Is(err, idempotency.ErrLeaseLost) {
+		_, err := s.Complete(ctx, done)
+		if !errors.Is(err, driver.ErrLeaseLost) {
 			t.Fatalf("Complete by the stale owner: %v, want ErrLeaseLost", err)
 		}
 		if n := summaries(rec.ID); n != 0 {
@@ -243,18 +244,18 @@ func TestAttachedStatements(t *testing.T) {
 
 	t.Run("statement fails: nothing", func(t *testing.T) {
 		rec := claim("tx#"+rand.Text(), now, time.Minute)
-		if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+		if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
 		done := completed(rec, `1`)
 		done.Attached = []any{summary(rec.ID, "good"), summary(rec.ID+"-2", "bad")} // the second breaks the CHECK
-		err := s.Complete(ctx, done)
+		_, err := s.Complete(ctx, done)
 		var se *pgstore.StatementError
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &se) || se.Index != 1 || !se.Permanent() || !errors.As(err, &pgErr) || pgErr.Code != "23514" {
 			t.Fatalf("Complete with a failing statement: %v, want a permanent StatementError at index 1 wrapping check_violation", err)
 		}
-		if errors.Is(err, idempotency.ErrLeaseLost) {
+		if errors.Is(err, driver.ErrLeaseLost) {
 			t.Errorf("a failed statement reported as a lost lease: %v", err)
 		}
 		if n := summaries(rec.ID); n != 0 {
@@ -265,12 +266,12 @@ func TestAttachedStatements(t *testing.T) {
 		}
 		// The owner can still complete it (or release it).
 		done.Attached = []any{summary(rec.ID, "good")}
-		if err := s.Complete(ctx, done); err != nil {
+		if _, err := s.Complete(ctx, done); err != nil {
 			t.Fatalf("Complete after fixing the statement: %v", err)
 		}
 		// And completing it again, as a retry whose reply was lost would,
 		// is a success that writes nothing again.
-		if err := s.Complete(ctx, done); err != nil {
+		if _, err := s.Complete(ctx, done); err != nil {
 			t.Fatalf("Complete sent again by its owner: %v", err)
 		}
 		if n := summaries(rec.ID); n != 1 {
@@ -280,12 +281,12 @@ func TestAttachedStatements(t *testing.T) {
 
 	t.Run("statement refused by the server: nothing", func(t *testing.T) {
 		rec := claim("tx#"+rand.Text(), now, time.Minute)
-		if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+		if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
 		done := completed(rec, `1`)
 		done.Attached = []any{summary(rec.ID, "good"), pgstore.Statement{SQL: `INSRT INTO summaries VALUES ($1)`, Args: []any{"x"}}}
-		err := s.Complete(ctx, done)
+		_, err := s.Complete(ctx, done)
 		var se *pgstore.StatementError
 		if !errors.As(err, &se) || !se.Permanent() {
 			t.Fatalf("Complete with a statement that does not parse: %v, want a permanent StatementError", err)
@@ -296,10 +297,10 @@ func TestAttachedStatements(t *testing.T) {
 	})
 
 	t.Run("refused when attached", func(t *testing.T) {
-		if err := s.ValidateAttached("x", []any{"INSERT ..."}); !errors.Is(err, idempotency.ErrAttachUnsupported) {
+		if err := s.ValidateAttached("x", []any{"INSERT ..."}); !errors.Is(err, driver.ErrAttachUnsupported) {
 			t.Errorf("a string attached: %v, want ErrAttachUnsupported", err)
 		}
-		if err := s.ValidateAttached("x", []any{pgstore.Statement{}}); !errors.Is(err, idempotency.ErrAttachUnsupported) {
+		if err := s.ValidateAttached("x", []any{pgstore.Statement{}}); !errors.Is(err, driver.ErrAttachUnsupported) {
 			t.Errorf("a statement without SQL: %v, want ErrAttachUnsupported", err)
 		}
 	})
@@ -321,7 +322,7 @@ func TestAttachThroughGuard(t *testing.T) {
 		return "summary", pgstore.Attach(ctx, summary(id, "summary"))
 	}
 	for i := range 2 {
-		if v, err := idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("doc-1")), op); err != nil || v != "summary" {
+		if v, err := idempotency.Do(context.Background(), g, idempotency.Raw([]byte("doc-1")), op); err != nil || v != "summary" {
 			t.Fatalf("delivery %d: %q, %v", i+1, v, err)
 		}
 	}
@@ -366,20 +367,20 @@ func TestCompleteReplyLost(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	rec := claim("lost#"+rand.Text(), now, time.Minute)
-	if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+	if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	db.armed.Store(true)
-	if err := s.Complete(ctx, completed(rec, `"first"`)); !errors.Is(err, errReplyLost) {
+	if _, err := s.Complete(ctx, completed(rec, `"first"`)); !errors.Is(err, errReplyLost) {
 		t.Fatalf("Complete whose reply was lost: %v", err)
 	}
-	if err := s.Complete(ctx, completed(rec, `"first"`)); err != nil {
+	if _, err := s.Complete(ctx, completed(rec, `"first"`)); err != nil {
 		t.Fatalf("Complete sent again by its owner: %v, want success", err)
 	}
-	if err := s.Complete(ctx, completed(claim(rec.ID, now, time.Minute), `"other"`)); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if _, err := s.Complete(ctx, completed(claim(rec.ID, now, time.Minute), `"other"`)); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Complete by another owner: %v, want ErrLeaseLost", err)
 	}
-	got, loaded, err := s.Acquire(ctx, claim(rec.ID, now, time.Minute), now)
+	got, loaded, err := s.Acquire(ctx, claim(rec.ID, now, time.Minute), now, driver.Takeover)
 	if err != nil || !loaded || string(got.Data) != `"first"` {
 		t.Fatalf("record after the retried Complete: %+v loaded=%v %v", got, loaded, err)
 	}

@@ -6,25 +6,17 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-var _ idempotency.Quarantiner = (*Store)(nil)
-
-// AcquireStrict implements [idempotency.Quarantiner.AcquireStrict]: the
-// statement of Acquire, told to take no lapsed lease over.
-func (s *Store) AcquireStrict(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
-	return s.acquire(ctx, rec, now, true)
-}
-
-// Quarantine implements [idempotency.Quarantiner.Quarantine] with one
+// Quarantine implements [driver.Store.Quarantine] with one
 // UPDATE that sets the column quarantined to now and the lease to the
 // expiration, fenced on found's owner and expiration, a lapsed lease (a
 // strict claim's strict_lease_expiration) and no mark; the statement also returns the record as it found it. Times are
 // kept in microseconds, as by Acquire.
-func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now time.Time) (idempotency.Record, error) {
+func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Time) (driver.Record, error) {
 	if found.ID == "" {
-		return idempotency.Record{}, storeError("quarantine", "", errors.New("pgstore: empty record id"))
+		return driver.Record{}, storeError("quarantine", "", errors.New("pgstore: empty record id"))
 	}
 	now = micros(now)
 	var (
@@ -34,7 +26,7 @@ func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now ti
 	err := s.queryRow(ctx, s.sql.quarantine, []any{found.ID, found.Owner, micros(found.ExpiresAt), now},
 		&done, &old.status, &old.expiration, &old.lease, &old.validation, &old.owner, &old.quarantined, &old.strictLease)
 	if err != nil {
-		return idempotency.Record{}, storeError("quarantine", found.ID, err)
+		return driver.Record{}, storeError("quarantine", found.ID, err)
 	}
 	rec := old.record(found.ID)
 	if done {
@@ -46,12 +38,12 @@ func (s *Store) Quarantine(ctx context.Context, found idempotency.Record, now ti
 	case rec.ID == "":
 	case !rec.Quarantined.IsZero():
 		why = "the record is quarantined already"
-	case rec.Status != idempotency.StatusInProgress:
+	case rec.Status != driver.StatusInProgress:
 		why = "the record is " + string(rec.Status)
 	case rec.Owner != found.Owner:
 		why = "the lease was taken over by another owner"
 	default:
 		why = "the claim's lease or expiry changed"
 	}
-	return rec, storeError("quarantine", found.ID, fmt.Errorf("pgstore: %s: %w", why, idempotency.ErrLeaseLost))
+	return rec, storeError("quarantine", found.ID, fmt.Errorf("pgstore: %s: %w", why, driver.ErrLeaseLost))
 }

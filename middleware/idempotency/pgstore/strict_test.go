@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
 )
@@ -39,18 +40,18 @@ func TestSchemaAddsQuarantined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claim := func(id string) idempotency.Record {
-		return idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: now.Add(time.Hour),
+	claim := func(id string) driver.Record {
+		return driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: now.Add(time.Hour),
 			LeaseUntil: now.Add(time.Minute), Owner: rand.Text()}
 	}
 	var se *idempotency.StoreError
-	if _, _, err := s.Acquire(ctx, claim("new#1"), now); !errors.As(err, &se) {
+	if _, _, err := s.Acquire(ctx, claim("new#1"), now, driver.Takeover); !errors.As(err, &se) {
 		t.Fatalf("claim on a table without the column: %v, want a *StoreError", err)
 	}
 	if err := s.CreateSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
-	found, loaded, err := s.AcquireStrict(ctx, claim("old#1"), now)
+	found, loaded, err := s.Acquire(ctx, claim("old#1"), now, driver.NoTakeover)
 	if err != nil || !loaded || found.Owner != "dead-worker" {
 		t.Fatalf("strict claim of the old lapsed record: %+v, loaded %v, %v; want it found, not taken over", found, loaded, err)
 	}
@@ -71,13 +72,13 @@ func TestSchemaAddsStrictLease(t *testing.T) {
 	s := newStore(t, pool)
 	ctx := context.Background()
 	now := time.Now().Truncate(time.Second)
-	claim := idempotency.Record{ID: "new#1", Status: idempotency.StatusInProgress, ExpiresAt: now.Add(time.Hour),
+	claim := driver.Record{ID: "new#1", Status: driver.StatusInProgress, ExpiresAt: now.Add(time.Hour),
 		LeaseUntil: now.Add(time.Minute), Owner: rand.Text()}
 	var se *idempotency.StoreError
-	if _, _, err := s.Acquire(ctx, claim, now); !errors.As(err, &se) {
+	if _, _, err := s.Acquire(ctx, claim, now, driver.Takeover); !errors.As(err, &se) {
 		t.Fatalf("claim on a table without the column: %v, want a *StoreError", err)
 	}
-	if _, _, err := s.AcquireStrict(ctx, claim, now); !errors.As(err, &se) {
+	if _, _, err := s.Acquire(ctx, claim, now, driver.NoTakeover); !errors.As(err, &se) {
 		t.Fatalf("strict claim on a table without the column: %v, want a *StoreError", err)
 	}
 	g, err := idempotency.New(idempotency.Config{Store: s, Namespace: "schema", Strict: true, Logger: slog.New(slog.DiscardHandler)})
@@ -86,7 +87,7 @@ func TestSchemaAddsStrictLease(t *testing.T) {
 	}
 	ran := 0
 	op := func(context.Context) (int, error) { ran++; return 1, nil }
-	key := idempotency.RawKey([]byte(`"k"`))
+	key := idempotency.Raw([]byte(`"k"`))
 	if _, err := idempotency.Do(ctx, g, key, op); !errors.As(err, &se) || ran != 0 {
 		t.Fatalf("strict call on a table without the column: %v, ran %d; want a *StoreError, not run", err, ran)
 	}
@@ -111,7 +112,7 @@ func TestSchemaAddsStrictLease(t *testing.T) {
 // call outlives its lease, the default call does not run the operation.
 func TestStrictAcrossProcesses(t *testing.T) {
 	const envURL = "SQSONCE_TEST_STRICT_DATABASE"
-	storetest.StrictAcrossProcesses(t, func(t *testing.T) (idempotency.Store, []string) {
+	storetest.StrictAcrossProcesses(t, func(t *testing.T) (driver.Store, []string) {
 		url := os.Getenv(envURL)
 		if url == "" {
 			url = server.NewDatabase(t)
@@ -191,16 +192,16 @@ func TestOlderClaimOverStrictRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := idempotency.RawKey([]byte(`"k"`))
+	key := idempotency.Raw([]byte(`"k"`))
 	id, err := g.ID(key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	past := now.Add(-2 * time.Hour) // a strict claim, made two hours ago, expired an hour ago
-	old := idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: past.Add(time.Hour),
+	old := driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: past.Add(time.Hour),
 		StrictLease: past.Add(time.Minute), Owner: rand.Text()}
 	old.LeaseUntil = old.ExpiresAt
-	if _, loaded, err := s.AcquireStrict(ctx, old, past); err != nil || loaded {
+	if _, loaded, err := s.Acquire(ctx, old, past, driver.NoTakeover); err != nil || loaded {
 		t.Fatalf("seed the strict claim: loaded %v, %v", loaded, err)
 	}
 	if !olderClaim(t, pool, id, now) {
@@ -210,23 +211,19 @@ func TestOlderClaimOverStrictRecord(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT strict_lease_expiration FROM idempotency WHERE id = $1`, id).Scan(&left); err != nil || left == nil {
 		t.Fatalf("strict_lease_expiration after the older claim: %v, %v; want it left behind (else this test proves nothing)", left, err)
 	}
-	got, loaded, err := s.Acquire(ctx, idempotency.Record{ID: id, Status: idempotency.StatusInProgress, ExpiresAt: now.Add(time.Hour),
-		LeaseUntil: now.Add(time.Minute), Owner: rand.Text()}, now)
+	got, loaded, err := s.Acquire(ctx, driver.Record{ID: id, Status: driver.StatusInProgress, ExpiresAt: now.Add(time.Hour),
+		LeaseUntil: now.Add(time.Minute), Owner: rand.Text()}, now, driver.Takeover)
 	if err != nil || !loaded {
 		t.Fatalf("claim of the older release's live claim: loaded %v, %v; want it refused", loaded, err)
 	}
 	if want := now.Add(time.Minute); !got.LeaseEnd().Equal(want) {
 		t.Errorf("LeaseEnd of the older release's claim = %v, want its own lease %v, not the strict lease left behind", got.LeaseEnd(), want)
 	}
-	if _, err := s.Quarantine(ctx, got, now); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if _, err := s.Quarantine(ctx, got, now); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Errorf("Quarantine of the older release's live claim: %v, want ErrLeaseLost", err)
 	}
-	strict, err := g.Strict()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, gg := range []*idempotency.Guard{g, strict} {
-		_, err := idempotency.Do(ctx, gg, key, func(context.Context) (int, error) { t.Error("ran"); return 0, nil })
+	for _, opts := range [][]idempotency.Option{nil, {idempotency.Strict()}} {
+		_, err := idempotency.Do(ctx, g, key, func(context.Context) (int, error) { t.Error("ran"); return 0, nil }, opts...)
 		if !errors.Is(err, idempotency.ErrInProgress) {
 			t.Errorf("call on the older release's live claim: %v, want ErrInProgress", err)
 		}

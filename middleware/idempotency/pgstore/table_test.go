@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
 )
@@ -24,7 +24,7 @@ func TestWithTable(t *testing.T) {
 	if err := s.CreateSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
-	storetest.Run(t, func(t *testing.T) idempotency.Store { return s })
+	storetest.Run(t, func(t *testing.T) driver.Store { return s })
 	if n := count(t, pool, `SELECT count(*) FROM pg_tables WHERE tablename = '`+strings.ReplaceAll(name, `'`, `''`)+`'`); n != 1 {
 		t.Fatalf("%d tables named %q, want 1", n, name)
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/internal/inflate"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // The flags of a stored result: the fields and values dynamostore writes,
@@ -73,11 +73,11 @@ func gzipBytes(p []byte) []byte {
 
 // decode reads a record from its hash's fields, as HGETALL lists them.
 // Errors name the field, never its value.
-func decode(id string, kv []string) (idempotency.Record, error) {
+func decode(id string, kv []string) (driver.Record, error) {
 	if len(kv)%2 != 0 {
-		return idempotency.Record{}, fmt.Errorf("redisstore: record has %d field names and values", len(kv))
+		return driver.Record{}, fmt.Errorf("redisstore: record has %d field names and values", len(kv))
 	}
-	rec := idempotency.Record{ID: id}
+	rec := driver.Record{ID: id}
 	var errs []error
 	num := func(name, v string) int64 {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -90,31 +90,31 @@ func decode(id string, kv []string) (idempotency.Record, error) {
 	for i := 0; i < len(kv); i += 2 {
 		name, v := kv[i], kv[i+1]
 		switch name {
-		case idempotency.AttrStatus:
-			rec.Status = idempotency.Status(v)
-		case idempotency.AttrExpiration:
+		case driver.AttrStatus:
+			rec.Status = driver.Status(v)
+		case driver.AttrExpiration:
 			rec.ExpiresAt = time.Unix(num(name, v), 0)
-		case idempotency.AttrLeaseExpiry:
+		case driver.AttrLeaseExpiry:
 			rec.LeaseUntil = time.UnixMilli(num(name, v))
-		case idempotency.AttrData:
+		case driver.AttrData:
 			data = &kv[i+1]
-		case idempotency.AttrDataEncoding:
+		case driver.AttrDataEncoding:
 			encoding = &kv[i+1]
-		case idempotency.AttrDataOmitted:
+		case driver.AttrDataOmitted:
 			omitted = &kv[i+1]
-		case idempotency.AttrValidation:
+		case driver.AttrValidation:
 			rec.Validation = v
-		case idempotency.AttrOwner:
+		case driver.AttrOwner:
 			rec.Owner = v
-		case idempotency.AttrQuarantined:
+		case driver.AttrQuarantined:
 			rec.Quarantined = time.UnixMilli(num(name, v))
-		case idempotency.AttrStrictLease:
+		case driver.AttrStrictLease:
 			rec.StrictLease = time.UnixMilli(num(name, v))
 		}
 	}
-	if rec.Status != idempotency.StatusInProgress && rec.Status != idempotency.StatusCompleted {
+	if rec.Status != driver.StatusInProgress && rec.Status != driver.StatusCompleted {
 		errs = append(errs, fmt.Errorf("redisstore: record has no status INPROGRESS or COMPLETED (field %s, %d bytes)",
-			idempotency.AttrStatus, len(rec.Status)))
+			driver.AttrStatus, len(rec.Status)))
 	}
 	d, err := decodeData(data, encoding, omitted)
 	if err != nil {
@@ -129,13 +129,13 @@ func decode(id string, kv []string) (idempotency.Record, error) {
 func decodeData(data, encoding, omitted *string) ([]byte, error) {
 	if omitted != nil {
 		if *omitted != omittedTrue {
-			return nil, fmt.Errorf("redisstore: field %s is not %q", idempotency.AttrDataOmitted, omittedTrue)
+			return nil, fmt.Errorf("redisstore: field %s is not %q", driver.AttrDataOmitted, omittedTrue)
 		}
 		return nil, nil
 	}
 	if data == nil {
 		if encoding != nil {
-			return nil, fmt.Errorf("redisstore: field %s without field %s", idempotency.AttrDataEncoding, idempotency.AttrData)
+			return nil, fmt.Errorf("redisstore: field %s without field %s", driver.AttrDataEncoding, driver.AttrData)
 		}
 		return nil, nil
 	}
@@ -143,11 +143,11 @@ func decodeData(data, encoding, omitted *string) ([]byte, error) {
 		return []byte(*data), nil
 	}
 	if *encoding != encodingGzip {
-		return nil, fmt.Errorf("redisstore: field %s names an unknown encoding (%d bytes)", idempotency.AttrDataEncoding, len(*encoding))
+		return nil, fmt.Errorf("redisstore: field %s names an unknown encoding (%d bytes)", driver.AttrDataEncoding, len(*encoding))
 	}
 	out, err := inflate.Gunzip([]byte(*data), maxInflated)
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: field %s: gzip result: %w", idempotency.AttrData, err)
+		return nil, fmt.Errorf("redisstore: field %s: gzip result: %w", driver.AttrData, err)
 	}
 	return out, nil
 }

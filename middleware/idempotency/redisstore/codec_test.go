@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 )
 
@@ -89,7 +90,7 @@ func TestLargeResult(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			logs.Reset()
 			var runs atomic.Int32
-			key := idempotency.RawKey([]byte(tc.name))
+			key := idempotency.Raw([]byte(tc.name))
 			op := func(context.Context) (json.RawMessage, error) { runs.Add(1); return json.RawMessage(tc.result), nil }
 			for i := range 2 {
 				got, err := idempotency.Do(ctx, g, key, op)
@@ -165,22 +166,22 @@ func TestResultPlacement(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := claim("place#"+rand.Text(), now, time.Minute)
-			if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+			if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 				t.Fatal(err)
 			}
-			stored, err := s.CompleteData(ctx, completed(rec, tc.data))
+			stored, err := s.Complete(ctx, completed(rec, tc.data))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tc.kept != (stored != nil) || (tc.kept && string(stored) != tc.data) {
-				t.Errorf("CompleteData kept %d bytes of %d, want kept=%v", len(stored), len(tc.data), tc.kept)
+				t.Errorf("Complete kept %d bytes of %d, want kept=%v", len(stored), len(tc.data), tc.kept)
 			}
-			got, loaded, err := s.Acquire(ctx, claim(rec.ID, now, time.Minute), now)
+			got, loaded, err := s.Acquire(ctx, claim(rec.ID, now, time.Minute), now, driver.Takeover)
 			if err != nil || !loaded {
 				t.Fatalf("replay: loaded=%v, %v", loaded, err)
 			}
 			if !bytes.Equal(got.Data, stored) || (got.Data == nil) != (stored == nil) {
-				t.Errorf("replay read %d bytes, want what CompleteData reported (%d)", len(got.Data), len(stored))
+				t.Errorf("replay read %d bytes, want what Complete reported (%d)", len(got.Data), len(stored))
 			}
 			m := fields(t, rdb, s, rec.ID)
 			for k, v := range tc.fields {
@@ -240,9 +241,9 @@ func TestErrorsQuoteNoStoredValue(t *testing.T) {
 			if err := rdb.HSet(ctx, s.RedisKey(id), rec).Err(); err != nil {
 				t.Fatal(err)
 			}
-			_, _, err := s.Acquire(ctx, claim(id, now, time.Minute), now)
+			_, _, err := s.Acquire(ctx, claim(id, now, time.Minute), now, driver.Takeover)
 			check(t, "Acquire", err)
-			check(t, "Complete", s.Complete(ctx, completed(claim(id, now, time.Minute), `1`)))
+			check(t, "Complete", errOf(s.Complete(ctx, completed(claim(id, now, time.Minute), `1`))))
 			check(t, "Release", s.Release(ctx, id, "someone"))
 		})
 	}
@@ -252,7 +253,7 @@ func TestErrorsQuoteNoStoredValue(t *testing.T) {
 		if err := rdb.SetArgs(ctx, s.RedisKey(id), powertools, redis.SetArgs{Mode: "NX", TTL: time.Hour}).Err(); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := s.Acquire(ctx, claim(id, now, time.Minute), now)
+		_, _, err := s.Acquire(ctx, claim(id, now, time.Minute), now, driver.Takeover)
 		check(t, "Acquire", err)
 		if err == nil || !strings.Contains(err.Error(), "not a hash") || !strings.Contains(err.Error(), "Powertools") {
 			t.Errorf("Acquire of a Powertools record: %v, want it to say the key is not a hash, as Powertools writes", err)
@@ -271,7 +272,7 @@ func TestPowertoolsRecordNotRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := idempotency.RawKey([]byte("order-1"))
+	key := idempotency.Raw([]byte("order-1"))
 	id, err := g.ID(key)
 	if err != nil {
 		t.Fatal(err)
@@ -320,24 +321,24 @@ func TestMemoryPerRecord(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			warm := claim("mem#"+rand.Text(), now, time.Minute) // loads the scripts
-			if _, _, err := s.Acquire(ctx, warm, now); err != nil {
+			if _, _, err := s.Acquire(ctx, warm, now, driver.Takeover); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.CompleteData(ctx, completed(warm, `1`)); err != nil {
+			if _, err := s.Complete(ctx, completed(warm, `1`)); err != nil {
 				t.Fatal(err)
 			}
 			rec := claim("mem#"+rand.Text(), now, time.Minute)
-			if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+			if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 				t.Fatal(err)
 			}
 			done := completed(rec, tc.data)
 			var err error
-			complete := allocated(func() { _, err = s.CompleteData(ctx, done) })
+			complete := allocated(func() { _, err = s.Complete(ctx, done) })
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got idempotency.Record
-			replay := allocated(func() { got, _, err = s.Acquire(ctx, claim(rec.ID, now, time.Minute), now) })
+			var got driver.Record
+			replay := allocated(func() { got, _, err = s.Acquire(ctx, claim(rec.ID, now, time.Minute), now, driver.Takeover) })
 			if err != nil || string(got.Data) != tc.data {
 				t.Fatalf("replay: %d bytes, %v", len(got.Data), err)
 			}
@@ -360,3 +361,6 @@ func TestOptionsReportedAtOnce(t *testing.T) {
 		return // errors.Join
 	}
 }
+
+// errOf is the error of a call that returns a value and an error.
+func errOf[T any](_ T, err error) error { return err }

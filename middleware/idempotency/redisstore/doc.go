@@ -1,4 +1,4 @@
-// Package redisstore is an [idempotency.Store] on Redis (or Valkey), through
+// Package redisstore is a [driver.Store] on Redis (or Valkey), through
 // github.com/redis/go-redis/v9: one round trip per step, each step one Lua
 // script run atomically by the server, completions fenced by a lease owner
 // token.
@@ -57,7 +57,7 @@
 // [WithMaxData] (default 960 KiB) even compressed is left out, as
 // dynamostore leaves it out: the record is completed with data_omitted
 // set, an error is logged ([WithLogger]), and every delivery gets the zero
-// value of the result ([Store.CompleteData]).
+// value of the result ([Store.Complete]).
 //
 // # Round trips
 //
@@ -81,7 +81,7 @@
 // holds the key, in the same reply. The record a claim replaced is
 // returned without its result. Complete and Release act only on an
 // INPROGRESS record owned by the caller and otherwise fail with
-// [idempotency.ErrLeaseLost].
+// [driver.ErrLeaseLost].
 //
 // go-redis sends a command again after a read timeout, and the first run
 // may have been applied; each step then reports what that run did. A claim
@@ -93,7 +93,7 @@
 //
 // # Attached writes
 //
-// [idempotency.Attach] fails with [idempotency.ErrAttachUnsupported] with
+// [idempotency.Attach] fails with [driver.ErrAttachUnsupported] with
 // this store: Redis cannot commit other writes atomically with the
 // completion. Use pgstore or dynamostore for that.
 //
@@ -116,7 +116,7 @@
 //
 // Every error returned by Acquire, Complete and Release is an
 // [*idempotency.StoreError] with Op and ID set. A lost lease wraps
-// [idempotency.ErrLeaseLost]; a failed command wraps go-redis's error (a
+// [driver.ErrLeaseLost]; a failed command wraps go-redis's error (a
 // connection error, a context deadline, a redis.Error from the server).
 // An error about a stored record names the field, never its value.
 package redisstore

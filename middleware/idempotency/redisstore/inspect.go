@@ -10,44 +10,44 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-var _ idempotency.Inspector = (*Store)(nil)
+var _ driver.Inspector = (*Store)(nil)
 
 // scanCount is the COUNT hint of each SCAN step.
 const scanCount = 200
 
-// Inspect implements [idempotency.Inspector.Inspect] with one HGETALL. A
+// Inspect implements [driver.Inspector.Inspect] with one HGETALL. A
 // release marker is no record.
-func (s *Store) Inspect(ctx context.Context, id string) (idempotency.StoredRecord, error) {
+func (s *Store) Inspect(ctx context.Context, id string) (driver.StoredRecord, error) {
 	if id == "" {
-		return idempotency.StoredRecord{}, storeError("inspect", "", errors.New("redisstore: empty record id"))
+		return driver.StoredRecord{}, storeError("inspect", "", errors.New("redisstore: empty record id"))
 	}
 	fields, err := s.rdb.HGetAll(ctx, s.RedisKey(id)).Result()
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "WRONGTYPE") {
 			err = fmt.Errorf("redisstore: the key holds a value that is not a hash, which this store never writes: %w", err)
 		}
-		return idempotency.StoredRecord{}, storeError("inspect", id, err)
+		return driver.StoredRecord{}, storeError("inspect", id, err)
 	}
 	if isMarker(fields) {
-		return idempotency.StoredRecord{}, storeError("inspect", id, idempotency.ErrNotFound)
+		return driver.StoredRecord{}, storeError("inspect", id, driver.ErrNotFound)
 	}
 	return inspected(id, fields)
 }
 
-// List implements [idempotency.Inspector.List] with SCAN over the hashes
+// List implements [driver.Inspector.List] with SCAN over the hashes
 // whose keys start with the store's key prefix (and opts.Prefix), and one
 // HGETALL per key. Through a *redis.ClusterClient it scans every master in
 // turn. Release markers are left out; a key deleted while the listing runs
 // may be missed, and one written meanwhile may or may not be listed (as
 // SCAN guarantees).
-func (s *Store) List(ctx context.Context, opts idempotency.ListOptions) iter.Seq2[idempotency.StoredRecord, error] {
-	return func(yield func(idempotency.StoredRecord, error) bool) {
+func (s *Store) List(ctx context.Context, opts driver.ListOptions) iter.Seq2[driver.StoredRecord, error] {
+	return func(yield func(driver.StoredRecord, error) bool) {
 		nodes, err := s.nodes(ctx)
 		if err != nil {
-			yield(idempotency.StoredRecord{}, storeError("list", "", err))
+			yield(driver.StoredRecord{}, storeError("list", "", err))
 			return
 		}
 		match := globEscape(s.prefix+opts.Prefix) + "*"
@@ -56,13 +56,13 @@ func (s *Store) List(ctx context.Context, opts idempotency.ListOptions) iter.Seq
 			for {
 				keys, next, err := node.ScanType(ctx, cursor, match, scanCount, "hash").Result()
 				if err != nil {
-					yield(idempotency.StoredRecord{}, storeError("list", "", err))
+					yield(driver.StoredRecord{}, storeError("list", "", err))
 					return
 				}
 				for _, key := range keys {
 					fields, err := s.rdb.HGetAll(ctx, key).Result()
 					if err != nil {
-						yield(idempotency.StoredRecord{}, storeError("list", "", err))
+						yield(driver.StoredRecord{}, storeError("list", "", err))
 						return
 					}
 					if isMarker(fields) {
@@ -111,22 +111,22 @@ func (s *Store) nodes(ctx context.Context) ([]scanner, error) {
 // isMarker reports whether a hash's fields are no record: none (the key
 // is gone), or only a release marker.
 func isMarker(fields map[string]string) bool {
-	_, hasStatus := fields[idempotency.AttrStatus]
+	_, hasStatus := fields[driver.AttrStatus]
 	return !hasStatus
 }
 
 // inspected decodes a record's fields, as the store's other reads do, with
 // how its result is stored.
-func inspected(id string, fields map[string]string) (idempotency.StoredRecord, error) {
+func inspected(id string, fields map[string]string) (driver.StoredRecord, error) {
 	kv := make([]string, 0, 2*len(fields))
 	for k, v := range fields {
 		kv = append(kv, k, v)
 	}
 	rec, err := decode(id, kv)
-	out := idempotency.StoredRecord{Record: rec}
-	out.Size = len(fields[idempotency.AttrData])
-	out.Encoding = fields[idempotency.AttrDataEncoding]
-	out.Omitted = fields[idempotency.AttrDataOmitted] == omittedTrue
+	out := driver.StoredRecord{Record: rec}
+	out.Size = len(fields[driver.AttrData])
+	out.Encoding = fields[driver.AttrDataEncoding]
+	out.Omitted = fields[driver.AttrDataOmitted] == omittedTrue
 	if err != nil {
 		return out, storeError("inspect", id, err)
 	}

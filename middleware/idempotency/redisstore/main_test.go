@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/redisserver"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
 )
@@ -43,7 +43,7 @@ func newStore(t testing.TB, rdb redis.UniversalClient, opts ...redisstore.Option
 
 func TestConformance(t *testing.T) {
 	s := newStore(t, newClient(t))
-	storetest.Run(t, func(t *testing.T) idempotency.Store { return s })
+	storetest.Run(t, func(t *testing.T) driver.Store { return s })
 }
 
 // TestConformanceCluster runs the suite through a redis.ClusterClient on a
@@ -53,5 +53,5 @@ func TestConformanceCluster(t *testing.T) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cluster.Addr(t)}, PoolSize: 32, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
 	s := newStore(t, rdb)
-	storetest.Run(t, func(t *testing.T) idempotency.Store { return s })
+	storetest.Run(t, func(t *testing.T) driver.Store { return s })
 }

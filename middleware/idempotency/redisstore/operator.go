@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // The writes of an operator's tool (cmd/sqsonce-ops): a release and a
@@ -81,7 +81,7 @@ return {1, cur[1], cur[2], cur[6]}
 `)
 
 // fenceArgs are the arguments of inspectedFenceLua for found.
-func fenceArgs(found idempotency.Record) []any {
+func fenceArgs(found driver.Record) []any {
 	stamp := func(t time.Time, ms bool) string {
 		switch {
 		case t.IsZero():
@@ -99,9 +99,9 @@ func fenceArgs(found idempotency.Record) []any {
 // [Store.Release] does, fenced on the record being unchanged since it was
 // read (status, owner or none, expiration, lease end, quarantine mark)
 // instead of on an owner token. A record that changed, or is gone, is left
-// alone and the error wraps [idempotency.ErrLeaseLost]. The script sent
+// alone and the error wraps [driver.ErrLeaseLost]. The script sent
 // again by go-redis after its first run was applied succeeds.
-func (s *Store) ReleaseInspected(ctx context.Context, found idempotency.Record) error {
+func (s *Store) ReleaseInspected(ctx context.Context, found driver.Record) error {
 	if found.ID == "" {
 		return storeError("release", "", errors.New("redisstore: empty record id"))
 	}
@@ -135,14 +135,14 @@ func (s *Store) ReleaseInspected(ctx context.Context, found idempotency.Record) 
 // even compressed fails with an error and nothing is written. Finding the
 // record COMPLETED with done's owner and result (the script sent again
 // after its first run was applied) is a success.
-func (s *Store) CompleteInspected(ctx context.Context, found, done idempotency.Record) error {
+func (s *Store) CompleteInspected(ctx context.Context, found, done driver.Record) error {
 	if found.ID == "" || done.ID != found.ID {
 		return storeError("complete", found.ID, errors.New("redisstore: the completion names another id than the record found"))
 	}
 	if done.Owner == "" {
 		return storeError("complete", found.ID, errors.New("redisstore: the completion has no owner"))
 	}
-	if err := s.ValidateAttached(found.ID, done.Attached); err != nil {
+	if err := noAttached(done.Attached); err != nil {
 		return storeError("complete", found.ID, err)
 	}
 	placement, value := placeNone, []byte(nil)
@@ -177,7 +177,7 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done idempotency.R
 				return nil // this completion, applied by an earlier run
 			}
 		}
-		return storeError("complete", found.ID, fmt.Errorf("redisstore: the record is COMPLETED with another result: %w", idempotency.ErrLeaseLost))
+		return storeError("complete", found.ID, fmt.Errorf("redisstore: the record is COMPLETED with another result: %w", driver.ErrLeaseLost))
 	case 1:
 		return changed("complete", found, fields)
 	}
@@ -186,18 +186,18 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done idempotency.R
 
 // changed is the error of an operator's write refused by its fence: fields
 // are the record's status, its owner and a release marker's owner.
-func changed(op string, found idempotency.Record, fields []string) error {
+func changed(op string, found driver.Record, fields []string) error {
 	status, _ := fieldAt(fields, 0)
 	own, _ := fieldAt(fields, 1)
 	why := "the record is gone"
 	switch {
 	case status == "":
-	case status != string(idempotency.StatusInProgress):
+	case status != string(driver.StatusInProgress):
 		why = "the record is " + status
 	case own != found.Owner:
 		why = "the lease was taken over by another owner"
 	default:
 		why = "the record changed since it was inspected (its lease, expiry or quarantine mark)"
 	}
-	return storeError(op, found.ID, fmt.Errorf("redisstore: %s: %w", why, idempotency.ErrLeaseLost))
+	return storeError(op, found.ID, fmt.Errorf("redisstore: %s: %w", why, driver.ErrLeaseLost))
 }

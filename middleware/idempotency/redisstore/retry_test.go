@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 )
 
@@ -29,13 +30,13 @@ func sentAgain(t *testing.T) (*redisstore.Store, *proxy) {
 	// Load the scripts, so that each step below is one EVALSHA per attempt.
 	now := time.Now()
 	warm := claim("warm#"+rand.Text(), now, time.Minute)
-	if _, _, err := s.Acquire(context.Background(), warm, now); err != nil {
+	if _, _, err := s.Acquire(context.Background(), warm, now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Release(context.Background(), warm.ID, warm.Owner); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CompleteData(context.Background(), completed(warm, `1`)); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if _, err := s.Complete(context.Background(), completed(warm, `1`)); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("warm-up Complete of a released record: %v", err)
 	}
 	return s, p
@@ -64,21 +65,21 @@ func TestScriptSentAgain(t *testing.T) {
 
 	t.Run("takeover", func(t *testing.T) {
 		holder := claim("again#"+rand.Text(), now, time.Second)
-		if _, _, err := s.Acquire(ctx, holder, now); err != nil {
+		if _, _, err := s.Acquire(ctx, holder, now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
 		later := now.Add(2 * time.Second)
 		taker := claim(holder.ID, later, time.Minute)
 		var (
-			prev   idempotency.Record
+			prev   driver.Record
 			loaded bool
 			err    error
 		)
-		retried(t, p, func() { prev, loaded, err = s.Acquire(ctx, taker, later) })
+		retried(t, p, func() { prev, loaded, err = s.Acquire(ctx, taker, later, driver.Takeover) })
 		if err != nil || loaded {
 			t.Fatalf("Acquire: loaded=%v, %v; want claimed", loaded, err)
 		}
-		if prev.ID != holder.ID || prev.Owner != holder.Owner || prev.Status != idempotency.StatusInProgress ||
+		if prev.ID != holder.ID || prev.Owner != holder.Owner || prev.Status != driver.StatusInProgress ||
 			prev.LeaseUntil.UnixMilli() != holder.LeaseUntil.UnixMilli() {
 			t.Fatalf("Acquire reported replacing %+v, want the holder's record (owner %s): a takeover, not a claim of a free key", prev, holder.Owner)
 		}
@@ -87,11 +88,11 @@ func TestScriptSentAgain(t *testing.T) {
 	t.Run("claim of a free key", func(t *testing.T) {
 		rec := claim("again#"+rand.Text(), now, time.Minute)
 		var (
-			prev   idempotency.Record
+			prev   driver.Record
 			loaded bool
 			err    error
 		)
-		retried(t, p, func() { prev, loaded, err = s.Acquire(ctx, rec, now) })
+		retried(t, p, func() { prev, loaded, err = s.Acquire(ctx, rec, now, driver.Takeover) })
 		if err != nil || loaded || prev.ID != "" {
 			t.Fatalf("Acquire: %+v loaded=%v, %v; want claimed, nothing replaced", prev, loaded, err)
 		}
@@ -99,7 +100,7 @@ func TestScriptSentAgain(t *testing.T) {
 
 	t.Run("complete", func(t *testing.T) {
 		rec := claim("again#"+rand.Text(), now, time.Minute)
-		if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+		if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
 		var (
@@ -107,15 +108,15 @@ func TestScriptSentAgain(t *testing.T) {
 			err    error
 		)
 		big := completed(rec, `"`+string(make([]byte, 100<<10))+`"`) // compressed when stored
-		retried(t, p, func() { stored, err = s.CompleteData(ctx, big) })
+		retried(t, p, func() { stored, err = s.Complete(ctx, big) })
 		if err != nil || string(stored) != string(big.Data) {
-			t.Fatalf("CompleteData: %d bytes, %v; want success and the result as stored", len(stored), err)
+			t.Fatalf("Complete: %d bytes, %v; want success and the result as stored", len(stored), err)
 		}
 	})
 
 	t.Run("release", func(t *testing.T) {
 		rec := claim("again#"+rand.Text(), now, time.Minute)
-		if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+		if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 			t.Fatal(err)
 		}
 		var err error
@@ -125,10 +126,10 @@ func TestScriptSentAgain(t *testing.T) {
 		}
 		// The key is free; a release by a new call of its owner is not
 		// this call's, and is refused.
-		if err := s.Release(ctx, rec.ID, rec.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+		if err := s.Release(ctx, rec.ID, rec.Owner); !errors.Is(err, driver.ErrLeaseLost) {
 			t.Fatalf("a second Release call: %v, want ErrLeaseLost", err)
 		}
-		if _, loaded, err := s.Acquire(ctx, claim(rec.ID, now, time.Minute), now); err != nil || loaded {
+		if _, loaded, err := s.Acquire(ctx, claim(rec.ID, now, time.Minute), now, driver.Takeover); err != nil || loaded {
 			t.Fatalf("Acquire after the release: loaded=%v, %v; want claimed", loaded, err)
 		}
 	})
@@ -144,17 +145,17 @@ func TestDeadlineRespected(t *testing.T) {
 	s := newStore(t, rdb)
 	now := time.Now()
 	rec := claim("deadline#"+rand.Text(), now, time.Minute)
-	if _, _, err := s.Acquire(context.Background(), rec, now); err != nil { // loads the script
+	if _, _, err := s.Acquire(context.Background(), rec, now, driver.Takeover); err != nil { // loads the script
 		t.Fatal(err)
 	}
 	p.stall()
 	const budget = 300 * time.Millisecond
 	steps := map[string]func(ctx context.Context) error{
 		"acquire": func(ctx context.Context) error {
-			_, _, err := s.Acquire(ctx, claim("deadline#"+rand.Text(), now, time.Minute), now)
+			_, _, err := s.Acquire(ctx, claim("deadline#"+rand.Text(), now, time.Minute), now, driver.Takeover)
 			return err
 		},
-		"complete": func(ctx context.Context) error { return s.Complete(ctx, completed(rec, `1`)) },
+		"complete": func(ctx context.Context) error { return errOf(s.Complete(ctx, completed(rec, `1`))) },
 		"release":  func(ctx context.Context) error { return s.Release(ctx, rec.ID, rec.Owner) },
 	}
 	for name, step := range steps {

@@ -23,7 +23,7 @@ import "github.com/redis/go-redis/v9"
 //
 // ARGV: now_s, now_ms, owner, expiration_s, lease_ms, validation,
 // expire_at_ms, strict ("1": a lapsed lease is not taken over, for
-// AcquireStrict; "0" otherwise), strict_lease_ms (a strict claim's lease
+// a claim with driver.NoTakeover; "0" otherwise), strict_lease_ms (a strict claim's lease
 // end, written to strict_lease_expiration; "" for none).
 //
 // Reply: {0, fields...} claimed, replacing the record whose fields follow

@@ -12,20 +12,17 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-// Store is an [idempotency.Store] on Redis. It is safe for concurrent use;
+// Store is a [driver.Store] on Redis. It is safe for concurrent use;
 // create one with [New] at start-up and share it.
 type Store struct {
 	rdb redis.UniversalClient
 	options
 }
 
-var (
-	_ idempotency.Store           = (*Store)(nil)
-	_ idempotency.DataCompleter   = (*Store)(nil)
-	_ idempotency.AttachValidator = (*Store)(nil)
-)
+var _ driver.Store = (*Store)(nil)
 
 // New returns a Store on rdb: a *redis.Client (one node, or Sentinel
 // through redis.NewFailoverClient) or a *redis.ClusterClient, built once
@@ -76,25 +73,22 @@ func (s *Store) run(ctx context.Context, script *redis.Script, id string, args .
 	return reply, err
 }
 
-// Acquire implements [idempotency.Store.Acquire] with one script (EVALSHA,
+// Acquire implements [driver.Store.Acquire] with one script (EVALSHA,
 // or EVAL once when the server does not have it cached) that claims the key
 // or returns the record that holds it. The record a claim replaced is
 // returned without its result; a claim sent again by its owner returns
-// the record its first attempt replaced.
-func (s *Store) Acquire(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, bool, error) {
-	return s.acquire(ctx, rec, now, false)
-}
-
-func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Time, strict bool) (idempotency.Record, bool, error) {
+// the record its first attempt replaced. With [driver.NoTakeover] the
+// script takes no lapsed lease over.
+func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
 	strictArg := "0"
-	if strict {
+	if mode == driver.NoTakeover {
 		strictArg = "1"
 	}
 	if rec.ID == "" {
-		return idempotency.Record{}, false, storeError("acquire", "", errors.New("redisstore: empty record id"))
+		return driver.Record{}, false, storeError("acquire", "", errors.New("redisstore: empty record id"))
 	}
 	if rec.Owner == "" {
-		return idempotency.Record{}, false, storeError("acquire", rec.ID,
+		return driver.Record{}, false, storeError("acquire", rec.ID,
 			errors.New("redisstore: record has no owner: its Complete and Release could not be fenced"))
 	}
 	strictLease := ""
@@ -107,56 +101,50 @@ func (s *Store) acquire(ctx context.Context, rec idempotency.Record, now time.Ti
 		rec.ExpiresAt.UnixMilli(), strictArg, strictLease,
 	)
 	if err != nil {
-		return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
+		return driver.Record{}, false, storeError("acquire", rec.ID, err)
 	}
 	code, fields, err := parseReply(reply)
 	if err != nil {
-		return idempotency.Record{}, false, storeError("acquire", rec.ID, err)
+		return driver.Record{}, false, storeError("acquire", rec.ID, err)
 	}
 	switch code {
 	case 0, 2: // claimed (2: by this owner's earlier attempt); fields are the record replaced, if any
 		if len(fields) == 0 {
-			return idempotency.Record{}, false, nil
+			return driver.Record{}, false, nil
 		}
 		old, err := decode(rec.ID, fields)
 		if err != nil {
 			// The claim holds whatever the old record contained.
-			return idempotency.Record{ID: rec.ID}, false, nil
+			return driver.Record{ID: rec.ID}, false, nil
 		}
 		return old, false, nil
 	case 1: // refused
 		old, err := decode(rec.ID, fields)
 		if err != nil {
-			return idempotency.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("redisstore: read existing record: %w", err))
+			return driver.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("redisstore: read existing record: %w", err))
 		}
 		return old, true, nil
 	}
-	return idempotency.Record{}, false, storeError("acquire", rec.ID, unexpected(code, fields))
+	return driver.Record{}, false, storeError("acquire", rec.ID, unexpected(code, fields))
 }
 
-// Complete implements [idempotency.Store.Complete]: it is CompleteData
-// without the result.
-func (s *Store) Complete(ctx context.Context, rec idempotency.Record) error {
-	_, err := s.CompleteData(ctx, rec)
-	return err
-}
-
-// CompleteData implements [idempotency.DataCompleter] with one script that
-// sets the record COMPLETED with its result and expiry, fenced by owner. It
+// Complete implements [driver.Store.Complete] with one script that sets
+// the record COMPLETED with its result and expiry, fenced by owner. It
 // returns the result as stored: nil when it did not fit in [WithMaxData]
 // even compressed. A record already completed by the same owner (an
-// earlier attempt whose reply was lost) is a success, left as it is, and
-// its stored result is returned. Attached writes are refused with
-// [idempotency.ErrAttachUnsupported].
-func (s *Store) CompleteData(ctx context.Context, rec idempotency.Record) ([]byte, error) {
+// earlier attempt whose reply was lost, or an operator's under the claim's
+// owner) is a success, left as it is, and its stored result is returned.
+// Attached writes are refused with [driver.ErrAttachUnsupported]: Redis
+// commits nothing with a completion.
+func (s *Store) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	if rec.ID == "" {
 		return nil, storeError("complete", "", errors.New("redisstore: empty record id"))
 	}
-	if err := s.ValidateAttached(rec.ID, rec.Attached); err != nil {
+	if err := noAttached(rec.Attached); err != nil {
 		return nil, storeError("complete", rec.ID, err)
 	}
 	if rec.Owner == "" {
-		return nil, storeError("complete", rec.ID, fmt.Errorf("redisstore: no owner to fence the completion with: %w", idempotency.ErrLeaseLost))
+		return nil, storeError("complete", rec.ID, fmt.Errorf("redisstore: no owner to fence the completion with: %w", driver.ErrLeaseLost))
 	}
 	placement, value := s.place(ctx, rec.ID, rec.Data)
 	reply, err := s.run(ctx, completeScript, rec.ID,
@@ -194,18 +182,18 @@ func (s *Store) CompleteData(ctx context.Context, rec idempotency.Record) ([]byt
 // release by go-redis can still arrive.
 const releaseMarker = time.Minute
 
-// Release implements [idempotency.Store.Release] with one script that
+// Release implements [driver.Store.Release] with one script that
 // deletes the record only if it is INPROGRESS and owned by owner. It leaves
 // a marker that claims treat as no record, so that this call's script,
 // sent again by go-redis after its first run was applied, succeeds; the
 // marker expires a minute after ctx's deadline. Another Release of the
-// key, by its owner too, fails with [idempotency.ErrLeaseLost].
+// key, by its owner too, fails with [driver.ErrLeaseLost].
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if id == "" {
 		return storeError("release", "", errors.New("redisstore: empty record id"))
 	}
 	if owner == "" {
-		return storeError("release", id, fmt.Errorf("redisstore: no owner to fence the release with: %w", idempotency.ErrLeaseLost))
+		return storeError("release", id, fmt.Errorf("redisstore: no owner to fence the release with: %w", driver.ErrLeaseLost))
 	}
 	marker := releaseMarker
 	if d, ok := ctx.Deadline(); ok {
@@ -228,14 +216,11 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	return storeError("release", id, unexpected(code, fields))
 }
 
-// ValidateAttached implements [idempotency.AttachValidator]: Redis cannot
-// commit an operation's writes with the completion (they may live on other
-// Cluster slots), so any attached write is refused with
-// [idempotency.ErrAttachUnsupported] when it is attached, before the
-// operation's work is lost.
-func (s *Store) ValidateAttached(_ string, writes []any) error {
+// noAttached fails with [driver.ErrAttachUnsupported] when writes are
+// attached: Redis commits nothing with a completion.
+func noAttached(writes []any) error {
 	if len(writes) > 0 {
-		return fmt.Errorf("redisstore: %d attached write(s): %w", len(writes), idempotency.ErrAttachUnsupported)
+		return fmt.Errorf("redisstore: %d attached write(s): %w", len(writes), driver.ErrAttachUnsupported)
 	}
 	return nil
 }
@@ -251,16 +236,16 @@ func (s *Store) lost(op, id, owner string, fields []string) error {
 	case status == "" && releasedBy == owner:
 		why = "the record was released by this owner"
 	case status == "":
-	case status != string(idempotency.StatusInProgress) && status != string(idempotency.StatusCompleted):
+	case status != string(driver.StatusInProgress) && status != string(driver.StatusCompleted):
 		why = "the record has an unknown status"
-	case status != string(idempotency.StatusInProgress):
+	case status != string(driver.StatusInProgress):
 		why = "the record is " + status
 	case own == "":
 		why = "the record has no lease owner (written by another library)"
 	case own != owner:
 		why = "the lease was taken over by another owner"
 	}
-	return storeError(op, id, fmt.Errorf("redisstore: %s: %w", why, idempotency.ErrLeaseLost))
+	return storeError(op, id, fmt.Errorf("redisstore: %s: %w", why, driver.ErrLeaseLost))
 }
 
 // unexpected reports a script reply the store does not know, without its

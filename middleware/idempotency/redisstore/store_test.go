@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
 )
@@ -63,15 +64,15 @@ func (c *counter) take() map[string]int {
 	return got
 }
 
-func claim(key string, now time.Time, lease time.Duration) idempotency.Record {
-	return idempotency.Record{
-		ID: key, Status: idempotency.StatusInProgress,
+func claim(key string, now time.Time, lease time.Duration) driver.Record {
+	return driver.Record{
+		ID: key, Status: driver.StatusInProgress,
 		ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(lease), Owner: rand.Text(),
 	}
 }
 
-func completed(rec idempotency.Record, data string) idempotency.Record {
-	rec.Status, rec.Data = idempotency.StatusCompleted, []byte(data)
+func completed(rec driver.Record, data string) driver.Record {
+	rec.Status, rec.Data = driver.StatusCompleted, []byte(data)
 	return rec
 }
 
@@ -98,16 +99,16 @@ func TestRoundTrips(t *testing.T) {
 	}
 	calls.take()
 	warm := claim("rt#"+rand.Text(), now, time.Minute)
-	if _, _, err := s.Acquire(ctx, warm, now); err != nil {
+	if _, _, err := s.Acquire(ctx, warm, now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Release(ctx, warm.ID, warm.Owner); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Acquire(ctx, warm, now); err != nil {
+	if _, _, err := s.Acquire(ctx, warm, now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Complete(ctx, completed(warm, `1`)); err != nil {
+	if _, err := s.Complete(ctx, completed(warm, `1`)); err != nil {
 		t.Fatal(err)
 	}
 	if got := calls.take(); got["eval"] != 3 || got["evalsha"] != 4 {
@@ -121,34 +122,34 @@ func TestRoundTrips(t *testing.T) {
 		do   func() error
 	}{
 		{"claim (Acquire of a free key)", one, func() error {
-			_, loaded, err := s.Acquire(ctx, rec, now)
+			_, loaded, err := s.Acquire(ctx, rec, now, driver.Takeover)
 			return want(err, !loaded, "claimed")
 		}},
 		{"in progress (Acquire of a held key)", one, func() error {
-			got, loaded, err := s.Acquire(ctx, other, now)
-			return want(err, loaded && got.Status == idempotency.StatusInProgress && got.Owner == rec.Owner, "loaded in progress")
+			got, loaded, err := s.Acquire(ctx, other, now, driver.Takeover)
+			return want(err, loaded && got.Status == driver.StatusInProgress && got.Owner == rec.Owner, "loaded in progress")
 		}},
 		{"complete", one, func() error {
-			return s.Complete(ctx, completed(rec, `{"summary":"ok"}`))
+			return errOf(s.Complete(ctx, completed(rec, `{"summary":"ok"}`)))
 		}},
 		{"replay (Acquire of a completed key)", one, func() error {
-			got, loaded, err := s.Acquire(ctx, other, now)
+			got, loaded, err := s.Acquire(ctx, other, now, driver.Takeover)
 			return want(err, loaded && string(got.Data) == `{"summary":"ok"}`, "loaded with its data")
 		}},
 		{"claim then complete, result compressed", map[string]int{"evalsha": 2}, func() error {
-			if _, _, err := s.Acquire(ctx, gzipped, now); err != nil {
+			if _, _, err := s.Acquire(ctx, gzipped, now, driver.Takeover); err != nil {
 				return err
 			}
-			return s.Complete(ctx, completed(gzipped, `"`+strings.Repeat("a", 1<<20)+`"`))
+			return errOf(s.Complete(ctx, completed(gzipped, `"`+strings.Repeat("a", 1<<20)+`"`)))
 		}},
 		{"claim then complete, result left out (too large)", map[string]int{"evalsha": 2}, func() error {
-			if _, _, err := s.Acquire(ctx, omitted, now); err != nil {
+			if _, _, err := s.Acquire(ctx, omitted, now, driver.Takeover); err != nil {
 				return err
 			}
-			return s.Complete(ctx, completed(omitted, noise(1<<20)))
+			return errOf(s.Complete(ctx, completed(omitted, noise(1<<20))))
 		}},
 		{"claim then release", map[string]int{"evalsha": 2}, func() error {
-			if _, _, err := s.Acquire(ctx, freed, now); err != nil {
+			if _, _, err := s.Acquire(ctx, freed, now, driver.Takeover); err != nil {
 				return err
 			}
 			return s.Release(ctx, freed.ID, freed.Owner)
@@ -156,8 +157,8 @@ func TestRoundTrips(t *testing.T) {
 		{"complete with an attached write (refused, no command)", map[string]int{}, func() error {
 			done := completed(attached, `1`)
 			done.Attached = []any{"SET summary:1 ..."}
-			err := s.Complete(ctx, done)
-			return want(nil, errors.Is(err, idempotency.ErrAttachUnsupported), "refused with ErrAttachUnsupported")
+			_, err := s.Complete(ctx, done)
+			return want(nil, errors.Is(err, driver.ErrAttachUnsupported), "refused with ErrAttachUnsupported")
 		}},
 	}
 	for _, st := range steps {
@@ -199,19 +200,19 @@ func TestGuardRoundTrips(t *testing.T) {
 	var runs atomic.Int32
 	op := func(context.Context) (string, error) { runs.Add(1); return "summary", nil }
 	// Load the scripts.
-	if _, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte("warm")), op); err != nil {
+	if _, err := idempotency.Do(ctx, g, idempotency.Raw([]byte("warm")), op); err != nil {
 		t.Fatal(err)
 	}
 	calls.take()
 	runs.Store(0)
 
-	if _, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte("k1")), op); err != nil {
+	if _, err := idempotency.Do(ctx, g, idempotency.Raw([]byte("k1")), op); err != nil {
 		t.Fatal(err)
 	}
 	if got := calls.take(); !maps.Equal(got, map[string]int{"evalsha": 2}) || runs.Load() != 1 {
 		t.Errorf("first delivery: %v, %d runs; want 2 evalsha, 1 run", got, runs.Load())
 	}
-	if v, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte("k1")), op); err != nil || v != "summary" {
+	if v, err := idempotency.Do(ctx, g, idempotency.Raw([]byte("k1")), op); err != nil || v != "summary" {
 		t.Fatalf("replay = %q, %v", v, err)
 	}
 	if got := calls.take(); !maps.Equal(got, map[string]int{"evalsha": 1}) || runs.Load() != 1 {
@@ -231,7 +232,7 @@ func TestScriptsReloaded(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := claim("reload#"+rand.Text(), now, time.Minute)
-		if _, loaded, err := s.Acquire(ctx, rec, now); err != nil || loaded {
+		if _, loaded, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil || loaded {
 			t.Fatalf("Acquire %d after SCRIPT FLUSH: loaded=%v, %v", i, loaded, err)
 		}
 	}
@@ -246,7 +247,7 @@ func TestKeyExpiresWithRecord(t *testing.T) {
 	now := time.Now()
 	rec := claim("exp#"+rand.Text(), now, time.Minute)
 	rec.ExpiresAt = now.Add(time.Hour).Truncate(time.Millisecond)
-	if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+	if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	checkExpiry := func(what string, want time.Time) {
@@ -262,7 +263,7 @@ func TestKeyExpiresWithRecord(t *testing.T) {
 	checkExpiry("claimed", rec.ExpiresAt)
 	done := completed(rec, `1`)
 	done.ExpiresAt = now.Add(2 * time.Hour).Truncate(time.Millisecond)
-	if err := s.Complete(ctx, done); err != nil {
+	if _, err := s.Complete(ctx, done); err != nil {
 		t.Fatal(err)
 	}
 	checkExpiry("completed", done.ExpiresAt)
@@ -305,23 +306,23 @@ func TestCompleteReplyLost(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	rec := claim("lost#"+rand.Text(), now, time.Minute)
-	if _, _, err := s.Acquire(ctx, rec, now); err != nil {
+	if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
 		t.Fatal(err)
 	}
 	fault.armed.Store(true)
-	if err := s.Complete(ctx, completed(rec, `"first"`)); err == nil || errors.Is(err, idempotency.ErrLeaseLost) {
+	if _, err := s.Complete(ctx, completed(rec, `"first"`)); err == nil || errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Complete whose reply was lost: %v, want a store error that is not ErrLeaseLost", err)
 	}
-	if err := s.Complete(ctx, completed(rec, `"first"`)); err != nil {
+	if _, err := s.Complete(ctx, completed(rec, `"first"`)); err != nil {
 		t.Fatalf("Complete sent again by its owner: %v, want success", err)
 	}
 	// Someone else's completion of it is still refused.
 	stranger := completed(claim(rec.ID, now, time.Minute), `"other"`)
-	if err := s.Complete(ctx, stranger); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if _, err := s.Complete(ctx, stranger); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Complete by another owner: %v, want ErrLeaseLost", err)
 	}
-	got, loaded, err := s.Acquire(ctx, claim(rec.ID, now, time.Minute), now)
-	if err != nil || !loaded || string(got.Data) != `"first"` || got.Status != idempotency.StatusCompleted {
+	got, loaded, err := s.Acquire(ctx, claim(rec.ID, now, time.Minute), now, driver.Takeover)
+	if err != nil || !loaded || string(got.Data) != `"first"` || got.Status != driver.StatusCompleted {
 		t.Fatalf("record after the retried Complete: %+v loaded=%v %v", got, loaded, err)
 	}
 }
@@ -335,11 +336,11 @@ func TestAttachRefusedThroughGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	var attachErr error
-	_, err = idempotency.Do(context.Background(), g, idempotency.RawKey([]byte("k")), func(ctx context.Context) (string, error) {
+	_, err = idempotency.Do(context.Background(), g, idempotency.Raw([]byte("k")), func(ctx context.Context) (string, error) {
 		attachErr = idempotency.Attach(ctx, "write")
 		return "", attachErr
 	})
-	if !errors.Is(attachErr, idempotency.ErrAttachUnsupported) || !errors.Is(err, idempotency.ErrAttachUnsupported) {
+	if !errors.Is(attachErr, driver.ErrAttachUnsupported) || !errors.Is(err, driver.ErrAttachUnsupported) {
 		t.Fatalf("Attach: %v; Do: %v; want ErrAttachUnsupported", attachErr, err)
 	}
 }
@@ -347,7 +348,7 @@ func TestAttachRefusedThroughGuard(t *testing.T) {
 // TestConformanceWithPrefix runs the suite with a key prefix.
 func TestConformanceWithPrefix(t *testing.T) {
 	s := newStore(t, newClient(t), redisstore.WithKeyPrefix("sqsonce:"))
-	storetest.Run(t, func(t *testing.T) idempotency.Store { return s })
+	storetest.Run(t, func(t *testing.T) driver.Store { return s })
 }
 
 func TestNewRefusesNilClient(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/redisserver"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest"
 )
 
@@ -16,7 +16,7 @@ import (
 // processes on one Redis (storetest.StrictAcrossProcesses): the strict call
 // outlives its lease, the default call does not run the operation.
 func TestStrictAcrossProcesses(t *testing.T) {
-	storetest.StrictAcrossProcesses(t, func(t *testing.T) (idempotency.Store, []string) {
+	storetest.StrictAcrossProcesses(t, func(t *testing.T) (driver.Store, []string) {
 		s := newStore(t, newClient(t)) // in a child, the parent's server (redisserver.EnvAddr)
 		return s, []string{redisserver.EnvAddr + "=" + server.Addr(t)}
 	})

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // results are stored results that differ in their bytes only, or in ways
@@ -59,13 +59,13 @@ func results() []struct{ name, data string } {
 
 // testResultsByteIdentical completes one record per result and reads each
 // back: the stored result is the result, byte for byte.
-func testResultsByteIdentical(t *testing.T, s idempotency.Store) {
+func testResultsByteIdentical(t *testing.T, s driver.Store) {
 	for _, r := range results() {
 		t.Run(r.name, func(t *testing.T) {
 			k, rec, now := claimed(t, s, time.Minute)
 			done := rec
-			done.Status, done.Data = idempotency.StatusCompleted, []byte(r.data)
-			stored, err := completeData(s, done)
+			done.Status, done.Data = driver.StatusCompleted, []byte(r.data)
+			stored, err := s.Complete(context.Background(), done)
 			if err != nil {
 				t.Fatalf("Complete: %v", err)
 			}
@@ -73,7 +73,7 @@ func testResultsByteIdentical(t *testing.T, s idempotency.Store) {
 				t.Fatalf("the store kept %d bytes of a %d-byte result (want all of it, byte for byte)", len(stored), len(done.Data))
 			}
 			got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now)
-			if !loaded || got.Status != idempotency.StatusCompleted {
+			if !loaded || got.Status != driver.StatusCompleted {
 				t.Fatalf("Acquire of the completed key: loaded=%v status=%q", loaded, got.Status)
 			}
 			if !bytes.Equal(got.Data, done.Data) {
@@ -85,36 +85,28 @@ func testResultsByteIdentical(t *testing.T, s idempotency.Store) {
 
 // testStoredAsReported completes a record with a result too large for
 // some stores (1 MiB that does not compress): whatever the store kept, as
-// its CompleteData reported it, is what a later delivery reads.
-func testStoredAsReported(t *testing.T, s idempotency.Store) {
+// its Complete reported it, is what a later delivery reads.
+func testStoredAsReported(t *testing.T, s driver.Store) {
 	noise := make([]byte, 768<<10)
 	_, _ = rand.Read(noise)
 	data := []byte(`"` + base64.StdEncoding.EncodeToString(noise) + `"`) // 1 MiB
 	k, rec, now := claimed(t, s, time.Minute)
 	done := rec
-	done.Status, done.Data = idempotency.StatusCompleted, data
-	stored, err := completeData(s, done)
+	done.Status, done.Data = driver.StatusCompleted, data
+	stored, err := s.Complete(context.Background(), done)
 	if err != nil {
 		t.Fatalf("Complete of a 1 MiB result: %v (a completed operation must be recorded, with or without its result)", err)
 	}
 	if stored != nil && !bytes.Equal(stored, data) {
-		t.Fatalf("CompleteData reported %d bytes kept of %d: want all of it or none", len(stored), len(data))
+		t.Fatalf("Complete reported %d bytes kept of %d: want all of it or none", len(stored), len(data))
 	}
 	got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now)
-	if !loaded || got.Status != idempotency.StatusCompleted {
+	if !loaded || got.Status != driver.StatusCompleted {
 		t.Fatalf("Acquire of the completed key: loaded=%v status=%q", loaded, got.Status)
 	}
 	if !bytes.Equal(got.Data, stored) || (got.Data == nil) != (stored == nil) {
-		t.Errorf("read back %d bytes, want what CompleteData reported kept (%d bytes)", len(got.Data), len(stored))
+		t.Errorf("read back %d bytes, want what Complete reported kept (%d bytes)", len(got.Data), len(stored))
 	}
-}
-
-// completeData completes rec and returns the result as the store kept it.
-func completeData(s idempotency.Store, rec idempotency.Record) ([]byte, error) {
-	if dc, ok := s.(idempotency.DataCompleter); ok {
-		return dc.CompleteData(context.Background(), rec)
-	}
-	return rec.Data, s.Complete(context.Background(), rec)
 }
 
 func abbrev(b []byte) string {

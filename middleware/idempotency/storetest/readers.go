@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // The environment of a child process of StrictAcrossProcesses: its role
@@ -34,7 +35,7 @@ const lambdaTimeout = 3 * time.Second
 
 // StrictAcrossProcesses checks, through the store, that a strict claim
 // whose lease lapsed is never run again by a default guard in another
-// process: a rolling deploy that turns strict mode on, or Guard.Strict in
+// process: a rolling deploy that turns strict mode on, or the Strict option in
 // one process and the plain guard in another. Each guard runs in its own
 // OS process (the test binary run again, for this test only), with
 // zero-value options ([idempotency.Config] with Store and Namespace, and
@@ -50,7 +51,7 @@ const lambdaTimeout = 3 * time.Second
 // records; in a child, open reads that environment. Call
 // StrictAcrossProcesses from a test function of its own, and nothing else
 // in that function: the children run it again.
-func StrictAcrossProcesses(t *testing.T, open func(t *testing.T) (idempotency.Store, []string)) {
+func StrictAcrossProcesses(t *testing.T, open func(t *testing.T) (driver.Store, []string)) {
 	t.Helper()
 	if role := os.Getenv(envRole); role != "" {
 		store, _ := open(t)
@@ -145,7 +146,7 @@ func StrictAcrossProcesses(t *testing.T, open func(t *testing.T) (idempotency.St
 // live in one process (package memstore): the two guards are made by two
 // calls of [idempotency.New] in this process, so they share no call in
 // progress.
-func StrictAcrossGuards(t *testing.T, store idempotency.Store) {
+func StrictAcrossGuards(t *testing.T, store driver.Store) {
 	t.Helper()
 	ns, material := callKey()
 	startStrict := func() (time.Time, func() callResult) {
@@ -201,14 +202,14 @@ type callResult struct {
 // deadline. Its operation reports its start with the deadline, then waits
 // until hold (when not nil) reaches its end, and returns "strict" or
 // "default".
-func strictCall(store idempotency.Store, ns, material string, strict bool, started func(deadline time.Time), hold io.Reader) callResult {
+func strictCall(store driver.Store, ns, material string, strict bool, started func(deadline time.Time), hold io.Reader) callResult {
 	var res callResult
 	role := "default"
 	if strict {
 		role = "strict"
 	}
 	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: ns, Strict: strict,
-		OnOutcome: func(_ context.Context, ev idempotency.Event) { res.Outcome = string(ev.Outcome) }})
+		OnOutcome: func(_ context.Context, ev idempotency.Report) { res.Outcome = string(ev.Outcome) }})
 	if err != nil {
 		res.Err = err.Error()
 		return res
@@ -216,7 +217,7 @@ func strictCall(store idempotency.Store, ns, material string, strict bool, start
 	ctx, cancel := context.WithTimeout(context.Background(), lambdaTimeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	v, err := idempotency.Do(ctx, g, idempotency.RawKey([]byte(material)), func(context.Context) (string, error) {
+	v, err := idempotency.Do(ctx, g, idempotency.Raw([]byte(material)), func(context.Context) (string, error) {
 		res.Ran = true
 		if started != nil {
 			started(deadline)
@@ -318,7 +319,7 @@ func readJSON(t *testing.T, path string, v any) {
 // options in strict mode on store, under a context of Lambda's default
 // deadline, whose operation is still running. The control: the same
 // claim takes over a default claim made the same way.
-func OlderReleaseKeepsOff(t *testing.T, store idempotency.Store, claim func(t *testing.T, id string, now time.Time) bool) {
+func OlderReleaseKeepsOff(t *testing.T, store driver.Store, claim func(t *testing.T, id string, now time.Time) bool) {
 	t.Helper()
 	for _, strict := range []bool{true, false} {
 		ns, material := callKey()
@@ -326,7 +327,7 @@ func OlderReleaseKeepsOff(t *testing.T, store idempotency.Store, claim func(t *t
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, err := g.ID(idempotency.RawKey([]byte(material)))
+		id, err := g.ID(idempotency.Raw([]byte(material)))
 		if err != nil {
 			t.Fatal(err)
 		}

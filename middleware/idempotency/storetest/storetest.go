@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // Racers is the number of goroutines that race to claim one key.
@@ -21,11 +22,11 @@ const Racers = 200
 
 // Run runs the conformance suite. newStore is called once per subtest; it
 // may return a shared store, since every subtest uses keys of its own.
-func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) driver.Store) {
 	t.Helper()
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s idempotency.Store)
+		fn   func(t *testing.T, s driver.Store)
 	}{
 		{"AcquireFree", testAcquireFree},
 		{"AcquireHeld", testAcquireHeld},
@@ -37,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		{"StaleOwnerCannotRelease", testStaleRelease},
 		{"CompleteOnlyOnce", testCompleteOnce},
 		{"CompleteRetriedByOwner", testCompleteRetriedByOwner},
+		{"LateCompletionGetsStored", testLateCompletionGetsStored},
 		{"ReleaseFreesKey", testReleaseFrees},
 		{"CompleteAfterRelease", testCompleteAfterRelease},
 		{"CompletedNotReleased", testCompletedNotReleased},
@@ -61,6 +63,38 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 			tc.fn(t, newStore(t))
 		})
 	}
+	optional := []struct {
+		name string
+		fn   func(t *testing.T, s driver.Store, in driver.Inspector)
+	}{
+		{"Inspect", testInspect},
+		{"List", testList},
+		{"ListPages", testListPages},
+		{"InspectedWrites", testInspectedWrites},
+	}
+	t.Run("AttachValidator/UnknownWriteRefused", func(t *testing.T) {
+		s := newStore(t)
+		v, ok := s.(driver.AttachValidator)
+		if !ok {
+			t.Skipf("%T does not implement driver.AttachValidator: it commits no attached writes", s)
+		}
+		if err := v.ValidateAttached(key(t), []any{unknownWrite{}}); !errors.Is(err, driver.ErrAttachUnsupported) {
+			t.Errorf("ValidateAttached of a write the store cannot commit: %v, want ErrAttachUnsupported", err)
+		}
+		if err := v.ValidateAttached(key(t), nil); err != nil {
+			t.Errorf("ValidateAttached of no writes: %v, want nil", err)
+		}
+	})
+	for _, tc := range optional {
+		t.Run("Inspector/"+tc.name, func(t *testing.T) {
+			s := newStore(t)
+			in, ok := s.(driver.Inspector)
+			if !ok {
+				t.Skipf("%T does not implement driver.Inspector", s)
+			}
+			tc.fn(t, s, in)
+		})
+	}
 }
 
 // base is a clock reading with the precision the records keep (the lease in
@@ -71,10 +105,10 @@ func key(t *testing.T) string {
 	return fmt.Sprintf("storetest#%s-%s", t.Name(), rand.Text())
 }
 
-func claim(k string, now time.Time, lease time.Duration) idempotency.Record {
-	return idempotency.Record{
+func claim(k string, now time.Time, lease time.Duration) driver.Record {
+	return driver.Record{
 		ID:         k,
-		Status:     idempotency.StatusInProgress,
+		Status:     driver.StatusInProgress,
 		ExpiresAt:  now.Add(24 * time.Hour),
 		LeaseUntil: now.Add(lease),
 		Validation: "v-" + k,
@@ -82,27 +116,27 @@ func claim(k string, now time.Time, lease time.Duration) idempotency.Record {
 	}
 }
 
-func mustAcquire(t *testing.T, s idempotency.Store, rec idempotency.Record, now time.Time) (idempotency.Record, bool) {
+func mustAcquire(t *testing.T, s driver.Store, rec driver.Record, now time.Time) (driver.Record, bool) {
 	t.Helper()
-	got, loaded, err := s.Acquire(context.Background(), rec, now)
+	got, loaded, err := s.Acquire(context.Background(), rec, now, driver.Takeover)
 	if err != nil {
 		t.Fatalf("Acquire(%s): %v", rec.ID, err)
 	}
 	return got, loaded
 }
 
-func mustComplete(t *testing.T, s idempotency.Store, rec idempotency.Record, data string) idempotency.Record {
+func mustComplete(t *testing.T, s driver.Store, rec driver.Record, data string) driver.Record {
 	t.Helper()
-	rec.Status = idempotency.StatusCompleted
+	rec.Status = driver.StatusCompleted
 	rec.Data = []byte(data)
-	if err := s.Complete(context.Background(), rec); err != nil {
+	if _, err := s.Complete(context.Background(), rec); err != nil {
 		t.Fatalf("Complete(%s): %v", rec.ID, err)
 	}
 	return rec
 }
 
 // sameRecord compares the fields a store must keep, at their stored precision.
-func sameRecord(t *testing.T, what string, got, want idempotency.Record) {
+func sameRecord(t *testing.T, what string, got, want driver.Record) {
 	t.Helper()
 	if got.ID != want.ID || got.Status != want.Status || got.Owner != want.Owner || got.Validation != want.Validation {
 		t.Errorf("%s: got id=%q status=%q owner=%q validation=%q, want id=%q status=%q owner=%q validation=%q",
@@ -111,10 +145,10 @@ func sameRecord(t *testing.T, what string, got, want idempotency.Record) {
 	if got.ExpiresAt.Unix() != want.ExpiresAt.Unix() {
 		t.Errorf("%s: ExpiresAt = %v, want %v (epoch seconds)", what, got.ExpiresAt, want.ExpiresAt)
 	}
-	if want.Status == idempotency.StatusInProgress && got.LeaseUntil.UnixMilli() != want.LeaseUntil.UnixMilli() {
+	if want.Status == driver.StatusInProgress && got.LeaseUntil.UnixMilli() != want.LeaseUntil.UnixMilli() {
 		t.Errorf("%s: LeaseUntil = %v, want %v (epoch milliseconds)", what, got.LeaseUntil, want.LeaseUntil)
 	}
-	if want.Status == idempotency.StatusInProgress && (got.StrictLease.IsZero() != want.StrictLease.IsZero() ||
+	if want.Status == driver.StatusInProgress && (got.StrictLease.IsZero() != want.StrictLease.IsZero() ||
 		!want.StrictLease.IsZero() && got.StrictLease.UnixMilli() != want.StrictLease.UnixMilli()) {
 		t.Errorf("%s: StrictLease = %v, want %v (epoch milliseconds)", what, got.StrictLease, want.StrictLease)
 	}
@@ -136,7 +170,7 @@ func jsonEqual(a, b []byte) bool {
 	return bytes.Equal(xa, ya)
 }
 
-func testAcquireFree(t *testing.T, s idempotency.Store) {
+func testAcquireFree(t *testing.T, s driver.Store) {
 	now := base()
 	rec := claim(key(t), now, time.Minute)
 	prev, loaded := mustAcquire(t, s, rec, now)
@@ -148,7 +182,7 @@ func testAcquireFree(t *testing.T, s idempotency.Store) {
 	}
 }
 
-func testAcquireHeld(t *testing.T, s idempotency.Store) {
+func testAcquireHeld(t *testing.T, s driver.Store) {
 	k, first, now := claimed(t, s, time.Minute)
 	got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now.Add(time.Second))
 	if !loaded {
@@ -157,7 +191,7 @@ func testAcquireHeld(t *testing.T, s idempotency.Store) {
 	sameRecord(t, "held record", got, first)
 }
 
-func testTakeoverAfterLease(t *testing.T, s idempotency.Store) {
+func testTakeoverAfterLease(t *testing.T, s driver.Store) {
 	k, first, now := claimed(t, s, time.Second)
 	later := now.Add(2 * time.Second)
 	second := claim(k, later, time.Minute)
@@ -175,7 +209,7 @@ func testTakeoverAfterLease(t *testing.T, s idempotency.Store) {
 	sameRecord(t, "taken-over record", got, second)
 }
 
-func testTakeoverAfterExpiry(t *testing.T, s idempotency.Store) {
+func testTakeoverAfterExpiry(t *testing.T, s driver.Store) {
 	now := base()
 	k := key(t)
 	first := claim(k, now, time.Minute)
@@ -187,12 +221,12 @@ func testTakeoverAfterExpiry(t *testing.T, s idempotency.Store) {
 	if loaded {
 		t.Fatal("Acquire after the record expired did not claim it")
 	}
-	if prev.Status != idempotency.StatusCompleted {
-		t.Errorf("replaced record status = %q, want %q", prev.Status, idempotency.StatusCompleted)
+	if prev.Status != driver.StatusCompleted {
+		t.Errorf("replaced record status = %q, want %q", prev.Status, driver.StatusCompleted)
 	}
 }
 
-func testCompletedReplay(t *testing.T, s idempotency.Store) {
+func testCompletedReplay(t *testing.T, s driver.Store) {
 	k, first, now := claimed(t, s, time.Minute)
 	done := mustComplete(t, s, first, `{"summary":"ok","tokens":[1,2,3]}`)
 	got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now.Add(time.Second))
@@ -202,18 +236,18 @@ func testCompletedReplay(t *testing.T, s idempotency.Store) {
 	sameRecord(t, "completed record", got, done)
 }
 
-func testCompletedOutlivesLease(t *testing.T, s idempotency.Store) {
+func testCompletedOutlivesLease(t *testing.T, s driver.Store) {
 	k, first, now := claimed(t, s, time.Second)
 	mustComplete(t, s, first, `"done"`)
 	later := now.Add(time.Hour) // long after the lease, well before the expiry
 	got, loaded := mustAcquire(t, s, claim(k, later, time.Minute), later)
-	if !loaded || got.Status != idempotency.StatusCompleted {
+	if !loaded || got.Status != driver.StatusCompleted {
 		t.Fatalf("a completed record was taken over once its lease had passed (loaded=%v, status=%q)", loaded, got.Status)
 	}
 }
 
 // claimed claims a new key of the test with the given lease, as of now.
-func claimed(t *testing.T, s idempotency.Store, lease time.Duration) (k string, rec idempotency.Record, now time.Time) {
+func claimed(t *testing.T, s driver.Store, lease time.Duration) (k string, rec driver.Record, now time.Time) {
 	t.Helper()
 	now = base()
 	k = key(t)
@@ -224,7 +258,7 @@ func claimed(t *testing.T, s idempotency.Store, lease time.Duration) (k string, 
 
 // takenOver sets up a key claimed by stale whose lease passed and was taken
 // over by winner, as seen at later.
-func takenOver(t *testing.T, s idempotency.Store) (k string, stale, winner idempotency.Record, later time.Time) {
+func takenOver(t *testing.T, s driver.Store) (k string, stale, winner driver.Record, later time.Time) {
 	t.Helper()
 	k, stale, now := claimed(t, s, time.Second)
 	later = now.Add(2 * time.Second)
@@ -235,20 +269,20 @@ func takenOver(t *testing.T, s idempotency.Store) (k string, stale, winner idemp
 	return k, stale, winner, later
 }
 
-func testStaleComplete(t *testing.T, s idempotency.Store) {
+func testStaleComplete(t *testing.T, s driver.Store) {
 	k, stale, winner, later := takenOver(t, s)
-	stale.Status, stale.Data = idempotency.StatusCompleted, []byte(`"stale"`)
-	err := s.Complete(context.Background(), stale)
-	if !errors.Is(err, idempotency.ErrLeaseLost) {
+	stale.Status, stale.Data = driver.StatusCompleted, []byte(`"stale"`)
+	_, err := s.Complete(context.Background(), stale)
+	if !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Complete by a stale owner: err = %v, want ErrLeaseLost", err)
 	}
 	got, _ := mustAcquire(t, s, claim(k, later, time.Minute), later)
 	sameRecord(t, "record after a stale Complete", got, winner)
 }
 
-func testStaleRelease(t *testing.T, s idempotency.Store) {
+func testStaleRelease(t *testing.T, s driver.Store) {
 	k, stale, winner, later := takenOver(t, s)
-	if err := s.Release(context.Background(), k, stale.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.Release(context.Background(), k, stale.Owner); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Release by a stale owner: err = %v, want ErrLeaseLost", err)
 	}
 	got, loaded := mustAcquire(t, s, claim(k, later, time.Minute), later)
@@ -258,34 +292,28 @@ func testStaleRelease(t *testing.T, s idempotency.Store) {
 	sameRecord(t, "record after a stale Release", got, winner)
 }
 
-func testCompleteOnce(t *testing.T, s idempotency.Store) {
+func testCompleteOnce(t *testing.T, s driver.Store) {
 	// A second completion by another owner (whose claim the key never had)
 	// is refused and changes nothing.
 	k, rec, now := claimed(t, s, time.Minute)
 	done := mustComplete(t, s, rec, `1`)
 	other := claim(k, now, time.Minute)
-	other.Status, other.Data = idempotency.StatusCompleted, []byte(`2`)
-	if err := s.Complete(context.Background(), other); !errors.Is(err, idempotency.ErrLeaseLost) {
+	other.Status, other.Data = driver.StatusCompleted, []byte(`2`)
+	if _, err := s.Complete(context.Background(), other); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Complete by another owner: err = %v, want ErrLeaseLost", err)
 	}
 	got, _ := mustAcquire(t, s, claim(k, now, time.Minute), now)
 	sameRecord(t, "record after another owner's Complete", got, done)
 }
 
-func testCompleteRetriedByOwner(t *testing.T, s idempotency.Store) {
+func testCompleteRetriedByOwner(t *testing.T, s driver.Store) {
 	// A completion sent again by its owner (a retried request whose first
 	// attempt was applied and its response lost) is a success, and keeps
 	// what the first attempt stored.
 	k, rec, now := claimed(t, s, time.Minute)
 	done := mustComplete(t, s, rec, `{"n":1}`)
-	if err := s.Complete(context.Background(), done); err != nil {
-		t.Fatalf("Complete retried by its owner: %v, want success", err)
-	}
-	if dc, ok := s.(idempotency.DataCompleter); ok {
-		stored, err := dc.CompleteData(context.Background(), done)
-		if err != nil || !jsonEqual(stored, done.Data) {
-			t.Fatalf("CompleteData retried by its owner = %s, %v; want the stored result %s", stored, err, done.Data)
-		}
+	if stored, err := s.Complete(context.Background(), done); err != nil || !jsonEqual(stored, done.Data) {
+		t.Fatalf("Complete retried by its owner = %s, %v; want success with the stored result %s", stored, err, done.Data)
 	}
 	got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now)
 	if !loaded {
@@ -294,7 +322,28 @@ func testCompleteRetriedByOwner(t *testing.T, s idempotency.Store) {
 	sameRecord(t, "record after a retried Complete", got, done)
 }
 
-func testReleaseFrees(t *testing.T, s idempotency.Store) {
+// testLateCompletionGetsStored: a completion that finds the record
+// COMPLETED under its own owner with another result (an operator resolved
+// the claim under its owner while the worker still ran) succeeds, and
+// returns the result stored, not its own: every delivery that succeeds
+// gets the one stored result.
+func testLateCompletionGetsStored(t *testing.T, s driver.Store) {
+	k, rec, now := claimed(t, s, time.Minute)
+	resolved := mustComplete(t, s, rec, `{"resolved":true}`)
+	late := rec
+	late.Status, late.Data = driver.StatusCompleted, []byte(`{"worker":1}`)
+	stored, err := s.Complete(context.Background(), late)
+	if err != nil {
+		t.Fatalf("late Complete by the owner: %v, want success", err)
+	}
+	if !jsonEqual(stored, resolved.Data) {
+		t.Errorf("late Complete by the owner reported %s stored, want the stored result %s", stored, resolved.Data)
+	}
+	got, _ := mustAcquire(t, s, claim(k, now, time.Minute), now)
+	sameRecord(t, "record after a late Complete", got, resolved)
+}
+
+func testReleaseFrees(t *testing.T, s driver.Store) {
 	k, rec, now := claimed(t, s, time.Minute)
 	if err := s.Release(context.Background(), k, rec.Owner); err != nil {
 		t.Fatalf("Release by the owner: %v", err)
@@ -308,24 +357,24 @@ func testReleaseFrees(t *testing.T, s idempotency.Store) {
 	}
 }
 
-func testCompleteAfterRelease(t *testing.T, s idempotency.Store) {
+func testCompleteAfterRelease(t *testing.T, s driver.Store) {
 	k, rec, _ := claimed(t, s, time.Minute)
 	if err := s.Release(context.Background(), k, rec.Owner); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	rec.Status, rec.Data = idempotency.StatusCompleted, []byte(`1`)
-	if err := s.Complete(context.Background(), rec); !errors.Is(err, idempotency.ErrLeaseLost) {
+	rec.Status, rec.Data = driver.StatusCompleted, []byte(`1`)
+	if _, err := s.Complete(context.Background(), rec); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Complete of a released record: err = %v, want ErrLeaseLost", err)
 	}
-	if err := s.Release(context.Background(), k, rec.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.Release(context.Background(), k, rec.Owner); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Release of a missing record: err = %v, want ErrLeaseLost", err)
 	}
 }
 
-func testCompletedNotReleased(t *testing.T, s idempotency.Store) {
+func testCompletedNotReleased(t *testing.T, s driver.Store) {
 	k, rec, now := claimed(t, s, time.Minute)
 	done := mustComplete(t, s, rec, `"kept"`)
-	if err := s.Release(context.Background(), k, rec.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.Release(context.Background(), k, rec.Owner); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Release of a completed record: err = %v, want ErrLeaseLost", err)
 	}
 	got, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now)
@@ -335,7 +384,7 @@ func testCompletedNotReleased(t *testing.T, s idempotency.Store) {
 	sameRecord(t, "completed record after Release", got, done)
 }
 
-func testCompleteAfterLeaseLapsed(t *testing.T, s idempotency.Store) {
+func testCompleteAfterLeaseLapsed(t *testing.T, s driver.Store) {
 	// The lease passed but nobody took the key over: the owner may still
 	// complete it (the guard relies on this for slow operations).
 	k, rec, now := claimed(t, s, time.Second)
@@ -348,7 +397,7 @@ func testCompleteAfterLeaseLapsed(t *testing.T, s idempotency.Store) {
 	sameRecord(t, "record completed after its lease", got, done)
 }
 
-func testAcquireRetried(t *testing.T, s idempotency.Store) {
+func testAcquireRetried(t *testing.T, s driver.Store) {
 	// A claim sent again (a retried request whose first attempt was applied)
 	// is still this caller's claim, not someone else's.
 	_, rec, now := claimed(t, s, time.Minute)
@@ -358,14 +407,14 @@ func testAcquireRetried(t *testing.T, s idempotency.Store) {
 	mustComplete(t, s, rec, `1`)
 }
 
-func testAcquireWithoutOwner(t *testing.T, s idempotency.Store) {
+func testAcquireWithoutOwner(t *testing.T, s driver.Store) {
 	// A claim without an owner token could not be fenced, and would match
 	// any ownerless record (such as one Powertools wrote) as its own.
 	now := base()
 	k := key(t)
 	rec := claim(k, now, time.Minute)
 	rec.Owner = ""
-	if _, _, err := s.Acquire(context.Background(), rec, now); err == nil {
+	if _, _, err := s.Acquire(context.Background(), rec, now, driver.Takeover); err == nil {
 		t.Fatal("Acquire without an owner token succeeded")
 	}
 	if _, loaded := mustAcquire(t, s, claim(k, now, time.Minute), now); loaded {
@@ -375,18 +424,18 @@ func testAcquireWithoutOwner(t *testing.T, s idempotency.Store) {
 
 type unknownWrite struct{}
 
-func testUnknownAttachment(t *testing.T, s idempotency.Store) {
+func testUnknownAttachment(t *testing.T, s driver.Store) {
 	k, rec, now := claimed(t, s, time.Minute)
 	done := rec
-	done.Status, done.Data, done.Attached = idempotency.StatusCompleted, []byte(`1`), []any{unknownWrite{}}
-	if err := s.Complete(context.Background(), done); err == nil {
+	done.Status, done.Data, done.Attached = driver.StatusCompleted, []byte(`1`), []any{unknownWrite{}}
+	if _, err := s.Complete(context.Background(), done); err == nil {
 		t.Fatal("Complete with an attachment the store cannot commit succeeded: the write was dropped")
 	}
 	got, _ := mustAcquire(t, s, claim(k, now, time.Minute), now)
 	sameRecord(t, "record after a refused Complete", got, rec)
 }
 
-func testRace(t *testing.T, s idempotency.Store) {
+func testRace(t *testing.T, s driver.Store) {
 	now := base()
 	k := key(t)
 	var (
@@ -400,7 +449,7 @@ func testRace(t *testing.T, s idempotency.Store) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, loaded, err := s.Acquire(context.Background(), claim(k, now, time.Minute), now)
+			_, loaded, err := s.Acquire(context.Background(), claim(k, now, time.Minute), now, driver.Takeover)
 			switch {
 			case err != nil:
 				errs <- err
@@ -428,7 +477,7 @@ func testRace(t *testing.T, s idempotency.Store) {
 // finds the key in progress, until the lease end the holder stored; with
 // none (the control case), it takes the live claim over and runs the
 // operation a second time.
-func testSkewedClocks(t *testing.T, s idempotency.Store) {
+func testSkewedClocks(t *testing.T, s driver.Store) {
 	for _, tc := range []struct {
 		name      string
 		margin    time.Duration
@@ -453,7 +502,7 @@ func testSkewedClocks(t *testing.T, s idempotency.Store) {
 			}
 			holder := guard(base)
 			ahead := guard(deadline.Add(-time.Second).Add(2 * time.Second))
-			k := idempotency.RawKey([]byte(`"skewed"`))
+			k := idempotency.Raw([]byte(`"skewed"`))
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			defer cancel()
 

@@ -8,38 +8,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-// quarantiner returns s as an idempotency.Quarantiner, or skips the test,
-// saying so, for a store without strict mode.
-func quarantiner(t *testing.T, s idempotency.Store) idempotency.Quarantiner {
+func mustAcquireStrict(t *testing.T, s driver.Store, rec driver.Record, now time.Time) (driver.Record, bool) {
 	t.Helper()
-	q, ok := s.(idempotency.Quarantiner)
-	if !ok {
-		t.Skipf("%T does not implement idempotency.Quarantiner: no strict mode", s)
-	}
-	return q
-}
-
-func mustAcquireStrict(t *testing.T, q idempotency.Quarantiner, rec idempotency.Record, now time.Time) (idempotency.Record, bool) {
-	t.Helper()
-	got, loaded, err := q.AcquireStrict(context.Background(), rec, now)
+	got, loaded, err := s.Acquire(context.Background(), rec, now, driver.NoTakeover)
 	if err != nil {
-		t.Fatalf("AcquireStrict(%s): %v", rec.ID, err)
+		t.Fatalf("Acquire(%s, NoTakeover): %v", rec.ID, err)
 	}
 	return got, loaded
 }
 
 // lapsedClaim claims a new key of the test with a one-second lease and
-// returns the record as AcquireStrict finds it two seconds later, lapsed.
-func lapsedClaim(t *testing.T, s idempotency.Store, q idempotency.Quarantiner) (first, found idempotency.Record, later time.Time) {
+// returns the record as Acquire with NoTakeover finds it two seconds later, lapsed.
+func lapsedClaim(t *testing.T, s driver.Store) (first, found driver.Record, later time.Time) {
 	t.Helper()
 	_, first, now := claimed(t, s, time.Second)
 	later = now.Add(2 * time.Second)
-	found, loaded := mustAcquireStrict(t, q, claim(first.ID, later, time.Minute), later)
+	found, loaded := mustAcquireStrict(t, s, claim(first.ID, later, time.Minute), later)
 	if !loaded {
-		t.Fatal("AcquireStrict took over a claim whose lease lapsed")
+		t.Fatal("Acquire with NoTakeover took over a claim whose lease lapsed")
 	}
 	sameRecord(t, "lapsed claim", found, first)
 	return first, found, later
@@ -47,11 +36,11 @@ func lapsedClaim(t *testing.T, s idempotency.Store, q idempotency.Quarantiner) (
 
 // wantQuarantined checks a record just quarantined at at: still
 // INPROGRESS with its owner, marked, its lease extended to its expiry.
-func wantQuarantined(t *testing.T, what string, got, first idempotency.Record, at time.Time) {
+func wantQuarantined(t *testing.T, what string, got, first driver.Record, at time.Time) {
 	t.Helper()
-	if got.Status != idempotency.StatusInProgress || got.Owner != first.Owner || got.Validation != first.Validation {
+	if got.Status != driver.StatusInProgress || got.Owner != first.Owner || got.Validation != first.Validation {
 		t.Errorf("%s: status=%q owner=%q validation=%q, want %q, the claim's owner and validation", what,
-			got.Status, got.Owner, got.Validation, idempotency.StatusInProgress)
+			got.Status, got.Owner, got.Validation, driver.StatusInProgress)
 	}
 	if got.Quarantined.UnixMilli() != at.UnixMilli() {
 		t.Errorf("%s: Quarantined = %v, want %v (epoch milliseconds)", what, got.Quarantined, at)
@@ -66,20 +55,19 @@ func wantQuarantined(t *testing.T, what string, got, first idempotency.Record, a
 
 // testStrictNoTakeover: a strict claim takes a free key, an expired record
 // and a released claim, as Acquire does, but never a lapsed lease.
-func testStrictNoTakeover(t *testing.T, s idempotency.Store) {
-	q := quarantiner(t, s)
+func testStrictNoTakeover(t *testing.T, s driver.Store) {
 	now := base()
 	free := claim(key(t), now, time.Minute)
-	if prev, loaded := mustAcquireStrict(t, q, free, now); loaded || prev.ID != "" {
-		t.Fatalf("AcquireStrict of a free key: loaded=%v, replaced %+v; want a claim", loaded, prev)
+	if prev, loaded := mustAcquireStrict(t, s, free, now); loaded || prev.ID != "" {
+		t.Fatalf("Acquire with NoTakeover of a free key: loaded=%v, replaced %+v; want a claim", loaded, prev)
 	}
-	if got, loaded := mustAcquireStrict(t, q, free, now); loaded {
-		t.Fatalf("AcquireStrict retried by its owner found its own claim as another's: %+v", got)
+	if got, loaded := mustAcquireStrict(t, s, free, now); loaded {
+		t.Fatalf("Acquire with NoTakeover retried by its owner found its own claim as another's: %+v", got)
 	}
 
-	first, _, later := lapsedClaim(t, s, q)
-	if got, loaded := mustAcquireStrict(t, q, claim(first.ID, later.Add(time.Hour), time.Minute), later.Add(time.Hour)); !loaded {
-		t.Fatal("AcquireStrict an hour after the lease lapsed took the claim over")
+	first, _, later := lapsedClaim(t, s)
+	if got, loaded := mustAcquireStrict(t, s, claim(first.ID, later.Add(time.Hour), time.Minute), later.Add(time.Hour)); !loaded {
+		t.Fatal("Acquire with NoTakeover an hour after the lease lapsed took the claim over")
 	} else {
 		sameRecord(t, "lapsed claim an hour later", got, first)
 	}
@@ -92,8 +80,8 @@ func testStrictNoTakeover(t *testing.T, s idempotency.Store) {
 	if err := s.Release(context.Background(), k, rec.Owner); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if prev, loaded := mustAcquireStrict(t, q, claim(k, now, time.Minute), now); loaded || prev.ID != "" {
-		t.Fatalf("AcquireStrict after Release: loaded=%v, replaced %+v; want a claim of no record", loaded, prev)
+	if prev, loaded := mustAcquireStrict(t, s, claim(k, now, time.Minute), now); loaded || prev.ID != "" {
+		t.Fatalf("Acquire with NoTakeover after Release: loaded=%v, replaced %+v; want a claim of no record", loaded, prev)
 	}
 
 	now = base()
@@ -101,36 +89,35 @@ func testStrictNoTakeover(t *testing.T, s idempotency.Store) {
 	exp.ExpiresAt = now.Add(time.Hour)
 	mustAcquire(t, s, exp, now)
 	past := exp.ExpiresAt.Add(time.Second)
-	if _, loaded := mustAcquireStrict(t, q, claim(exp.ID, past, time.Minute), past); loaded {
-		t.Fatal("AcquireStrict did not claim an expired record")
+	if _, loaded := mustAcquireStrict(t, s, claim(exp.ID, past, time.Minute), past); loaded {
+		t.Fatal("Acquire with NoTakeover did not claim an expired record")
 	}
 }
 
 // testQuarantineFenced: Quarantine writes only on the lapsed claim it was
 // given, once; the quarantined record stays INPROGRESS to every claim.
-func testQuarantineFenced(t *testing.T, s idempotency.Store) {
-	q := quarantiner(t, s)
+func testQuarantineFenced(t *testing.T, s driver.Store) {
 	ctx := context.Background()
-	first, found, later := lapsedClaim(t, s, q)
+	first, found, later := lapsedClaim(t, s)
 
 	other := found
 	other.Owner = "not-" + found.Owner
-	if _, err := q.Quarantine(ctx, other, later); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if _, err := s.Quarantine(ctx, other, later); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Quarantine with another owner: err = %v, want ErrLeaseLost", err)
 	}
 	early := found.LeaseUntil.Add(-time.Millisecond)
-	if _, err := q.Quarantine(ctx, found, early); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if _, err := s.Quarantine(ctx, found, early); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Quarantine before the lease ended: err = %v, want ErrLeaseLost", err)
 	}
 
-	got, err := q.Quarantine(ctx, found, later)
+	got, err := s.Quarantine(ctx, found, later)
 	if err != nil {
 		t.Fatalf("Quarantine of the lapsed claim: %v", err)
 	}
 	wantQuarantined(t, "Quarantine's record", got, first, later)
 
-	again, err := q.Quarantine(ctx, found, later.Add(time.Second))
-	if !errors.Is(err, idempotency.ErrLeaseLost) {
+	again, err := s.Quarantine(ctx, found, later.Add(time.Second))
+	if !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("second Quarantine: err = %v, want ErrLeaseLost", err)
 	}
 	if again.ID != "" {
@@ -145,17 +132,17 @@ func testQuarantineFenced(t *testing.T, s idempotency.Store) {
 		t.Fatal("Acquire took over a quarantined record")
 	}
 	wantQuarantined(t, "quarantined record read by Acquire", rec, first, later)
-	rec, loaded = mustAcquireStrict(t, q, claim(first.ID, at, time.Minute), at)
+	rec, loaded = mustAcquireStrict(t, s, claim(first.ID, at, time.Minute), at)
 	if !loaded {
-		t.Fatal("AcquireStrict took over a quarantined record")
+		t.Fatal("Acquire with NoTakeover took over a quarantined record")
 	}
-	wantQuarantined(t, "quarantined record read by AcquireStrict", rec, first, later)
+	wantQuarantined(t, "quarantined record read by Acquire with NoTakeover", rec, first, later)
 
 	// A completed record is not quarantined.
 	k, c, now := claimed(t, s, time.Second)
 	done := mustComplete(t, s, c, `1`)
 	c.LeaseUntil = now.Add(time.Second)
-	if _, err := q.Quarantine(ctx, c, now.Add(2*time.Second)); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if _, err := s.Quarantine(ctx, c, now.Add(2*time.Second)); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Quarantine of a completed record: err = %v, want ErrLeaseLost", err)
 	}
 	got, _ = mustAcquire(t, s, claim(k, now, time.Minute), now.Add(2*time.Second))
@@ -167,21 +154,20 @@ func testQuarantineFenced(t *testing.T, s idempotency.Store) {
 
 // testQuarantineThenRelease: the owner's (or an operator's) Release of a
 // quarantined record frees its key and clears the mark.
-func testQuarantineThenRelease(t *testing.T, s idempotency.Store) {
-	q := quarantiner(t, s)
-	first, found, later := lapsedClaim(t, s, q)
-	if _, err := q.Quarantine(context.Background(), found, later); err != nil {
+func testQuarantineThenRelease(t *testing.T, s driver.Store) {
+	first, found, later := lapsedClaim(t, s)
+	if _, err := s.Quarantine(context.Background(), found, later); err != nil {
 		t.Fatalf("Quarantine: %v", err)
 	}
-	if err := s.Release(context.Background(), first.ID, "not-"+first.Owner); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.Release(context.Background(), first.ID, "not-"+first.Owner); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Release of a quarantined record by another owner: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(context.Background(), first.ID, first.Owner); err != nil {
 		t.Fatalf("Release of a quarantined record by its owner: %v", err)
 	}
 	next := claim(first.ID, later, time.Minute)
-	if prev, loaded := mustAcquireStrict(t, q, next, later); loaded || prev.ID != "" {
-		t.Fatalf("AcquireStrict after the release: loaded=%v, replaced %+v; want the key free to run again", loaded, prev)
+	if prev, loaded := mustAcquireStrict(t, s, next, later); loaded || prev.ID != "" {
+		t.Fatalf("Acquire with NoTakeover after the release: loaded=%v, replaced %+v; want the key free to run again", loaded, prev)
 	}
 	got, loaded := mustAcquire(t, s, claim(first.ID, later, time.Minute), later)
 	if !loaded {
@@ -196,26 +182,25 @@ func testQuarantineThenRelease(t *testing.T, s idempotency.Store) {
 // testQuarantineThenComplete: the owner's late completion (or an operator's
 // resolve) of a quarantined record completes it and clears the mark; later
 // claims replay its result.
-func testQuarantineThenComplete(t *testing.T, s idempotency.Store) {
-	q := quarantiner(t, s)
-	first, found, later := lapsedClaim(t, s, q)
-	if _, err := q.Quarantine(context.Background(), found, later); err != nil {
+func testQuarantineThenComplete(t *testing.T, s driver.Store) {
+	first, found, later := lapsedClaim(t, s)
+	if _, err := s.Quarantine(context.Background(), found, later); err != nil {
 		t.Fatalf("Quarantine: %v", err)
 	}
 	stale := first
 	stale.Owner = "not-" + first.Owner
-	stale.Status, stale.Data = idempotency.StatusCompleted, []byte(`"other"`)
-	if err := s.Complete(context.Background(), stale); !errors.Is(err, idempotency.ErrLeaseLost) {
+	stale.Status, stale.Data = driver.StatusCompleted, []byte(`"other"`)
+	if _, err := s.Complete(context.Background(), stale); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Complete of a quarantined record by another owner: err = %v, want ErrLeaseLost", err)
 	}
 	done := mustComplete(t, s, first, `{"late":true}`)
 	for _, strict := range []bool{false, true} {
 		var (
-			got    idempotency.Record
+			got    driver.Record
 			loaded bool
 		)
 		if strict {
-			got, loaded = mustAcquireStrict(t, q, claim(first.ID, later, time.Minute), later)
+			got, loaded = mustAcquireStrict(t, s, claim(first.ID, later, time.Minute), later)
 		} else {
 			got, loaded = mustAcquire(t, s, claim(first.ID, later, time.Minute), later)
 		}
@@ -231,8 +216,7 @@ func testQuarantineThenComplete(t *testing.T, s idempotency.Store) {
 
 // testRaceQuarantine: of Racers strict claims of one lapsed key at once,
 // none claims it and exactly one quarantines it.
-func testRaceQuarantine(t *testing.T, s idempotency.Store) {
-	q := quarantiner(t, s)
+func testRaceQuarantine(t *testing.T, s driver.Store) {
 	_, first, now := claimed(t, s, time.Second)
 	later := now.Add(2 * time.Second)
 	var (
@@ -246,7 +230,7 @@ func testRaceQuarantine(t *testing.T, s idempotency.Store) {
 		go func() {
 			defer wg.Done()
 			<-start
-			found, loaded, err := q.AcquireStrict(context.Background(), claim(first.ID, later, time.Minute), later)
+			found, loaded, err := s.Acquire(context.Background(), claim(first.ID, later, time.Minute), later, driver.NoTakeover)
 			switch {
 			case err != nil:
 				errs <- err
@@ -258,11 +242,11 @@ func testRaceQuarantine(t *testing.T, s idempotency.Store) {
 				lost.Add(1)
 				return
 			}
-			_, err = q.Quarantine(context.Background(), found, later)
+			_, err = s.Quarantine(context.Background(), found, later)
 			switch {
 			case err == nil:
 				quarantines.Add(1)
-			case errors.Is(err, idempotency.ErrLeaseLost):
+			case errors.Is(err, driver.ErrLeaseLost):
 				lost.Add(1)
 			default:
 				errs <- err
@@ -284,7 +268,7 @@ func testRaceQuarantine(t *testing.T, s idempotency.Store) {
 // strictClaim is a claim of k as a strict guard writes one: its lease at
 // the record's expiry, so that no claim takes it over, and its own lease
 // end in StrictLease.
-func strictClaim(k string, now time.Time, lease time.Duration) idempotency.Record {
+func strictClaim(k string, now time.Time, lease time.Duration) driver.Record {
 	rec := claim(k, now, lease)
 	rec.StrictLease, rec.LeaseUntil = rec.LeaseUntil, rec.ExpiresAt
 	return rec
@@ -294,16 +278,15 @@ func strictClaim(k string, now time.Time, lease time.Duration) idempotency.Recor
 // that lapsed, no claim, default or strict, takes it over while the record
 // lives; Quarantine judges the lapse by StrictLease (not before it ends)
 // and keeps it; the owner's completion still completes it.
-func testStrictClaimOutlivesLease(t *testing.T, s idempotency.Store) {
-	q := quarantiner(t, s)
+func testStrictClaimOutlivesLease(t *testing.T, s driver.Store) {
 	ctx := context.Background()
 	now := base()
 	first := strictClaim(key(t), now, time.Second)
-	if prev, loaded := mustAcquireStrict(t, q, first, now); loaded || prev.ID != "" {
-		t.Fatalf("AcquireStrict of a free key: loaded=%v, replaced %+v; want a claim", loaded, prev)
+	if prev, loaded := mustAcquireStrict(t, s, first, now); loaded || prev.ID != "" {
+		t.Fatalf("Acquire with NoTakeover of a free key: loaded=%v, replaced %+v; want a claim", loaded, prev)
 	}
 	later := now.Add(2 * time.Second) // past StrictLease
-	var found idempotency.Record
+	var found driver.Record
 	for _, at := range []time.Time{later, later.Add(time.Hour)} {
 		got, loaded := mustAcquire(t, s, claim(first.ID, at, time.Minute), at)
 		if !loaded {
@@ -313,16 +296,16 @@ func testStrictClaimOutlivesLease(t *testing.T, s idempotency.Store) {
 		if got.LeaseEnd().UnixMilli() != first.StrictLease.UnixMilli() {
 			t.Errorf("LeaseEnd of the strict claim = %v, want its StrictLease %v", got.LeaseEnd(), first.StrictLease)
 		}
-		if found, loaded = mustAcquireStrict(t, q, claim(first.ID, at, time.Minute), at); !loaded {
-			t.Fatalf("AcquireStrict %v after a strict claim's lease lapsed took it over", at.Sub(now))
+		if found, loaded = mustAcquireStrict(t, s, claim(first.ID, at, time.Minute), at); !loaded {
+			t.Fatalf("Acquire with NoTakeover %v after a strict claim's lease lapsed took it over", at.Sub(now))
 		}
-		sameRecord(t, "strict claim read by AcquireStrict", found, first)
+		sameRecord(t, "strict claim read by Acquire with NoTakeover", found, first)
 	}
 
-	if _, err := q.Quarantine(ctx, found, now.Add(500*time.Millisecond)); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if _, err := s.Quarantine(ctx, found, now.Add(500*time.Millisecond)); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("Quarantine of a strict claim before its StrictLease ended: err = %v, want ErrLeaseLost", err)
 	}
-	got, err := q.Quarantine(ctx, found, later)
+	got, err := s.Quarantine(ctx, found, later)
 	if err != nil {
 		t.Fatalf("Quarantine of a strict claim whose StrictLease lapsed: %v", err)
 	}
@@ -340,21 +323,20 @@ func testStrictClaimOutlivesLease(t *testing.T, s idempotency.Store) {
 
 // testStrictLeaseNotLeftBehind: a claim over a released or expired strict
 // claim is a claim of its own, without the old StrictLease.
-func testStrictLeaseNotLeftBehind(t *testing.T, s idempotency.Store) {
-	q := quarantiner(t, s)
+func testStrictLeaseNotLeftBehind(t *testing.T, s driver.Store) {
 	now := base()
 	released := strictClaim(key(t), now, time.Minute)
-	mustAcquireStrict(t, q, released, now)
+	mustAcquireStrict(t, s, released, now)
 	if err := s.Release(context.Background(), released.ID, released.Owner); err != nil {
 		t.Fatalf("Release of a strict claim by its owner: %v", err)
 	}
 	expired := strictClaim(key(t), now, time.Minute)
 	expired.ExpiresAt = now.Add(time.Hour)
 	expired.LeaseUntil = expired.ExpiresAt
-	mustAcquireStrict(t, q, expired, now)
+	mustAcquireStrict(t, s, expired, now)
 	for _, tc := range []struct {
 		what string
-		old  idempotency.Record
+		old  driver.Record
 		at   time.Time
 	}{{"released", released, now}, {"expired", expired, expired.ExpiresAt.Add(time.Second)}} {
 		next := claim(tc.old.ID, tc.at, time.Minute)

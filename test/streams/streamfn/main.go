@@ -43,7 +43,7 @@ type Call struct {
 // work is what a record asks for.
 type work struct {
 	seq, key  string
-	idem      idempotency.Key
+	idem      idempotency.Selection
 	sleep     time.Duration
 	failTimes int
 }
@@ -81,11 +81,9 @@ func main() {
 }
 
 // kinesisKey takes the key of a Kinesis record from its data, a JSON body,
-// as BodyField takes it from an SQS message's. (idempotency.WrapEvent
-// with jmespath.EventKey takes it from the record itself; see the README's
-// Streams.)
-func kinesisKey(r events.KinesisEventRecord) (idempotency.Key, error) {
-	return idempotency.BodyField("idempotency_key")(events.SQSMessage{MessageId: r.EventID, Body: string(r.Kinesis.Data)})
+// as BodyField takes it from an SQS message's.
+func kinesisKey(r events.KinesisEventRecord) (idempotency.Selection, error) {
+	return idempotency.Select(idempotency.BodyField("idempotency_key"), r)
 }
 
 func kinesisWork(r events.KinesisEventRecord) (work, error) {
@@ -117,7 +115,7 @@ func dynamodbWork(r events.DynamoDBEventRecord) (work, error) {
 	if !ok {
 		return work{}, fmt.Errorf("streamfn: record %s: no change_id: %w", r.Change.SequenceNumber, idempotency.ErrNoKey)
 	}
-	k, err := idempotency.KeyOf("change_id", change.String())
+	k, err := idempotency.SelectionOf("change_id", change.String())
 	if err != nil {
 		return work{}, err
 	}

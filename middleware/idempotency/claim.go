@@ -1,0 +1,282 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/sqsonce/sqsonce/internal/redact"
+	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+)
+
+// maxCompleteReserve caps the time kept at the end of a lease for storing
+// the result (see opContext).
+const maxCompleteReserve = time.Second
+
+// outcome is what one run produced: the result (val when the operation ran
+// in this call, data as stored), the record it came from when it came from
+// one (for the replay hooks), and the event to report.
+type outcome struct {
+	val  any
+	data []byte
+	rec  driver.Record
+	ev   Report
+}
+
+func mismatch(stored driver.Record, validation string) bool {
+	return validation != "" && stored.Validation != "" && stored.Validation != validation
+}
+
+// claimAndRun is the state machine of the package doc ("Records and the
+// state machine"): claim with one conditional write, run, complete fenced
+// by the lease owner token.
+func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict bool, op func(context.Context) (any, error)) (out outcome) {
+	step, ran := "acquire", false // for a panicking Store
+	defer func() {
+		// A panicking Store must fail this call, not the process, and not
+		// the calls sharing it. The record is left as it is.
+		if v := recover(); v != nil {
+			err := &StoreError{Op: step, ID: id, Err: &batch.PanicError{Value: v, Stack: debug.Stack()}}
+			out = outcome{ev: Report{Outcome: OutcomeFailed, Ran: ran, Err: err}}
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return outcome{ev: Report{Outcome: OutcomeFailed, Err: fmt.Errorf("idempotency: not claimed: %w", context.Cause(ctx))}}
+	}
+	claimed := time.Now() // the operation's timer counts from here, before the lease is computed
+	var (
+		now  time.Time
+		rec  driver.Record
+		prev driver.Record
+	)
+	for attempt := 1; ; attempt++ {
+		now = g.cfg.Now()
+		rec = g.claim(ctx, id, validation, strict, now)
+		var loaded bool
+		var err error
+		step = "acquire"
+		prev, loaded, err = g.acquire(ctx, rec, strict, now)
+		if err != nil {
+			return outcome{ev: Report{Outcome: OutcomeFailed, Err: storeError("acquire", id, err)}}
+		}
+		if !loaded {
+			break
+		}
+		if !(strict || prev.Strict()) || !lapsed(prev, validation, now) {
+			return g.existing(prev, validation, false)
+		}
+		// A lapsed claim found in strict mode, or a lapsed strict claim, is
+		// quarantined, never taken over.
+		step = "quarantine"
+		out, retry := g.quarantine(ctx, prev, validation, now)
+		if !retry || attempt == quarantineAttempts {
+			return out
+		}
+	}
+	result := OutcomeClaimed
+	if prev.ID != "" {
+		result = OutcomeTakenOver
+	}
+
+	att := &attachments{id: id, store: g.cfg.Store}
+	octx, cancel := g.opContext(ctx, claimed, now)
+	val, err := callOp(context.WithValue(octx, attachKey{}, att), op)
+	cancel()
+	attached := att.close()
+	ran = true
+	if err != nil {
+		step = "release"
+		ev := Report{Outcome: OutcomeReleased, Ran: true, Err: err}
+		if rerr := g.release(ctx, id, rec.Owner); rerr != nil {
+			ev.Outcome, ev.Err = OutcomeFailed, errors.Join(err, rerr)
+		}
+		return outcome{ev: ev}
+	}
+
+	data, encErr := encode(val)
+	if encErr != nil {
+		// The operation ran; never run it again for want of a result. The
+		// record completes without one and this delivery fails.
+		data, val = nil, nil
+		if _, ok := encErr.(*batch.PanicError); !ok {
+			encErr = fmt.Errorf("idempotency: encode result of %s: %w", id, encErr)
+		}
+		result = OutcomeFailed
+	}
+	step = "complete"
+	rec.Status, rec.Data, rec.Attached = driver.StatusCompleted, data, attached
+	rec.ExpiresAt = g.cfg.Now().Add(g.cfg.ExpiresAfter)
+	stored, err := g.complete(ctx, rec)
+	if errors.Is(err, driver.ErrLeaseLost) {
+		step = "acquire"
+		return g.lost(ctx, rec, strict, val, result, encErr)
+	}
+	if err != nil {
+		return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", id, err)}}
+	}
+	return g.completed(rec, stored, val, Report{Outcome: result, Ran: true, Err: encErr})
+}
+
+// completed is the outcome of a completion that stored stored as the
+// result. When the store kept less than the operation returned (a result too
+// large for it), every delivery, this one included, gets what it kept.
+func (g *Guard) completed(rec driver.Record, stored []byte, val any, ev Report) outcome {
+	if !bytes.Equal(stored, rec.Data) {
+		val = nil
+	}
+	rec.Data, rec.Attached = stored, nil
+	g.remember(rec)
+	return outcome{val: val, data: stored, rec: rec, ev: ev}
+}
+
+// lost handles a completion that found the lease taken over: the winner's
+// outcome stands if it completed (or it still runs), and this call reports
+// the double run; if the record is free again, this call's result is
+// recorded under a new claim.
+func (g *Guard) lost(ctx context.Context, done driver.Record, strict bool, val any, result Outcome, encErr error) outcome {
+	ctx, cancel := writeContext(ctx)
+	defer cancel()
+	now := g.cfg.Now()
+	rec := g.claim(ctx, done.ID, done.Validation, strict, now)
+	prev, loaded, err := g.acquire(ctx, rec, strict, now)
+	if err != nil {
+		return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: storeError("acquire", done.ID, errors.Join(driver.ErrLeaseLost, err))}}
+	}
+	if loaded {
+		out := g.existing(prev, done.Validation, true)
+		if out.ev.Outcome == OutcomeReplayed || out.ev.Outcome == OutcomeInProgress {
+			out.ev.Outcome = OutcomeDoubleRun // another worker ran it too
+		}
+		return out
+	}
+	rec.Status, rec.Data, rec.Attached, rec.ExpiresAt = driver.StatusCompleted, done.Data, done.Attached, done.ExpiresAt
+	stored, err := g.complete(ctx, rec)
+	if err != nil {
+		return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", done.ID, err)}}
+	}
+	return g.completed(rec, stored, val, Report{Outcome: result, Ran: true, Err: encErr})
+}
+
+// lapsed reports whether a claim that found prev must quarantine it (see
+// quarantines): an INPROGRESS claim, not quarantined yet, whose lease
+// (driver.Record.LeaseEnd) ended before now (a record without a lease end is
+// never taken over either way), for the call's own payload.
+func lapsed(prev driver.Record, validation string, now time.Time) bool {
+	end := prev.LeaseEnd()
+	return prev.Status == driver.StatusInProgress && prev.Quarantined.IsZero() && !mismatch(prev, validation) &&
+		!end.IsZero() && end.Before(now)
+}
+
+// quarantineAttempts bounds the rounds of a strict claim that found a
+// lapsed claim whose record changed before it could be quarantined.
+const quarantineAttempts = 3
+
+// quarantine marks the lapsed claim prev quarantined, with one conditional
+// write, and reports the outcome. When the record changed first and the
+// store returned it (another call quarantined it, its worker completed
+// it), that record decides; when the store cannot tell, retry is true and
+// the caller claims again.
+func (g *Guard) quarantine(ctx context.Context, prev driver.Record, validation string, now time.Time) (out outcome, retry bool) {
+	got, err := g.markQuarantined(ctx, prev, now)
+	switch {
+	case err == nil:
+		err := &QuarantinedError{ID: prev.ID, Since: got.Quarantined}
+		return outcome{rec: got, ev: Report{Outcome: OutcomeQuarantined, Err: err}}, false
+	case !errors.Is(err, driver.ErrLeaseLost):
+		return outcome{ev: Report{Outcome: OutcomeFailed, Err: storeError("quarantine", prev.ID, err)}}, false
+	case got.ID != "" && (got.Status != driver.StatusInProgress || !got.Quarantined.IsZero() || mismatch(got, validation)):
+		return g.existing(got, validation, false), false
+	}
+	return outcome{ev: Report{Outcome: OutcomeFailed, Err: storeError("quarantine", prev.ID, err)}}, true
+}
+
+// existing is the outcome of finding a record that blocked the claim.
+func (g *Guard) existing(prev driver.Record, validation string, ran bool) outcome {
+	if mismatch(prev, validation) {
+		return outcome{ev: Report{Outcome: OutcomeMismatch, Ran: ran, Err: &PayloadMismatchError{ID: prev.ID}}}
+	}
+	if prev.Status == driver.StatusInProgress && !prev.Quarantined.IsZero() {
+		err := &QuarantinedError{ID: prev.ID, Since: prev.Quarantined}
+		return outcome{rec: prev, ev: Report{Outcome: OutcomeQuarantined, Source: "store", Ran: ran, Err: err}}
+	}
+	switch prev.Status {
+	case driver.StatusCompleted:
+		g.remember(prev)
+		return outcome{data: prev.Data, rec: prev, ev: Report{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
+	case driver.StatusInProgress:
+		err := &InProgressError{ID: prev.ID, LeaseUntil: prev.LeaseEnd()}
+		return outcome{ev: Report{Outcome: OutcomeInProgress, Ran: ran, Err: err}}
+	default:
+		err := storeError("acquire", prev.ID, fmt.Errorf("record has unknown status %s", redact.String(string(prev.Status))))
+		return outcome{ev: Report{Outcome: OutcomeFailed, Ran: ran, Err: err}}
+	}
+}
+
+// claim is a new INPROGRESS record with a fresh owner token. The lease ends
+// at the context's deadline (the Lambda invocation's), else after
+// Config.Lease, plus Config.SkewMargin for clocks that disagree. In strict
+// mode the lease end is the record's StrictLease, and its LeaseUntil the
+// record's expiry, so that no reader of LeaseUntil takes the claim over.
+func (g *Guard) claim(ctx context.Context, id, validation string, strict bool, now time.Time) driver.Record {
+	lease := now.Add(g.cfg.Lease)
+	if d, ok := ctx.Deadline(); ok && d.After(now) {
+		lease = d
+	}
+	rec := driver.Record{
+		ID:         id,
+		Status:     driver.StatusInProgress,
+		ExpiresAt:  now.Add(g.cfg.ExpiresAfter),
+		LeaseUntil: lease.Add(g.cfg.SkewMargin),
+		Validation: validation,
+		Owner:      rand.Text(),
+	}
+	if strict {
+		rec.StrictLease, rec.LeaseUntil = rec.LeaseUntil, rec.ExpiresAt
+	}
+	return rec
+}
+
+// opContext is the context an operation runs with: ctx, ending a reserve
+// before the lease this worker may rely on ends, so that an operation that
+// honours its context returns in time for its result to be stored before
+// another worker can take the key over. That lease ends at ctx's deadline
+// (as inside Lambda) or, without one, Config.Lease after the claim was
+// made (the stored lease end adds Config.SkewMargin for other workers'
+// clocks). The Lease timer counts from claimed, the real time taken before
+// the claim was written, as the lease does, however long the write took.
+// The reserve is a tenth of the lease, at most maxCompleteReserve. Call
+// cancel when the operation has returned.
+func (g *Guard) opContext(ctx context.Context, claimed, now time.Time) (context.Context, context.CancelFunc) {
+	end, span := claimed.Add(g.cfg.Lease), g.cfg.Lease
+	if d, ok := ctx.Deadline(); ok && d.After(now) { // as claim decides
+		end, span = d, d.Sub(claimed)
+	}
+	return context.WithDeadline(ctx, end.Add(-max(min(span/10, maxCompleteReserve), 0)))
+}
+
+// encode is the JSON encoding of val, with a panic in a MarshalJSON method
+// turned into a *batch.PanicError.
+func encode(val any) (data []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &batch.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return json.Marshal(val)
+}
+
+// callOp runs op, turning a panic into a *batch.PanicError.
+func callOp(ctx context.Context, op func(context.Context) (any, error)) (val any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &batch.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return op(ctx)
+}

@@ -1,0 +1,129 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+)
+
+// calls is the state the calls of one guard share: the cache and the
+// calls running now.
+type calls struct {
+	cache *cache // nil when Config.CacheBytes is 0
+
+	mu      sync.Mutex
+	flights map[string]*flight // calls running now, by id, payload digest and mode
+}
+
+// flight is one run of an operation that other calls of the same key and
+// payload in this process wait for instead of running it again.
+type flight struct {
+	done chan struct{} // closed when out is set
+	out  outcome
+}
+
+// run serves a call from the cache, or waits for a call of the same key and
+// payload already running in this process and shares its outcome, or claims
+// and runs. A waiting call stops waiting when its own context is done; the
+// run it waited for goes on.
+func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op func(context.Context) (any, error)) outcome {
+	if a, _ := ctx.Value(attachKey{}).(*attachments); a != nil && a.id == id {
+		err := fmt.Errorf("idempotency: %s called again from inside its own operation: it would wait for itself", id)
+		return outcome{ev: Report{Outcome: OutcomeFailed, Err: err}}
+	}
+	if out, ok := g.fromCache(id, validation); ok {
+		return out
+	}
+	// A strict call never shares a run that may take a lapsed claim over, so
+	// it has flights of its own; a default call shares either kind, since a
+	// strict run takes nothing over (and must not be taken over from here).
+	fk := id + "\x00" + validation
+	strictKey := fk + "\x00strict"
+	if strict {
+		fk = strictKey
+	}
+	for {
+		g.mu.Lock()
+		f, running := g.flights[fk]
+		if !running && !strict {
+			f, running = g.flights[strictKey]
+		}
+		if !running {
+			break // with g.mu held: this call runs
+		}
+		g.mu.Unlock()
+		select {
+		case <-f.done:
+			if ctxErr(f.out.ev.Err) && ctx.Err() == nil {
+				continue // the run ended for its own caller's context, not ours: try again
+			}
+			return f.out.shared()
+		case <-ctx.Done():
+			err := fmt.Errorf("idempotency: waiting for a call of the same key in this process: %w", context.Cause(ctx))
+			return outcome{ev: Report{Outcome: OutcomeFailed, Source: "shared", Err: err}}
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	g.flights[fk] = f
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.flights, fk)
+		g.mu.Unlock()
+		close(f.done)
+	}()
+	f.out = g.claimAndRun(ctx, id, validation, strict, op)
+	return f.out
+}
+
+func ctxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// shared is the outcome of a call that waited for out's run: the same result
+// and error, but nothing ran in it. A waiter fails if the run failed; it is
+// in progress or mismatched if the run found the key so (a double run that
+// found the winner still running is in progress for its waiters).
+func (out outcome) shared() outcome {
+	ev := Report{Outcome: OutcomeReplayed, Source: "shared", Err: out.ev.Err}
+	switch {
+	case out.ev.Err == nil:
+	case errors.Is(out.ev.Err, ErrInProgress):
+		ev.Outcome = OutcomeInProgress
+	case errors.Is(out.ev.Err, ErrQuarantined):
+		ev.Outcome = OutcomeQuarantined
+	case out.ev.Outcome == OutcomeMismatch:
+		ev.Outcome = OutcomeMismatch
+	default:
+		ev.Outcome = OutcomeFailed
+	}
+	return outcome{data: out.data, rec: out.rec, ev: ev}
+}
+
+func (g *Guard) fromCache(id, validation string) (outcome, bool) {
+	if g.cache == nil {
+		return outcome{}, false
+	}
+	rec, ok := g.cache.get(id)
+	if !ok {
+		return outcome{}, false
+	}
+	if !rec.ExpiresAt.After(g.cfg.Now()) {
+		g.cache.remove(id)
+		return outcome{}, false
+	}
+	if mismatch(rec, validation) {
+		return outcome{ev: Report{Outcome: OutcomeMismatch, Source: "cache", Err: &PayloadMismatchError{ID: id}}}, true
+	}
+	return outcome{data: rec.Data, rec: rec, ev: Report{Outcome: OutcomeReplayed, Source: "cache"}}, true
+}
+
+func (g *Guard) remember(rec driver.Record) {
+	if g.cache != nil {
+		rec.Attached = nil
+		g.cache.add(rec)
+	}
+}

@@ -1,0 +1,126 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
+)
+
+// Outcome names what the guard did with one call. Each call has one,
+// passed to Config.OnOutcome in a [Report] and logged in one line (outcome,
+// record_id, input_id, ran, duration, source, error, and a panic's stack)
+// at its level: success below INFO, duplicates and keys in progress
+// visible, failures and double runs at ERROR. A slog handler filters the
+// lines, by level ([slog.HandlerOptions].Level) or by attribute.
+type Outcome string
+
+// The outcomes, with the level of each.
+const (
+	// OutcomeClaimed (DEBUG): the key was free, the operation ran and its
+	// result was stored.
+	OutcomeClaimed Outcome = "claimed"
+	// OutcomeTakenOver (INFO): an expired record or a lapsed lease was
+	// taken over, the operation ran and its result was stored.
+	OutcomeTakenOver Outcome = "taken_over"
+	// OutcomeReplayed (INFO): the stored result was returned without
+	// running the operation (from the store, the cache, or a call of the
+	// same key running at the same time in this process).
+	OutcomeReplayed Outcome = "replayed"
+	// OutcomeInProgress (WARN): another worker holds a live lease; nothing
+	// ran, and the input is retried later.
+	OutcomeInProgress Outcome = "in_progress"
+	// OutcomeMismatch (ERROR): the key was reused with another payload
+	// (see [WithPayload]); nothing ran.
+	OutcomeMismatch Outcome = "mismatch"
+	// OutcomeReleased (ERROR): the operation failed or panicked and its
+	// claim was released, so that a later delivery can run it again.
+	OutcomeReleased Outcome = "released"
+	// OutcomeFailed (ERROR): a key, body or store error, a result that
+	// could not be encoded (the record is completed without it), or a
+	// shared run that failed; the input is retried.
+	OutcomeFailed Outcome = "failed"
+	// OutcomeDoubleRun (ERROR): the operation ran in this call after its
+	// lease had passed, and another worker took the key over and ran it
+	// too (the promise's first exception): this call returns the other
+	// worker's stored result, or fails with [ErrInProgress] while it still
+	// runs. It is the one outcome in which the operation ran twice.
+	OutcomeDoubleRun Outcome = "double_run"
+	// OutcomeQuarantined (ERROR): the key's record is quarantined (see
+	// [Config.Strict]); nothing ran, and nothing will until an operator
+	// acts.
+	OutcomeQuarantined Outcome = "quarantined"
+)
+
+// level is the level at which the guard logs an outcome (see Outcome).
+func level(o Outcome) slog.Level {
+	switch o {
+	case OutcomeClaimed:
+		return slog.LevelDebug
+	case OutcomeTakenOver, OutcomeReplayed:
+		return slog.LevelInfo
+	case OutcomeInProgress:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
+}
+
+// Report describes one call's outcome.
+type Report struct {
+	Outcome  Outcome       // what happened: one of the Outcome constants
+	ID       string        // the record id; empty when no key could be made
+	InputID  string        // the input's id (see WithInputID); empty for Do
+	Source   string        // where the outcome came from when not from this call's own claim: "store", "cache" or "shared" (another call's run in this process)
+	Ran      bool          // whether the operation was run by this call (set for double_run too, whose result was discarded)
+	Duration time.Duration // from the call's start to its outcome
+	Err      error         // the error returned to the caller, if any
+}
+
+// fail reports a call that failed before anything was claimed, with err
+// (a *KeyError or *BodyError), and returns the error the call returns.
+func (g *Guard) fail(ctx context.Context, c call, err error) error {
+	g.report(ctx, Report{Outcome: OutcomeFailed, InputID: c.inputID, Err: err})
+	return &reported{err}
+}
+
+// report logs ev at its outcome's level and passes it to Config.OnOutcome.
+func (g *Guard) report(ctx context.Context, ev Report) {
+	if level := level(ev.Outcome); g.cfg.Logger.Enabled(ctx, level) {
+		attrs := []slog.Attr{
+			slog.String("outcome", string(ev.Outcome)),
+			slog.String("record_id", ev.ID),
+			slog.String("input_id", ev.InputID),
+			slog.Bool("ran", ev.Ran),
+			slog.Duration("duration", ev.Duration),
+		}
+		if ev.Source != "" {
+			attrs = append(attrs, slog.String("source", ev.Source))
+		}
+		if ev.Err != nil {
+			attrs = append(attrs, slog.String("error", ev.Err.Error()))
+			if pe, ok := errors.AsType[*batch.PanicError](ev.Err); ok {
+				attrs = append(attrs, slog.String("stack", string(pe.Stack)))
+			}
+		}
+		g.cfg.Logger.LogAttrs(ctx, level, "idempotency", attrs...)
+	}
+	if g.cfg.OnOutcome != nil {
+		g.cfg.OnOutcome(ctx, ev)
+	}
+}
+
+// reported is an error the guard has reported: logged at its outcome's
+// level (or not, as the logger's handler chose) and passed to
+// [Config.OnOutcome]. It is a batch.LoggedError: its Logged method tells
+// package batch, which does not import this package, not to log it a
+// second time (asserted in contracts_test.go).
+type reported struct{ err error }
+
+func (e *reported) Error() string { return e.err.Error() }
+
+func (e *reported) Unwrap() error { return e.err }
+
+// Logged reports that the error was logged already.
+func (*reported) Logged() bool { return true }
