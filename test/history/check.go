@@ -27,7 +27,7 @@ var Properties = []struct {
 	Property Property
 	Doc      string
 }{
-	{AtMostOnce, "a key's operation runs to completion at most once per record, but for an explained double run"},
+	{AtMostOnce, "no second completed run of a key within one record, but for an explained double run"},
 	{StrictOnce, "no second start of a key's operation under or after a strict claim, unless the first run was released"},
 	{OneResult, "one completion of a record succeeds, and every read of the record shows that run's result"},
 	{AckSawStored, "every acknowledged delivery returned its key's stored result"},
