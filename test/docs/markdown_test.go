@@ -320,3 +320,25 @@ func TestLinkCheckerFails(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryPageLinked checks that the README (the tour) and docs/README.md
+// (the index) each link every page of docs/, so that no page of the
+// manual is reachable only by a search.
+func TestEveryPageLinked(t *testing.T) {
+	pages := manual(t)[1:]
+	for _, from := range []string{"README.md", "docs/README.md"} {
+		linked := map[string]bool{}
+		for _, l := range links(from, read(t, from)) {
+			path, _, _ := strings.Cut(l.target, "#")
+			if path != "" {
+				linked[filepath.ToSlash(filepath.Join(filepath.Dir(from), path))] = true
+			}
+		}
+		for _, p := range pages {
+			if p != from && !linked[p] {
+				t.Errorf("%s does not link %s", from, p)
+			}
+		}
+	}
+	t.Logf("%d pages, each linked from README.md and docs/README.md", len(pages)-1)
+}
