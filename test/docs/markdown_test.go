@@ -342,3 +342,64 @@ func TestEveryPageLinked(t *testing.T) {
 	}
 	t.Logf("%d pages, each linked from README.md and docs/README.md", len(pages)-1)
 }
+
+// shMark is the line before a README shell block that says which tests run
+// it, or why none can: <!-- sh: run by FILE (...); FILE ... --> or
+// <!-- sh: not run here: REASON -->.
+var shMark = regexp.MustCompile(`^<!-- sh: (run by|not run here:) (.+) -->$`)
+
+// aside is a parenthesised note of a mark's list.
+var aside = regexp.MustCompile(`\([^)]*\)`)
+
+// runBy returns the files a mark's "run by" list names: the first word of
+// each item of the list (separated by ";"), its notes in parentheses left
+// out.
+func runBy(list string) []string {
+	var out []string
+	for _, item := range strings.Split(aside.ReplaceAllString(list, ""), ";") {
+		if f := strings.Fields(item); len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}
+
+// TestREADMEShellBlocks checks that every shell block of the README is
+// marked with the files that run it (tests, or the Makefile's checks),
+// each of which exists, or with why nothing here can run it.
+func TestREADMEShellBlocks(t *testing.T) {
+	text := read(t, "README.md")
+	lines := strings.Split(text, "\n")
+	n := 0
+	for _, b := range blocks("README.md", text) {
+		if b.lang() != "sh" {
+			continue
+		}
+		n++
+		fence := b.line - 2 // the fence's index in lines
+		prev := ""
+		if fence > 0 {
+			prev = strings.TrimSpace(lines[fence-1])
+		}
+		m := shMark.FindStringSubmatch(prev)
+		if m == nil {
+			t.Errorf("README.md:%d: a sh block without a <!-- sh: run by FILE --> or <!-- sh: not run here: REASON --> line before it", b.line-1)
+			continue
+		}
+		if m[1] != "run by" {
+			continue
+		}
+		for _, f := range runBy(m[2]) {
+			if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(f))); err != nil {
+				t.Errorf("README.md:%d: the block is run by %s, which does not exist", b.line-1, f)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("README.md has no sh block: the test would check nothing")
+	}
+	t.Logf("%d sh blocks in README.md, each marked", n)
+	if got := runBy("Makefile (make help-check; make lint); a/b_test.go (x)"); !slices.Equal(got, []string{"Makefile", "a/b_test.go"}) {
+		t.Errorf("runBy: %v, want [Makefile a/b_test.go]", got)
+	}
+}
