@@ -355,6 +355,7 @@ func vet(t *testing.T, modDir string, snippets []snippet) ([]byte, error) {
 // go vet in a module of their own that takes this checkout for sqsonce (and
 // for sqsonce/infra, for the fragments that use the CDK).
 func TestGoSnippets(t *testing.T) {
+	t.Parallel()
 	snippets := goSnippets(t)
 	var inRoot, inInfra []snippet
 	perFile := map[string]int{}
@@ -376,15 +377,20 @@ func TestGoSnippets(t *testing.T) {
 	t.Logf("%d Go snippets (%d whole files, %d fragments; %d need infra's module) in %d files: %v",
 		len(snippets), len(snippets)-fragments, fragments, len(inInfra), len(perFile), perFile)
 	for _, run := range []struct {
-		modDir   string
-		snippets []snippet
-	}{{root, inRoot}, {filepath.Join(root, "infra"), inInfra}} {
+		name, modDir string
+		snippets     []snippet
+	}{{"root", root, inRoot}, {"infra", filepath.Join(root, "infra"), inInfra}} {
 		if len(run.snippets) == 0 {
 			continue
 		}
-		if out, err := vet(t, run.modDir, run.snippets); err != nil {
-			t.Errorf("go vet of the snippets (module %s): %v\n%s", run.modDir, err, out)
-		}
+		// The two modules' vets run at once: each is mostly waiting on
+		// the go command's cache lookups.
+		t.Run(run.name, func(t *testing.T) {
+			t.Parallel()
+			if out, err := vet(t, run.modDir, run.snippets); err != nil {
+				t.Errorf("go vet of the snippets (module %s): %v\n%s", run.modDir, err, out)
+			}
+		})
 	}
 }
 
@@ -392,6 +398,7 @@ func TestGoSnippets(t *testing.T) {
 // that does not type-check, or a whole file without its package, fails,
 // at the Markdown's line.
 func TestSnippetCheckerFails(t *testing.T) {
+	t.Parallel()
 	good, err := makeSnippet(block{file: "x.md", line: 7, info: "go fragment", code: "d, err := time.ParseDuration(\"1s\")"})
 	if err != nil {
 		t.Fatal(err)
