@@ -149,15 +149,6 @@ func slug(heading string) string {
 	return b.String()
 }
 
-// headings returns the headings of a Markdown text, in order.
-func headings(text string) []string {
-	var out []string
-	for _, m := range headingLine.FindAllStringSubmatch(prose(text), -1) {
-		out = append(out, m[1])
-	}
-	return out
-}
-
 func TestBlocksAndAnchors(t *testing.T) {
 	text := "# Title\n\n## Other events: API Gateway, `EventBridge`\n\n```go fragment\nx := 1\n```\n\n" +
 		"- item\n\n  ```sh\n  make demo\n  ```\n\n## On moto_server: make deploy-local\n\n## Title\n\n## Title\n"
@@ -402,4 +393,15 @@ func TestREADMEShellBlocks(t *testing.T) {
 	if got := runBy("Makefile (make help-check; make lint); a/b_test.go (x)"); !slices.Equal(got, []string{"Makefile", "a/b_test.go"}) {
 		t.Errorf("runBy: %v, want [Makefile a/b_test.go]", got)
 	}
+}
+
+// TestREADMEIsATour holds the README to a tour's length: the manual is
+// docs/.
+func TestREADMEIsATour(t *testing.T) {
+	const most = 400
+	n := strings.Count(read(t, "README.md"), "\n")
+	if n > most {
+		t.Errorf("README.md has %d lines, want at most %d: move the detail to a page of docs/", n, most)
+	}
+	t.Logf("README.md: %d lines", n)
 }
