@@ -16,8 +16,9 @@ import (
 // metadata CDK writes; it applies an --env-vars file's variables only where
 // the template declares them. TestSAMLocalInvoke checks the template has
 // what SAM needs, and that every sam local invoke command in the READMEs
-// names that function and template, events that exist, and an env-vars
-// file make invoke reads the same way whose variables SAM would apply.
+// and docs/deploy.md names that function and template, events that exist,
+// and an env-vars file make invoke reads the same way whose variables SAM
+// would apply.
 func TestSAMLocalInvoke(t *testing.T) {
 	s := synth(t)
 	fn := functionOf(t, s.templates[defaultStack])
@@ -50,14 +51,14 @@ func TestSAMLocalInvoke(t *testing.T) {
 
 	declared := envOf(t, s.templates[defaultStack])
 	commands := 0
-	for _, readme := range []string{"README.md", "../README.md"} {
+	for _, readme := range []string{"README.md", "../README.md", "../docs/deploy.md"} {
 		for _, cmd := range samCommands(t, readme) {
 			commands++
 			checkSAMCommand(t, readme, cmd, declared)
 		}
 	}
 	if commands < 2 {
-		t.Errorf("%d sam local invoke commands in the READMEs, want one in each", commands)
+		t.Errorf("%d sam local invoke commands in the READMEs and docs/deploy.md, want one in infra's README and one in the manual", commands)
 	}
 }
 
@@ -94,7 +95,7 @@ func checkSAMCommand(t *testing.T, readme, cmd string, declared map[string]any) 
 	if m[2] != functionLogicalID {
 		t.Errorf("%s: function %s, want the logical id %s", readme, m[2], functionLogicalID)
 	}
-	// Both READMEs give the command from the repository's root.
+	// Every file gives the command from the repository's root.
 	base := ".."
 	rest := strings.Fields(m[3])
 	for i := 0; i+1 < len(rest); i++ {

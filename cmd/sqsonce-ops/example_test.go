@@ -40,7 +40,7 @@ func (tr *transcript) run(t *testing.T, env map[string]string, code int, args ..
 	return r
 }
 
-// TestWorkedExample is the README's Operating section run on moto: a table
+// TestWorkedExample is the Operating page (docs/operating.md) run on moto: a table
 // with a completed record, a claim stuck past its lease, a quarantined
 // claim, and their messages in the dead-letter queue; then list, inspect,
 // release, resolve and redrive. It logs the transcript, and writes it to

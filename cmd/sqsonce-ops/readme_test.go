@@ -7,24 +7,15 @@ import (
 	"testing"
 )
 
-// TestREADMECommands parses every command line the README's Operating
-// section shows, with the environment its export lines set: each flag
-// exists and each command's flags are complete.
+// TestREADMECommands parses every command line the manual's Operating
+// page (docs/operating.md) shows, with the environment its export lines
+// set: each flag exists and each command's flags are complete.
 func TestREADMECommands(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	start := strings.Index(readme, "\n## Operating\n")
-	if start < 0 {
-		t.Fatal("README.md has no section ## Operating")
-	}
-	end := strings.Index(readme[start+1:], "\n## ")
-	if end < 0 {
-		t.Fatal("README.md: the section ## Operating has no end")
-	}
-	section := readme[start : start+1+end]
+	section := string(b)
 	env := map[string]string{}
 	var lines [][]string
 	inCode := false
@@ -38,7 +29,7 @@ func TestREADMECommands(t *testing.T) {
 		}
 		words, err := shellWords(line)
 		if err != nil {
-			t.Fatalf("README: %q: %v", line, err)
+			t.Fatalf("docs/operating.md: %q: %v", line, err)
 		}
 		switch {
 		case len(words) > 1 && words[0] == "export":
@@ -51,23 +42,23 @@ func TestREADMECommands(t *testing.T) {
 		}
 	}
 	if len(lines) < 10 {
-		t.Fatalf("README's Operating section shows %d command lines, want the examples of every command", len(lines))
+		t.Fatalf("docs/operating.md shows %d command lines, want the examples of every command", len(lines))
 	}
 	seen := map[string]bool{}
 	for _, args := range lines {
 		if _, err := parse(args, func(k string) string { return env[k] }, io.Discard); err != nil {
-			t.Errorf("README: sqsonce-ops %s: %v", strings.Join(args, " "), err)
+			t.Errorf("docs/operating.md: sqsonce-ops %s: %v", strings.Join(args, " "), err)
 		}
 		seen[args[0]] = true
 	}
 	for _, c := range commands {
 		if !seen[c.name] {
-			t.Errorf("README's Operating section shows no example of %s", c.name)
+			t.Errorf("docs/operating.md shows no example of %s", c.name)
 		}
 	}
 }
 
-// shellWords splits a line as sh does for the README's simple commands:
+// shellWords splits a line as sh does for the manual's simple commands:
 // single and double quotes, and a comment from an unquoted #.
 func shellWords(line string) ([]string, error) {
 	var (

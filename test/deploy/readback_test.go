@@ -105,7 +105,7 @@ func (r *readback) check(t *testing.T) {
 		if x.dropped {
 			w, nd = wd, nd+1
 			if x.template == x.moto {
-				t.Errorf("%s %s: moto now applies %s: compare it (readback.applied) and take it off README's list of what moto drops", x.resource, x.property, x.template)
+				t.Errorf("%s %s: moto now applies %s: compare it (readback.applied) and take it off docs/deploy.md's list of what moto drops", x.resource, x.property, x.template)
 			}
 		} else {
 			na++

@@ -305,7 +305,7 @@ func allocated(fn func()) uint64 {
 }
 
 // memoryCeiling is the most a step may allocate for a result of n bytes:
-// 8 times the result, plus 1 MiB. The README states it.
+// 8 times the result, plus 1 MiB. docs/stores.md states it.
 func memoryCeiling(n int) uint64 { return 8*uint64(n) + 1<<20 }
 
 // TestMemoryPerRecord: completing a 1 MiB result and replaying it each

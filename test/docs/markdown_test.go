@@ -1,0 +1,407 @@
+package docs_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// root is the repository's root, from this package's folder.
+const root = "../.."
+
+// manual returns the README and the pages of docs/, by path from the root.
+func manual(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"README.md"}
+	for _, p := range pages {
+		rel, _ := filepath.Rel(root, p)
+		files = append(files, filepath.ToSlash(rel))
+	}
+	if len(files) < 10 {
+		t.Fatalf("the manual has %d files (%v): not the repository's root?", len(files), files)
+	}
+	return files
+}
+
+func read(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// block is a fenced code block of a Markdown file.
+type block struct {
+	file string
+	line int    // the line of the block's first line of code, from 1
+	info string // the fence's info string: "go", "go fragment", "sh", ...
+	code string
+}
+
+// lang is the block's language, the info string's first word.
+func (b block) lang() string {
+	f := strings.Fields(b.info)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+// blocks returns the fenced code blocks of a Markdown text, dedented by
+// their fence's indentation (a block inside a list item).
+func blocks(file, text string) []block {
+	var (
+		out    []block
+		cur    *block
+		indent string
+		lines  []string
+	)
+	for i, l := range strings.Split(text, "\n") {
+		trimmed := strings.TrimLeft(l, " ")
+		if cur == nil {
+			if strings.HasPrefix(trimmed, "```") {
+				indent = l[:len(l)-len(trimmed)]
+				cur = &block{file: file, line: i + 2, info: strings.TrimSpace(strings.TrimPrefix(trimmed, "```"))}
+				lines = nil
+			}
+			continue
+		}
+		if strings.TrimSpace(l) == "```" {
+			cur.code = strings.Join(lines, "\n")
+			out = append(out, *cur)
+			cur = nil
+			continue
+		}
+		lines = append(lines, strings.TrimPrefix(l, indent))
+	}
+	return out
+}
+
+// prose returns text with its fenced code blocks blanked, line for line,
+// so that what is found in it keeps its line number.
+func prose(text string) string {
+	lines := strings.Split(text, "\n")
+	in := false
+	for i, l := range lines {
+		fence := strings.HasPrefix(strings.TrimLeft(l, " "), "```")
+		if in || fence {
+			lines[i] = ""
+		}
+		if fence {
+			in = !in
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+var (
+	headingLine = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *#* *$`)
+	htmlAnchor  = regexp.MustCompile(`<a (?:id|name)="([^"]+)"`)
+	inlineLink  = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+)
+
+// anchors returns the anchors of a Markdown text as GitHub renders it: one
+// per heading, its slug (lower case; letters, marks, numbers, "_", "-" and
+// spaces kept, spaces as "-"; a repeated slug gets "-1", "-2", ...), and
+// one per <a id> or <a name>.
+func anchors(text string) map[string]bool {
+	p := prose(text)
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, m := range headingLine.FindAllStringSubmatch(p, -1) {
+		s := slug(m[1])
+		if n := seen[s]; n > 0 {
+			out[s+"-"+strconv.Itoa(n)] = true
+		} else {
+			out[s] = true
+		}
+		seen[s]++
+	}
+	for _, m := range htmlAnchor.FindAllStringSubmatch(p, -1) {
+		out[m[1]] = true
+	}
+	return out
+}
+
+func slug(heading string) string {
+	heading = inlineLink.ReplaceAllString(heading, "$1")
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.Pc):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func TestBlocksAndAnchors(t *testing.T) {
+	text := "# Title\n\n## Other events: API Gateway, `EventBridge`\n\n```go fragment\nx := 1\n```\n\n" +
+		"- item\n\n  ```sh\n  make demo\n  ```\n\n## On moto_server: make deploy-local\n\n## Title\n\n## Title\n"
+	bs := blocks("x.md", text)
+	want := []block{{"x.md", 6, "go fragment", "x := 1"}, {"x.md", 12, "sh", "make demo"}}
+	if !slices.Equal(bs, want) {
+		t.Errorf("blocks %+v, want %+v", bs, want)
+	}
+	got := anchors(text)
+	for _, a := range []string{"title", "other-events-api-gateway-eventbridge", "on-moto_server-make-deploy-local", "title-1", "title-2"} {
+		if !got[a] {
+			t.Errorf("anchor %q missing from %v", a, got)
+		}
+	}
+	if len(got) != 5 {
+		t.Errorf("anchors %v, want 5", got)
+	}
+}
+
+var (
+	// codeSpan is an inline code span: a link inside one is no link.
+	codeSpan = regexp.MustCompile("`[^`\n]*`")
+	// linkTarget is an inline link or image's target, after "](", up to
+	// a space (a title) or the closing parenthesis.
+	linkTarget = regexp.MustCompile(`\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
+	// refTarget is a reference definition's target: [name]: target.
+	refTarget = regexp.MustCompile(`(?m)^ {0,3}\[[^\]]+\]:\s+<?(\S+?)>?(?:\s.*)?$`)
+	// hrefTarget is an HTML link's target.
+	hrefTarget = regexp.MustCompile(`<a [^>]*href="([^"]+)"`)
+)
+
+// link is a relative link of a Markdown file.
+type link struct {
+	file   string // the file it is in, from the root
+	line   int
+	target string // as written
+}
+
+// links returns the links of a Markdown text that point inside the
+// repository (no scheme, not mailto): inline, reference and HTML ones,
+// outside code blocks and code spans.
+func links(file, text string) []link {
+	var out []link
+	for i, l := range strings.Split(prose(text), "\n") {
+		l = codeSpan.ReplaceAllString(l, "")
+		var targets []string
+		for _, re := range []*regexp.Regexp{linkTarget, refTarget, hrefTarget} {
+			for _, m := range re.FindAllStringSubmatch(l, -1) {
+				targets = append(targets, m[1])
+			}
+		}
+		for _, tg := range targets {
+			if strings.Contains(tg, "://") || strings.HasPrefix(tg, "mailto:") {
+				continue
+			}
+			out = append(out, link{file: file, line: i + 1, target: tg})
+		}
+	}
+	return out
+}
+
+// resolve checks one link: its file (or folder) exists in the checkout,
+// and its #anchor, if any, is one its Markdown target renders. It returns
+// what is wrong, or "".
+func resolve(l link, anchorsOf func(file string) (map[string]bool, error)) string {
+	path, anchor, _ := strings.Cut(l.target, "#")
+	target := l.file
+	if path != "" {
+		if strings.HasPrefix(path, "/") {
+			return "an absolute path: GitHub resolves it against the site, not the repository"
+		}
+		target = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(l.file), filepath.FromSlash(path))))
+		if target == ".." || strings.HasPrefix(target, "../") {
+			return "it leaves the repository"
+		}
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(target))); err != nil {
+			return fmt.Sprintf("%s does not exist", target)
+		}
+	}
+	if anchor == "" {
+		return ""
+	}
+	if !strings.HasSuffix(target, ".md") {
+		return fmt.Sprintf("an anchor on %s, which is not Markdown", target)
+	}
+	as, err := anchorsOf(target)
+	if err != nil {
+		return err.Error()
+	}
+	if !as[anchor] {
+		return fmt.Sprintf("%s has no anchor #%s", target, anchor)
+	}
+	return ""
+}
+
+// TestLinks resolves every relative link of the README and of docs/: the
+// file or folder exists, and the #anchor is a heading (or <a id>) of its
+// page as GitHub renders it.
+func TestLinks(t *testing.T) {
+	cache := map[string]map[string]bool{}
+	anchorsOf := func(file string) (map[string]bool, error) {
+		if as, ok := cache[file]; ok {
+			return as, nil
+		}
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
+		if err != nil {
+			return nil, err
+		}
+		cache[file] = anchors(string(b))
+		return cache[file], nil
+	}
+	n, anchored := 0, 0
+	for _, file := range manual(t) {
+		for _, l := range links(file, read(t, file)) {
+			n++
+			if strings.Contains(l.target, "#") {
+				anchored++
+			}
+			if msg := resolve(l, anchorsOf); msg != "" {
+				t.Errorf("%s:%d: link %s: %s", l.file, l.line, l.target, msg)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no relative link in the manual: the test would check nothing")
+	}
+	t.Logf("%d relative links (%d with an anchor) resolve", n, anchored)
+}
+
+// TestLinkCheckerFails holds the link checker to what it is for: a missing
+// file, a missing anchor and a link out of the repository fail; a good
+// file, folder and anchor pass; code is no link.
+func TestLinkCheckerFails(t *testing.T) {
+	text := "See [keys](keys.md#record-ids), [x](nosuch.md), [y](keys.md#no-such-anchor),\n" +
+		"[z](../../etc/passwd), [here](#local), [pkg](../middleware/idempotency), `[no](link.md)`.\n\n" +
+		"## Local\n\n```md\n[no](nosuch-either.md)\n```\n\n[ref]: stores.md#nosuch\n"
+	ls := links("docs/x.md", text)
+	if len(ls) != 7 {
+		t.Fatalf("links %+v, want 7 (code is no link)", ls)
+	}
+	anchorsOf := func(file string) (map[string]bool, error) {
+		switch file {
+		case "docs/x.md":
+			return anchors(text), nil
+		case "docs/keys.md":
+			return map[string]bool{"record-ids": true}, nil
+		}
+		return map[string]bool{}, nil
+	}
+	for _, c := range []struct {
+		target string
+		ok     bool
+	}{
+		{"keys.md#record-ids", true}, {"nosuch.md", false}, {"keys.md#no-such-anchor", false},
+		{"../../etc/passwd", false}, {"#local", true}, {"../middleware/idempotency", true}, {"stores.md#nosuch", false},
+	} {
+		msg := resolve(link{file: "docs/x.md", line: 1, target: c.target}, anchorsOf)
+		if (msg == "") != c.ok {
+			t.Errorf("link %s: %q, want ok=%v", c.target, msg, c.ok)
+		}
+	}
+}
+
+// TestEveryPageLinked checks that the README (the tour) and docs/README.md
+// (the index) each link every page of docs/, so that no page of the
+// manual is reachable only by a search.
+func TestEveryPageLinked(t *testing.T) {
+	pages := manual(t)[1:]
+	for _, from := range []string{"README.md", "docs/README.md"} {
+		linked := map[string]bool{}
+		for _, l := range links(from, read(t, from)) {
+			path, _, _ := strings.Cut(l.target, "#")
+			if path != "" {
+				linked[filepath.ToSlash(filepath.Join(filepath.Dir(from), path))] = true
+			}
+		}
+		for _, p := range pages {
+			if p != from && !linked[p] {
+				t.Errorf("%s does not link %s", from, p)
+			}
+		}
+	}
+	t.Logf("%d pages, each linked from README.md and docs/README.md", len(pages)-1)
+}
+
+// shMark is the line before a README shell block that says which tests run
+// it, or why none can: <!-- sh: run by FILE (...); FILE ... --> or
+// <!-- sh: not run here: REASON -->.
+var shMark = regexp.MustCompile(`^<!-- sh: (run by|not run here:) (.+) -->$`)
+
+// aside is a parenthesised note of a mark's list.
+var aside = regexp.MustCompile(`\([^)]*\)`)
+
+// runBy returns the files a mark's "run by" list names: the first word of
+// each item of the list (separated by ";"), its notes in parentheses left
+// out.
+func runBy(list string) []string {
+	var out []string
+	for _, item := range strings.Split(aside.ReplaceAllString(list, ""), ";") {
+		if f := strings.Fields(item); len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}
+
+// TestREADMEShellBlocks checks that every shell block of the README is
+// marked with the files that run it (tests, or the Makefile's checks),
+// each of which exists, or with why nothing here can run it.
+func TestREADMEShellBlocks(t *testing.T) {
+	text := read(t, "README.md")
+	lines := strings.Split(text, "\n")
+	n := 0
+	for _, b := range blocks("README.md", text) {
+		if b.lang() != "sh" {
+			continue
+		}
+		n++
+		fence := b.line - 2 // the fence's index in lines
+		prev := ""
+		if fence > 0 {
+			prev = strings.TrimSpace(lines[fence-1])
+		}
+		m := shMark.FindStringSubmatch(prev)
+		if m == nil {
+			t.Errorf("README.md:%d: a sh block without a <!-- sh: run by FILE --> or <!-- sh: not run here: REASON --> line before it", b.line-1)
+			continue
+		}
+		if m[1] != "run by" {
+			continue
+		}
+		for _, f := range runBy(m[2]) {
+			if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(f))); err != nil {
+				t.Errorf("README.md:%d: the block is run by %s, which does not exist", b.line-1, f)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("README.md has no sh block: the test would check nothing")
+	}
+	t.Logf("%d sh blocks in README.md, each marked", n)
+	if got := runBy("Makefile (make help-check; make lint); a/b_test.go (x)"); !slices.Equal(got, []string{"Makefile", "a/b_test.go"}) {
+		t.Errorf("runBy: %v, want [Makefile a/b_test.go]", got)
+	}
+}
+
+// TestREADMEIsATour holds the README to a tour's length: the manual is
+// docs/.
+func TestREADMEIsATour(t *testing.T) {
+	const most = 400
+	n := strings.Count(read(t, "README.md"), "\n")
+	if n > most {
+		t.Errorf("README.md has %d lines, want at most %d: move the detail to a page of docs/", n, most)
+	}
+	t.Logf("README.md: %d lines", n)
+}
