@@ -188,6 +188,7 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 			Encryption:         awsdynamodb.TableEncryption_AWS_MANAGED,
 			RemovalPolicy:      plan.TableRemovalPolicy,
 			DeletionProtection: jsii.Bool(plan.DeletionProtection),
+			WarmThroughput:     warmThroughput(plan.WarmThroughput),
 		})
 	} else {
 		c.Table = props.Table
@@ -298,10 +299,18 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	sourceProps := &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(plan.BatchSize),
 		ReportBatchItemFailures: jsii.Bool(true),
-		MaxConcurrency:          jsii.Number(plan.MaxConcurrency),
 	}
 	if plan.MaxBatchingWindow > 0 {
 		sourceProps.MaxBatchingWindow = seconds(plan.MaxBatchingWindow)
+	}
+	if plan.MaxConcurrency > 0 {
+		sourceProps.MaxConcurrency = jsii.Number(plan.MaxConcurrency)
+	}
+	if pp := plan.ProvisionedPollers; pp != (ProvisionedPollers{}) {
+		sourceProps.ProvisionedPollerConfig = &awslambda.ProvisionedPollerConfig{
+			MinimumPollers: jsii.Number(pp.Minimum),
+			MaximumPollers: jsii.Number(pp.Maximum),
+		}
 	}
 	c.EventSource = awslambdaeventsources.NewSqsEventSource(c.Queue, sourceProps)
 	c.Function.AddEventSource(c.EventSource)
@@ -402,6 +411,24 @@ func (c *Consumer) GrantItems(table awsdynamodb.ITable) {
 		Actions:   jsii.Strings(ItemActions()...),
 		Resources: jsii.Strings(*table.TableArn()),
 	}))
+}
+
+// warmThroughput is w as the table's prop: nil for none, and a zero
+// figure left out (the table's own).
+func warmThroughput(w WarmThroughput) *awsdynamodb.WarmThroughput {
+	if w == (WarmThroughput{}) {
+		return nil
+	}
+	units := func(n int) *float64 {
+		if n == 0 {
+			return nil
+		}
+		return jsii.Number(n)
+	}
+	return &awsdynamodb.WarmThroughput{
+		ReadUnitsPerSecond:  units(w.ReadUnitsPerSecond),
+		WriteUnitsPerSecond: units(w.WriteUnitsPerSecond),
+	}
 }
 
 // seconds converts a duration of whole seconds (checked by Plan).

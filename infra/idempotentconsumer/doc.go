@@ -15,7 +15,7 @@
 //     managed key, deletion protection, retained when it leaves the stack.
 //     With [Props.SortKey], a partition key and a sort key instead, as a
 //     table shared with Powertools' sortKeyAttr. Or none: [Props.Table]
-//     takes an existing table.
+//     takes an existing table. [Props.WarmThroughput] pre-warms a new table.
 //   - A queue and a dead-letter queue (both standard, or both FIFO with
 //     [Props.FIFO]), SQS-managed encryption, a policy that denies requests
 //     without TLS, a redrive after [Props.MaxReceiveCount] receives, and a
@@ -28,7 +28,10 @@
 //     [Props.Architecture] say otherwise) with JSON logs, its own log group
 //     and role, and optional X-Ray tracing, fed by an event source mapping
 //     with ReportBatchItemFailures on. The function keys on the message
-//     body, so a FIFO queue's MessageDeduplicationId plays no part.
+//     body, so a FIFO queue's MessageDeduplicationId plays no part. The
+//     event source runs in standard mode, capped at [Props.MaxConcurrency]
+//     concurrent invocations, or in provisioned mode with
+//     [Props.ProvisionedPollers]; AWS takes one or the other.
 //   - Alarms ([Consumer.Alarms]) on the dead-letter queue's depth, the age
 //     of the oldest message, the function's errors, DynamoDB throttling and
 //     system errors on the table, and the idempotency outcomes the function
@@ -63,5 +66,11 @@
 // # Errors
 //
 // [New] checks [Props] before it adds anything to the scope and returns
-// every problem at once, as "idempotentconsumer: ..." errors.
+// every problem at once, as "idempotentconsumer: ..." errors. Among them are
+// the settings a deploy would fail on, or that would break the function
+// only when it starts: maximum concurrency with provisioned pollers, either
+// outside SQS's bounds, a visibility timeout below the function's timeout
+// (Lambda refuses the event source mapping; the construct wants
+// [VisibilityFactor] × the timeout), a namespace holding a "#" (the
+// function's guard refuses it at start-up).
 package idempotentconsumer

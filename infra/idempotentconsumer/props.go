@@ -49,8 +49,13 @@ const (
 	// messages before it invokes the function.
 	DefaultMaxBatchingWindow = 5 * time.Second
 	// DefaultMaxConcurrency caps the concurrent invocations the event
-	// source makes (SQS's minimum is 2).
+	// source makes in standard mode (SQS's minimum is 2).
 	DefaultMaxConcurrency = 5
+	// DefaultMinimumPollers and DefaultMaximumPollers are the bounds of a
+	// provisioned event source ([Props.ProvisionedPollers]) whose own are
+	// zero: Lambda's defaults for SQS.
+	DefaultMinimumPollers = 2
+	DefaultMaximumPollers = 200
 	// DefaultOldestMessageAlarm is the age of the oldest queued message
 	// above which the age alarm fires.
 	DefaultOldestMessageAlarm = time.Hour
@@ -105,6 +110,34 @@ type SortKey struct {
 	Partition string
 }
 
+// ProvisionedPollers is the provisioned mode of the queue's event source:
+// dedicated event pollers, at least Minimum kept ready at all times (and
+// billed), at most Maximum, each handling up to 10 concurrent invocations
+// and 1 MB/s. The zero ProvisionedPollers is standard mode, in which
+// [Props.MaxConcurrency] caps the event source. AWS refuses both at once.
+type ProvisionedPollers struct {
+	// Minimum is the pollers kept ready. Default [DefaultMinimumPollers];
+	// 2–200.
+	Minimum int
+	// Maximum is the most pollers the event source scales to. Default
+	// [DefaultMaximumPollers]; 2–2000, not below Minimum.
+	Maximum int
+}
+
+// WarmThroughput is the read and write units per second a new idempotency
+// table serves from its first request (DynamoDB's warm throughput, set at
+// creation: pre-warming, which is billed). A zero field is the table's
+// own: a new on-demand table serves 12,000 reads and 4,000 writes per
+// second. DynamoDB never lowers a table's warm throughput, so lowering a
+// figure later changes nothing. Each partition still serves at most 1,000
+// write units per second (see docs/sizing.md).
+type WarmThroughput struct {
+	// ReadUnitsPerSecond, if set, is at least 12,000.
+	ReadUnitsPerSecond int
+	// WriteUnitsPerSecond, if set, is at least 4,000.
+	WriteUnitsPerSecond int
+}
+
 // Limits of the services, checked by [Props.Plan].
 const (
 	maxTimeout           = 15 * time.Minute
@@ -119,6 +152,11 @@ const (
 	fifoSuffix           = ".fifo"
 	minMaxConcurrency    = 2
 	maxMaxConcurrency    = 1000
+	minPollers           = 2    // both bounds of SQS provisioned mode
+	maxMinimumPollers    = 200  // the CDK's and CloudFormation's bounds for SQS
+	maxMaximumPollers    = 2000 // (a newer API reference says 10,000; the CDK throws above 2000)
+	newTableWarmReads    = 12000
+	newTableWarmWrites   = 4000
 	minMemorySize        = 128
 	maxMemorySize        = 10240
 )
@@ -181,6 +219,10 @@ type Props struct {
 	// table. Default false: the table has deletion protection, and
 	// DeleteTable fails until it is turned off.
 	DisableDeletionProtection bool
+
+	// WarmThroughput pre-warms a new table. Default: none, the throughput
+	// of a new on-demand table. Refused with Table.
+	WarmThroughput WarmThroughput
 
 	// SortKey gives the idempotency table a sort key: a new table gets its
 	// partition key and sort key, and Table must have them (not checkable
@@ -253,9 +295,17 @@ type Props struct {
 	// negative value turns the window off. At most 5 minutes.
 	MaxBatchingWindow time.Duration
 
-	// MaxConcurrency caps the concurrent invocations of the event source.
-	// Default [DefaultMaxConcurrency]; between 2 and 1000.
+	// MaxConcurrency caps the concurrent invocations of the event source in
+	// standard mode. Default [DefaultMaxConcurrency]; between 2 and 1000;
+	// negative for no cap (Lambda scales the event source up to its own
+	// maximum). Refused with ProvisionedPollers: AWS takes one or the
+	// other, and without it a provisioned event source has no cap but its
+	// pollers.
 	MaxConcurrency int
+
+	// ProvisionedPollers puts the event source in provisioned mode. Default:
+	// none, standard mode.
+	ProvisionedPollers ProvisionedPollers
 
 	// LogRetention is how long the function's log group keeps events.
 	// Default one month.
@@ -311,9 +361,17 @@ type Plan struct {
 	// DeadLetterWindow.
 	ExpiresAfter time.Duration
 
-	BatchSize          int
-	MaxBatchingWindow  time.Duration // zero: no window
-	MaxConcurrency     int
+	BatchSize         int
+	MaxBatchingWindow time.Duration // zero: no window
+	// MaxConcurrency is the event source's cap; zero: none (provisioned
+	// mode, or no cap asked for).
+	MaxConcurrency int
+	// ProvisionedPollers is Props.ProvisionedPollers with its defaults;
+	// zero: standard mode.
+	ProvisionedPollers ProvisionedPollers
+	// WarmThroughput is Props.WarmThroughput; zero: none.
+	WarmThroughput WarmThroughput
+
 	LogRetention       awslogs.RetentionDays
 	NewTable           bool // false: Props.Table is used
 	TableRemovalPolicy awscdk.RemovalPolicy
@@ -363,6 +421,10 @@ func (p Props) Plan() (Plan, error) {
 	if p.Namespace == "" {
 		bad("Props.Namespace is required: a fixed string, not the function name")
 	}
+	if strings.Contains(p.Namespace, "#") {
+		bad("Props.Namespace %q holds a \"#\", which ends the namespace in a record id ({Namespace}#{digest}): "+
+			"its ids would read as those of the namespace before it, and the function's guard (idempotency.Config.Namespace) refuses it at start-up", p.Namespace)
+	}
 	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict} {
 		if _, ok := p.Environment[k]; ok {
 			bad("Props.Environment sets %s, which the construct derives", k)
@@ -384,7 +446,8 @@ func (p Props) Plan() (Plan, error) {
 		MaxReceiveCount:     pickInt(p.MaxReceiveCount, DefaultMaxReceiveCount),
 		BatchSize:           pickInt(p.BatchSize, DefaultBatchSize),
 		MaxBatchingWindow:   pick(p.MaxBatchingWindow, defaultWindow),
-		MaxConcurrency:      pickInt(p.MaxConcurrency, DefaultMaxConcurrency),
+		MaxConcurrency:      p.MaxConcurrency,
+		WarmThroughput:      p.WarmThroughput,
 		LogRetention:        p.LogRetention,
 		NewTable:            p.Table == nil,
 		SortKey:             p.SortKey,
@@ -430,6 +493,16 @@ func (p Props) Plan() (Plan, error) {
 	}
 	if pl.MaxBatchingWindow < 0 {
 		pl.MaxBatchingWindow = 0
+	}
+	provisioned := p.ProvisionedPollers != (ProvisionedPollers{})
+	switch {
+	case provisioned:
+		pl.ProvisionedPollers = ProvisionedPollers{
+			Minimum: pickInt(p.ProvisionedPollers.Minimum, DefaultMinimumPollers),
+			Maximum: pickInt(p.ProvisionedPollers.Maximum, DefaultMaximumPollers),
+		}
+	case pl.MaxConcurrency == 0:
+		pl.MaxConcurrency = DefaultMaxConcurrency
 	}
 	if pl.MetricsNamespace == "" {
 		pl.MetricsNamespace = DefaultMetricsNamespace
@@ -480,7 +553,12 @@ func (p Props) Plan() (Plan, error) {
 		bad("Timeout %v is outside 1s–%v", pl.Timeout, maxTimeout)
 	}
 	seconds("Timeout", pl.Timeout)
-	if pl.VisibilityTimeout < VisibilityFactor*pl.Timeout {
+	switch {
+	case pl.VisibilityTimeout < pl.Timeout:
+		bad("VisibilityTimeout %v is below Timeout %v: Lambda refuses an event source mapping whose queue's visibility timeout "+
+			"is below the function's timeout (a message would reappear while its invocation still runs), and the construct wants %d × Timeout (%v)",
+			pl.VisibilityTimeout, pl.Timeout, VisibilityFactor, VisibilityFactor*pl.Timeout)
+	case pl.VisibilityTimeout < VisibilityFactor*pl.Timeout:
 		bad("VisibilityTimeout %v is below %d × Timeout %v (%v): Lambda could not retry a throttled batch before its messages reappear",
 			pl.VisibilityTimeout, VisibilityFactor, pl.Timeout, VisibilityFactor*pl.Timeout)
 	}
@@ -520,8 +598,37 @@ func (p Props) Plan() (Plan, error) {
 		bad("MaxBatchingWindow %v is above Lambda's maximum %v", pl.MaxBatchingWindow, maxBatchingWindow)
 	}
 	seconds("MaxBatchingWindow", pl.MaxBatchingWindow)
-	if pl.MaxConcurrency < minMaxConcurrency || pl.MaxConcurrency > maxMaxConcurrency {
-		bad("MaxConcurrency %d is outside %d–%d", pl.MaxConcurrency, minMaxConcurrency, maxMaxConcurrency)
+	switch pp := pl.ProvisionedPollers; {
+	case provisioned && p.MaxConcurrency != 0:
+		bad("MaxConcurrency %d is set with ProvisionedPollers: AWS takes either a maximum concurrency or provisioned pollers "+
+			"on an SQS event source, never both; a provisioned event source scales to ProvisionedPollers.Maximum × 10 concurrent invocations", p.MaxConcurrency)
+	case provisioned:
+		if pp.Minimum < minPollers || pp.Minimum > maxMinimumPollers {
+			bad("ProvisionedPollers.Minimum %d is outside SQS's %d–%d", pp.Minimum, minPollers, maxMinimumPollers)
+		}
+		if pp.Maximum < minPollers || pp.Maximum > maxMaximumPollers {
+			bad("ProvisionedPollers.Maximum %d is outside SQS's %d–%d", pp.Maximum, minPollers, maxMaximumPollers)
+		}
+		if pp.Minimum > pp.Maximum {
+			bad("ProvisionedPollers.Minimum %d is above ProvisionedPollers.Maximum %d", pp.Minimum, pp.Maximum)
+		}
+	case pl.MaxConcurrency < 0:
+		pl.MaxConcurrency = 0 // no cap
+	case pl.MaxConcurrency < minMaxConcurrency || pl.MaxConcurrency > maxMaxConcurrency:
+		bad("MaxConcurrency %d is outside %d–%d (negative for no cap)", pl.MaxConcurrency, minMaxConcurrency, maxMaxConcurrency)
+	}
+	if w := pl.WarmThroughput; w != (WarmThroughput{}) {
+		if !pl.NewTable {
+			bad("WarmThroughput is set with Props.Table: it applies only to a table the construct creates; pre-warm your table where it is defined")
+		}
+		if w.ReadUnitsPerSecond != 0 && w.ReadUnitsPerSecond < newTableWarmReads {
+			bad("WarmThroughput.ReadUnitsPerSecond %d is below the %d read units per second a new on-demand table serves already (0 for those)",
+				w.ReadUnitsPerSecond, newTableWarmReads)
+		}
+		if w.WriteUnitsPerSecond != 0 && w.WriteUnitsPerSecond < newTableWarmWrites {
+			bad("WarmThroughput.WriteUnitsPerSecond %d is below the %d write units per second a new on-demand table serves already (0 for those)",
+				w.WriteUnitsPerSecond, newTableWarmWrites)
+		}
 	}
 	if pl.OldestMessageAlarm <= 0 {
 		bad("OldestMessageAlarm %v is not positive", pl.OldestMessageAlarm)

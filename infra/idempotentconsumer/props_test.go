@@ -141,6 +141,33 @@ func TestPlanRejects(t *testing.T) {
 		{"batch over 10 without window", func(p *Props) { p.BatchSize = 11; p.MaxBatchingWindow = -1 }, []string{"needs a MaxBatchingWindow"}},
 		{"window too long", func(p *Props) { p.MaxBatchingWindow = 6 * time.Minute }, []string{"above Lambda's maximum"}},
 		{"concurrency 1", func(p *Props) { p.MaxConcurrency = 1 }, []string{"MaxConcurrency 1 is outside 2–1000"}},
+		{"concurrency 1001", func(p *Props) { p.MaxConcurrency = 1001 }, []string{"MaxConcurrency 1001 is outside 2–1000 (negative for no cap)"}},
+		{"concurrency with pollers", func(p *Props) { p.MaxConcurrency = 5; p.ProvisionedPollers = ProvisionedPollers{Minimum: 2} },
+			[]string{"MaxConcurrency 5 is set with ProvisionedPollers", "never both"}},
+		{"no concurrency cap with pollers", func(p *Props) { p.MaxConcurrency = -1; p.ProvisionedPollers = ProvisionedPollers{Maximum: 10} },
+			[]string{"MaxConcurrency -1 is set with ProvisionedPollers"}},
+		{"minimum pollers 1", func(p *Props) { p.ProvisionedPollers = ProvisionedPollers{Minimum: 1} }, []string{"ProvisionedPollers.Minimum 1 is outside SQS's 2–200"}},
+		{"minimum pollers 201", func(p *Props) { p.ProvisionedPollers = ProvisionedPollers{Minimum: 201, Maximum: 300} },
+			[]string{"ProvisionedPollers.Minimum 201 is outside SQS's 2–200"}},
+		{"maximum pollers 1", func(p *Props) { p.ProvisionedPollers = ProvisionedPollers{Maximum: 1} },
+			[]string{"ProvisionedPollers.Maximum 1 is outside SQS's 2–2000", "ProvisionedPollers.Minimum 2 is above ProvisionedPollers.Maximum 1"}},
+		{"maximum pollers 2001", func(p *Props) { p.ProvisionedPollers = ProvisionedPollers{Maximum: 2001} }, []string{"ProvisionedPollers.Maximum 2001 is outside SQS's 2–2000"}},
+		{"negative pollers", func(p *Props) { p.ProvisionedPollers = ProvisionedPollers{Minimum: -2} }, []string{"ProvisionedPollers.Minimum -2 is outside"}},
+		{"minimum above maximum", func(p *Props) { p.ProvisionedPollers = ProvisionedPollers{Minimum: 50, Maximum: 20} },
+			[]string{"ProvisionedPollers.Minimum 50 is above ProvisionedPollers.Maximum 20"}},
+		{"minimum above the default maximum", func(p *Props) { p.ProvisionedPollers = ProvisionedPollers{Minimum: 200, Maximum: 199} },
+			[]string{"ProvisionedPollers.Minimum 200 is above ProvisionedPollers.Maximum 199"}},
+		{"warm reads below a new table's", func(p *Props) { p.WarmThroughput = WarmThroughput{ReadUnitsPerSecond: 11999} },
+			[]string{"WarmThroughput.ReadUnitsPerSecond 11999 is below the 12000 read units per second a new on-demand table serves already"}},
+		{"warm writes below a new table's", func(p *Props) { p.WarmThroughput = WarmThroughput{WriteUnitsPerSecond: 1000} },
+			[]string{"WarmThroughput.WriteUnitsPerSecond 1000 is below the 4000 write units per second"}},
+		{"negative warm throughput", func(p *Props) { p.WarmThroughput = WarmThroughput{ReadUnitsPerSecond: -1, WriteUnitsPerSecond: -1} },
+			[]string{"ReadUnitsPerSecond -1 is below", "WriteUnitsPerSecond -1 is below"}},
+		{"namespace with a #", func(p *Props) { p.Namespace = "orders#v2" },
+			[]string{`Props.Namespace "orders#v2" holds a "#", which ends the namespace in a record id`, "refuses it at start-up"}},
+		{"namespace ending in #", func(p *Props) { p.Namespace = "orders#" }, []string{`Props.Namespace "orders#" holds a "#"`}},
+		{"visibility below the timeout", func(p *Props) { p.Timeout = 5 * time.Minute; p.VisibilityTimeout = 4 * time.Minute },
+			[]string{"VisibilityTimeout 4m0s is below Timeout 5m0s: Lambda refuses an event source mapping", "wants 6 × Timeout (30m0s)"}},
 		{"memory", func(p *Props) { p.MemorySize = 64 }, []string{"MemorySize 64 MB"}},
 		{"several at once", func(p *Props) { p.Namespace = ""; p.BatchSize = -5 }, []string{"Namespace is required", "BatchSize -5"}},
 		{"expiry below the dead-letter window", func(p *Props) { p.ExpiresAfter = 200 * time.Hour },
@@ -178,6 +205,46 @@ func TestPlanRejects(t *testing.T) {
 			}
 			if pl != (Plan{}) {
 				t.Errorf("Plan() returned %+v with its error", pl)
+			}
+		})
+	}
+}
+
+// TestPlanScale: standard mode caps the event source at MaxConcurrency
+// (default 5, or none); provisioned mode takes no cap, and each bound of
+// the pollers left zero is Lambda's default; the warm throughput is passed
+// on as given.
+func TestPlanScale(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		props       Props
+		concurrency int
+		pollers     ProvisionedPollers
+		warm        WarmThroughput
+	}{
+		{"defaults", Props{}, DefaultMaxConcurrency, ProvisionedPollers{}, WarmThroughput{}},
+		{"a cap", Props{MaxConcurrency: 1000}, 1000, ProvisionedPollers{}, WarmThroughput{}},
+		{"the smallest cap", Props{MaxConcurrency: 2}, 2, ProvisionedPollers{}, WarmThroughput{}},
+		{"no cap", Props{MaxConcurrency: -1}, 0, ProvisionedPollers{}, WarmThroughput{}},
+		{"pollers", Props{ProvisionedPollers: ProvisionedPollers{Minimum: 10, Maximum: 100}}, 0, ProvisionedPollers{10, 100}, WarmThroughput{}},
+		{"minimum pollers only", Props{ProvisionedPollers: ProvisionedPollers{Minimum: 200}}, 0, ProvisionedPollers{200, DefaultMaximumPollers}, WarmThroughput{}},
+		{"maximum pollers only", Props{ProvisionedPollers: ProvisionedPollers{Maximum: 2000}}, 0, ProvisionedPollers{DefaultMinimumPollers, 2000}, WarmThroughput{}},
+		{"the fewest pollers", Props{ProvisionedPollers: ProvisionedPollers{Minimum: 2, Maximum: 2}}, 0, ProvisionedPollers{2, 2}, WarmThroughput{}},
+		{"warm throughput", Props{WarmThroughput: WarmThroughput{ReadUnitsPerSecond: 12000, WriteUnitsPerSecond: 10000}}, DefaultMaxConcurrency,
+			ProvisionedPollers{}, WarmThroughput{12000, 10000}},
+		{"warm writes only", Props{WarmThroughput: WarmThroughput{WriteUnitsPerSecond: 4000}}, DefaultMaxConcurrency,
+			ProvisionedPollers{}, WarmThroughput{0, 4000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.props
+			p.Namespace = "n"
+			pl, err := p.Plan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pl.MaxConcurrency != tc.concurrency || pl.ProvisionedPollers != tc.pollers || pl.WarmThroughput != tc.warm {
+				t.Errorf("MaxConcurrency %d, ProvisionedPollers %+v, WarmThroughput %+v; want %d, %+v, %+v",
+					pl.MaxConcurrency, pl.ProvisionedPollers, pl.WarmThroughput, tc.concurrency, tc.pollers, tc.warm)
 			}
 		})
 	}
