@@ -1,0 +1,65 @@
+// Package linearize checks that each store's record operations are
+// linearizable: many concurrent clients claim (with and without taking a
+// lapsed lease over), complete, release, quarantine and read a handful of
+// records on the real store, under faults, and porcupine
+// (github.com/anishathalye/porcupine) checks the history they saw against
+// the sequential model of one record in
+// middleware/idempotency/storetest/linearize.
+//
+//	go test -race ./test/linearize                       # every store, 3,000 operations each
+//	go test -race -v ./test/linearize -run TestMemstore -linearize.seed 7 -linearize.ops 20000
+//
+// # The stores and their faults
+//
+//   - memstore, in process, behind a layer that loses requests (not
+//     applied) and responses (applied) and sends again, as an SDK does.
+//
+// # The history
+//
+// Each client's owner tokens are its own, one per claim. Times are those
+// of a clock the model understands: the store's own precision
+// (milliseconds for DynamoDB and Redis, whose expiries are kept in whole
+// seconds; microseconds for PostgreSQL and memstore), and a claim's and a
+// quarantine's time is the now passed to the store. An operation whose
+// answer was lost is recorded with an unknown answer; one that a client
+// sent more than once and that then answered is recorded with an earlier
+// attempt of unknown answer (linearize.Resent); one that never reached the
+// store is left out. A record id serves a few hundred operations and is
+// then replaced by a fresh one, so that the checker's cost grows with the
+// run's length, not faster.
+//
+// The workload is seeded (-linearize.seed; the seed is printed): each
+// client's choices and each fault's schedule follow from it. The
+// interleaving of the clients, and so the history, is the machine's.
+//
+// # The checker bites
+//
+// TestPlanted plants one defect at a time in memstore (a completion or a
+// release without the owner fence, a live lease taken over early, a
+// strict claim that takes a lapsed lease over, a quarantine of a live
+// lease, a completion or a claim sent again refused by its own first
+// attempt, a completed record that never expires) and expects porcupine
+// to find each history not linearizable.
+//
+// # Figures
+//
+// With -v each test prints its seed, the operations by kind and answer,
+// the faults injected by kind, the answers lost, sent again and left out,
+// and porcupine's verdict, the operations it checked and its time.
+//
+// # When the check fails
+//
+// The test prints the first record whose history is not linearizable: the
+// longest order of its operations the model accepts, the state it leads
+// to, and the operations none of which can come next; and the path of
+// porcupine's visualization of that record (an HTML page).
+//
+// # Flags
+//
+//	-linearize.seed N      the workload's seed (0: a new one)
+//	-linearize.ops N       operations per store (default 3000)
+//	-linearize.clients N   concurrent clients (default 16)
+//	-linearize.records N   records in use at a time (default 6)
+//	-linearize.timeout D   porcupine's time limit per store (default 1m)
+//	-linearize.out DIR     where visualizations are written (default the system's temporary directory)
+package linearize

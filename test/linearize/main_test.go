@@ -1,0 +1,23 @@
+package linearize
+
+import (
+	"flag"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+)
+
+var (
+	flagSeed    = flag.Uint64("linearize.seed", 0, "the workload's seed (0: a new one, printed)")
+	flagOps     = flag.Int("linearize.ops", 3000, "operations per store")
+	flagClients = flag.Int("linearize.clients", 16, "concurrent clients per store")
+	flagRecords = flag.Int("linearize.records", 6, "records in use at a time")
+	flagTimeout = flag.Duration("linearize.timeout", time.Minute, "porcupine's time limit per store")
+	flagOut     = flag.String("linearize.out", "", "directory for porcupine's visualizations (default: the system's temporary directory)")
+)
+
+var moto = motoserver.New()
+
+func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
