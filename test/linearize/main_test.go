@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/pgserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/redisserver"
 )
 
 var (
@@ -18,6 +20,17 @@ var (
 	flagOut     = flag.String("linearize.out", "", "directory for porcupine's visualizations (default: the system's temporary directory)")
 )
 
-var moto = motoserver.New()
+// The shared servers; the porcupine runs of Redis and PostgreSQL start
+// servers of their own, which they fail over and restart.
+var (
+	moto        = motoserver.New()
+	redisServer = redisserver.New()
+	pgServer    = pgserver.New()
+)
 
-func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
+func TestMain(m *testing.M) {
+	code := moto.Run(m)
+	_ = redisServer.Close()
+	_ = pgServer.Close()
+	os.Exit(code)
+}
