@@ -253,6 +253,12 @@ func exercise(t *testing.T, s subject, cfg config, want porcupine.CheckResult) {
 	}
 
 	got := r.check(ops)
+	faults, injected := s.faults.snapshot(), 0
+	for _, n := range faults {
+		injected += n
+	}
+	t.Logf("linearize: %s: %d operations checked, %d clients, %d faults injected (%s), verdict %s (want %s)",
+		s.name, len(ops), len(s.conns), injected, list(faults), got, want)
 	if got != want {
 		t.Errorf("%s: porcupine: %s, want %s", s.name, got, want)
 	}
@@ -696,13 +702,30 @@ func (w *worker) done(in model.Input, call, ret int64, out model.Output, err err
 		w.ops = append(w.ops, op)
 	case sent > 1:
 		// The earlier attempts were made before this one was answered:
-		// every client here sends again after an attempt failed, and
-		// the stores leave nothing of a failed attempt to land later.
+		// every client here sends again after an attempt failed. Each
+		// is an operation of unknown answer; when the store may apply
+		// a failed attempt later (not settles), at any time after.
 		w.st.ops[in.Kind.String()+": "+out.Result.String()]++
 		w.st.resent++
-		w.ops = append(w.ops, model.Resent(op)...)
+		for range sent - 2 {
+			w.ops = append(w.ops, w.earlier(op))
+		}
+		both := model.Resent(op)
+		both[0] = w.earlier(op)
+		w.ops = append(w.ops, both...)
 	default:
 		w.st.ops[in.Kind.String()+": "+out.Result.String()]++
 		w.ops = append(w.ops, op)
 	}
+}
+
+// earlier is an attempt of op sent before the one that was answered: its
+// answer unknown, and, unless the store settles, it may land at any time
+// after its call.
+func (w *worker) earlier(op model.Op) model.Op {
+	e := model.Resent(op)[0]
+	if !w.r.s.settles {
+		e.Return = endOfTime
+	}
+	return e
 }

@@ -13,7 +13,7 @@ import (
 
 var (
 	flagSeed    = flag.Uint64("linearize.seed", 0, "the workload's seed (0: a new one, printed)")
-	flagOps     = flag.Int("linearize.ops", 3000, "operations per store")
+	flagOps     = flag.Int("linearize.ops", 300, "operations per store (make verify passes more)")
 	flagClients = flag.Int("linearize.clients", 16, "concurrent clients per store")
 	flagRecords = flag.Int("linearize.records", 6, "records in use at a time")
 	flagTimeout = flag.Duration("linearize.timeout", time.Minute, "porcupine's time limit per store")
