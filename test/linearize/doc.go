@@ -24,6 +24,21 @@
 //     connections, idle or busy, every 50 to 200 ms. The proxy counts the
 //     writes it forwarded per operation, so that an answer after more
 //     than one is recorded as sent again.
+//   - redisstore on redis-server (TestRedis, a go-redis Client) and on a
+//     Redis Cluster of a primary and its replica (TestRedisCluster, a
+//     ClusterClient), failed over to the replica and back during the run
+//     (CLUSTER FAILOVER: no acknowledged write lost). Every connection the
+//     clients dial is the test's own, killed with a reset every 50 to
+//     200 ms; go-redis sends a command again on a new connection, and the
+//     test counts the script calls each operation wrote.
+//   - pgstore on PostgreSQL 15 (TestPostgres, a pgx pool per client) with
+//     synchronous_commit on, crashed (an immediate shutdown) and restarted
+//     once, shut down fast and restarted once, its connections killed as
+//     Redis's. pgx never sends a statement again, but a statement whose
+//     connection died may commit later, so an unknown answer may land at
+//     any time after its call.
+//
+// Each run fails, not skips, under CI=true when its server cannot start.
 //
 // # The history
 //

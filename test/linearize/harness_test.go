@@ -71,6 +71,11 @@ type subject struct {
 	// leanReplaced: the record a claim replaced comes without its result
 	// (redisstore says so); a COMPLETED one is then "not told".
 	leanReplaced bool
+
+	// pause is how long a client waits after an operation that got no
+	// answer, as a caller would before it tries a server that is down
+	// again (a restart takes a second).
+	pause time.Duration
 }
 
 // conn is one client's way to the store.
@@ -671,6 +676,7 @@ func (w *worker) read(id string) {
 	case errors.Is(err, driver.ErrNotFound):
 		out = model.Output{Result: model.NotFound}
 	default:
+		w.r.clock.sleep(w.r.s.pause)
 		w.st.ops["read: no answer"]++
 		w.st.leftOut++
 		return
@@ -688,6 +694,9 @@ func (w *worker) done(in model.Input, call, ret int64, out model.Output, err err
 		sent = w.conn.sent(err)
 	}
 	op := model.Op{Client: w.c, Call: call, Return: ret, Input: in, Output: out}
+	if err != nil {
+		w.r.clock.sleep(w.r.s.pause)
+	}
 	switch {
 	case err != nil && sent == 0:
 		w.st.ops[in.Kind.String()+": never sent"]++
@@ -701,31 +710,20 @@ func (w *worker) done(in model.Input, call, ret int64, out model.Output, err err
 		w.st.unknown++
 		w.ops = append(w.ops, op)
 	case sent > 1:
-		// The earlier attempts were made before this one was answered:
-		// every client here sends again after an attempt failed. Each
-		// is an operation of unknown answer; when the store may apply
-		// a failed attempt later (not settles), at any time after.
+		// The earlier attempts were made, and landed if at all, before
+		// this one was answered: every client here sends again only
+		// after an attempt failed (the DynamoDB proxy forwards a
+		// client's requests one at a time, go-redis waits at least 8 ms
+		// before it sends again on a new connection, pgx never does).
+		// Each is an operation of unknown answer.
 		w.st.ops[in.Kind.String()+": "+out.Result.String()]++
 		w.st.resent++
 		for range sent - 2 {
-			w.ops = append(w.ops, w.earlier(op))
+			w.ops = append(w.ops, model.Resent(op)[0])
 		}
-		both := model.Resent(op)
-		both[0] = w.earlier(op)
-		w.ops = append(w.ops, both...)
+		w.ops = append(w.ops, model.Resent(op)...)
 	default:
 		w.st.ops[in.Kind.String()+": "+out.Result.String()]++
 		w.ops = append(w.ops, op)
 	}
-}
-
-// earlier is an attempt of op sent before the one that was answered: its
-// answer unknown, and, unless the store settles, it may land at any time
-// after its call.
-func (w *worker) earlier(op model.Op) model.Op {
-	e := model.Resent(op)[0]
-	if !w.r.s.settles {
-		e.Return = endOfTime
-	}
-	return e
 }
