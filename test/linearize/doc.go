@@ -48,11 +48,20 @@
 // seconds; microseconds for PostgreSQL and memstore), and a claim's and a
 // quarantine's time is the now passed to the store. An operation whose
 // answer was lost is recorded with an unknown answer; one that a client
-// sent more than once and that then answered is recorded with an earlier
-// attempt of unknown answer (linearize.Resent); one that never reached the
-// store is left out. A record id serves a few hundred operations and is
+// sent more than once and that then answered is recorded with its earlier
+// attempts, of unknown answer (linearize.Resent); one that never reached
+// the store is left out. An operation returns, in the history, once no
+// attempt of it can land any more (the DynamoDB proxy refuses a late
+// request of an operation that ended, by its operation number). A record id serves a few hundred operations and is
 // then replaced by a fresh one, so that the checker's cost grows with the
 // run's length, not faster.
+//
+// A store that implements lease extension (issue 28's Extend(ctx, rec,
+// now), the interface extender) gets its clients' latest claims extended,
+// while their lease is live and never to an earlier end: what the model
+// and that draft contract agree on.
+//
+// A run that injected no fault fails.
 //
 // The workload is seeded (-linearize.seed; the seed is printed): each
 // client's choices and each fault's schedule follow from it. The

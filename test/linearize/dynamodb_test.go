@@ -8,8 +8,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,15 +38,20 @@ const (
 	attemptTimeout = 500 * time.Millisecond
 )
 
-// clientHeader names the client a request comes from, for the proxy's
-// count of the writes each operation forwarded.
-const clientHeader = "X-Linearize-Client"
+// clientHeader names the client a request comes from, and opHeader the
+// client's operation (a number), for the proxy's count of the writes each
+// operation forwarded.
+const (
+	clientHeader = "X-Linearize-Client"
+	opHeader     = "X-Linearize-Op"
+)
 
 // dynamoProxy is a fault-injecting HTTP proxy in front of moto_server. It
 // counts, per client, the writes it forwarded during the client's
 // operation (between begin and end), and forwards none of an operation
-// that has ended, so that the count is all that operation's writes that
-// may have been applied. It forwards one request of a client at a time,
+// that has ended (a request of an earlier operation of the client's, late
+// to the proxy, is refused by its operation number), so that the count is
+// all that operation's writes that may have been applied. It forwards one request of a client at a time,
 // each to its answer even when the client is gone, and end waits for the
 // one under way: an attempt the client sent again was answered by the
 // server before the next was forwarded, and nothing of an operation lands
@@ -58,8 +65,9 @@ type dynamoProxy struct {
 
 	mu    sync.Mutex
 	rng   *rand.Rand
-	open  map[string]bool // by client: an operation is running
-	sent  map[string]int  // by client: writes forwarded in the running operation
+	open  map[string]bool   // by client: an operation is running
+	op    map[string]string // by client: the operation running, or that ran last
+	sent  map[string]int    // by client: writes forwarded in the running operation
 	turn  map[string]*sync.Mutex
 	conns map[net.Conn]bool
 }
@@ -77,6 +85,7 @@ func newDynamoProxy(t *testing.T, upstream string, seed uint64, faults *tally) *
 		ln:       ln,
 		rng:      rand.New(rand.NewPCG(seed, 0xd1a0)),
 		open:     map[string]bool{},
+		op:       map[string]string{},
 		sent:     map[string]int{},
 		turn:     map[string]*sync.Mutex{},
 		conns:    map[net.Conn]bool{},
@@ -102,9 +111,9 @@ func (p *dynamoProxy) track(c net.Conn, st http.ConnState) {
 
 // begin opens client's operation; end closes it and returns how many of
 // its writes were forwarded.
-func (p *dynamoProxy) begin(client string) {
+func (p *dynamoProxy) begin(client string, op int64) {
 	p.mu.Lock()
-	p.open[client], p.sent[client] = true, 0
+	p.open[client], p.sent[client], p.op[client] = true, 0, strconv.FormatInt(op, 10)
 	p.mu.Unlock()
 }
 
@@ -192,7 +201,7 @@ func (p *dynamoProxy) decide(r *http.Request) (fault string, forward bool) {
 		return fault, false
 	}
 	if write {
-		if !p.open[client] {
+		if !p.open[client] || r.Header.Get(opHeader) != p.op[client] {
 			return "", false // its operation gave up: the write must not land after
 		}
 		p.sent[client]++
@@ -278,14 +287,17 @@ func reset(w http.ResponseWriter) {
 	_ = c.Close()
 }
 
-// naming is an HTTP client that names its client to the proxy.
+// naming is an HTTP client that names its client and the client's
+// operation to the proxy.
 type naming struct {
 	client string
+	op     *atomic.Int64
 	next   aws.HTTPClient
 }
 
 func (n naming) Do(req *http.Request) (*http.Response, error) {
 	req.Header.Set(clientHeader, n.client)
+	req.Header.Set(opHeader, strconv.FormatInt(n.op.Load(), 10))
 	return n.next.Do(req)
 }
 
@@ -303,9 +315,10 @@ func TestDynamoDB(t *testing.T) {
 	s.inject = append(s.inject, p.killConns)
 	for i := range *flagClients {
 		name := fmt.Sprintf("c%d", i)
+		op := new(atomic.Int64)
 		db := dynamodb.NewFromConfig(moto.Config(t), func(o *dynamodb.Options) {
 			o.BaseEndpoint = aws.String(p.URL())
-			o.HTTPClient = naming{client: name, next: awshttp.NewBuildableClient().WithTimeout(attemptTimeout)}
+			o.HTTPClient = naming{client: name, op: op, next: awshttp.NewBuildableClient().WithTimeout(attemptTimeout)}
 			// The standard retryer (three attempts), its backoff capped
 			// and its retry quota off, so that a run of faults keeps
 			// being retried.
@@ -319,7 +332,7 @@ func TestDynamoDB(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.conns = append(s.conns, conn{store: st, inspect: st,
-			begin: func() { p.begin(name) }, sent: func(error) int { return p.end(name) }})
+			begin: func() { p.begin(name, op.Add(1)) }, sent: func() int { return p.end(name) }})
 	}
 	exercise(t, s, cfg, porcupine.Ok)
 }

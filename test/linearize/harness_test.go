@@ -82,12 +82,16 @@ type subject struct {
 type conn struct {
 	store   driver.Store
 	inspect inspector // nil when the store has no Inspector
-	// begin, when set, is called before each operation; sent, after it,
-	// says how many times its write may have reached the store: 0 when
-	// err (nil for an answer) says it surely never did, 2 or more when
-	// the client sent it again. Nil: once.
+	// begin, when set, is called before each operation; sent, when the
+	// store call returned and before the operation's return is read,
+	// says how many times its write may have reached the store (0: it
+	// surely never did; 2 or more: the client sent it again; nil: once),
+	// and waits until none of them can land any more: a layer that may
+	// still be forwarding an attempt the client gave up on must wait for
+	// its answer there, or the history would have the operation return
+	// before its write.
 	begin func()
-	sent  func(err error) int
+	sent  func() int
 }
 
 type inspector interface {
@@ -421,6 +425,7 @@ type worker struct {
 	conn conn
 	rng  *mrand.Rand
 	seq  int             // claims made, for owner tokens
+	sent int             // the last operation's writes that may have reached the store (conn.sent)
 	held []driver.Record // this client's claims, as written, not yet completed or released
 	ops  []model.Op
 	st   stats
@@ -475,6 +480,10 @@ func (w *worker) begin() (int64, time.Time) {
 
 // end ends one: its return in the history's clock, and now.
 func (w *worker) end() (int64, time.Time) {
+	w.sent = 1
+	if w.conn.sent != nil {
+		w.sent = w.conn.sent()
+	}
 	now := w.r.clock.exit()
 	return w.r.mono(), now
 }
@@ -652,10 +661,7 @@ func (w *worker) extend() {
 	h := &w.held[len(w.held)-1]
 	call, now := w.begin()
 	if !h.LeaseEnd().After(now) {
-		if w.conn.sent != nil {
-			w.conn.sent(nil) // nothing sent
-		}
-		w.end()
+		w.end() // nothing sent
 		return
 	}
 	until := now.Add(w.ms(10, 100))
@@ -690,10 +696,7 @@ func (w *worker) read(id string) {
 	ctx, cancel := opContext()
 	got, err := w.conn.inspect.Inspect(ctx, id)
 	cancel()
-	ret, now := w.end()
-	if w.conn.sent != nil {
-		w.conn.sent(err) // a read changes nothing: how often it was sent does not matter
-	}
+	ret, now := w.end() // a read changes nothing: how often it was sent does not matter
 	in := model.Input{ID: id, Kind: model.Read, Now: w.r.s.time(now)}
 	var out model.Output
 	switch {
@@ -715,10 +718,7 @@ func (w *worker) read(id string) {
 // answer out, or, when err says the answer was lost, as unknown, or not
 // at all when it never reached the store.
 func (w *worker) done(in model.Input, call, ret int64, out model.Output, err error) {
-	sent := 1
-	if w.conn.sent != nil {
-		sent = w.conn.sent(err)
-	}
+	sent := w.sent
 	op := model.Op{Client: w.c, Call: call, Return: ret, Input: in, Output: out}
 	if err != nil {
 		w.r.clock.sleep(w.r.s.pause)

@@ -56,7 +56,7 @@ func (f *flaky) do(apply func()) error {
 }
 
 func (f *flaky) conn() conn {
-	return conn{store: f, inspect: f, begin: func() { f.sent = 0 }, sent: func(error) int { return f.sent }}
+	return conn{store: f, inspect: f, begin: func() { f.sent = 0 }, sent: func() int { return f.sent }}
 }
 
 func (f *flaky) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (actual driver.Record, loaded bool, err error) {

@@ -70,7 +70,7 @@ func TestPostgres(t *testing.T) {
 			}
 		}
 		s.conns = append(s.conns, conn{store: st, inspect: st,
-			begin: func() { f.begin(i) }, sent: func(error) int { return min(f.end(i), 1) }})
+			begin: func() { f.begin(i) }, sent: func() int { return min(f.end(i), 1) }})
 	}
 	exercise(t, s, cfg, porcupine.Ok)
 }

@@ -40,7 +40,7 @@ func redisSubject(t *testing.T, name string, f *tcpFaults, faults *tally, rdb fu
 			t.Fatal(err)
 		}
 		s.conns = append(s.conns, conn{store: st, inspect: st,
-			begin: func() { f.begin(i) }, sent: func(error) int { return f.end(i) }})
+			begin: func() { f.begin(i) }, sent: func() int { return f.end(i) }})
 	}
 	return s
 }
