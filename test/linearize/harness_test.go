@@ -72,6 +72,13 @@ type subject struct {
 	// (redisstore says so); a COMPLETED one is then "not told".
 	leanReplaced bool
 
+	// sweeps: the store deletes an expired record by its own clock (a
+	// Redis key's TTL), so an operation may find it gone once that clock
+	// passed its expiry, though the operation passed an earlier now: each
+	// operation's Swept is the clock at its return (or, for an unknown
+	// answer the store may apply later, the end of time).
+	sweeps bool
+
 	// pause is how long a client waits after an operation that got no
 	// answer, as a caller would before it tries a server that is down
 	// again (a restart takes a second).
@@ -420,15 +427,16 @@ func (r *run) pick(rng *mrand.Rand) string {
 
 // worker is one client.
 type worker struct {
-	r    *run
-	c    int
-	conn conn
-	rng  *mrand.Rand
-	seq  int             // claims made, for owner tokens
-	sent int             // the last operation's writes that may have reached the store (conn.sent)
-	held []driver.Record // this client's claims, as written, not yet completed or released
-	ops  []model.Op
-	st   stats
+	r     *run
+	c     int
+	conn  conn
+	rng   *mrand.Rand
+	seq   int             // claims made, for owner tokens
+	sent  int             // the last operation's writes that may have reached the store (conn.sent)
+	ended int64           // the model's time at the last operation's return
+	held  []driver.Record // this client's claims, as written, not yet completed or released
+	ops   []model.Op
+	st    stats
 }
 
 func (w *worker) loop() {
@@ -485,6 +493,7 @@ func (w *worker) end() (int64, time.Time) {
 		w.sent = w.conn.sent()
 	}
 	now := w.r.clock.exit()
+	w.ended = w.r.s.time(now)
 	return w.r.mono(), now
 }
 
@@ -698,6 +707,9 @@ func (w *worker) read(id string) {
 	cancel()
 	ret, now := w.end() // a read changes nothing: how often it was sent does not matter
 	in := model.Input{ID: id, Kind: model.Read, Now: w.r.s.time(now)}
+	if w.r.s.sweeps {
+		in.Swept = w.ended
+	}
 	var out model.Output
 	switch {
 	case err == nil:
@@ -719,6 +731,12 @@ func (w *worker) read(id string) {
 // at all when it never reached the store.
 func (w *worker) done(in model.Input, call, ret int64, out model.Output, err error) {
 	sent := w.sent
+	if w.r.s.sweeps {
+		in.Swept = w.ended
+		if err != nil && !w.r.s.settles {
+			in.Swept = endOfTime
+		}
+	}
 	op := model.Op{Client: w.c, Call: call, Return: ret, Input: in, Output: out}
 	if err != nil {
 		w.r.clock.sleep(w.r.s.pause)
