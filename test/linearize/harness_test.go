@@ -431,10 +431,11 @@ type worker struct {
 	c     int
 	conn  conn
 	rng   *mrand.Rand
-	seq   int             // claims made, for owner tokens
-	sent  int             // the last operation's writes that may have reached the store (conn.sent)
-	ended int64           // the model's time at the last operation's return
-	held  []driver.Record // this client's claims, as written, not yet completed or released
+	seq   int                  // claims made, for owner tokens
+	sent  int                  // the last operation's writes that may have reached the store (conn.sent)
+	ended int64                // the model's time at the last operation's return
+	asked map[string]time.Time // by owner: the latest lease end an extension asked for
+	held  []driver.Record      // this client's claims, as written, not yet completed or released
 	ops   []model.Op
 	st    stats
 }
@@ -464,7 +465,7 @@ func (w *worker) step() {
 		} else {
 			w.release(h)
 		}
-	case len(w.held) > 0 && x < 0.5 && w.extender() != nil:
+	case len(w.held) > 0 && x < 0.55 && w.extender() != nil:
 		w.extend()
 	case w.conn.inspect != nil && w.rng.Float64() < 0.15:
 		w.read(w.r.pick(w.rng))
@@ -665,7 +666,9 @@ func (w *worker) extender() extender {
 // while it is live by the now it passes, and never earlier than any end
 // it asked for before: the model refuses an extension of a lapsed lease
 // and never moves a lease earlier (PLAN-29 §6.1), so the workload asks
-// only what every reading of the contract agrees on.
+// only what every reading of the contract agrees on. Live means by the
+// lease last confirmed (an extension that got no answer may not have been
+// applied); never earlier, than any asked for (it may have been).
 func (w *worker) extend() {
 	h := &w.held[len(w.held)-1]
 	call, now := w.begin()
@@ -674,6 +677,9 @@ func (w *worker) extend() {
 		return
 	}
 	until := now.Add(w.ms(10, 100))
+	if asked := w.asked[h.Owner]; until.Before(asked) {
+		until = asked
+	}
 	if until.Before(h.LeaseEnd()) {
 		until = h.LeaseEnd()
 	}
@@ -687,7 +693,13 @@ func (w *worker) extend() {
 	err := w.extender().Extend(ctx, rec, now)
 	cancel()
 	ret, _ := w.end()
-	*h = rec // asked for, whatever the answer
+	if w.asked == nil {
+		w.asked = map[string]time.Time{}
+	}
+	w.asked[h.Owner] = until
+	if err == nil {
+		*h = rec
+	}
 	in := model.Input{ID: h.ID, Kind: model.Extend, Now: w.r.s.time(now), Rec: model.Record{Owner: h.Owner, Lease: w.r.s.time(until)}}
 	switch {
 	case err == nil:

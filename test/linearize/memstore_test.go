@@ -56,7 +56,24 @@ func (f *flaky) do(apply func()) error {
 }
 
 func (f *flaky) conn() conn {
-	return conn{store: f, inspect: f, begin: func() { f.sent = 0 }, sent: func() int { return f.sent }}
+	c := conn{store: f, inspect: f, begin: func() { f.sent = 0 }, sent: func() int { return f.sent }}
+	if e, ok := f.next.(extender); ok {
+		c.store = flakyExtender{f, e}
+	}
+	return c
+}
+
+// flakyExtender is a flaky layer to a store that extends leases.
+type flakyExtender struct {
+	*flaky
+	next extender
+}
+
+func (f flakyExtender) Extend(ctx context.Context, rec driver.Record, now time.Time) (err error) {
+	if lost := f.do(func() { err = f.next.Extend(ctx, rec, now) }); lost != nil {
+		return lost
+	}
+	return err
 }
 
 func (f *flaky) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (actual driver.Record, loaded bool, err error) {
