@@ -38,6 +38,11 @@
 //     connection died may commit later, so an unknown answer may land at
 //     any time after its call.
 //
+// Redis deletes a key at its expiry by its own clock, so an operation
+// there may find a record gone once the server's clock, read at the
+// operation's return, passed its expiry, even though it passed an
+// earlier now (the model's Input.Swept).
+//
 // Each run fails, not skips, under CI=true when its server cannot start.
 //
 // # The history

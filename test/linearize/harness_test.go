@@ -665,8 +665,9 @@ func (w *worker) extender() extender {
 // extend moves the lease of the client's latest claim a little later,
 // while it is live by the now it passes, and never earlier than any end
 // it asked for before: the model refuses an extension of a lapsed lease
-// and never moves a lease earlier (PLAN-29 §6.1), so the workload asks
-// only what every reading of the contract agrees on. Live means by the
+// and never moves a lease earlier, while issue 28's draft extends a
+// lapsed lease not taken over and sets the lease as given, so the
+// workload asks only what both readings agree on. Live means by the
 // lease last confirmed (an extension that got no answer may not have been
 // applied); never earlier, than any asked for (it may have been).
 func (w *worker) extend() {
