@@ -134,6 +134,13 @@ type Input struct {
 	Now        int64 // the client's time: the one it passed to the store, or read when it called
 	NoTakeover bool  // Claim: never take a lapsed claim over (AcquireStrict)
 	Rec        Record
+
+	// Swept is the latest time the store's own clock may read when it
+	// applies the operation (0: Now): a store that deletes a record by
+	// its own clock (a Redis key's TTL) may have swept it away from
+	// Expires on, at the operation's return, even though the operation
+	// passed an earlier Now.
+	Swept int64
 }
 
 // Result is how an operation ended, as its client saw it.
@@ -239,20 +246,25 @@ type view struct {
 }
 
 // views returns what an operation at now may find in state s: the record,
-// live or expired; and once it may be expired, no record (the store swept
-// it: a TTL, a cleanup).
-func views(s Record, now, grain int64) []view {
+// live or expired; and once it may be expired by now, or by swept (the
+// store's own clock), no record (the store swept it: a TTL, a cleanup).
+func views(s Record, now, swept, grain int64) []view {
 	if s.Status == Absent {
 		return []view{{}}
 	}
+	var vs []view
 	switch {
 	case now < s.Expires:
-		return []view{{rec: s}}
+		vs = []view{{rec: s}}
 	case now < s.Expires+grain:
-		return []view{{rec: s}, {rec: s, expired: true}, {}}
+		vs = []view{{rec: s}, {rec: s, expired: true}}
 	default:
-		return []view{{rec: s, expired: true}, {}}
+		vs = []view{{rec: s, expired: true}}
 	}
+	if max(now, swept) >= s.Expires {
+		vs = append(vs, view{})
+	}
+	return vs
 }
 
 // step returns the states the record may be in after in answered out,
@@ -268,7 +280,7 @@ func step(s Record, in Input, out Output, grain int64) []any {
 		}
 		next = append(next, r)
 	}
-	for _, v := range views(s, in.Now, grain) {
+	for _, v := range views(s, in.Now, in.Swept, grain) {
 		after, accept := apply(v, in)
 		switch {
 		case out.Result == Unknown:

@@ -253,6 +253,18 @@ func TestModel(t *testing.T) {
 			op(0, 100, complete("A", "r1", 0), ok),
 			op(1, day-1000, read(), none),
 		}, false},
+		{"a strict claim after its store's clock swept the record, at an earlier now", 0, []Op{
+			op(0, 0, claim(a0), ok),
+			op(1, day-1000, Input{Kind: Claim, NoTakeover: true, Rec: strictRec("B", day-1000), Swept: day + 500}, ok),
+		}, true},
+		{"a strict claim after a sweep before the record's expiry", 0, []Op{
+			op(0, 0, claim(a0), ok),
+			op(1, day-1000, Input{Kind: Claim, NoTakeover: true, Rec: strictRec("B", day-1000), Swept: day - 500}, ok),
+		}, false},
+		{"a record not yet swept when the store's clock is past its expiry", 0, []Op{
+			op(0, 0, claim(a0), ok),
+			op(1, day-1000, Input{Kind: Claim, NoTakeover: true, Rec: strictRec("B", day-1000), Swept: day + 500}, found(a0)),
+		}, true},
 		{"an expiry kept in seconds: live for a second after it", 1000, []Op{
 			op(0, 0, claim(a0), ok),
 			op(0, 100, complete("A", "r1", 0), ok),
