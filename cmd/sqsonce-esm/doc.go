@@ -3,8 +3,9 @@
 // function with each as the SQS event Lambda delivers, and deletes the
 // records the function's partial batch response acknowledges. It feeds a
 // queue deployed to moto_server (or to AWS) to the function running under
-// the Lambda Runtime Interface Emulator, or to any Invoke endpoint such as
-// `sam local start-lambda`'s.
+// the Lambda Runtime Interface Emulator, or to another endpoint of the
+// same Invoke API, such as `sam local start-lambda`'s (which needs Docker:
+// the tests use the emulator only).
 //
 //	go install ./cmd/sqsonce-esm   # from a checkout of the repository
 //
