@@ -11,12 +11,18 @@
 //
 // Usage:
 //
-//	sqsonce-esm --queue-url URL [--invoke URL]... [--batch-size N] [--window D] [--idle D] [--endpoint URL] [--region R]
+//	sqsonce-esm (--queue-url URL | --function NAME) [--invoke URL]... [--batch-size N] [--window D] [--idle D] [--endpoint URL] [--region R]
+//
+// With --function, the queue, the batch size and the batching window are
+// the deployed function's SQS event source mapping's (--batch-size and
+// --window override them); while that mapping is enabled it competes for
+// the queue's messages, which the command logs as a warning with the
+// mapping's UUID: it never changes the mapping itself.
 //
 // The queue is reached with the AWS SDK's usual configuration: the
 // credentials, region and endpoint of the environment (AWS_ACCESS_KEY_ID,
 // AWS_REGION, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS, AWS_PROFILE, ...),
-// overridden by --endpoint and --region. Each --invoke is one execution
+// overridden by --endpoint (for SQS and Lambda) and --region. Each --invoke is one execution
 // environment, which gets one invocation at a time; the number of them is
 // the mapping's maximum concurrency. The default is the address
 // aws-lambda-rie listens on when started without flags,

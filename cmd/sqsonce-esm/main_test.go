@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -14,6 +15,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
@@ -246,7 +250,7 @@ func TestBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "--queue-url is required"},
+		{nil, "--queue-url or --function is required"},
 		{[]string{"--queue-url", "orders"}, "is not a URL"},
 		{[]string{"--queue-url", "http://q/1/a", "--batch-size", "0"}, "--batch-size 0: between 1 and 10000"},
 		{[]string{"--queue-url", "http://q/1/a", "--batch-size", "20"}, "needs a --window"},
@@ -281,5 +285,88 @@ func TestUnreadableQueue(t *testing.T) {
 	code, log := runCmd(t, "--queue-url", url, "--endpoint", moto.Endpoint(t))
 	if code != exitQueue || !strings.Contains(log, "read the queue "+url) {
 		t.Errorf("exit %d, %q; want %d naming the queue", code, log, exitQueue)
+	}
+}
+
+// deployFunction creates, on moto, a function (its code is never run:
+// moto cannot run it) with an SQS event source mapping of batch size 2
+// on q, and returns the function's name and the mapping's UUID.
+func deployFunction(t *testing.T, q motoserver.Queue, mapping bool) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := moto.Config(t)
+	name := motoserver.TableName(t)
+	role, err := iam.NewFromConfig(cfg).CreateRole(ctx, &iam.CreateRoleInput{
+		RoleName: aws.String(name), AssumeRolePolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[]}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zipped bytes.Buffer
+	zw := zip.NewWriter(&zipped)
+	w, _ := zw.Create("bootstrap")
+	w.Write([]byte("not run"))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fns := lambda.NewFromConfig(cfg)
+	if _, err := fns.CreateFunction(ctx, &lambda.CreateFunctionInput{
+		FunctionName: aws.String(name), Role: role.Role.Arn, Runtime: lambdatypes.RuntimeProvidedal2023,
+		Handler: aws.String("bootstrap"), Code: &lambdatypes.FunctionCode{ZipFile: zipped.Bytes()},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !mapping {
+		return name, ""
+	}
+	m, err := fns.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{
+		FunctionName: aws.String(name), EventSourceArn: aws.String(q.ARN), BatchSize: aws.Int32(2),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name, aws.ToString(m.UUID)
+}
+
+// --function reads the queue and the batch size from the function's
+// mapping, and warns while the mapping is enabled, naming its UUID.
+func TestFunctionMapping(t *testing.T) {
+	awsEnv(t)
+	client := moto.SQS(t)
+	fn := function(t)
+	q, _ := queues(t, client)
+	name, uuid := deployFunction(t, q, true)
+
+	code, log := runCmd(t, "--function", name, "--endpoint", moto.Endpoint(t), "--invoke", fn.URL(), "--idle", "1s")
+	if code != exitOK || len(lines(log, "polling", "batch_size=2", "queue=")) != 1 ||
+		len(lines(log, "level=WARN", "not disabled", "uuid="+uuid)) != 1 {
+		t.Errorf("enabled mapping: exit %d; want 0, batch_size=2 and a warning naming %s; log:\n%s", code, uuid, log)
+	}
+
+	if _, err := lambda.NewFromConfig(moto.Config(t)).UpdateEventSourceMapping(context.Background(), &lambda.UpdateEventSourceMappingInput{
+		UUID: aws.String(uuid), Enabled: aws.Bool(false),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		send(t, client, q, "ok")
+	}
+	code, log = runCmd(t, "--function", name, "--endpoint", moto.Endpoint(t), "--invoke", fn.URL(), "--idle", "3s")
+	if code != exitOK || len(lines(log, "level=WARN")) != 0 ||
+		len(lines(log, "stopped", "invocations=2", "records=3", "deleted=3")) != 1 {
+		t.Errorf("disabled mapping: exit %d; want 0, no warning, 3 records in 2 invocations of at most 2; log:\n%s", code, log)
+	}
+	if got := drain(t, client, q); len(got) != 0 {
+		t.Errorf("the queue still holds %d messages", len(got))
+	}
+
+	other, _ := deployFunction(t, q, false)
+	code, log = runCmd(t, "--function", other, "--endpoint", moto.Endpoint(t))
+	if code != exitQueue || !strings.Contains(log, "function "+other+" has no SQS event source mapping") {
+		t.Errorf("no mapping: exit %d, %q; want %d and the reason", code, log, exitQueue)
+	}
+	code, log = runCmd(t, "--function", name, "--queue-url", q.URL)
+	if code != exitUsage || !strings.Contains(log, "give one") {
+		t.Errorf("both: exit %d, %q; want %d", code, log, exitUsage)
 	}
 }
