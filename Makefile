@@ -40,12 +40,16 @@ help-check:
 # Moto_server and the Lambda Runtime Interface Emulator are started by the
 # tests themselves; infra's tests synthesise the stack and run cfn-lint on it;
 # deploy-local deploys it to moto_server.
-## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), infra's tests and deploy-local.
+## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), infra's tests and deploy-local; ends with the Go tests skipped and what to install for each.
 test: lint test-go test-infra deploy-local
+	@$(GO) run ./tools/testreport -skipped build/test-go.json
 
-## test-go: every Go test of the root module with the race detector, then the memory ceilings without it (the race detector changes what allocates).
+# tools/testreport shows go test -json as plain go test shows it, then the
+# skipped tests; build/test-go.json keeps the run.
+## test-go: every Go test of the root module with the race detector (then the skipped ones), then the memory ceilings without it (the race detector changes what allocates).
 test-go: $(RIE) $(PTNODE)
-	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -timeout 20m ./...
+	@mkdir -p build
+	set -o pipefail; SQSONCE_RIE=$(RIE) $(GO) test -json -race -count=1 -timeout 20m ./... | tee build/test-go.json | $(GO) run ./tools/testreport
 	$(GO) test -count=1 -run '^TestMemoryCeilings$$' ./middleware/idempotency/
 
 ## test-infra: infra's tests: CDK synth assertions and cfn-lint on the templates.

@@ -1,7 +1,8 @@
-// Package esm does, for tests, what Lambda's event source mapping does with
-// an SQS queue: it receives batches from the queue, hands each to the
-// function as the SQS event Lambda delivers, and deletes the records the
-// function's partial batch response acknowledges.
+// Package esm does, for tests and for the command cmd/sqsonce-esm, what
+// Lambda's event source mapping does with an SQS queue: it receives
+// batches from the queue, hands each to the function as the SQS event
+// Lambda delivers, and deletes the records the function's partial batch
+// response acknowledges.
 //
 //	p := &esm.Poller{Mapping: m, SQS: sqsClient, Invokers: fns} // one Invoker per concurrent invocation
 //	err := p.Run(ctx)                                           // until ctx ends

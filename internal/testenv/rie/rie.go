@@ -227,12 +227,35 @@ func (f *Function) Invoke(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	return resp, nil
 }
 
+// Endpoint returns the function behind an Invoke endpoint started
+// elsewhere: an emulator someone else runs (aws-lambda-rie listens on
+// [DefaultEndpoint] unless told otherwise), or `sam local start-lambda`'s
+// /2015-03-31/functions/NAME/invocations. Its Output is empty and its
+// Close does nothing.
+func Endpoint(url string) *Function { return &Function{url: url} }
+
+// URL returns the function's Invoke endpoint, which takes an event as a
+// POST body.
+func (f *Function) URL() string { return f.url }
+
+// DefaultEndpoint is where aws-lambda-rie, started without
+// --runtime-interface-emulator-address, takes invocations.
+const DefaultEndpoint = "http://127.0.0.1:8080/2015-03-31/functions/function/invocations"
+
 // Output returns the tail (8 KiB) of the emulator's and the function's
 // output: the function's log lines.
-func (f *Function) Output() string { return f.proc.Output() }
+func (f *Function) Output() string {
+	if f.proc == nil {
+		return ""
+	}
+	return f.proc.Output()
+}
 
 // Close stops the emulator and the function.
 func (f *Function) Close() error {
+	if f.proc == nil {
+		return nil
+	}
 	err := f.proc.Stop()
 	os.RemoveAll(f.home)
 	if err != nil {
