@@ -65,15 +65,18 @@ lint: fmt vet staticcheck help-check
 fmt:
 	@out="$$(gofmt -l $(GOFILES))"; if [ -n "$$out" ]; then echo "gofmt -l reports:"; echo "$$out"; exit 1; fi
 
-# -tags deploylocal: the files of make deploy-local's test too.
-## vet: go vet, root module and infra.
+# -tags deploylocal: the files of make deploy-local's test too; -tags
+# sqsonceplanted: the build with the planted defects' sites (make verify).
+## vet: go vet, root module and infra, with and without the planted defects.
 vet:
 	$(GO) vet -tags deploylocal ./...
+	$(GO) vet -tags sqsonceplanted ./...
 	cd infra && $(GO) vet ./...
 
-## staticcheck: staticcheck, root module and infra.
+## staticcheck: staticcheck, root module and infra, with and without the planted defects.
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) -tags deploylocal ./...
+	$(STATICCHECK) -tags sqsonceplanted ./...
 	cd infra && $(STATICCHECK) ./...
 
 ## bench: measure the decorator's overhead per record (BenchmarkBare vs BenchmarkIdempotent).
