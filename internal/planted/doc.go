@@ -14,8 +14,8 @@ package planted
 const (
 	// CompleteUnfenced: memstore's Complete skips the owner check.
 	CompleteUnfenced = "complete-unfenced"
-	// EarlyTakeover: memstore's Acquire takes a claim over 2 s before its
-	// lease ends.
+	// EarlyTakeover: memstore's Acquire takes a claim over 6 s before its
+	// lease ends (more than the default skew margin).
 	EarlyTakeover = "early-takeover"
 	// NoSkewMargin: the guard writes a claim's lease without
 	// Config.SkewMargin.

@@ -47,7 +47,7 @@ func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 		return driver.Record{}, false, nil // this claim, made again
 	}
 	if ok && old.ExpiresAt.After(now) && !(planted.On(planted.QuarantineLapses) && mode == driver.Takeover && !old.Quarantined.IsZero()) &&
-		(mode == driver.NoTakeover || !(old.Status == driver.StatusInProgress && (old.LeaseUntil.Before(now) || planted.On(planted.EarlyTakeover) && old.LeaseUntil.Before(now.Add(2*time.Second))))) {
+		(mode == driver.NoTakeover || !(old.Status == driver.StatusInProgress && (old.LeaseUntil.Before(now) || planted.On(planted.EarlyTakeover) && old.LeaseUntil.Before(now.Add(6*time.Second))))) {
 		return clone(old), true, nil
 	}
 	rec = clone(rec)
