@@ -18,7 +18,7 @@ var (
 	flagSeeds   = flag.Int("sim.seeds", 300, "how many seeds TestSim runs (make verify: 5000)")
 	flagFirst   = flag.Uint64("sim.first", 1, "the first seed TestSim runs")
 	flagSeed    = flag.Uint64("sim.seed", 0, "run this one seed only, print its verdict and schedule")
-	flagHistory = flag.String("sim.history", "", "with -sim.seed: write the seed's history (JSON lines) to this file")
+	flagHistory = flag.String("sim.history", "", "with -sim.seed: write the seed's history into this directory, one file per process (for test/history/cmd/check)")
 	flagSave    = flag.String("sim.save", "", "save the shrunk tape of a failing seed to this file (TestSim), or the planted defects' tapes to this directory (TestPlanted)")
 	flagShrink  = flag.Int("sim.shrink", 400, "the most runs a shrink takes")
 )
@@ -216,22 +216,43 @@ type sliceWriter struct{ b *[]byte }
 
 func (w *sliceWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); return len(p), nil }
 
-func writeHistory(path string, r *Run) error {
-	f, err := os.Create(path)
-	if err != nil {
+// writeHistory writes r's history into dir, one file per process (as
+// history.ReadFiles and cmd/check read them).
+func writeHistory(dir string, r *Run) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	bw := bufio.NewWriter(f)
-	enc := json.NewEncoder(bw)
-	enc.Encode(r.Header)
+	byProc := map[string][]history.Event{}
+	var procs []string
 	for _, e := range r.Events {
-		enc.Encode(e)
+		if _, ok := byProc[e.Proc]; !ok {
+			procs = append(procs, e.Proc)
+		}
+		byProc[e.Proc] = append(byProc[e.Proc], e)
 	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return err
+	for _, p := range procs {
+		f, err := os.Create(filepath.Join(dir, p+".jsonl"))
+		if err != nil {
+			return err
+		}
+		bw := bufio.NewWriter(f)
+		enc := json.NewEncoder(bw)
+		h := r.Header
+		h.Proc = p
+		enc.Encode(h)
+		for i, e := range byProc[p] {
+			e.Seq = uint64(i + 1)
+			enc.Encode(e)
+		}
+		if err := bw.Flush(); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
 	}
-	return f.Close()
+	return nil
 }
 
 func firstDiff(a, b []history.Event) string {
