@@ -68,7 +68,7 @@ func TestPlanted(t *testing.T) {
 			s := shrink(t, first, p)
 			steps, prop = fmt.Sprint(s.Steps), string(p)
 			if len(props) > 1 {
-				prop += fmt.Sprintf(" (streams: %s)", describe(props))
+				prop += fmt.Sprintf(" (streams: %s)", describeProps(props))
 			}
 			if *flagSave != "" {
 				if err := regression(s, name, p).Save(filepath.Join(*flagSave, name+".json")); err != nil {
@@ -88,7 +88,7 @@ func TestPlanted(t *testing.T) {
 	fmt.Printf("planted defects: %d caught of %d (each within %d seeds, %d streams)\n", caught, len(names), *flagBudget, *flagStreams)
 }
 
-func describe(props map[history.Property]int) string {
+func describeProps(props map[history.Property]int) string {
 	var out []string
 	for _, p := range history.Properties {
 		if n := props[p.Property]; n > 0 {

@@ -382,6 +382,29 @@ func (w *world) record(e history.Event) {
 	}
 	e.Seq = uint64(len(w.events) + 1)
 	w.events = append(w.events, e)
+	if n := len(w.sched); n > 0 && e.Proc != "harness" && e.Ev != history.KindProc {
+		w.sched[n-1] += " " + describe(e)
+	}
+}
+
+// describe is e in a few words, for a schedule.
+func describe(e history.Event) string {
+	out := string(e.Ev)
+	if e.Ev == history.KindDeliver || e.Ev == history.KindAck || e.Ev == history.KindFail {
+		out += " " + e.D // a receive's or an acknowledgement's step names no delivery
+	}
+	if e.Key != "" && (e.Ev == history.KindDeliver || e.Ev == history.KindClaim) {
+		out += " " + e.Key
+	}
+	for _, f := range []string{string(e.Resp), e.Outcome, e.Owner, e.Result} {
+		if f != "" {
+			out += " " + f
+		}
+	}
+	if e.Prev != "" {
+		out += " (found " + e.Prev + ")"
+	}
+	return "; " + out
 }
 
 func (w *world) note(format string, args ...any) {

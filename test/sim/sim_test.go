@@ -80,6 +80,9 @@ func TestSim(t *testing.T) {
 		r := run(t, *flagSeed, NewTape(*flagSeed))
 		again := run(t, *flagSeed, NewTape(*flagSeed))
 		report(t, r)
+		for _, line := range r.Schedule {
+			t.Log("  " + line)
+		}
 		if *flagHistory != "" {
 			if err := writeHistory(*flagHistory, r); err != nil {
 				t.Fatal(err)
