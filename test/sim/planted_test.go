@@ -81,7 +81,13 @@ func TestPlanted(t *testing.T) {
 			caught++
 		}
 		slices.Sort(firsts)
-		rows = append(rows, fmt.Sprintf("| %s | %d | %d | %s | %s |", name, firsts[len(firsts)/2], firsts[len(firsts)-1], steps, prop))
+		seeds := func(n int) string {
+			if n > *flagBudget {
+				return fmt.Sprintf("> %d", *flagBudget)
+			}
+			return fmt.Sprint(n)
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s |", name, seeds(firsts[len(firsts)/2]), seeds(firsts[len(firsts)-1]), steps, prop))
 	}
 	fmt.Printf("| planted defect | seeds to first failure, median | max (over %d streams) | shortest schedule (steps) | property |\n|---|---|---|---|---|\n%s\n",
 		*flagStreams, strings.Join(rows, "\n"))
