@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sqsonce/sqsonce/internal/planted"
 )
 
 // SQS returns a Lambda handler for SQS events that runs fn once per record
@@ -120,7 +123,9 @@ type sqsRun struct {
 
 // isMoved reports whether record i's message was sent to the dead-letter
 // queue.
-func (r *sqsRun) isMoved(i int) bool { return r.moved != nil && r.moved[i] }
+func (r *sqsRun) isMoved(i int) bool {
+	return r.moved != nil && r.moved[i] || planted.On(planted.LoggedAsSuccess) && errors.As(r.errs[i], new(LoggedError))
+}
 
 // callEach calls call on items, and returns one error per item. A panic
 // in call, or a result of the wrong length, fails every item: which were

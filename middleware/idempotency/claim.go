@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/sqsonce/sqsonce/internal/planted"
 	"github.com/sqsonce/sqsonce/internal/redact"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
@@ -151,7 +152,7 @@ func (g *Guard) lost(ctx context.Context, done driver.Record, strict bool, val a
 	if loaded {
 		out := g.existing(prev, done.Validation, true)
 		if out.ev.Outcome == OutcomeReplayed || out.ev.Outcome == OutcomeInProgress {
-			out.ev.Outcome = OutcomeDoubleRun // another worker ran it too
+			out.ev.Outcome = planted.If(planted.LostAsClaimed, result, OutcomeDoubleRun) // another worker ran it too
 		}
 		return out
 	}
@@ -205,7 +206,7 @@ func (g *Guard) existing(prev driver.Record, validation string, ran bool) outcom
 		err := &QuarantinedError{ID: prev.ID, Since: prev.Quarantined}
 		return outcome{rec: prev, ev: Report{Outcome: OutcomeQuarantined, Source: "store", Ran: ran, Err: err}}
 	}
-	switch prev.Status {
+	switch planted.If(planted.InProgressReplayed, driver.StatusCompleted, prev.Status) {
 	case driver.StatusCompleted:
 		g.remember(prev)
 		return outcome{data: prev.Data, rec: prev, ev: Report{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
@@ -232,12 +233,12 @@ func (g *Guard) claim(ctx context.Context, id, validation string, strict bool, n
 		ID:         id,
 		Status:     driver.StatusInProgress,
 		ExpiresAt:  now.Add(g.cfg.ExpiresAfter),
-		LeaseUntil: lease.Add(g.cfg.SkewMargin),
+		LeaseUntil: lease.Add(planted.If(planted.NoSkewMargin, 0, g.cfg.SkewMargin)),
 		Validation: validation,
 		Owner:      rand.Text(),
 	}
 	if strict {
-		rec.StrictLease, rec.LeaseUntil = rec.LeaseUntil, rec.ExpiresAt
+		rec.StrictLease, rec.LeaseUntil = rec.LeaseUntil, planted.If(planted.StrictLeaseReadable, rec.LeaseUntil, rec.ExpiresAt)
 	}
 	return rec
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sqsonce/sqsonce/internal/planted"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
@@ -40,7 +41,7 @@ func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op 
 	// A strict call never shares a run that may take a lapsed claim over, so
 	// it has flights of its own; a default call shares either kind, since a
 	// strict run takes nothing over (and must not be taken over from here).
-	fk := id + "\x00" + validation
+	fk := id + "\x00" + planted.If(planted.FlightIgnoresPayload, "", validation)
 	strictKey := fk + "\x00strict"
 	if strict {
 		fk = strictKey

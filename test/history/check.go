@@ -672,7 +672,7 @@ func (c *checker) checkStrict(ep *epoch) {
 			if !prev.strict() && !r.strict() {
 				continue
 			}
-			if c.released(prev, r.claimPos()) {
+			if c.released(prev, r.claimPos()) || r.strict() && c.takenOverByDefault(ep, prev, r.claimPos()) {
 				continue
 			}
 			which := "after a strict claim's run"
@@ -690,6 +690,23 @@ func (c *checker) checkStrict(ep *epoch) {
 func (c *checker) released(r *run, pos int) bool {
 	for _, e := range r.d.releases {
 		if e.Resp == RespOK && e.Pos < pos {
+			return true
+		}
+	}
+	return false
+}
+
+// takenOverByDefault reports whether r, a default-mode run, had its claim
+// taken over by a default-mode claim before position pos: a lapsed default
+// claim may be taken over (at_most_once judges that double run), and a
+// strict claim that later finds the key free (its taker released it) runs
+// after no claim of unknown outcome it could have quarantined.
+func (c *checker) takenOverByDefault(ep *epoch, r *run, pos int) bool {
+	if r.strict() || r.owner() == "" {
+		return false
+	}
+	for _, e := range ep.takeovers {
+		if e.Pos < pos && e.Prev == r.owner() && !e.Reader.Strict() {
 			return true
 		}
 	}

@@ -621,3 +621,29 @@ func TestWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestStrictAfterDefaultTakeover: a default claim whose worker died is taken
+// over by another default guard, whose run fails and releases the key; a
+// strict claim then finds the key free and runs. No strict claim was taken
+// over, and no claim of unknown outcome was left for it to quarantine: not
+// a strict_once violation. The same history without the takeover (the dead
+// worker's claim gone with no release) is one.
+func TestStrictAfterDefaultTakeover(t *testing.T) {
+	for _, takeover := range []bool{true, false} {
+		s := newScript("synthetic")
+		s.proc("w1", ReaderSqsonce).proc("w2", ReaderSqsonce).proc("w3", ReaderSqsonceStrict)
+		s.at(1000).deliver("w1", "d1", "k1").claim("w1", "d1", ReaderSqsonce, RespClaimed, "o1", "").start("w1", "d1", "o1")
+		s.at(1100).fault("harness", FaultProcKill, "w1", 0)
+		if takeover {
+			s.at(10000).deliver("w2", "d2", "k1").claim("w2", "d2", ReaderSqsonce, RespTakenOver, "o2", "o1").start("w2", "d2", "o2")
+			s.at(10100).end("w2", "d2", RespError, "").release("w2", "d2", "o2", RespOK).outcome("w2", "d2", OutcomeReleased, true, "error").fail("w2", "d2", "error")
+		}
+		s.at(20000).firstRun("w3", "d3", "k1", "o3", "r3")
+		s.set("d3", KindClaim, func(e *Event) { e.Reader = ReaderSqsonceStrict })
+		s.at(21000).final("k1", StatusCompleted, "r3", "o3")
+		v := Check(s.history())
+		if got := v.Result(StrictOnce); (len(got.Violations) > 0) == takeover || got.Checked == 0 {
+			t.Errorf("takeover %v: strict_once checked %d, violations %d\n%s", takeover, got.Checked, len(got.Violations), report(t, v))
+		}
+	}
+}

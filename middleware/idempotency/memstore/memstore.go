@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sqsonce/sqsonce/internal/planted"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
@@ -45,8 +46,8 @@ func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 	if ok && old.Status == driver.StatusInProgress && old.Owner == rec.Owner {
 		return driver.Record{}, false, nil // this claim, made again
 	}
-	if ok && old.ExpiresAt.After(now) &&
-		(mode == driver.NoTakeover || !(old.Status == driver.StatusInProgress && old.LeaseUntil.Before(now))) {
+	if ok && old.ExpiresAt.After(now) && !(planted.On(planted.QuarantineLapses) && mode == driver.Takeover && !old.Quarantined.IsZero()) &&
+		(mode == driver.NoTakeover || !(old.Status == driver.StatusInProgress && (old.LeaseUntil.Before(now) || planted.On(planted.EarlyTakeover) && old.LeaseUntil.Before(now.Add(6*time.Second))))) {
 		return clone(old), true, nil
 	}
 	rec = clone(rec)
@@ -76,10 +77,10 @@ func (s *Store) Complete(ctx context.Context, rec driver.Record) ([]byte, error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[rec.ID]
-	if ok && old.Status == driver.StatusCompleted && old.Owner != "" && old.Owner == rec.Owner {
+	if ok && old.Status == driver.StatusCompleted && old.Owner != "" && old.Owner == rec.Owner && !planted.On(planted.CompleteNotIdempotent) {
 		return bytes.Clone(old.Data), nil // this completion, made again, or an operator's under this owner
 	}
-	if !ok || old.Status != driver.StatusInProgress || old.Owner == "" || old.Owner != rec.Owner {
+	if !ok || old.Status != driver.StatusInProgress || (old.Owner == "" || old.Owner != rec.Owner) && !planted.On(planted.CompleteUnfenced) {
 		return nil, fmt.Errorf("memstore: complete %s: %w", rec.ID, driver.ErrLeaseLost)
 	}
 	old.Status = driver.StatusCompleted
@@ -98,7 +99,7 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[id]
-	if !ok || old.Status != driver.StatusInProgress || old.Owner == "" || old.Owner != owner {
+	if !ok || old.Status != driver.StatusInProgress || (old.Owner == "" || old.Owner != owner) && !planted.On(planted.ReleaseUnfenced) {
 		return fmt.Errorf("memstore: release %s: %w", id, driver.ErrLeaseLost)
 	}
 	delete(s.records, id)

@@ -1,0 +1,635 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing/synctest"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize"
+	"github.com/sqsonce/sqsonce/test/history"
+)
+
+// The simulated deployment: Lambda's default timeout, the event source
+// mapping's recommended visibility (six times it), a redrive policy.
+const (
+	Deadline          = 3 * time.Second
+	VisibilityTimeout = 6 * Deadline
+	MaxReceiveCount   = 4
+	horizon           = 4 * time.Minute // of simulated time; a run ends sooner when every message is settled
+	tick              = 10 * time.Millisecond
+	maxKills, maxSkew = 3, 2
+)
+
+// Linearizability is the pseudo-property a run breaks when porcupine finds
+// the store operations the network delivered not linearizable.
+const Linearizability history.Property = "linearizable"
+
+// Run is one simulated run: what it recorded and what the checks found.
+type Run struct {
+	Seed     uint64
+	Events   []history.Event
+	Header   history.Header
+	Verdict  *history.Verdict
+	Steps    int    // scheduler steps taken
+	Digest   string // sha256 of the history: the same for every run of one tape
+	LinOps   int    // store operations checked by porcupine
+	LinOK    bool   // porcupine found them linearizable
+	Tape     []uint64
+	Schedule []string // one line per step, for a person
+}
+
+// Failed returns the first property the run broke, or "".
+func (r *Run) Failed() history.Property {
+	for _, res := range r.Verdict.Results {
+		if len(res.Violations) > 0 {
+			return res.Property
+		}
+	}
+	if !r.LinOK {
+		return Linearizability
+	}
+	return ""
+}
+
+// Simulate runs the tape in the calling goroutine, which must be in a
+// synctest bubble (synctest.Test): every effect of every simulated process
+// crosses one scheduler that picks the next from the tape.
+func Simulate(seed uint64, tape *Tape) *Run {
+	w := &world{
+		tape:   tape,
+		store:  memstore.New(),
+		owners: map[string]string{},
+		ids:    map[string]string{},
+		start:  time.Now(),
+		msgs:   map[string]*qmsg{},
+		dmsg:   map[string]*qmsg{},
+	}
+	w.scenario()
+	for _, p := range w.procs {
+		w.spawn(func() { w.runProc(p, 0) })
+	}
+	w.schedule()
+	w.wg.Wait() // every goroutine of the run sees the run over and ends
+	w.finals()
+
+	hdr := history.Header{
+		Ev: history.KindHeader, Version: history.Version, Run: "sim-" + strconv.FormatUint(seed, 10), Seed: seed,
+		Profile: "sim", Proc: "sim", T: w.start.UnixNano(), SkewMargin: int64(idempotency.DefaultSkewMargin),
+		Replay: fmt.Sprintf("go test ./test/sim -run TestSim -sim.seed %d", seed),
+	}
+	r := &Run{Seed: seed, Events: w.events, Header: hdr, Steps: w.steps, Tape: tape.Values(), Schedule: w.sched}
+	r.Verdict = history.Check(history.New(hdr, w.events))
+	r.LinOps = len(w.lin)
+	res, _ := linearize.Check(w.lin, 0, 10*time.Second)
+	r.LinOK = res == porcupine.Ok
+	h := sha256.New()
+	for _, e := range w.events {
+		b, _ := json.Marshal(e)
+		h.Write(b)
+	}
+	r.Digest = hex.EncodeToString(h.Sum(nil))
+	return r
+}
+
+// world is one run's simulated deployment.
+type world struct {
+	tape  *Tape
+	store *memstore.Store
+	start time.Time
+
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	pending []*action
+	stopped bool
+
+	procs  []*proc // the first incarnation of each slot
+	live   []*proc // every incarnation started
+	queue  []*qmsg
+	msgs   map[string]*qmsg
+	keys   []string
+	events []history.Event
+	sched  []string
+	owners map[string]string // owner token -> o1, o2, ... by first appearance
+	ids    map[string]string // key -> record id
+	lin    []linearize.Op
+	steps  int
+	kills  int
+	skews  int
+	deliv  int
+	dmsg   map[string]*qmsg // delivery -> its message
+}
+
+// action is one step a process waits for the scheduler to take.
+type action struct {
+	key  string
+	p    *proc
+	fn   func()
+	ok   bool
+	net  bool // a request in flight: a kill of its process does not stop it
+	done chan struct{}
+}
+
+type qmsg struct {
+	id, key, payload string
+	rc               int
+	visibleAt        time.Time
+	deleted, dlq     bool
+}
+
+// proc is one incarnation of a worker (a Lambda execution environment).
+type proc struct {
+	w       *world
+	slot    int
+	inc     int
+	client  int
+	name    string
+	strict  bool
+	off     atomic.Int64 // the guard's clock offset, ns
+	dead    bool         // under w.mu
+	handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
+	mu      sync.Mutex
+	results map[string]string // delivery -> the record function's result
+	reqs    map[string]int    // delivery -> store requests made
+}
+
+func (p *proc) now() time.Time { return time.Now().Add(time.Duration(p.off.Load())) }
+
+type ctxKey struct{}
+
+func deliveryOf(ctx context.Context) string { d, _ := ctx.Value(ctxKey{}).(string); return d }
+
+var errNet = errors.New("sim: connection reset")
+var errDead = errors.New("sim: process killed")
+
+// scenario draws the deployment: processes, keys, messages.
+func (w *world) scenario() {
+	t := w.tape
+	nproc := t.Range(2, 3)
+	for i := range nproc {
+		w.procs = append(w.procs, w.newProc(i+1, 1, t.Chance(35)))
+	}
+	nkeys := t.Range(2, 4)
+	for i := range nkeys {
+		w.keys = append(w.keys, "k"+strconv.Itoa(i+1))
+	}
+	nmsg := t.Range(nkeys+1, 14)
+	for i := range nmsg {
+		k := w.keys[i%nkeys]
+		if i >= nkeys {
+			k = w.keys[t.Draw(nkeys)]
+		}
+		p := "p0"
+		if t.Chance(10) {
+			p = "p1"
+		}
+		m := &qmsg{id: fmt.Sprintf("m%02d", i+1), key: k, payload: p, visibleAt: w.start.Add(time.Duration(t.Draw(3000)) * time.Millisecond)}
+		w.queue = append(w.queue, m)
+		w.msgs[m.id] = m
+	}
+}
+
+func (w *world) newProc(slot, inc int, strict bool) *proc {
+	p := &proc{w: w, slot: slot, inc: inc, client: len(w.live), name: fmt.Sprintf("w%d.%d", slot, inc), strict: strict,
+		results: map[string]string{}, reqs: map[string]int{}}
+	w.live = append(w.live, p)
+	g, err := idempotency.New(idempotency.Config{
+		Store: &shim{p: p}, Namespace: "sim",
+		Now:       p.now,
+		Logger:    slog.New(slog.DiscardHandler),
+		OnOutcome: p.onOutcome,
+	})
+	if err != nil {
+		panic(err)
+	}
+	opts := []idempotency.Option{idempotency.WithPayload(idempotency.BodyField("p"))}
+	if strict {
+		opts = append(opts, idempotency.Strict())
+	}
+	wrapped := idempotency.Wrap(g, idempotency.BodyField("k"), p.op, opts...)
+	rf := func(ctx context.Context, m events.SQSMessage) (string, error) {
+		d := m.ReceiptHandle
+		ctx = context.WithValue(ctx, ctxKey{}, d)
+		if !w.step(p, "call/"+d, func() {}) {
+			return "", errDead
+		}
+		v, err := wrapped(ctx, m)
+		p.mu.Lock()
+		p.results[d] = v
+		p.mu.Unlock()
+		return v, err
+	}
+	// MinRemaining: the default (10 s) starts no record under a 3 s
+	// deadline; the smallest documented value starts them until the
+	// records' deadline.
+	p.handler = batch.SQS(rf, batch.Options{Logger: slog.New(slog.DiscardHandler), MinRemaining: time.Nanosecond})
+	return p
+}
+
+// step blocks until the scheduler takes the step key of p (running fn in
+// the scheduler's goroutine) and reports whether it was taken: false when p
+// is dead or the run over (nothing p does is seen any more).
+func (w *world) step(p *proc, key string, fn func()) bool {
+	w.mu.Lock()
+	if p.dead || w.stopped {
+		w.mu.Unlock()
+		return false
+	}
+	a := &action{key: p.name + "/" + key, p: p, fn: fn, done: make(chan struct{})}
+	w.pending = append(w.pending, a)
+	w.mu.Unlock()
+	<-a.done
+	return a.ok
+}
+
+// inflight is step for a request already on the network: it arrives even
+// when its process has died since (not when the run is over).
+func (w *world) inflight(p *proc, key string, fn func()) bool {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return false
+	}
+	a := &action{key: p.name + "/" + key, p: p, fn: fn, done: make(chan struct{}), net: true}
+	w.pending = append(w.pending, a)
+	w.mu.Unlock()
+	<-a.done
+	return a.ok
+}
+
+// schedule is the scheduler: after every goroutine of the bubble is
+// blocked, it takes one pending step chosen by the tape (or kills its
+// process, or skews its clock first), until every message is settled.
+func (w *world) schedule() {
+	for {
+		synctest.Wait()
+		w.mu.Lock()
+		pend := w.pending
+		w.mu.Unlock()
+		if len(pend) == 0 {
+			if w.settled() || time.Since(w.start) > horizon {
+				break
+			}
+			time.Sleep(tick)
+			continue
+		}
+		slices.SortFunc(pend, func(a, b *action) int { return strings.Compare(a.key, b.key) })
+		a := pend[w.tape.Draw(len(pend))]
+		w.mu.Lock()
+		w.pending = slices.DeleteFunc(w.pending, func(x *action) bool { return x == a })
+		w.mu.Unlock()
+		w.steps++
+		if !a.net && w.kills < maxKills && w.tape.Chance(2) {
+			w.kill(a.p, "at "+a.key)
+			close(a.done)
+			continue
+		}
+		// A clock jumps between invocations only, so that no reading
+		// the guard took before it is recorded after it.
+		if strings.Contains(a.key, "/recv") && w.skews < maxSkew && w.tape.Chance(6) {
+			w.skews++
+			offs := []time.Duration{-7 * time.Second, -3 * time.Second, -time.Second, time.Second, 3 * time.Second, 7 * time.Second, 7 * time.Second, 11 * time.Second}
+			off := offs[w.tape.Draw(len(offs))]
+			a.p.off.Store(int64(off))
+			w.record(history.Event{Proc: "harness", Ev: history.KindFault, Fault: history.FaultClockSkew, Target: a.p.name, Off: int64(off)})
+			w.note("skew %s to %v", a.p.name, off)
+		}
+		w.note("%s", a.key)
+		a.fn()
+		a.ok = true
+		close(a.done)
+	}
+	w.mu.Lock()
+	w.stopped = true
+	pend := w.pending
+	w.pending = nil
+	w.mu.Unlock()
+	for _, a := range pend {
+		close(a.done)
+	}
+}
+
+// kill marks p dead, as SIGKILL would: its waiting steps are never taken,
+// and nothing it does later reaches the store, the queue or the history.
+// A new incarnation of its slot starts after a while.
+func (w *world) kill(p *proc, why string) {
+	w.kills++
+	w.mu.Lock()
+	p.dead = true
+	var mine []*action
+	w.pending = slices.DeleteFunc(w.pending, func(x *action) bool {
+		if x.p == p && !x.net {
+			mine = append(mine, x)
+			return true
+		}
+		return false
+	})
+	w.mu.Unlock()
+	for _, a := range mine {
+		close(a.done)
+	}
+	w.record(history.Event{Proc: "harness", Ev: history.KindFault, Fault: history.FaultProcKill, Target: p.name})
+	w.note("kill %s %s", p.name, why)
+	np := w.newProc(p.slot, p.inc+1, p.strict)
+	np.off.Store(p.off.Load())
+	delay := time.Duration(w.tape.Range(100, 2000)) * time.Millisecond
+	w.spawn(func() { w.runProc(np, delay) })
+}
+
+func (w *world) spawn(f func()) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		f()
+	}()
+}
+
+func (w *world) over() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stopped
+}
+
+func (w *world) settled() bool {
+	for _, m := range w.queue {
+		if !m.deleted && !m.dlq {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *world) record(e history.Event) {
+	if e.T == 0 {
+		e.T = time.Now().UnixNano()
+	}
+	e.Seq = uint64(len(w.events) + 1)
+	w.events = append(w.events, e)
+	if n := len(w.sched); n > 0 && e.Proc != "harness" && e.Ev != history.KindProc {
+		w.sched[n-1] += " " + describe(e)
+	}
+}
+
+// describe is e in a few words, for a schedule.
+func describe(e history.Event) string {
+	out := string(e.Ev)
+	if e.Ev == history.KindDeliver || e.Ev == history.KindAck || e.Ev == history.KindFail {
+		out += " " + e.D // a receive's or an acknowledgement's step names no delivery
+	}
+	if e.Key != "" && (e.Ev == history.KindDeliver || e.Ev == history.KindClaim) {
+		out += " " + e.Key
+	}
+	for _, f := range []string{string(e.Resp), e.Outcome, e.Owner, e.Result} {
+		if f != "" {
+			out += " " + f
+		}
+	}
+	if e.Prev != "" {
+		out += " (found " + e.Prev + ")"
+	}
+	return "; " + out
+}
+
+func (w *world) note(format string, args ...any) {
+	w.sched = append(w.sched, fmt.Sprintf("t=%.3fs ", time.Since(w.start).Seconds())+fmt.Sprintf(format, args...))
+}
+
+func (w *world) owner(tok string) string {
+	if tok == "" {
+		return ""
+	}
+	n, ok := w.owners[tok]
+	if !ok {
+		n = "o" + strconv.Itoa(len(w.owners)+1)
+		w.owners[tok] = n
+	}
+	return n
+}
+
+// runProc is one worker: it polls the queue, runs each batch through its
+// handler under a 3 s deadline, and deletes what the handler acknowledged.
+// Lambda ends an invocation at its deadline: the worker is killed.
+func (w *world) runProc(p *proc, delay time.Duration) {
+	time.Sleep(delay)
+	if !w.step(p, "start", func() {
+		w.record(history.Event{Proc: p.name, Ev: history.KindProc, Reader: reader(p.strict), Off: p.off.Load()})
+	}) {
+		return
+	}
+	for inv := 1; ; inv++ {
+		var got []*qmsg
+		var ds []string
+		var deadline, next time.Time
+		invID := fmt.Sprintf("%s/i%d", p.name, inv)
+		if !w.step(p, fmt.Sprintf("recv%03d", inv), func() {
+			got, ds, deadline, next = w.receive(p, invID)
+		}) {
+			return
+		}
+		if len(got) == 0 {
+			if w.over() {
+				return
+			}
+			// A long poll: it returns when a message becomes visible, or
+			// after 20 s.
+			time.Sleep(min(time.Until(next), 20*time.Second) + time.Duration(p.slot)*time.Millisecond)
+			continue
+		}
+		ev := events.SQSEvent{}
+		for i, m := range got {
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.id, ReceiptHandle: ds[i],
+				Body: fmt.Sprintf(`{"k":%q,"p":%q}`, m.key, m.payload)})
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		done := make(chan events.SQSEventResponse, 1)
+		w.spawn(func() {
+			resp, _ := p.handler(ctx, ev)
+			done <- resp
+		})
+		timer := time.NewTimer(time.Until(deadline))
+		var resp events.SQSEventResponse
+		select {
+		case resp = <-done:
+			timer.Stop()
+		case <-timer.C:
+			cancel()
+			w.step(p, fmt.Sprintf("timeout%03d", inv), func() { w.kill(p, "by Lambda at the deadline") })
+			return
+		}
+		cancel()
+		failed := map[string]bool{}
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+		if !w.step(p, fmt.Sprintf("acks%03d", inv), func() {
+			for i, m := range got {
+				if failed[m.id] {
+					w.record(history.Event{Proc: p.name, Ev: history.KindFail, D: ds[i], Class: "batch_item_failure"})
+					continue
+				}
+				p.mu.Lock()
+				res := p.results[ds[i]]
+				p.mu.Unlock()
+				w.record(history.Event{Proc: p.name, Ev: history.KindAck, D: ds[i], Result: res})
+				m.deleted = true
+			}
+		}) {
+			return
+		}
+	}
+}
+
+// receive takes up to a drawn number of visible messages, as SQS does:
+// each becomes invisible for the visibility timeout; a message received
+// MaxReceiveCount times already goes to the dead-letter queue instead.
+func (w *world) receive(p *proc, inv string) (got []*qmsg, ds []string, deadline, next time.Time) {
+	now := time.Now()
+	deadline, next = now.Add(Deadline), now.Add(time.Hour)
+	n := w.tape.Range(1, 4)
+	for _, m := range w.queue {
+		if len(got) == n {
+			break
+		}
+		if m.deleted || m.dlq {
+			continue
+		}
+		if m.visibleAt.After(now) {
+			if m.visibleAt.Before(next) {
+				next = m.visibleAt
+			}
+			continue
+		}
+		if m.rc >= MaxReceiveCount {
+			m.dlq = true
+			continue
+		}
+		m.rc++
+		m.visibleAt = now.Add(VisibilityTimeout)
+		w.deliv++
+		d := fmt.Sprintf("%s/%d", p.name, w.deliv)
+		got, ds = append(got, m), append(ds, d)
+		w.dmsg[d] = m
+		w.record(history.Event{Proc: p.name, Ev: history.KindDeliver, D: d, Msg: m.id, Rc: m.rc, Key: m.key,
+			Payload: m.payload, Inv: inv, Deadline: deadline.UnixNano()})
+	}
+	return got, ds, deadline, next
+}
+
+func reader(strict bool) history.Reader {
+	if strict {
+		return history.ReaderSqsonceStrict
+	}
+	return history.ReaderSqsonce
+}
+
+// op is the operation: it runs for a drawn time (honouring its context,
+// unless it is one of the few that do not), sometimes fails, and returns
+// a result unique to its run.
+func (p *proc) op(ctx context.Context, _ events.SQSMessage) (string, error) {
+	w, d := p.w, deliveryOf(ctx)
+	var dur time.Duration
+	var stubborn, fail bool
+	if !w.step(p, "op_start/"+d, func() {
+		switch t := w.tape; {
+		case t.Chance(70):
+			dur = time.Duration(t.Range(5, 300)) * time.Millisecond
+		case t.Chance(67):
+			dur = time.Duration(t.Range(500, 2500)) * time.Millisecond
+		default:
+			dur, stubborn = time.Duration(t.Range(2000, 6000))*time.Millisecond, true
+		}
+		fail = w.tape.Chance(8)
+		w.record(history.Event{Proc: p.name, Ev: history.KindOpStart, D: d})
+	}) {
+		return "", errDead
+	}
+	t := time.NewTimer(dur)
+	if stubborn {
+		<-t.C
+	} else {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			fail = true
+		}
+	}
+	res := "r:" + d
+	if !w.step(p, "op_end/"+d, func() {
+		if fail {
+			w.record(history.Event{Proc: p.name, Ev: history.KindOpEnd, D: d, Resp: history.RespError})
+			return
+		}
+		w.record(history.Event{Proc: p.name, Ev: history.KindOpEnd, D: d, Resp: history.RespOK, Result: res})
+	}) {
+		return "", errDead
+	}
+	if fail {
+		return "", errors.New("sim: the operation failed")
+	}
+	return res, nil
+}
+
+func (p *proc) onOutcome(ctx context.Context, r idempotency.Report) {
+	d := deliveryOf(ctx)
+	p.w.step(p, "outcome/"+d, func() {
+		e := history.Event{Proc: p.name, Ev: history.KindOutcome, D: d, Outcome: string(r.Outcome), Ran: r.Ran, Source: r.Source}
+		if r.Err != nil {
+			e.Class = "error"
+		}
+		p.w.record(e)
+	})
+}
+
+// finals records each key's record as the store keeps it at the end.
+func (w *world) finals() {
+	for _, k := range w.keys {
+		e := history.Event{Proc: "harness", Ev: history.KindFinal, Key: k}
+		if id, ok := w.ids[k]; ok {
+			if rec, ok := w.store.Get(id); ok {
+				e.Status, e.Owner, e.Quarantined = string(rec.Status), w.owner(rec.Owner), !rec.Quarantined.IsZero()
+				e.Result = resultOf(rec.Data)
+			}
+		}
+		w.record(e)
+	}
+}
+
+func resultOf(data []byte) string {
+	var s string
+	if json.Unmarshal(data, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func ns(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
