@@ -114,12 +114,13 @@ fuzz: $(PTNODE)
 
 # The chaos test's long runs: 300 keys, 4 worker processes each; the process
 # and store fault profiles with pacing on, then all and lambda (visibility 6x
-# the deadline) with pacing off and on, same seed. CHAOS_FLAGS adds flags,
+# the deadline) with pacing off and on, and concurrent (four invocations at
+# once per worker process) with pacing on, same seed. CHAOS_FLAGS adds flags,
 # e.g. CHAOS_FLAGS='-seed 7'. The short profile runs in `make test`.
 ## chaos: the chaos test's long profiles on moto (pacing off vs on); prints the table, fails on any broken promise.
 CHAOS_FLAGS ?=
 chaos:
-	$(GO) run ./test/chaos/cmd/chaos -profiles process,store,all:off,all:on,lambda:off,lambda:on -keys 300 -workers 4 $(CHAOS_FLAGS)
+	$(GO) run ./test/chaos/cmd/chaos -profiles process,store,all:off,all:on,lambda:off,lambda:on,concurrent:on -keys 300 -workers 4 $(CHAOS_FLAGS)
 
 # The correctness checks (see docs/verification.md): the history checker's
 # and the record model's tests; VERIFY_SEEDS seeds of the deterministic

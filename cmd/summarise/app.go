@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -267,9 +268,14 @@ func warnShortDeadline(minRemaining, reserve time.Duration, logger *slog.Logger,
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		if deadline, ok := ctx.Deadline(); ok && len(ev.Records) > 0 {
 			if left := time.Until(deadline); left < minRemaining+reserve {
+				var requestID string // invocations running at once share the output: name this one
+				if lc, ok := lambdacontext.FromContext(ctx); ok {
+					requestID = lc.AwsRequestID
+				}
 				logger.WarnContext(ctx, "summarise: the invocation starts with less time than "+envMinRemaining+
 					": no record will start; raise the function timeout above it or lower it",
-					"left", left.Round(time.Millisecond).String(), "min_remaining", minRemaining.String(), "reserve", reserve.String(), "records", len(ev.Records))
+					"left", left.Round(time.Millisecond).String(), "min_remaining", minRemaining.String(), "reserve", reserve.String(), "records", len(ev.Records),
+					"request_id", requestID)
 			}
 		}
 		return next(ctx, ev)

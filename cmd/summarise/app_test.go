@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
 	"github.com/sqsonce/sqsonce/middleware/batch"
 )
 
@@ -43,7 +45,7 @@ func TestMinRemaining(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer a.close()
-			ctx, cancel := context.WithTimeout(t.Context(), tt.left)
+			ctx, cancel := context.WithTimeout(lambdacontext.NewContext(t.Context(), &lambdacontext.LambdaContext{AwsRequestID: "req-4471"}), tt.left)
 			defer cancel()
 			resp, err := a.handle(ctx, ev)
 			// The event's only record not started fails the batch.
@@ -63,6 +65,8 @@ func TestMinRemaining(t *testing.T) {
 			}
 			if warned := strings.Contains(logs.String(), "less time than "+envMinRemaining); warned == tt.starts {
 				t.Errorf("warning logged: %v, want %v; logs:\n%s", warned, !tt.starts, logs.String())
+			} else if warned && !strings.Contains(logs.String(), "request_id=req-4471") {
+				t.Errorf("the warning names no request id; logs:\n%s", logs.String())
 			}
 		})
 	}

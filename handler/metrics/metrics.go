@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
@@ -161,13 +162,18 @@ func (c countedProvider) Complete(ctx context.Context, call handler.Call) (handl
 }
 
 // Batch returns next with a fresh count for each invocation, written as one
-// EMF line when next returns. A failed write is ignored: metrics never fail
-// a batch.
+// EMF line when next returns, with the invocation's Lambda request id as
+// the request_id property. A failed write is ignored: metrics never fail a
+// batch.
 func (r *Recorder) Batch(next func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		c := &counters{}
 		resp, err := next(context.WithValue(ctx, countsKey{}, c), ev)
-		_ = r.Write(Counts{
+		var requestID string
+		if lc, ok := lambdacontext.FromContext(ctx); ok {
+			requestID = lc.AwsRequestID
+		}
+		_ = r.write(requestID, Counts{
 			ProviderCalls:        c.calls.Load(),
 			DuplicatesSuppressed: c.replayed.Load(),
 			InProgressRetried:    c.inProgress.Load(),
@@ -183,7 +189,13 @@ func (r *Recorder) Batch(next func(context.Context, events.SQSEvent) (events.SQS
 // Write writes counts as one EMF line, with records (the batch size) as the
 // "Records" property.
 func (r *Recorder) Write(counts Counts, records int) error {
-	b, err := r.Line(counts, records)
+	return r.write("", counts, records)
+}
+
+// write writes counts as one EMF line, naming the invocation's request id
+// when it is known: invocations that share a process share its output.
+func (r *Recorder) write(requestID string, counts Counts, records int) error {
+	b, err := r.line(requestID, counts, records)
 	if err != nil {
 		return err
 	}
@@ -220,11 +232,17 @@ type line struct {
 	Failed               int64    `json:"Failed"`
 	DoubleRuns           int64    `json:"DoubleRuns"`
 	Quarantined          int64    `json:"Quarantined"`
+	RequestID            string   `json:"request_id,omitempty"`
 }
 
 // Line returns counts as one EMF JSON line, ending in a newline.
 func (r *Recorder) Line(counts Counts, records int) ([]byte, error) {
+	return r.line("", counts, records)
+}
+
+func (r *Recorder) line(requestID string, counts Counts, records int) ([]byte, error) {
 	l := line{
+		RequestID: requestID,
 		AWS: metadata{
 			Timestamp: r.cfg.Now().UnixMilli(),
 			CloudWatchMetrics: []directive{{

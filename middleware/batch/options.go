@@ -54,7 +54,9 @@ type Options struct {
 	// Logger receives at most one line per failed record, with its
 	// messageId and error (and, after a panic, the stack), never its body:
 	// ERROR for a record that failed or panicked, WARN for one not started.
-	// A record that succeeded is not logged, nor is a failure whose error
+	// Inside Lambda every line carries the invocation's request_id, since
+	// invocations running at once in one process share its output. A
+	// record that succeeded is not logged, nor is a failure whose error
 	// says it was logged already (see "Failures" in the package doc). Nil
 	// means [slog.Default] as it is at each invocation; the logger's handler
 	// level filters the lines, and [slog.DiscardHandler] turns them off.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
 )
 
 // settings are what every handler of the package runs with: the fields
@@ -104,6 +106,11 @@ func newRun[R any](ctx context.Context, cfg *settings, k *kind[R], fn func(conte
 	}
 	if r.log == nil {
 		r.log = slog.Default()
+	}
+	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+		// Invocations that share a process share its output: each line
+		// names its own.
+		r.log = r.log.With(slog.String("request_id", lc.AwsRequestID))
 	}
 	for i := range r.errs {
 		r.errs[i] = errIncomplete

@@ -80,6 +80,9 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 			return out
 		}
 	}
+	if f, _ := ctx.Value(flightKey{}).(*flight); f != nil {
+		f.claimed(rec.LeaseEnd())
+	}
 	result := OutcomeClaimed
 	if prev.ID != "" {
 		result = OutcomeTakenOver

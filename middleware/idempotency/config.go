@@ -53,6 +53,12 @@ type Config struct {
 
 	Format Format // the record id's recipe; default FormatNative
 
+	// Tenancy scopes record ids to a tenant: by default, to the
+	// invocation's TenantID, so that a tenant never replays another's
+	// result (see [Tenancy]); calls without a tenant keep their ids.
+	// TenancyOff shares a table with Powertools, at a risk its doc states.
+	Tenancy Tenancy
+
 	// CompleteAttempts bounds the tries of a completion that fails with an
 	// error that may pass (not one wrapping [driver.ErrLeaseLost],
 	// [driver.ErrAttachUnsupported], [context.Canceled] or a
@@ -137,6 +143,9 @@ func (c Config) validate() error {
 	}
 	if !c.Format.valid() {
 		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Format %d", int(c.Format)))
+	}
+	if !c.Tenancy.valid() {
+		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Tenancy %d", int(c.Tenancy)))
 	}
 	if c.CompleteAttempts < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.CompleteAttempts %d is negative", c.CompleteAttempts))

@@ -51,8 +51,11 @@
 // [FirstOf] the first of several, [SelectorFunc] a function of your own,
 // package jmespath a Powertools JMESPath expression. [Do] takes a
 // [Selection] its caller holds. A [Format] turns the selection into the
-// record id "{Namespace}#{digest}". A message without a key fails with a
-// [*KeyError]: the operation never runs unprotected.
+// record id "{Namespace}#{digest}". When the invocation carries a tenant
+// (Lambda's tenant isolation mode), the id is scoped to it,
+// "{Namespace}#t-{digest}", so that a tenant never replays another's result
+// ([Config.Tenancy]). A message without a key fails with a [*KeyError]:
+// the operation never runs unprotected.
 //
 // # Inputs and options
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sqsonce/sqsonce/internal/planted"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
@@ -24,12 +25,36 @@ type calls struct {
 type flight struct {
 	done chan struct{} // closed when out is set
 	out  outcome
+
+	mu    sync.Mutex
+	lease time.Time // the end of the run's lease once claimed, for its waiters' InProgressError
+}
+
+// flightKey is the context key of the flight a claim runs in.
+type flightKey struct{}
+
+// claimed records the end of the lease of the flight's claim, for the
+// waiters that stop at their own deadline before the run ends.
+func (f *flight) claimed(lease time.Time) {
+	f.mu.Lock()
+	f.lease = lease
+	f.mu.Unlock()
+}
+
+// leaseEnd is the end of the flight's lease, or the zero time before its
+// claim is made.
+func (f *flight) leaseEnd() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lease
 }
 
 // run serves a call from the cache, or waits for a call of the same key and
 // payload already running in this process and shares its outcome, or claims
-// and runs. A waiting call stops waiting when its own context is done; the
-// run it waited for goes on.
+// and runs. A waiting call stops waiting when its own context is done (as
+// at its own invocation's deadline); the run it waited for goes on, and the
+// waiter's key is in progress, with the run's lease, as another process
+// would find it in the store.
 func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op func(context.Context) (any, error)) outcome {
 	if a, _ := ctx.Value(attachKey{}).(*attachments); a != nil && a.id == id {
 		err := fmt.Errorf("idempotency: %s called again from inside its own operation: it would wait for itself", id)
@@ -63,8 +88,8 @@ func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op 
 			}
 			return f.out.shared()
 		case <-ctx.Done():
-			err := fmt.Errorf("idempotency: waiting for a call of the same key in this process: %w", context.Cause(ctx))
-			return outcome{ev: Report{Outcome: OutcomeFailed, Source: "shared", Err: err}}
+			err := &InProgressError{ID: id, LeaseUntil: f.leaseEnd()}
+			return outcome{ev: Report{Outcome: OutcomeInProgress, Source: "shared", Err: err}}
 		}
 	}
 	f := &flight{done: make(chan struct{})}
@@ -76,7 +101,7 @@ func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op 
 		g.mu.Unlock()
 		close(f.done)
 	}()
-	f.out = g.claimAndRun(ctx, id, validation, strict, op)
+	f.out = g.claimAndRun(context.WithValue(ctx, flightKey{}, f), id, validation, strict, op)
 	return f.out
 }
 

@@ -11,7 +11,8 @@ import (
 
 // Outcome names what the guard did with one call. Each call has one,
 // passed to Config.OnOutcome in a [Report] and logged in one line (outcome,
-// record_id, input_id, ran, duration, source, error, and a panic's stack)
+// record_id, input_id, ran, duration, source, the Lambda request_id of the
+// call's invocation, its tenant, error, and a panic's stack)
 // at its level: success below INFO, duplicates and keys in progress
 // visible, failures and double runs at ERROR. A slog handler filters the
 // lines, by level ([slog.HandlerOptions].Level) or by attribute.
@@ -72,6 +73,7 @@ type Report struct {
 	Outcome  Outcome       // what happened: one of the Outcome constants
 	ID       string        // the record id; empty when no key could be made
 	InputID  string        // the input's id (see WithInputID); empty for Do
+	Tenant   string        // the invocation's TenantID (lambdacontext), scoping the record id unless Config.Tenancy is TenancyOff
 	Source   string        // where the outcome came from when not from this call's own claim: "store", "cache" or "shared" (another call's run in this process)
 	Ran      bool          // whether the operation was run by this call (set for double_run too, whose result was discarded)
 	Duration time.Duration // from the call's start to its outcome
@@ -81,7 +83,7 @@ type Report struct {
 // fail reports a call that failed before anything was claimed, with err
 // (a *KeyError or *BodyError), and returns the error the call returns.
 func (g *Guard) fail(ctx context.Context, c call, err error) error {
-	g.report(ctx, Report{Outcome: OutcomeFailed, InputID: c.inputID, Err: err})
+	g.report(ctx, Report{Outcome: OutcomeFailed, InputID: c.inputID, Tenant: reportedTenant(ctx), Err: err})
 	return &reported{err}
 }
 
@@ -97,6 +99,12 @@ func (g *Guard) report(ctx context.Context, ev Report) {
 		}
 		if ev.Source != "" {
 			attrs = append(attrs, slog.String("source", ev.Source))
+		}
+		if id := requestIDOf(ctx); id != "" {
+			attrs = append(attrs, slog.String("request_id", id))
+		}
+		if ev.Tenant != "" {
+			attrs = append(attrs, slog.String("tenant", ev.Tenant))
 		}
 		if ev.Err != nil {
 			attrs = append(attrs, slog.String("error", ev.Err.Error()))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/aws/aws-lambda-go/events"
 )
 
 // Wrap returns fn made idempotent per input: for each input, key takes its
@@ -176,6 +178,9 @@ func (w *wrapper[In, T]) call(st *inputState[In]) (call, error) {
 	if w.inputID != nil {
 		c.inputID = w.inputID(&st.in)
 	}
+	if m, ok := any(&st.in).(*events.SQSMessage); ok {
+		c.group = m.Attributes["MessageGroupId"]
+	}
 	var err error
 	if c.key, err = w.key(st); err == nil && len(c.key.Value) == 0 {
 		err = &KeyError{Source: "the selector", Err: ErrNoKey}
@@ -208,6 +213,7 @@ type call struct {
 	validate bool
 	strict   bool // this call is strict, whatever Config.Strict says
 	inputID  string
+	group    string // an SQS message's MessageGroupId (see TenancyMessageGroup)
 }
 
 // keySource names a call's key in a KeyError: its selector, else where it
@@ -225,7 +231,8 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 	if len(c.key.Value) == 0 {
 		return zero, g.fail(ctx, c, &KeyError{InputID: c.inputID, Source: c.source, Err: ErrNoKey})
 	}
-	id, err := g.ID(c.key)
+	scope := g.scope(ctx, c)
+	id, err := g.ScopedID(scope, c.key)
 	var validation string
 	if err == nil && c.validate {
 		if validation, err = g.cfg.Format.Hash(c.payload); err != nil {
@@ -233,11 +240,15 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 		}
 	}
 	if err != nil {
+		if ke, ok := err.(*KeyError); ok {
+			ke.InputID = c.inputID
+			return zero, g.fail(ctx, c, ke)
+		}
 		return zero, g.fail(ctx, c, &KeyError{InputID: c.inputID, Source: keySource(c), Err: err})
 	}
 	op := func(ctx context.Context) (any, error) { return fn(ctx) }
 	out := g.run(ctx, id, validation, g.cfg.Strict || c.strict, op)
-	out.ev.ID, out.ev.InputID = id, c.inputID
+	out.ev.ID, out.ev.InputID, out.ev.Tenant = id, c.inputID, reportedTenant(ctx)
 	replay := out.ev.Err == nil && (out.ev.Outcome == OutcomeReplayed || out.ev.Outcome == OutcomeDoubleRun)
 	var v T
 	if out.ev.Err == nil {

@@ -364,6 +364,7 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 		return "id"
 	})
 	row("keys / workers", func(r *Report) string { return fmt.Sprintf("%d / %d", r.Keys, r.Profile.Workers) })
+	row("invocations at once per worker", func(r *Report) string { return fmt.Sprint(max(r.Profile.Invocations, 1)) })
 	row("messages sent (first+dup+resend)", func(r *Report) string {
 		return fmt.Sprintf("%d+%d+%d", r.Sent["first"], r.Sent["duplicate"], r.Sent["resend"])
 	})

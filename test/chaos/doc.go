@@ -16,6 +16,10 @@
 // idempotency) on the real store (package dynamostore), under an invocation
 // deadline, and deletes the records that did not fail; the event and the
 // settling of the batch are package internal/testenv/esm's. The operation appends
+// With [Profile.Invocations] each worker process runs that many invocations
+// at once, each polling its own batches through the one handler and guard,
+// as aws-lambda-go does under AWS_LAMBDA_MAX_CONCURRENCY (the concurrent
+// profile: four). The operation appends
 // "op_start" and "op_done" to the worker's call log, fsync'd, and returns its
 // run id, which becomes the stored result. The producer sends every key
 // once, some twice byte for byte (a broker duplicate), and some again with a

@@ -121,6 +121,7 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 		SortKey:         p.SortKey,
 		Strict:          p.Strict,
 		MaxLife:         limit,
+		Invocations:     p.Invocations,
 	}, p.ClockSkew, p.Workers)
 	fl.start(ctx)
 	stopped := false
@@ -129,7 +130,7 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 			_, _ = fl.stop(5 * time.Second)
 		}
 	}()
-	env.say("chaos %s: %d keys, %d workers, pacing %v, seed %d, logs in %s", p.Name, p.Keys, p.Workers, p.Pacing, p.Seed, env.Dir)
+	env.say("chaos %s: %d keys, %d workers, %d invocations at once per worker, pacing %v, seed %d, logs in %s", p.Name, p.Keys, p.Workers, max(p.Invocations, 1), p.Pacing, p.Seed, env.Dir)
 
 	sentc := make(chan []sent, 1)
 	errc := make(chan error, 1)

@@ -10,12 +10,17 @@ import (
 // faults. Runs of one profile with one seed draw the same faults and sends.
 type Profile struct {
 	Name    string
-	Keys    int    // distinct idempotency keys the producer sends
-	Workers int    // poller processes
-	Seed    uint64 // seeds the producer, the proxy, the killer and the workers
-	Pacing  bool   // pace redelivery with visibility changes
-	SortKey bool   // the table has a sort key; the store uses dynamostore.WithSortKey (see [TableKey])
-	Strict  bool   // the workers' guard runs in strict mode (idempotency.Config.Strict)
+	Keys    int // distinct idempotency keys the producer sends
+	Workers int // poller processes
+	// Invocations is how many invocations each worker process runs at
+	// once, each polling and handling its own batches with one shared guard
+	// and handler, as aws-lambda-go does under AWS_LAMBDA_MAX_CONCURRENCY;
+	// 0 means 1.
+	Invocations int
+	Seed        uint64 // seeds the producer, the proxy, the killer and the workers
+	Pacing      bool   // pace redelivery with visibility changes
+	SortKey     bool   // the table has a sort key; the store uses dynamostore.WithSortKey (see [TableKey])
+	Strict      bool   // the workers' guard runs in strict mode (idempotency.Config.Strict)
 
 	Visibility   time.Duration // the queue's visibility timeout (whole seconds)
 	MaxReceives  int           // receives before the queue moves a message to the DLQ
@@ -93,6 +98,9 @@ func base(name string, keys, workers int, seed uint64) Profile {
 //     The account then allows no second run of a key (only after a run
 //     that failed and was released), and every key not completed must be
 //     quarantined after at most one run.
+//   - concurrent: all, with four invocations at once in each worker process
+//     (Lambda Managed Instances): the invocations of a process share its
+//     guard, its flights and its handler; a kill ends them all.
 func Profiles(keys, workers int, seed uint64) []Profile {
 	// The producer sends for about a second per 12 keys (moto_server on a
 	// shared machine serves a few dozen requests a second), and re-sends up
@@ -138,7 +146,10 @@ func Profiles(keys, workers int, seed uint64) []Profile {
 	strict.Name = "strict"
 	strict.Strict = true
 	strict.KillAfterOpProb = 0.1
-	return []Profile{process, store, all, lambda, overrun, strict}
+	concurrent := all
+	concurrent.Name = "concurrent"
+	concurrent.Invocations = 4
+	return []Profile{process, store, all, lambda, overrun, strict, concurrent}
 }
 
 // ShortStrict is the strict profile `go test` runs: 60 keys, three
@@ -161,7 +172,7 @@ func Short(seed uint64) Profile {
 }
 
 // ProfileByName returns the profile called name ("process", "store",
-// "all", "lambda", "overrun", "strict", "short" or "short-strict"). A suffix ":on" or ":off" sets its pacing.
+// "all", "lambda", "overrun", "strict", "concurrent", "short" or "short-strict"). A suffix ":on" or ":off" sets its pacing.
 func ProfileByName(name string, keys, workers int, seed uint64) (Profile, error) {
 	name, pacing, paced := strings.Cut(name, ":")
 	if paced && pacing != "on" && pacing != "off" {
@@ -176,13 +187,13 @@ func ProfileByName(name string, keys, workers int, seed uint64) (Profile, error)
 			return p, nil
 		}
 	}
-	return Profile{}, fmt.Errorf("chaos: unknown profile %q (want process, store, all, lambda, overrun, strict, short or short-strict)", name)
+	return Profile{}, fmt.Errorf("chaos: unknown profile %q (want process, store, all, lambda, overrun, strict, concurrent, short or short-strict)", name)
 }
 
 func (p Profile) validate() error {
 	switch {
-	case p.Keys <= 0 || p.Workers <= 0:
-		return fmt.Errorf("chaos: profile %s: keys and workers must be positive", p.Name)
+	case p.Keys <= 0 || p.Workers <= 0 || p.Invocations < 0:
+		return fmt.Errorf("chaos: profile %s: keys and workers must be positive, invocations not negative", p.Name)
 	case p.Visibility < time.Second || p.Visibility%time.Second != 0:
 		return fmt.Errorf("chaos: profile %s: visibility %v is not a whole number of seconds", p.Name, p.Visibility)
 	case p.BatchSize < 1 || p.BatchSize > 10:

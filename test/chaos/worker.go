@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -82,6 +83,10 @@ type WorkerConfig struct {
 	SortKey bool          // the table has a sort key: see TableKey
 	Strict  bool          // the guard runs in strict mode
 	MaxLife time.Duration // the process exits after this long whatever happens
+
+	// Invocations is how many invocations the process runs at once, each
+	// polling on its own (see Profile.Invocations); 0 means 1.
+	Invocations int
 }
 
 // ReadWorkerConfig reads a WorkerConfig written by the harness.
@@ -111,14 +116,16 @@ func awsConfig(endpoint string) aws.Config {
 // worker is one poller process: the event source mapping's loop around the
 // real batch handler.
 type worker struct {
-	cfg   WorkerConfig
-	log   *callLog
-	sqs   *sqs.Client
-	slog  *slog.Logger
-	runs  atomic.Int64
-	rngMu sync.Mutex
-	rng   *rand.Rand
-	h     func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	cfg  WorkerConfig
+	log  *callLog
+	sqs  *sqs.Client
+	slog *slog.Logger
+	runs atomic.Int64
+	// invocations numbers the process's invocations, for their request ids.
+	invocations atomic.Int64
+	rngMu       sync.Mutex
+	rng         *rand.Rand
+	h           func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 }
 
 // RunWorker polls the queue until ctx ends (it then finishes the batch in
@@ -173,9 +180,15 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, logPath string) error {
 		return err
 	}
 	stop := time.Now().Add(cfg.MaxLife)
-	for ctx.Err() == nil && time.Now().Before(stop) {
-		w.poll(ctx)
+	var wg sync.WaitGroup
+	for range max(cfg.Invocations, 1) {
+		wg.Go(func() {
+			for ctx.Err() == nil && time.Now().Before(stop) {
+				w.poll(ctx)
+			}
+		})
 	}
+	wg.Wait()
 	return lg.write(entry{Ev: evExit})
 }
 
@@ -246,7 +259,8 @@ func (w *worker) poll(ctx context.Context) {
 		timeout = w.between(w.cfg.ShortMin, w.cfg.ShortMax)
 	}
 	inv := &invocation{results: make(map[string]Result, len(ev.Records))}
-	ictx, icancel := context.WithTimeout(context.WithValue(context.Background(), invocationKey{}, inv), timeout)
+	lc := &lambdacontext.LambdaContext{AwsRequestID: fmt.Sprintf("%s-%d", w.cfg.Name, w.invocations.Add(1))}
+	ictx, icancel := context.WithTimeout(context.WithValue(lambdacontext.NewContext(context.Background(), lc), invocationKey{}, inv), timeout)
 	watchdog := time.AfterFunc(timeout, func() { w.kill("deadline") })
 	resp, _ := w.h(ictx, ev)
 	if !watchdog.Stop() {

@@ -310,19 +310,6 @@ func checkLines(t *testing.T, stdout string) {
 	}
 }
 
-// broken records an expectation that today's code does not meet, one the
-// next phase of issue 28 is to meet: the test logs it and goes on. Once
-// the expectation holds the test fails, so that the mark is removed and
-// the expectation becomes an assertion.
-func broken(t *testing.T, holds bool, format string, args ...any) {
-	t.Helper()
-	if holds {
-		t.Errorf("now holds; make it an assertion: "+format, args...)
-		return
-	}
-	t.Logf("KNOWN BROKEN (issue 28): "+format, args...)
-}
-
 // TestOneKey: four invocations at once in one process, each a batch of one
 // record under one key, make one provider call; the three others share its
 // result, and no record fails. Both a broker duplicate (one message id) and
@@ -498,10 +485,9 @@ func TestTenants(t *testing.T) {
 				name    string
 				tenants []string
 				runs    int
-				known   bool // today's code does not meet it
 			}{
-				{"one tenant, one key twice", []string{"tenant-a", "tenant-a"}, 1, false},
-				{"two tenants, one key", []string{"tenant-a", "tenant-b"}, 2, true},
+				{"one tenant, one key twice", []string{"tenant-a", "tenant-a"}, 1},
+				{"two tenants, one key", []string{"tenant-a", "tenant-b"}, 2},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					fn, log := start(t, store, 500*time.Millisecond, nil)
@@ -527,11 +513,22 @@ func TestTenants(t *testing.T) {
 							t.Errorf("tenant %s: %s %v", r.TenantID, r.Response, r.Err)
 						}
 					}
-					got := len(requestLog(t, log))
-					if tc.known {
-						broken(t, got == tc.runs, "%s: %d provider calls, want %d: record ids ignore the tenant", tc.name, got, tc.runs)
-					} else if got != tc.runs {
+					if got := len(requestLog(t, log)); got != tc.runs {
 						t.Errorf("%d provider calls, want %d", got, tc.runs)
+					}
+					if err := fn.Close(); err != nil {
+						t.Fatal(err)
+					}
+					tenants := map[string]int{}
+					for _, l := range runtimeapi.JSONLines(fn.Stdout()) {
+						if l["msg"] == "idempotency" {
+							tenants[fmt.Sprint(l["tenant"])]++
+						}
+					}
+					for tenant := range tenants {
+						if !slices.Contains(tc.tenants, tenant) {
+							t.Errorf("a guard line names tenant %q, want one of %v", tenant, tc.tenants)
+						}
 					}
 				})
 			}
@@ -564,7 +561,7 @@ func TestLogAttribution(t *testing.T) {
 			continue
 		}
 		lines++
-		want := byMessage[fmt.Sprint(l["message_id"])]
+		want := byMessage[fmt.Sprint(l["input_id"])]
 		for _, k := range []string{"request_id", "aws_request_id", "function_request_id"} {
 			if l[k] != nil && l[k] == want {
 				attributed++
@@ -575,15 +572,34 @@ func TestLogAttribution(t *testing.T) {
 	if lines != perProcess-1 {
 		t.Errorf("%d guard lines, want %d (the shared replays)", lines, perProcess-1)
 	}
-	broken(t, lines > 0 && attributed == lines, "%d of %d guard lines name their invocation's request id", attributed, lines)
+	if attributed != lines {
+		t.Errorf("%d of %d guard lines name their invocation's request id", attributed, lines)
+	}
+	emf := 0
+	requestIDs := map[string]bool{}
+	for _, o := range out {
+		requestIDs[o.res.RequestID] = true
+	}
+	for _, l := range runtimeapi.JSONLines(fn.Stdout()) {
+		if l["_aws"] != nil {
+			emf++
+			if id, _ := l["request_id"].(string); !requestIDs[id] {
+				t.Errorf("EMF line %v names no invocation's request id", l)
+			}
+			delete(requestIDs, fmt.Sprint(l["request_id"]))
+		}
+	}
+	if emf != perProcess {
+		t.Errorf("%d EMF lines, want %d, one per invocation", emf, perProcess)
+	}
 }
 
 // TestWaiterDeadline: an invocation whose record waits for the same key's
 // run in another invocation of the process stops waiting at its own
 // deadline (the run goes on and completes). The record is then in
 // progress, as it would be found in the store from another process
-// (outcome in_progress, InProgressRetried, paced to the holder's lease);
-// today it is reported failed (outcome failed, source shared, Failed).
+// (outcome in_progress, InProgressRetried, paced to the holder's lease),
+// not failed.
 // With one timeout for every invocation of a function the waiter arrives
 // later and has the later deadline, so this needs a run that outlives its
 // own invocation's reserve, or invocations of unequal timeouts as here.
@@ -635,6 +651,7 @@ func TestWaiterDeadline(t *testing.T) {
 	}
 	got := outcomes(fn.Stdout())
 	sums, _ := emfSums(fn.Stdout())
-	broken(t, got["in_progress/shared"] == 1 && sums["InProgressRetried"] == 1 && sums["Failed"] == 0,
-		"the waiter's record: outcomes %v, EMF %v; want in_progress/shared and InProgressRetried 1", got, sums)
+	if got["in_progress/shared"] != 1 || sums["InProgressRetried"] != 1 || sums["Failed"] != 0 {
+		t.Errorf("the waiter's record: outcomes %v, EMF %v; want in_progress/shared and InProgressRetried 1, Failed 0", got, sums)
+	}
 }

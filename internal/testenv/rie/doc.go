@@ -1,7 +1,11 @@
 // Package rie runs a Lambda function's bootstrap, built for this machine,
 // under the AWS Lambda Runtime Interface Emulator (aws-lambda-rie), without
-// Docker: one emulator is one execution environment, which serves one
-// invocation at a time.
+// Docker: one emulator is one execution environment. [Start] runs it in
+// its classic mode, which serves one invocation at a time (and hands an
+// invoke's tenant to the runtime: [Function.CallTenant]);
+// [StartManaged] runs it in Lambda Managed Instances mode, which serves
+// AWS_LAMBDA_MAX_CONCURRENCY invocations at once in one process (root
+// only: see [CanStartManaged]).
 //
 //	fn, err := rie.Start(rie.Config{RIE: path, Bootstrap: "build/host/bootstrap", Env: env, Timeout: 3 * time.Minute})
 //	defer fn.Close()

@@ -1,14 +1,10 @@
 package rie
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,59 +168,13 @@ func (e *FunctionError) Error() string {
 // Call sends one invocation with payload and returns the function's
 // response. A function error is a *[FunctionError].
 func (f *Function) Call(ctx context.Context, payload []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(payload))
-	if err != nil {
-		return nil, fmt.Errorf("rie: %w", err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("rie: invoke: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("rie: invoke: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("rie: invoke: status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
-	}
-	if !json.Valid(body) {
-		// The emulator reports a timeout in plain text.
-		typ := "Runtime.InvalidResponse"
-		if bytes.HasPrefix(body, []byte("Task timed out")) {
-			typ = "Sandbox.Timedout"
-		}
-		return nil, &FunctionError{Type: typ, Message: string(bytes.TrimSpace(body))}
-	}
-	var fe struct {
-		Type    string `json:"errorType"`
-		Message string `json:"errorMessage"`
-	}
-	if resp.Header.Get("X-Amz-Function-Error") != "" ||
-		json.Unmarshal(body, &fe) == nil && (fe.Type != "" || fe.Message != "") {
-		return nil, &FunctionError{Type: fe.Type, Message: fe.Message}
-	}
-	return body, nil
+	return f.call(ctx, payload, nil)
 }
 
 // Invoke sends an SQS event and returns the function's partial batch
 // response: the function as an esm.Invoker.
 func (f *Function) Invoke(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	payload, err := json.Marshal(ev)
-	if err != nil {
-		return events.SQSEventResponse{}, fmt.Errorf("rie: %w", err)
-	}
-	body, err := f.Call(ctx, payload)
-	if err != nil {
-		return events.SQSEventResponse{}, err
-	}
-	var resp events.SQSEventResponse
-	if t := bytes.TrimSpace(body); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
-		if err := json.Unmarshal(t, &resp); err != nil {
-			return events.SQSEventResponse{}, fmt.Errorf("rie: the response is not a partial batch response: %w", err)
-		}
-	}
-	return resp, nil
+	return f.invoke(ctx, ev, nil)
 }
 
 // Endpoint returns the function behind an Invoke endpoint started

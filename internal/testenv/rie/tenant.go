@@ -25,11 +25,16 @@ func (f *Function) CallTenant(ctx context.Context, tenantID string, payload []by
 
 // InvokeTenant is [Function.Invoke] for an invocation of tenant tenantID.
 func (f *Function) InvokeTenant(ctx context.Context, tenantID string, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return f.invoke(ctx, ev, http.Header{HeaderTenantID: {tenantID}})
+}
+
+// invoke is [Function.Invoke] with header added to the invoke request.
+func (f *Function) invoke(ctx context.Context, ev events.SQSEvent, header http.Header) (events.SQSEventResponse, error) {
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return events.SQSEventResponse{}, fmt.Errorf("rie: %w", err)
 	}
-	body, err := f.CallTenant(ctx, tenantID, payload)
+	body, err := f.call(ctx, payload, header)
 	if err != nil {
 		return events.SQSEventResponse{}, err
 	}
@@ -64,6 +69,7 @@ func (f *Function) call(ctx context.Context, payload []byte, header http.Header)
 		return nil, fmt.Errorf("rie: invoke: status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
 	}
 	if !json.Valid(body) {
+		// The emulator reports a timeout in plain text.
 		typ := "Runtime.InvalidResponse"
 		if bytes.HasPrefix(body, []byte("Task timed out")) {
 			typ = "Sandbox.Timedout"

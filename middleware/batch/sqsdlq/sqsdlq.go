@@ -125,7 +125,7 @@ func New(api API, opts ...Option) (*Mover, error) {
 			errs = append(errs, fmt.Errorf("sqsdlq: WithDeadLetterQueue(%q, %q): %w", src, dlq, err))
 			continue
 		}
-		m.targets[src] = &target{ok: true, url: t.url, arn: t.arn, fifo: t.fifo}
+		m.targets[src] = &target{lock: make(chan struct{}, 1), ok: true, url: t.url, arn: t.arn, fifo: t.fifo}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -135,7 +135,11 @@ func New(api API, opts ...Option) (*Mover, error) {
 
 // target is a source queue's dead-letter queue, once known.
 type target struct {
-	mu   sync.Mutex // held while it is looked up
+	// lock is held while it is looked up: a channel, not a mutex, so that
+	// a call waiting for another invocation's lookup (invocations share a
+	// process under AWS_LAMBDA_MAX_CONCURRENCY) stops at its own
+	// context's end, not the other's.
+	lock chan struct{}
 	ok   bool
 	url  string
 	arn  string
@@ -160,13 +164,17 @@ func (m *Mover) deadLetterQueue(ctx context.Context, sourceARN string) (*target,
 	m.mu.Lock()
 	t, ok := m.targets[sourceARN]
 	if !ok {
-		t = &target{}
+		t = &target{lock: make(chan struct{}, 1)}
 		m.targets[sourceARN] = t
 	}
 	m.mu.Unlock()
 
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	select {
+	case t.lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("sqsdlq: waiting for the dead-letter queue of %s to be read: %w", sourceARN, context.Cause(ctx))
+	}
+	defer func() { <-t.lock }()
 	if t.ok {
 		return t, nil
 	}

@@ -26,7 +26,7 @@ func main() {
 }
 
 func run() int {
-	profiles := flag.String("profiles", "process,store,all", "comma-separated fault profiles: process, store, all, lambda, overrun, strict, short, short-strict; name:on or name:off sets one's pacing")
+	profiles := flag.String("profiles", "process,store,all", "comma-separated fault profiles: process, store, all, lambda, overrun, strict, concurrent, short, short-strict; name:on or name:off sets one's pacing")
 	keys := flag.Int("keys", 300, "idempotency keys per run")
 	workers := flag.Int("workers", 4, "poller processes")
 	seed := flag.Uint64("seed", 1, "seed of the producer, the faults and the workers")

@@ -1,0 +1,157 @@
+package idempotency
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+)
+
+// Tenancy says what scopes a record id to a tenant ([Config.Tenancy]). A
+// scoped id is "{Namespace}#t-{digest}": the digest is SHA-256, in hex, of
+// the scope and of what the [Format] hashes for the key, so that two
+// tenants with one key never share a record and one never replays the
+// other's result. A call without a scope (no tenant, and no message group
+// when one counts) keeps the unscoped id "{Namespace}#{digest}", byte for
+// byte. Powertools does not scope: see [TenancyOff].
+type Tenancy int
+
+const (
+	// TenancyInvocation, the default, scopes a call's record id by its
+	// invocation's tenant: lambdacontext's TenantID, set by Lambda's tenant
+	// isolation mode (the Lambda-Runtime-Aws-Tenant-Id header).
+	TenancyInvocation Tenancy = iota
+
+	// TenancyMessageGroup scopes by the invocation's tenant and, for an SQS
+	// message, by its MessageGroupId: the tenant of an SQS fair queue (a
+	// standard queue whose producers set MessageGroupId). A message without
+	// one is scoped by the invocation's tenant only. On a FIFO queue a
+	// message group is an ordering group, not a tenant: a key re-sent in
+	// another group then runs again.
+	TenancyMessageGroup
+
+	// TenancyOff scopes nothing: every call gets the unscoped id, whatever
+	// its tenant. It is for a table shared with Powertools, whose record ids
+	// ignore the tenant. Its risk: a tenant whose producer picks another
+	// tenant's key gets that tenant's stored result, so use it only where
+	// keys cannot collide across tenants (such as keys that embed the
+	// tenant).
+	TenancyOff
+)
+
+// String returns the constant's name.
+func (t Tenancy) String() string {
+	switch t {
+	case TenancyInvocation:
+		return "TenancyInvocation"
+	case TenancyMessageGroup:
+		return "TenancyMessageGroup"
+	case TenancyOff:
+		return "TenancyOff"
+	}
+	return fmt.Sprintf("Tenancy(%d)", int(t))
+}
+
+func (t Tenancy) valid() bool { return t >= TenancyInvocation && t <= TenancyOff }
+
+// MaxScopeBytes bounds each part of a [Scope]. A longer tenant or message
+// group fails its call with a [*KeyError] (which quotes neither), so that
+// the cost of an id stays bounded whatever an invocation carries. SQS
+// message group ids have at most 128 characters.
+const MaxScopeBytes = 1024
+
+// A Scope is what a record id is scoped to (see [Tenancy]). The zero Scope
+// scopes nothing.
+type Scope struct {
+	Tenant       string // the invocation's TenantID
+	MessageGroup string // the SQS message's MessageGroupId, under TenancyMessageGroup
+}
+
+// scopeDomain begins the material of a scoped digest, before the scope's
+// parts (each behind its length) and the format.
+const scopeDomain = "sqsonce tenant scope\x00"
+
+// scopedPrefix begins a scoped digest. No unscoped digest begins so: hex
+// (the native and Python formats) and base64 (the TypeScript format) have
+// no "-".
+const scopedPrefix = "t-"
+
+// ScopedID returns the record id of k within scope s: [Guard.ID] for the
+// zero Scope, else "{Namespace}#t-{digest}" (see [Tenancy]). It fails as
+// ID does, and with a [*KeyError] for a part of s longer than
+// [MaxScopeBytes].
+func (g *Guard) ScopedID(s Scope, k Selection) (string, error) {
+	if s == (Scope{}) {
+		return g.ID(k)
+	}
+	if err := s.check(); err != nil {
+		return "", err
+	}
+	spelled, err := g.cfg.Format.spell(k)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write([]byte(scopeDomain))
+	for _, part := range []string{s.Tenant, s.MessageGroup} {
+		h.Write(binary.AppendUvarint(nil, uint64(len(part))))
+		h.Write([]byte(part))
+	}
+	h.Write([]byte{byte(g.cfg.Format)})
+	h.Write(spelled)
+	ns := g.cfg.Namespace
+	b := make([]byte, 0, len(ns)+1+len(scopedPrefix)+2*sha256.Size)
+	b = append(append(append(b, ns...), '#'), scopedPrefix...)
+	return string(hex.AppendEncode(b, h.Sum(nil))), nil
+}
+
+// check fails for a part of s longer than MaxScopeBytes, naming its size,
+// never its bytes.
+func (s Scope) check() error {
+	for _, p := range []struct{ name, v string }{{"the invocation's tenant id", s.Tenant}, {"the message's MessageGroupId", s.MessageGroup}} {
+		if len(p.v) > MaxScopeBytes {
+			return &KeyError{Source: p.name, Err: fmt.Errorf("%d bytes, longer than the %d a scope allows", len(p.v), MaxScopeBytes)}
+		}
+	}
+	return nil
+}
+
+// tenantOf returns the tenant of ctx's invocation, or "".
+func tenantOf(ctx context.Context) string {
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		return lc.TenantID
+	}
+	return ""
+}
+
+// reportedTenant is the tenant of ctx's invocation for a Report and its
+// log line: "" when there is none, or when it is longer than MaxScopeBytes
+// (its call fails, and its line does not carry it).
+func reportedTenant(ctx context.Context) string {
+	if t := tenantOf(ctx); len(t) <= MaxScopeBytes {
+		return t
+	}
+	return ""
+}
+
+// requestIDOf returns the Lambda request id of ctx's invocation, or "".
+func requestIDOf(ctx context.Context) string {
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		return lc.AwsRequestID
+	}
+	return ""
+}
+
+// scope is the scope of call c made with ctx, under the guard's Tenancy.
+func (g *Guard) scope(ctx context.Context, c call) Scope {
+	switch g.cfg.Tenancy {
+	case TenancyOff:
+		return Scope{}
+	case TenancyMessageGroup:
+		return Scope{Tenant: tenantOf(ctx), MessageGroup: c.group}
+	}
+	return Scope{Tenant: tenantOf(ctx)}
+}
