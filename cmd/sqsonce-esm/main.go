@@ -254,6 +254,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		for i, inv := range p.Invokers {
 			p.Invokers[i] = act.wrap(inv)
 		}
+		p.SQS = heldAPI{API: client, a: act}
 		go func() {
 			act.waitIdle(pctx, o.idle)
 			if pctx.Err() == nil {
@@ -271,11 +272,31 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	return exitOK
 }
 
-// activity wraps the invokers to know when the function was last busy.
+// activity wraps the invokers and the queue to know when the function was
+// last busy. Records received and not yet handed to an invocation (a batch
+// being gathered for its window) count as busy: the command never stops
+// with a batch in hand.
 type activity struct {
 	mu       sync.Mutex
 	inFlight int
+	held     int // records received, not yet in an invocation
 	last     time.Time
+}
+
+// heldAPI counts the records each receive hands the poller in a.held.
+type heldAPI struct {
+	esm.API
+	a *activity
+}
+
+func (h heldAPI) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	out, err := h.API.ReceiveMessage(ctx, in, optFns...)
+	if err == nil && len(out.Messages) > 0 {
+		h.a.mu.Lock()
+		h.a.held += len(out.Messages)
+		h.a.mu.Unlock()
+	}
+	return out, err
 }
 
 // wrap returns inv, recording its invocations in a.
@@ -283,6 +304,7 @@ func (a *activity) wrap(inv esm.Invoker) esm.Invoker {
 	return esm.InvokerFunc(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		a.mu.Lock()
 		a.inFlight++
+		a.held = max(a.held-len(ev.Records), 0)
 		a.mu.Unlock()
 		defer func() {
 			a.mu.Lock()
@@ -305,7 +327,7 @@ func (a *activity) waitIdle(ctx context.Context, idle time.Duration) {
 		case <-t.C:
 		}
 		a.mu.Lock()
-		done := a.inFlight == 0 && time.Since(a.last) >= idle
+		done := a.inFlight == 0 && a.held == 0 && time.Since(a.last) >= idle
 		a.mu.Unlock()
 		if done {
 			return

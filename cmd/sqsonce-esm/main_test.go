@@ -279,6 +279,26 @@ func TestWindowNotBelowVisibility(t *testing.T) {
 	}
 }
 
+// --idle shorter than the batching window never stops the command with a
+// batch in hand: the record received first waits out the window in the
+// poller, counts as activity, and is invoked and deleted before the
+// command exits (it is not left in flight to use up a receive).
+func TestIdleWaitsForTheBatchInHand(t *testing.T) {
+	awsEnv(t)
+	client := moto.SQS(t)
+	fn := function(t)
+	q := motoserver.NewQueue(t, client, map[string]string{"VisibilityTimeout": "30"})
+	id := send(t, client, q, "ok")
+	code, log := runCmd(t, "--queue-url", q.URL, "--endpoint", moto.Endpoint(t), "--invoke", fn.URL(), "--window", "3s", "--idle", "1s")
+	if code != exitOK || len(lines(log, "acknowledged and deleted", "message_id="+id)) != 1 ||
+		len(lines(log, "stopped", "invocations=1", "records=1", "deleted=1", "left_on_queue=0")) != 1 {
+		t.Errorf("exit %d; want 0 and the record invoked and deleted before the command stopped; log:\n%s", code, log)
+	}
+	if got := drain(t, client, q); len(got) != 0 {
+		t.Errorf("the queue still holds %d messages", len(got))
+	}
+}
+
 func TestUnreadableQueue(t *testing.T) {
 	awsEnv(t)
 	url := strings.TrimSuffix(moto.Endpoint(t), "/") + "/123456789012/no-such-queue"
