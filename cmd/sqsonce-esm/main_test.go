@@ -83,18 +83,7 @@ func function(t *testing.T) *rie.Function {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	fn, err := rie.Start(rie.Config{RIE: path, Bootstrap: bootstrap, Timeout: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("emulator output:\n%s", fn.Output())
-		}
-		if err := fn.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	fn := rie.StartTest(t, rie.Config{RIE: path, Bootstrap: bootstrap, Timeout: 3 * time.Second})
 	return fn
 }
 

@@ -21,19 +21,8 @@ func TestTenantsUnderRIE(t *testing.T) {
 		testproc.Unavailable(t, "rie", err, rie.Install)
 	}
 	logPath := filepath.Join(t.TempDir(), "requests.jsonl")
-	fn, err := rie.Start(rie.Config{RIE: path, Bootstrap: bootstrap(t), Env: env(t, "memory", logPath, 0),
+	fn := rie.StartTest(t, rie.Config{RIE: path, Bootstrap: bootstrap(t), Env: env(t, "memory", logPath, 0),
 		Timeout: timeout, FunctionName: "summarise"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("emulator output:\n%s", fn.Output())
-		}
-		if err := fn.Close(); err != nil {
-			t.Error(err)
-		}
-	})
 	for i, tc := range []struct {
 		tenant string
 		calls  int // provider calls after this invocation

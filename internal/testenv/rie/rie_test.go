@@ -33,18 +33,7 @@ func start(t *testing.T, c rie.Config) *rie.Function {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	c.RIE, c.Bootstrap = path, bootstrap
-	fn, err := rie.Start(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("emulator output:\n%s", fn.Output())
-		}
-		if err := fn.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	fn := rie.StartTest(t, c)
 	return fn
 }
 
