@@ -89,13 +89,17 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 	}
 
 	att := &attachments{id: id, store: g.cfg.Store}
-	octx, cancel := g.opContext(ctx, claimed, now)
+	octx, stop := g.opContext(ctx, claimed, now, rec)
 	val, err := callOp(context.WithValue(octx, attachKey{}, att), op)
-	cancel()
+	extensions, keepErr := stop()
+	defer func() { out.ev.Extensions = extensions }()
 	attached := att.close()
 	ran = true
 	if err != nil {
 		step = "release"
+		if keepErr != nil && !errors.Is(err, ErrLeaseNotExtended) {
+			err = fmt.Errorf("%w (%w)", err, keepErr) // the operation learnt it from its context
+		}
 		ev := Report{Outcome: OutcomeReleased, Ran: true, Err: err}
 		if rerr := g.release(ctx, id, rec.Owner); rerr != nil {
 			ev.Outcome, ev.Err = OutcomeFailed, errors.Join(err, rerr)
@@ -244,24 +248,6 @@ func (g *Guard) claim(ctx context.Context, id, validation string, strict bool, n
 		rec.StrictLease, rec.LeaseUntil = rec.LeaseUntil, planted.If(planted.StrictLeaseReadable, rec.LeaseUntil, rec.ExpiresAt)
 	}
 	return rec
-}
-
-// opContext is the context an operation runs with: ctx, ending a reserve
-// before the lease this worker may rely on ends, so that an operation that
-// honours its context returns in time for its result to be stored before
-// another worker can take the key over. That lease ends at ctx's deadline
-// (as inside Lambda) or, without one, Config.Lease after the claim was
-// made (the stored lease end adds Config.SkewMargin for other workers'
-// clocks). The Lease timer counts from claimed, the real time taken before
-// the claim was written, as the lease does, however long the write took.
-// The reserve is a tenth of the lease, at most maxCompleteReserve. Call
-// cancel when the operation has returned.
-func (g *Guard) opContext(ctx context.Context, claimed, now time.Time) (context.Context, context.CancelFunc) {
-	end, span := claimed.Add(g.cfg.Lease), g.cfg.Lease
-	if d, ok := ctx.Deadline(); ok && d.After(now) { // as claim decides
-		end, span = d, d.Sub(claimed)
-	}
-	return context.WithDeadline(ctx, end.Add(-max(min(span/10, maxCompleteReserve), 0)))
 }
 
 // encode is the JSON encoding of val, with a panic in a MarshalJSON method

@@ -40,6 +40,31 @@ type Config struct {
 	// the lease ends at the deadline. Default DefaultLease.
 	Lease time.Duration
 
+	// KeepAliveEvery is how often, while an operation runs, the guard
+	// extends its claim's lease on a store that implements
+	// [driver.Extender] (every store of this module does), each time to
+	// the claimed lease's length from then (plus SkewMargin): one write
+	// fenced on the claim's owner, which Powertools sees as a later
+	// in_progress_expiration (a strict claim's strict lease moves
+	// instead, so it is never quarantined while its owner lives). A
+	// live owner is then never taken over, however long its operation
+	// runs within KeepAliveLimit. If an extension is refused (the claim
+	// was lost) or none is applied in time, the operation's context ends
+	// a reserve before the lease would lapse, with a cause wrapping
+	// [ErrLeaseNotExtended]. Default: a third of the lease (1 s at
+	// Lambda's default 3 s timeout, 5 minutes with DefaultLease); an
+	// operation shorter than that makes no extra write. A value above
+	// half the lease counts as half. Negative turns keep-alive off: the
+	// operation's context then ends a reserve before the claimed lease,
+	// as it does on a store without Extend.
+	KeepAliveEvery time.Duration
+
+	// KeepAliveLimit bounds how long after its claim a lease is kept
+	// alive: the operation's context ends a reserve before it, with a
+	// cause wrapping ErrLeaseNotExtended (never before the claimed
+	// lease). Default DefaultKeepAliveLimit; at most ExpiresAfter.
+	KeepAliveLimit time.Duration
+
 	// SkewMargin is added to every stored lease end, so that workers whose
 	// clocks disagree by less never take over a live claim; a dead holder's
 	// key waits that much longer. Default DefaultSkewMargin; for none, set
@@ -99,6 +124,12 @@ func (c Config) withDefaults() Config {
 	if c.SkewMargin == 0 {
 		c.SkewMargin = DefaultSkewMargin
 	}
+	if c.KeepAliveLimit == 0 {
+		c.KeepAliveLimit = DefaultKeepAliveLimit
+		if c.ExpiresAfter > 0 {
+			c.KeepAliveLimit = min(c.KeepAliveLimit, c.ExpiresAfter)
+		}
+	}
 	if c.CompleteAttempts == 0 {
 		c.CompleteAttempts = 3
 	}
@@ -134,6 +165,12 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is negative", c.Lease))
 	} else if c.ExpiresAfter > 0 && c.Lease > c.ExpiresAfter {
 		errs = append(errs, fmt.Errorf("idempotency: Config.Lease %v is longer than Config.ExpiresAfter %v", c.Lease, c.ExpiresAfter))
+	}
+	if c.KeepAliveLimit < 0 {
+		errs = append(errs, fmt.Errorf("idempotency: Config.KeepAliveLimit %v is negative", c.KeepAliveLimit))
+	} else if c.ExpiresAfter > 0 && c.KeepAliveLimit > c.ExpiresAfter {
+		errs = append(errs, fmt.Errorf("idempotency: Config.KeepAliveLimit %v is longer than Config.ExpiresAfter %v: "+
+			"a record past its expiry is not extended", c.KeepAliveLimit, c.ExpiresAfter))
 	}
 	if c.SkewMargin < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.SkewMargin %v is negative", c.SkewMargin))

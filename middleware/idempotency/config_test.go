@@ -29,6 +29,9 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"default expiry below a 14-day window", idempotency.Config{Store: store, Namespace: "n",
 			MinExpiry: idempotency.QueueWindow(14*24*time.Hour, 1000, time.Hour)}, "shorter than the queue's window"},
 		{"lease longer than expiry", idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: time.Minute, Lease: time.Hour}, "longer than"},
+		{"keep-alive limit negative", idempotency.Config{Store: store, Namespace: "n", KeepAliveLimit: -time.Second}, "KeepAliveLimit"},
+		{"keep-alive limit longer than expiry", idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: time.Hour, Lease: time.Minute,
+			KeepAliveLimit: 2 * time.Hour}, "KeepAliveLimit"},
 		{"negative cache", idempotency.Config{Store: store, Namespace: "n", CacheBytes: -1}, "CacheBytes"},
 		{"unknown format", idempotency.Config{Store: store, Namespace: "n", Format: 7}, "Format"},
 	}
@@ -43,6 +46,9 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	if _, err := idempotency.New(idempotency.Config{Store: store, Namespace: "n",
 		MinExpiry: idempotency.QueueWindow(4*24*time.Hour, 5, 18*time.Minute)}); err != nil {
 		t.Errorf("default expiry over a 4-day queue: %v", err)
+	}
+	if _, err := idempotency.New(idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: time.Hour, Lease: time.Minute}); err != nil {
+		t.Errorf("an expiry below DefaultKeepAliveLimit, with the limit's zero value: %v", err)
 	}
 }
 

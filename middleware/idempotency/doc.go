@@ -19,13 +19,20 @@
 // For every key, across all deliveries of all inputs that carry it:
 //
 //  1. The operation runs to completion at most once while the key's
-//     record lives, except when its worker dies, or outlives its lease,
-//     after the operation started and before the record was completed, or
-//     the store does not accept the completion (a [*StoreError]): the
-//     record stays in progress until its lease ends, and the next delivery
-//     runs the operation again. A lease ends at the invocation's deadline
-//     plus [Config.SkewMargin], so this holds while workers' clocks
-//     disagree by less.
+//     record lives, except when its worker dies, or is cut off from the
+//     store, after the operation started and before the record was
+//     completed, or the store does not accept the completion (a
+//     [*StoreError]): the record stays in progress until its lease ends,
+//     and the next delivery runs the operation again. A live worker keeps
+//     its lease: the guard extends it while the operation runs
+//     ([Config.KeepAliveEvery], on a store that implements
+//     [driver.Extender], as every store of this module does), and when it
+//     cannot, ends the operation's context ([ErrLeaseNotExtended]) before
+//     the lease does. A lease ends at the invocation's deadline, or
+//     [Config.Lease] after the claim or its last extension, plus
+//     [Config.SkewMargin], so this holds while workers' clocks disagree by
+//     less. Without keep-alive (a store without Extend, or keep-alive
+//     off), a worker that outlives its lease is an exception too.
 //  2. In strict mode ([Config.Strict], [Strict]) not even then: a lapsed
 //     claim is quarantined ([ErrQuarantined]) until an operator releases
 //     or resolves it, and no reader of the record (a default guard, an
@@ -71,7 +78,8 @@
 // One call claims its key ([driver.Store.Acquire]); finds a COMPLETED
 // record and returns its result, or a live claim and fails with
 // ErrInProgress; or runs the operation under a context that ends a reserve
-// before the lease (a tenth of it, at most a second). A failed or panicking
+// before the lease (a tenth of it, at most a second), a lease that the
+// guard extends while the operation runs (see [Config.KeepAliveEvery]). A failed or panicking
 // operation releases its claim, so that a retry can run it; a result is
 // stored only while the call still owns its lease. A call whose lease was
 // taken over claims again, and returns the winner's result, fails with

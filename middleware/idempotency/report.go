@@ -11,8 +11,9 @@ import (
 
 // Outcome names what the guard did with one call. Each call has one,
 // passed to Config.OnOutcome in a [Report] and logged in one line (outcome,
-// record_id, input_id, ran, duration, source, the Lambda request_id of the
-// call's invocation, its tenant, error, and a panic's stack)
+// record_id, input_id, ran, duration, source, extensions, the Lambda
+// request_id of the call's invocation, its tenant, error, and a panic's
+// stack)
 // at its level: success below INFO, duplicates and keys in progress
 // visible, failures and double runs at ERROR. A slog handler filters the
 // lines, by level ([slog.HandlerOptions].Level) or by attribute.
@@ -78,6 +79,11 @@ type Report struct {
 	Ran      bool          // whether the operation was run by this call (set for double_run too, whose result was discarded)
 	Duration time.Duration // from the call's start to its outcome
 	Err      error         // the error returned to the caller, if any
+
+	// Extensions is how many times the guard extended the claim's lease
+	// while the operation ran (see [Config.KeepAliveEvery]); logged when
+	// not zero.
+	Extensions int
 }
 
 // fail reports a call that failed before anything was claimed, with err
@@ -99,6 +105,9 @@ func (g *Guard) report(ctx context.Context, ev Report) {
 		}
 		if ev.Source != "" {
 			attrs = append(attrs, slog.String("source", ev.Source))
+		}
+		if ev.Extensions > 0 {
+			attrs = append(attrs, slog.Int("extensions", ev.Extensions))
 		}
 		if id := requestIDOf(ctx); id != "" {
 			attrs = append(attrs, slog.String("request_id", id))

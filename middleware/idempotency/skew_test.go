@@ -49,11 +49,11 @@ func TestSkewMarginCustom(t *testing.T) {
 // runs under a context that ends a reserve (a tenth of the lease) before the
 // lease does, so a live worker stops, and stores its result, before its
 // claim can be taken over; with a deadline of its own, the same reserve
-// before that deadline.
+// before that deadline. Keep-alive is off (see TestKeepAlive* for it).
 func TestOperationBoundedByLease(t *testing.T) {
 	const lease = 2 * time.Second
 	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "lease", Lease: lease,
-		Logger: slog.New(slog.DiscardHandler)})
+		KeepAliveEvery: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

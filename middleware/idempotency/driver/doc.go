@@ -26,6 +26,12 @@
 //     claim, and released or completed fenced on the record as read, for
 //     operators' tools. The guard never calls it; without it a tool cannot
 //     inspect the store.
+//   - [Extender]: the store extends a live claim's lease for its owner, in
+//     one write fenced on the owner. The guard keeps a claim alive with it
+//     while the operation runs (idempotency.Config.KeepAlive). Without it
+//     the operation runs within the lease it claimed, as inside Lambda,
+//     where the lease already ends at the invocation's deadline. It is
+//     optional so that a store written before it still builds and works.
 //
 // storetest.Run finds the optional interfaces itself and runs their cases
 // too.

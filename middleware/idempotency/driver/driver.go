@@ -64,6 +64,32 @@ type Store interface {
 	Quarantine(ctx context.Context, found Record, now time.Time) (Record, error)
 }
 
+// Extender is implemented by stores that extend a live claim's lease for
+// its owner, so that a guard keeps a claim alive while its operation runs
+// (see idempotency.Config.KeepAlive). It is optional, as [AttachValidator]
+// and [Inspector] are: a store without it still works, and a guard on it
+// runs every operation within the lease it claimed (the context ends
+// before that lease does), as it did before extensions existed. Every
+// store of this module implements it.
+type Extender interface {
+	// Extend moves the lease of the claim rec.ID to rec's, in one
+	// conditional write: only if the record is INPROGRESS, owned by
+	// rec.Owner, carries no quarantine mark and has not expired at now
+	// (a record past its ExpiresAt counts as none, as for Acquire). For a
+	// strict claim (rec.Strict()) it sets the record's StrictLease to
+	// rec.StrictLease; for any other claim, its LeaseUntil to
+	// rec.LeaseUntil. It writes nothing else (not the expiry, not the
+	// owner), and does not compare the lease with now: a lease that lapsed
+	// without being taken over is still its owner's, and Extend keeps it.
+	// It may move a lease earlier as well as later; the guard only moves
+	// it later. When the condition fails (the claim was taken over,
+	// completed, released, quarantined, expired or is gone) nothing is
+	// written and the error wraps [ErrLeaseLost]. Sent again after it was
+	// applied, it succeeds as the first did. Any other error means nothing
+	// is known of the write.
+	Extend(ctx context.Context, rec Record, now time.Time) error
+}
+
 // ClaimMode says whether [Store.Acquire] takes over an INPROGRESS record
 // whose lease lapsed.
 type ClaimMode int

@@ -4,8 +4,8 @@ import "errors"
 
 // The errors a store reports to the guard and to tools.
 var (
-	// ErrLeaseLost: a fenced write (Complete, Release, Quarantine and the
-	// Inspector's writes) found the record owned by someone else, changed,
+	// ErrLeaseLost: a fenced write (Complete, Release, Quarantine, Extend
+	// and the Inspector's writes) found the record owned by someone else, changed,
 	// or gone, and wrote nothing.
 	ErrLeaseLost = errors.New("idempotency: lease lost")
 

@@ -84,7 +84,26 @@ func (s *mapStore) Quarantine(_ context.Context, found driver.Record, now time.T
 	return old, nil
 }
 
-// A store needs the four methods of Store; a guard then runs an operation
+var _ driver.Extender = (*mapStore)(nil)
+
+func (s *mapStore) Extend(_ context.Context, rec driver.Record, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[rec.ID]
+	if !ok || old.Status != driver.StatusInProgress || old.Owner != rec.Owner || !old.Quarantined.IsZero() || !old.ExpiresAt.After(now) {
+		return driver.ErrLeaseLost
+	}
+	if rec.Strict() {
+		old.StrictLease = rec.StrictLease
+	} else {
+		old.LeaseUntil = rec.LeaseUntil
+	}
+	s.records[rec.ID] = old
+	return nil
+}
+
+// A store needs the four methods of Store (Extend, which keeps claims
+// alive, is optional: driver.Extender); a guard then runs an operation
 // once per key on it.
 func Example() {
 	g, err := idempotency.New(idempotency.Config{Store: newMapStore(), Namespace: "orders", Logger: slog.New(slog.DiscardHandler)})

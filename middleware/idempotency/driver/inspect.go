@@ -27,8 +27,9 @@ type Inspector interface {
 
 	// ReleaseInspected releases found, an INPROGRESS record as Inspect
 	// returned it, in one write fenced on the record being unchanged since
-	// it was read (status, owner or none, expiry, lease end, quarantine
-	// mark). A record that changed, or is gone, is left alone and the
+	// it was read (status, owner or none, expiry, lease end, a strict
+	// claim's StrictLease, quarantine mark): an extension since the read
+	// fails it. A record that changed, or is gone, is left alone and the
 	// error wraps [ErrLeaseLost].
 	ReleaseInspected(ctx context.Context, found Record) error
 

@@ -22,13 +22,13 @@ import (
 
 // inspectedFence is the condition that the INPROGRESS record found, as
 // Inspect returned it, is unchanged: the same owner (or none), expiry,
-// lease end and quarantine mark (or none), and not released. It adds the
-// names and values it uses to names and values; ":inprogress" is the
-// caller's.
+// lease end, strict lease (or none) and quarantine mark (or none), and not
+// released. It adds the names and values it uses to names and values;
+// ":inprogress" is the caller's.
 func (s *Store) inspectedFence(found driver.Record, names map[string]string, values map[string]types.AttributeValue) string {
 	a := s.attrs
-	names["#st"], names["#own"], names["#exp"], names["#lease"], names["#quar"], names["#call"] =
-		a.Status, a.Owner, a.Expiration, a.LeaseExpiry, a.Quarantined, a.ReleaseCall
+	names["#st"], names["#own"], names["#exp"], names["#lease"], names["#quar"], names["#call"], names["#slease"] =
+		a.Status, a.Owner, a.Expiration, a.LeaseExpiry, a.Quarantined, a.ReleaseCall, a.StrictLease
 	values[":inprogress"] = attrS(string(driver.StatusInProgress))
 	parts := []string{"#st = :inprogress", "attribute_not_exists(#call)"}
 	same := func(name, value string, v types.AttributeValue, set bool) {
@@ -42,6 +42,7 @@ func (s *Store) inspectedFence(found driver.Record, names map[string]string, val
 	same("#own", ":found_own", attrS(found.Owner), found.Owner != "")
 	same("#exp", ":found_exp", attrN(found.ExpiresAt.Unix()), !found.ExpiresAt.IsZero())
 	same("#lease", ":found_lease", attrN(found.LeaseUntil.UnixMilli()), !found.LeaseUntil.IsZero())
+	same("#slease", ":found_slease", attrN(found.StrictLease.UnixMilli()), !found.StrictLease.IsZero())
 	same("#quar", ":found_quar", attrN(found.Quarantined.UnixMilli()), !found.Quarantined.IsZero())
 	return strings.Join(parts, " AND ")
 }
@@ -49,8 +50,8 @@ func (s *Store) inspectedFence(found driver.Record, names map[string]string, val
 // ReleaseInspected releases the INPROGRESS record found, as [Store.Inspect]
 // returned it, for an operator: one UpdateItem that releases it as
 // [Store.Release] does, fenced on the record being unchanged since it was
-// read (status, owner or none, expiry, lease end, quarantine mark) instead
-// of on an owner token. A record that changed, or is gone, is left alone
+// read (status, owner or none, expiry, lease end, strict lease, quarantine
+// mark) instead of on an owner token. A record that changed, or is gone, is left alone
 // and the error wraps [driver.ErrLeaseLost]. A retry of the request
 // by the SDK, after a first attempt whose response was lost, succeeds.
 func (s *Store) ReleaseInspected(ctx context.Context, found driver.Record) error {
@@ -149,7 +150,7 @@ func (s *Store) changed(op string, found driver.Record, item map[string]types.At
 		case st.rec.Owner != found.Owner:
 			why = "the lease was taken over by another owner"
 		default:
-			why = "the record changed since it was inspected (its lease, expiry or quarantine mark)"
+			why = "the record changed since it was inspected (its lease, strict lease, expiry or quarantine mark)"
 		}
 	}
 	return storeError(op, found.ID, fmt.Errorf("dynamostore: %s: %w", why, driver.ErrLeaseLost))

@@ -92,11 +92,11 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done driver.Record
 
 // asInspected fails, wrapping [driver.ErrLeaseLost], unless the record is
 // found as it was inspected: INPROGRESS, with its owner (or none), expiry,
-// lease end and quarantine mark. s.mu is held.
+// lease end, strict lease and quarantine mark. s.mu is held.
 func (s *Store) asInspected(op string, found driver.Record) error {
 	cur, ok := s.records[found.ID]
 	if !ok || cur.Status != driver.StatusInProgress || cur.Owner != found.Owner || !cur.ExpiresAt.Equal(found.ExpiresAt) ||
-		!cur.LeaseUntil.Equal(found.LeaseUntil) || !cur.Quarantined.Equal(found.Quarantined) {
+		!cur.LeaseUntil.Equal(found.LeaseUntil) || !cur.StrictLease.Equal(found.StrictLease) || !cur.Quarantined.Equal(found.Quarantined) {
 		return fmt.Errorf("memstore: %s %s: the record is not as inspected: %w", op, found.ID, driver.ErrLeaseLost)
 	}
 	return nil

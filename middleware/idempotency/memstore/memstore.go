@@ -128,6 +128,29 @@ func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Ti
 	return clone(old), nil
 }
 
+var _ driver.Extender = (*Store)(nil)
+
+// Extend implements [driver.Extender].
+func (s *Store) Extend(ctx context.Context, rec driver.Record, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[rec.ID]
+	if !ok || old.Status != driver.StatusInProgress || old.Owner == "" || old.Owner != rec.Owner ||
+		!old.Quarantined.IsZero() || !old.ExpiresAt.After(now) {
+		return fmt.Errorf("memstore: extend %s: %w", rec.ID, driver.ErrLeaseLost)
+	}
+	if rec.Strict() {
+		old.StrictLease = rec.StrictLease
+	} else {
+		old.LeaseUntil = rec.LeaseUntil
+	}
+	s.records[rec.ID] = old
+	return nil
+}
+
 // Get returns the record stored under id, for tests and inspection.
 func (s *Store) Get(id string) (driver.Record, bool) {
 	s.mu.Lock()

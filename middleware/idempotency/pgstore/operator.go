@@ -17,10 +17,12 @@ import (
 // the tool writes the same way on each.
 
 // inspectedFenceSQL is the condition that record $1 is the INPROGRESS
-// record found: owner $2, expiration $3, lease end $4 and quarantine mark
-// $5 (NULL for none).
+// record found: owner $2, expiration $3, lease end $4, quarantine mark
+// $5 and strict lease $6 (NULL for none): an extension since the read
+// fails it.
 const inspectedFenceSQL = `id = $1 AND status = 'INPROGRESS' AND lease_owner = $2 AND expiration = $3
-      AND in_progress_expiration = $4 AND quarantined IS NOT DISTINCT FROM $5`
+      AND in_progress_expiration = $4 AND quarantined IS NOT DISTINCT FROM $5
+      AND strict_lease_expiration IS NOT DISTINCT FROM $6`
 
 // releaseInspectedSQL deletes the record found, and returns whether it did
 // with the record's status and owner as of the statement's start.
@@ -33,12 +35,12 @@ SELECT EXISTS (SELECT FROM gone),
        (SELECT status FROM {{table}} WHERE id = $1),
        (SELECT lease_owner FROM {{table}} WHERE id = $1)`
 
-// completeInspectedSQL completes the record found with expiration $6,
-// result $7 and owner $8, and returns whether it did with the record's
+// completeInspectedSQL completes the record found with expiration $7,
+// result $8 and owner $9, and returns whether it did with the record's
 // status, owner and result as of the statement's start.
 const completeInspectedSQL = `
 WITH done AS (
-    UPDATE {{table}} SET status = 'COMPLETED', expiration = $6, data = $7, lease_owner = $8, quarantined = NULL
+    UPDATE {{table}} SET status = 'COMPLETED', expiration = $7, data = $8, lease_owner = $9, quarantined = NULL
     WHERE ` + inspectedFenceSQL + `
     RETURNING 1
 )
@@ -51,20 +53,22 @@ func (s *Store) operatorSQL(sql string) string {
 	return strings.ReplaceAll(sql, "{{table}}", s.sql.table)
 }
 
-// fenceArgs are the arguments $1 to $5 of inspectedFenceSQL for found.
+// fenceArgs are the arguments $1 to $6 of inspectedFenceSQL for found.
 func fenceArgs(found driver.Record) []any {
-	var quarantined *time.Time
-	if !found.Quarantined.IsZero() {
-		q := micros(found.Quarantined)
-		quarantined = &q
+	orNull := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		m := micros(t)
+		return &m
 	}
-	return []any{found.ID, found.Owner, micros(found.ExpiresAt), micros(found.LeaseUntil), quarantined}
+	return []any{found.ID, found.Owner, micros(found.ExpiresAt), micros(found.LeaseUntil), orNull(found.Quarantined), orNull(found.StrictLease)}
 }
 
 // ReleaseInspected releases the INPROGRESS record found, as [Store.Inspect]
 // returned it, for an operator: one DELETE fenced on the record being
 // unchanged since it was read (status, owner, expiration, lease end,
-// quarantine mark). A record that changed, or is gone, is left alone and
+// quarantine mark, strict lease). A record that changed, or is gone, is left alone and
 // the error wraps [driver.ErrLeaseLost].
 func (s *Store) ReleaseInspected(ctx context.Context, found driver.Record) error {
 	if found.ID == "" {
@@ -125,7 +129,7 @@ func changed(op string, found driver.Record, status, owner *string) error {
 	case deref(owner) != found.Owner:
 		why = "the lease was taken over by another owner"
 	default:
-		why = "the record changed since it was inspected (its lease, expiry or quarantine mark)"
+		why = "the record changed since it was inspected (its lease, strict lease, expiry or quarantine mark)"
 	}
 	return storeError(op, found.ID, fmt.Errorf("pgstore: %s: %w", why, driver.ErrLeaseLost))
 }

@@ -106,6 +106,24 @@ SELECT EXISTS (SELECT FROM q), o.status, o.expiration, o.in_progress_expiration,
        o.strict_lease_expiration
 FROM (SELECT) AS one LEFT JOIN old AS o ON true`
 
+// extendSQL moves the lease of $1 to $3 (a strict claim's, $4,
+// strict_lease_expiration; else in_progress_expiration) if it is
+// INPROGRESS, owned by $2, not quarantined and not expired at $5, and
+// returns whether it did with the record's status, owner and quarantine
+// mark as of the statement's start.
+const extendSQL = `
+WITH ext AS (
+    UPDATE {{table}} SET
+        in_progress_expiration = CASE WHEN $4::boolean THEN in_progress_expiration ELSE $3 END,
+        strict_lease_expiration = CASE WHEN $4::boolean THEN $3 ELSE strict_lease_expiration END
+    WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2 AND quarantined IS NULL AND expiration >= $5
+    RETURNING 1
+)
+SELECT EXISTS (SELECT FROM ext),
+       (SELECT status FROM {{table}} WHERE id = $1),
+       (SELECT lease_owner FROM {{table}} WHERE id = $1),
+       (SELECT quarantined IS NOT NULL FROM {{table}} WHERE id = $1)`
+
 // deleteExpiredSQL deletes up to $1 records past their expiration, oldest
 // first from $2 (NULL: the oldest), skipping rows a claim holds locked, and
 // returns how many it deleted and the latest expiration among them. The
@@ -157,8 +175,8 @@ CREATE INDEX IF NOT EXISTS {{index}} ON {{table}} (expiration);
 
 // queries are the SQL texts of one table.
 type queries struct {
-	claim, read, complete, completeOrAbort, state, release, quarantine, deleteExpired, schema string
-	table                                                                                     string // the table's quoted name, for inspect.go
+	claim, read, complete, completeOrAbort, state, release, quarantine, extend, deleteExpired, schema string
+	table                                                                                             string // the table's quoted name, for inspect.go
 }
 
 // render returns the statements for the table named table, quoted as one
@@ -169,7 +187,7 @@ func render(table string) queries {
 	return queries{
 		claim: r.Replace(claimSQL), read: r.Replace(readSQL), complete: r.Replace(completeSQL),
 		completeOrAbort: r.Replace(completeOrAbortSQL), state: r.Replace(stateSQL), release: r.Replace(releaseSQL),
-		quarantine:    r.Replace(quarantineSQL),
+		quarantine: r.Replace(quarantineSQL), extend: r.Replace(extendSQL),
 		deleteExpired: r.Replace(deleteExpiredSQL), schema: r.Replace(schemaSQL),
 		table: pgx.Identifier{table}.Sanitize(),
 	}

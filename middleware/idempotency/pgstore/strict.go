@@ -47,3 +47,47 @@ func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Ti
 	}
 	return rec, storeError("quarantine", found.ID, fmt.Errorf("pgstore: %s: %w", why, driver.ErrLeaseLost))
 }
+
+var _ driver.Extender = (*Store)(nil)
+
+// Extend implements [driver.Extender] with one UPDATE that sets the lease
+// (in_progress_expiration, which Powertools reads), or a strict claim's
+// strict_lease_expiration, to rec's, fenced on the owner, the record in
+// progress, not quarantined and not expired at now. Sent again after it
+// was applied, it sets the same value under the same condition, and
+// succeeds. Times are kept in microseconds, as by Acquire.
+func (s *Store) Extend(ctx context.Context, rec driver.Record, now time.Time) error {
+	if rec.ID == "" {
+		return storeError("extend", "", errors.New("pgstore: empty record id"))
+	}
+	until := rec.LeaseUntil
+	if rec.Strict() {
+		until = rec.StrictLease
+	}
+	var (
+		done          bool
+		status, owner *string
+		quarantined   *bool
+	)
+	err := s.queryRow(ctx, s.sql.extend, []any{rec.ID, rec.Owner, micros(until), rec.Strict(), micros(now)},
+		&done, &status, &owner, &quarantined)
+	if err != nil {
+		return storeError("extend", rec.ID, err)
+	}
+	if done {
+		return nil
+	}
+	why := "the record is gone"
+	switch {
+	case status == nil:
+	case *status != string(driver.StatusInProgress):
+		why = "the record is " + *status
+	case deref(owner) != rec.Owner:
+		why = "the lease was taken over by another owner"
+	case quarantined != nil && *quarantined:
+		why = "the claim is quarantined"
+	default:
+		why = "the record expired"
+	}
+	return storeError("extend", rec.ID, fmt.Errorf("pgstore: %s: %w", why, driver.ErrLeaseLost))
+}

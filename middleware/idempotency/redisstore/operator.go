@@ -20,21 +20,23 @@ import (
 
 // inspectedFenceLua is the condition of both scripts below: KEYS[1] is
 // INPROGRESS, not a release marker, with the owner ARGV[1] (empty for
-// none), the expiration ARGV[2], the lease end ARGV[3] and the quarantine
-// mark ARGV[4], each empty for a field the record had not.
+// none), the expiration ARGV[2], the lease end ARGV[3], the quarantine
+// mark ARGV[4] and the strict lease ARGV[5], each empty for a field the
+// record had not: an extension since the read fails it.
 const inspectedFenceLua = `
-local cur = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'expiration', 'in_progress_expiration', 'quarantined', 'released_by')
+local cur = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'expiration', 'in_progress_expiration', 'quarantined', 'released_by',
+  'strict_lease_expiration')
 local function same(v, arg)
   if arg == '' then return v == false end
   return v ~= false and tonumber(v) == tonumber(arg)
 end
 local fenced = cur[1] == 'INPROGRESS' and (cur[2] or '') == ARGV[1] and same(cur[3], ARGV[2])
-  and same(cur[4], ARGV[3]) and same(cur[5], ARGV[4])
+  and same(cur[4], ARGV[3]) and same(cur[5], ARGV[4]) and same(cur[7], ARGV[5])
 `
 
 // releaseInspectedScript deletes KEYS[1] when inspectedFenceLua holds,
 // leaving a release marker as releaseScript does: released_by ARGV[1],
-// release_call ARGV[5] (a token of the call), expiring after ARGV[6]
+// release_call ARGV[6] (a token of the call), expiring after ARGV[7]
 // milliseconds.
 //
 // Reply: {0} released; {2} released by this call already (its first run
@@ -42,38 +44,38 @@ local fenced = cur[1] == 'INPROGRESS' and (cur[2] or '') == ARGV[1] and same(cur
 var releaseInspectedScript = redis.NewScript(inspectedFenceLua + `
 if fenced then
   redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], 'released_by', ARGV[1], 'release_call', ARGV[5])
-  redis.call('PEXPIRE', KEYS[1], ARGV[6])
+  redis.call('HSET', KEYS[1], 'released_by', ARGV[1], 'release_call', ARGV[6])
+  redis.call('PEXPIRE', KEYS[1], ARGV[7])
   return {0}
 end
-if cur[1] == false and redis.call('HGET', KEYS[1], 'release_call') == ARGV[5] then
+if cur[1] == false and redis.call('HGET', KEYS[1], 'release_call') == ARGV[6] then
   return {2}
 end
 return {1, cur[1], cur[2], cur[6]}
 `)
 
 // completeInspectedScript completes KEYS[1] when inspectedFenceLua holds,
-// as completeScript does, and sets its owner to ARGV[5].
+// as completeScript does, and sets its owner to ARGV[6].
 //
-// ARGV[5..]: owner, expiration_s, expire_at_ms, placement ("none", "plain"
+// ARGV[6..]: owner, expiration_s, expire_at_ms, placement ("none", "plain"
 // or "gzip"), data.
 //
 // Reply: {0} completed; {2, data, data_encoding, data_omitted} COMPLETED
-// with owner ARGV[5] already, nothing written; {1, status, owner,
+// with owner ARGV[6] already, nothing written; {1, status, owner,
 // released_by} refused.
 var completeInspectedScript = redis.NewScript(inspectedFenceLua + `
 if fenced then
   redis.call('HDEL', KEYS[1], 'data', 'data_encoding', 'data_omitted', 'replaced', 'quarantined')
-  redis.call('HSET', KEYS[1], 'status', 'COMPLETED', 'expiration', ARGV[6], 'lease_owner', ARGV[5])
-  if ARGV[8] == 'plain' then
-    redis.call('HSET', KEYS[1], 'data', ARGV[9])
-  elseif ARGV[8] == 'gzip' then
-    redis.call('HSET', KEYS[1], 'data', ARGV[9], 'data_encoding', 'gzip')
+  redis.call('HSET', KEYS[1], 'status', 'COMPLETED', 'expiration', ARGV[7], 'lease_owner', ARGV[6])
+  if ARGV[9] == 'plain' then
+    redis.call('HSET', KEYS[1], 'data', ARGV[10])
+  elseif ARGV[9] == 'gzip' then
+    redis.call('HSET', KEYS[1], 'data', ARGV[10], 'data_encoding', 'gzip')
   end
-  redis.call('PEXPIREAT', KEYS[1], ARGV[7])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[8])
   return {0}
 end
-if cur[1] == 'COMPLETED' and cur[2] == ARGV[5] then
+if cur[1] == 'COMPLETED' and cur[2] == ARGV[6] then
   local kept = redis.call('HMGET', KEYS[1], 'data', 'data_encoding', 'data_omitted')
   return {2, kept[1], kept[2], kept[3]}
 end
@@ -91,13 +93,15 @@ func fenceArgs(found driver.Record) []any {
 		}
 		return strconv.FormatInt(t.Unix(), 10)
 	}
-	return []any{found.Owner, stamp(found.ExpiresAt, false), stamp(found.LeaseUntil, true), stamp(found.Quarantined, true)}
+	return []any{found.Owner, stamp(found.ExpiresAt, false), stamp(found.LeaseUntil, true), stamp(found.Quarantined, true),
+		stamp(found.StrictLease, true)}
 }
 
 // ReleaseInspected releases the INPROGRESS record found, as [Store.Inspect]
 // returned it, for an operator: one script that releases it as
 // [Store.Release] does, fenced on the record being unchanged since it was
-// read (status, owner or none, expiration, lease end, quarantine mark)
+// read (status, owner or none, expiration, lease end, quarantine mark,
+// strict lease)
 // instead of on an owner token. A record that changed, or is gone, is left
 // alone and the error wraps [driver.ErrLeaseLost]. The script sent
 // again by go-redis after its first run was applied succeeds.
@@ -197,7 +201,7 @@ func changed(op string, found driver.Record, fields []string) error {
 	case own != found.Owner:
 		why = "the lease was taken over by another owner"
 	default:
-		why = "the record changed since it was inspected (its lease, expiry or quarantine mark)"
+		why = "the record changed since it was inspected (its lease, strict lease, expiry or quarantine mark)"
 	}
 	return storeError(op, found.ID, fmt.Errorf("redisstore: %s: %w", why, driver.ErrLeaseLost))
 }

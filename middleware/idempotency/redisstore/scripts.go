@@ -194,3 +194,22 @@ local reply = {1}
 for i = 1, #rest do reply[i + 1] = rest[i] end
 return reply
 `)
+
+// extendScript moves the lease of KEYS[1] when it is INPROGRESS, owned by
+// ARGV[1], has no quarantined field and has not expired (expiration >=
+// ARGV[2], epoch seconds): it sets the field ARGV[3]
+// (in_progress_expiration, or a strict claim's strict_lease_expiration)
+// to ARGV[4], epoch milliseconds, and nothing else. A script sent again
+// after its first run was applied sets the same value, and succeeds.
+//
+// Reply: {0} extended; {1, status, owner, released_by, quarantined}
+// refused, with the record's fields (nil when absent).
+var extendScript = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'released_by', 'quarantined', 'expiration')
+local exp = tonumber(cur[5])
+if cur[1] == 'INPROGRESS' and cur[2] == ARGV[1] and cur[4] == false and exp ~= nil and exp >= tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
+  return {0}
+end
+return {1, cur[1], cur[2], cur[3], cur[4]}
+`)

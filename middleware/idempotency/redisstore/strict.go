@@ -52,3 +52,49 @@ func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Ti
 	}
 	return driver.Record{}, storeError("quarantine", found.ID, unexpected(code, fields))
 }
+
+var _ driver.Extender = (*Store)(nil)
+
+// Extend implements [driver.Extender] with one script that sets the lease
+// (in_progress_expiration, which Powertools reads), or a strict claim's
+// strict_lease_expiration, to rec's, fenced on the owner, the record in
+// progress, not quarantined and not expired at now. It leaves the key's
+// own expiry (PEXPIREAT, the record's) alone. The script sent again by
+// go-redis after its first run was applied succeeds.
+func (s *Store) Extend(ctx context.Context, rec driver.Record, now time.Time) error {
+	if rec.ID == "" {
+		return storeError("extend", "", errors.New("redisstore: empty record id"))
+	}
+	if rec.Owner == "" {
+		return storeError("extend", rec.ID, fmt.Errorf("redisstore: no owner to fence the extension with: %w", driver.ErrLeaseLost))
+	}
+	field, until := "in_progress_expiration", rec.LeaseUntil
+	if rec.Strict() {
+		field, until = "strict_lease_expiration", rec.StrictLease
+	}
+	reply, err := s.run(ctx, extendScript, rec.ID, rec.Owner, now.Unix(), field, until.UnixMilli())
+	if err != nil {
+		return storeError("extend", rec.ID, err)
+	}
+	code, fields, err := parseReply(reply)
+	if err != nil {
+		return storeError("extend", rec.ID, err)
+	}
+	switch code {
+	case 0:
+		return nil
+	case 1:
+		status, _ := fieldAt(fields, 0)
+		own, _ := fieldAt(fields, 1)
+		quarantined, _ := fieldAt(fields, 3)
+		if status == string(driver.StatusInProgress) && own == rec.Owner {
+			why := "the record expired"
+			if quarantined != "" {
+				why = "the claim is quarantined"
+			}
+			return storeError("extend", rec.ID, fmt.Errorf("redisstore: %s: %w", why, driver.ErrLeaseLost))
+		}
+		return s.lost("extend", rec.ID, rec.Owner, fields)
+	}
+	return storeError("extend", rec.ID, unexpected(code, fields))
+}

@@ -32,13 +32,23 @@
 // leaves nothing behind in the claim that replaces it once released or
 // expired.
 //
+// Extension, for a [driver.Extender]: the owner's Extend moves its claim's
+// lease (a strict claim's StrictLease) and nothing else, even after the
+// lease lapsed if nobody took it over, and succeeds when sent again; a
+// stale owner's is refused and moves nothing, so the winner's lease lapses
+// as it was; a completed, released, quarantined or expired claim is not
+// extended; of an extension and Racers claims racing on one lapsed lease,
+// either the extension or exactly one claim wins.
+//
 // Run finds the optional interfaces itself. For a [driver.AttachValidator]
 // it checks that a write the store cannot commit is refused. For a
 // [driver.Inspector] it checks Inspect and List on records of every kind
 // (completed, lapsed, live, strict, released, quarantined), List across
 // [ListPages] records, and that ReleaseInspected and CompleteInspected
-// write only on the record as it was read. A store without one skips its
-// cases, saying so.
+// write only on the record as it was read (not once it was extended). A
+// store without one skips its cases, saying so. [KeepAliveLiveOwner], a
+// guard keeping a live claim alive three times its initial lease on the
+// store, takes seconds: a store's tests call it beside Run.
 //
 // Three scenarios need a store's own setup, so its tests call them:
 // [StrictAcrossProcesses] (a strict and a default guard in two OS

@@ -85,6 +85,36 @@ func Run(t *testing.T, newStore func(t *testing.T) driver.Store) {
 			t.Errorf("ValidateAttached of no writes: %v, want nil", err)
 		}
 	})
+	extends := []struct {
+		name string
+		fn   func(t *testing.T, s driver.Store, e driver.Extender)
+	}{
+		{"MovesLease", testExtendMovesLease},
+		{"LapsedNotTakenOver", testExtendLapsedNotTakenOver},
+		{"Fenced", testExtendFenced},
+		{"Refused", testExtendRefused},
+		{"Strict", testExtendStrict},
+		{"RaceTakeover", testRaceExtendTakeover},
+	}
+	for _, tc := range extends {
+		t.Run("Extender/"+tc.name, func(t *testing.T) {
+			s := newStore(t)
+			e, ok := s.(driver.Extender)
+			if !ok {
+				t.Skipf("%T does not implement driver.Extender: a guard on it keeps no claim alive", s)
+			}
+			tc.fn(t, s, e)
+		})
+	}
+	t.Run("Inspector/InspectedWritesAfterExtend", func(t *testing.T) {
+		s := newStore(t)
+		in, ok := s.(driver.Inspector)
+		e, ok2 := s.(driver.Extender)
+		if !ok || !ok2 {
+			t.Skipf("%T does not implement both driver.Inspector and driver.Extender", s)
+		}
+		testInspectedWritesAfterExtend(t, s, e, in)
+	})
 	for _, tc := range optional {
 		t.Run("Inspector/"+tc.name, func(t *testing.T) {
 			s := newStore(t)

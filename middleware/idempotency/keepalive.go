@@ -1,0 +1,220 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+)
+
+// DefaultKeepAliveLimit is the default [Config.KeepAliveLimit]: twelve
+// hours, the longest SQS keeps a received message invisible.
+const DefaultKeepAliveLimit = 12 * time.Hour
+
+// ErrLeaseNotExtended is the cause ([context.Cause]) of an operation's
+// context that the guard ended because it could not keep the claim alive
+// (see [Config.KeepAliveEvery]): an extension was refused, the claim lost
+// (the cause wraps [driver.ErrLeaseLost] too); none could be made before
+// the lease would lapse (it wraps the store's last error); or the claim
+// reached [Config.KeepAliveLimit]. The context ends a reserve before the
+// lease does, so that an operation that honours it returns before any
+// other worker may take the key over. The call's error wraps it too.
+var ErrLeaseNotExtended = errors.New("idempotency: the claim's lease was not kept alive")
+
+// keeper keeps one claim alive while its operation runs: it extends the
+// lease every Config.KeepAliveEvery, each time to the claimed lease's
+// length from the extension's start, and ends the operation's context
+// (with a cause wrapping ErrLeaseNotExtended) a reserve before the last
+// lease it made would lapse. Times the worker relies on are read on its
+// own clock (time.Now, as the claim's); the leases written on Config.Now,
+// as the claim's.
+type keeper struct {
+	g       *Guard
+	ext     driver.Extender
+	rec     driver.Record // the claim, with its lease as last extended
+	span    time.Duration // the claimed lease's length
+	every   time.Duration
+	reserve time.Duration
+	horizon time.Time // no lease the worker relies on goes past it: the claim plus Config.KeepAliveLimit
+
+	cancel  context.CancelCauseFunc // ends the operation's context
+	kcancel context.CancelFunc      // ends an extension in flight when the operation returned
+	kctx    context.Context
+	done    chan struct{}
+
+	mu      sync.Mutex
+	end     time.Time // the lease this worker relies on (without the skew margin)
+	lastErr error
+	n       int // extensions applied
+	dog     *time.Timer
+}
+
+// opContext is the context an operation runs with, and the function to
+// call when it returned (it stops the keep-alive and reports how many
+// extensions it made and, when it ended the context, why).
+//
+// The lease this worker relies on ends at ctx's deadline (as inside
+// Lambda) or, without one, Config.Lease after claimed, the real time taken
+// before the claim was written (the stored lease end adds
+// Config.SkewMargin for other workers' clocks). Without keep-alive (a
+// store that does not implement driver.Extender, or a negative
+// Config.KeepAliveEvery) the context ends a reserve before that lease
+// does, so that an operation that honours its context returns in time for
+// its result to be stored before another worker can take the key over.
+// With it, the lease is extended while the operation runs, and the
+// context ends a reserve before the last extended lease would lapse (a
+// refused or failed extension), at the claim's Config.KeepAliveLimit, or
+// at ctx's own end, whichever comes first. The reserve is a tenth of the
+// lease, at most maxCompleteReserve.
+func (g *Guard) opContext(ctx context.Context, claimed, now time.Time, rec driver.Record) (context.Context, func() (int, error)) {
+	end, span := claimed.Add(g.cfg.Lease), g.cfg.Lease
+	if d, ok := ctx.Deadline(); ok && d.After(now) { // as claim decides
+		end, span = d, d.Sub(claimed)
+	}
+	reserve := max(min(span/10, maxCompleteReserve), 0)
+	ext, ok := g.cfg.Store.(driver.Extender)
+	if !ok || g.cfg.KeepAliveEvery < 0 || span <= 0 {
+		octx, cancel := context.WithDeadline(ctx, end.Add(-reserve))
+		return octx, func() (int, error) { cancel(); return 0, nil }
+	}
+	every := g.cfg.KeepAliveEvery
+	if every == 0 || every > span/2 {
+		every = span / 3
+		if g.cfg.KeepAliveEvery > 0 {
+			every = span / 2
+		}
+	}
+	every = max(every, time.Millisecond)
+	horizon := claimed.Add(g.cfg.KeepAliveLimit)
+	if horizon.Before(end) {
+		horizon = end // the limit bounds extensions, never the claimed lease
+	}
+	base, bcancel := ctx, context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		base, bcancel = context.WithDeadline(ctx, d.Add(-reserve)) // the invocation's end, as without keep-alive
+	}
+	limited := fmt.Errorf("%w: it reached Config.KeepAliveLimit (%v)", ErrLeaseNotExtended, g.cfg.KeepAliveLimit)
+	lctx, lcancel := context.WithDeadlineCause(base, horizon.Add(-reserve), limited)
+	octx, cancel := context.WithCancelCause(lctx)
+	kctx, kcancel := context.WithCancel(context.WithoutCancel(ctx))
+	k := &keeper{
+		g: g, ext: ext, rec: rec, span: span, every: every, reserve: reserve, horizon: horizon,
+		cancel: cancel, kctx: kctx, kcancel: kcancel, done: make(chan struct{}), end: end,
+	}
+	k.dog = time.AfterFunc(time.Until(end.Add(-reserve)), k.lapsing)
+	go k.run(claimed.Add(every))
+	return octx, func() (int, error) {
+		cause := context.Cause(octx) // as the operation returned
+		kcancel()
+		<-k.done
+		k.mu.Lock()
+		k.dog.Stop()
+		n := k.n
+		k.mu.Unlock()
+		cancel(nil)
+		lcancel()
+		bcancel()
+		if !errors.Is(cause, ErrLeaseNotExtended) {
+			cause = nil
+		}
+		return n, cause
+	}
+}
+
+// lapsing ends the operation's context when no extension was applied in
+// time: the watchdog's function, run a reserve before the lease lapses.
+func (k *keeper) lapsing() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if time.Now().Before(k.end.Add(-k.reserve)) {
+		return // an extension moved the lease since the timer fired
+	}
+	if k.lastErr != nil {
+		k.cancel(fmt.Errorf("%w: no extension was applied before the lease would lapse: %w", ErrLeaseNotExtended, k.lastErr))
+	} else {
+		k.cancel(fmt.Errorf("%w: no extension was applied before the lease would lapse", ErrLeaseNotExtended))
+	}
+}
+
+// run extends the lease at next, and after each extension every k.every,
+// until the operation returned or the lease reached the horizon. An
+// extension that failed with an error that may pass is tried again soon,
+// until the watchdog ends the context; one refused ends it at once.
+func (k *keeper) run(next time.Time) {
+	defer close(k.done)
+	t := time.NewTimer(time.Until(next))
+	defer t.Stop()
+	for {
+		select {
+		case <-k.kctx.Done():
+			return
+		case <-t.C:
+		}
+		k.mu.Lock()
+		end := k.end
+		k.mu.Unlock()
+		if !end.Before(k.horizon) {
+			return // at the limit: the context ends there
+		}
+		start := time.Now()
+		length := min(k.span, k.horizon.Sub(start))
+		if length <= 0 {
+			return
+		}
+		rec := k.rec
+		until := k.g.cfg.Now().Add(length + k.g.cfg.SkewMargin)
+		if rec.Strict() {
+			rec.StrictLease = until
+		} else {
+			rec.LeaseUntil = until
+		}
+		err := k.extend(rec)
+		switch {
+		case err == nil:
+			k.mu.Lock()
+			k.rec, k.n, k.lastErr = rec, k.n+1, nil
+			if newEnd := start.Add(length); newEnd.After(k.end) {
+				k.end = newEnd
+				k.dog.Reset(time.Until(newEnd.Add(-k.reserve)))
+			}
+			k.mu.Unlock()
+			t.Reset(time.Until(start.Add(k.every)))
+		case errors.Is(err, driver.ErrLeaseLost):
+			k.cancel(fmt.Errorf("%w: the extension was refused: %w", ErrLeaseNotExtended, err))
+			return
+		default:
+			if k.kctx.Err() != nil {
+				return
+			}
+			k.mu.Lock()
+			k.lastErr = err
+			k.mu.Unlock()
+			t.Reset(min(k.every/4, 100*time.Millisecond))
+		}
+	}
+}
+
+// extend is one extension, bounded by the lease it extends (an extension
+// applied after that is of no use to the operation), with a panicking
+// store's panic turned into an error.
+func (k *keeper) extend(rec driver.Record) (err error) {
+	k.mu.Lock()
+	end := k.end
+	k.mu.Unlock()
+	ctx, cancel := context.WithDeadline(k.kctx, end.Add(k.g.cfg.SkewMargin))
+	defer cancel()
+	defer func() {
+		if v := recover(); v != nil {
+			err = &batch.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	if err := k.ext.Extend(ctx, rec, k.g.cfg.Now()); err != nil {
+		return storeError("extend", rec.ID, err)
+	}
+	return nil
+}

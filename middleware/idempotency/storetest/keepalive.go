@@ -1,0 +1,128 @@
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+)
+
+// KeepAliveLease is the initial lease of [KeepAliveLiveOwner]'s claims;
+// their operations run three times as long.
+const KeepAliveLease = time.Second
+
+// KeepAliveLiveOwner checks that a guard keeps its live claim alive on s,
+// a store that implements [driver.Extender], with zero keep-alive options:
+// the owner's operation runs three times its initial lease (Config.Lease,
+// no deadline), while a second guard on the same store calls the key every
+// 50 ms. No call of the second guard runs it, takes it over or (strict)
+// quarantines it: each is in progress, and once the owner completed, each
+// replays its result. The owner's operation is not cancelled, and its
+// lease was extended at least twice. It runs for default and strict
+// claims. The test fails, rather than skips, on a store without
+// Extender: call it only for one that has it.
+func KeepAliveLiveOwner(t *testing.T, s driver.Store) {
+	t.Helper()
+	if _, ok := s.(driver.Extender); !ok {
+		t.Fatalf("%T does not implement driver.Extender", s)
+	}
+	for _, strict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
+			var (
+				mu      sync.Mutex
+				reports []idempotency.Report
+			)
+			newGuard := func(record bool) *idempotency.Guard {
+				cfg := idempotency.Config{Store: s, Namespace: "storetest-keepalive", Lease: KeepAliveLease,
+					SkewMargin: time.Millisecond, Strict: strict, Logger: slog.New(slog.DiscardHandler)}
+				if record {
+					cfg.OnOutcome = func(_ context.Context, r idempotency.Report) {
+						mu.Lock()
+						reports = append(reports, r)
+						mu.Unlock()
+					}
+				}
+				g, err := idempotency.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return g
+			}
+			owner, other := newGuard(true), newGuard(false)
+			k := idempotency.Raw([]byte(`"` + rand.Text() + `"`))
+
+			started := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				_, err := idempotency.Do(context.Background(), owner, k, func(ctx context.Context) (string, error) {
+					close(started)
+					select {
+					case <-time.After(3 * KeepAliveLease):
+						return "owner's", nil
+					case <-ctx.Done():
+						return "", context.Cause(ctx)
+					}
+				})
+				done <- err
+			}()
+			<-started
+
+			var polls, otherRuns int
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+		poll:
+			for {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("the owner's call: %v", err)
+					}
+					break poll
+				case <-tick.C:
+				}
+				polls++
+				_, err := idempotency.Do(context.Background(), other, k, func(context.Context) (string, error) {
+					otherRuns++
+					return "other's", nil
+				})
+				if !errors.Is(err, idempotency.ErrInProgress) {
+					// The owner may have completed since the last tick.
+					select {
+					case oerr := <-done:
+						if oerr != nil {
+							t.Fatalf("the owner's call: %v", oerr)
+						}
+						done <- nil
+						continue
+					default:
+					}
+					t.Fatalf("poll %d of the live owner's key: err = %v, want ErrInProgress", polls, err)
+				}
+			}
+			if otherRuns != 0 {
+				t.Fatalf("the second guard ran the live owner's operation %d times", otherRuns)
+			}
+			got, err := idempotency.Do(context.Background(), other, k, func(context.Context) (string, error) {
+				otherRuns++
+				return "other's", nil
+			})
+			if err != nil || got != "owner's" || otherRuns != 0 {
+				t.Fatalf("after the owner completed: %q, %v, %d runs; want the owner's result replayed", got, err, otherRuns)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(reports) != 1 || reports[0].Outcome != idempotency.OutcomeClaimed || reports[0].Extensions < 2 {
+				t.Fatalf("the owner's reports %+v: want one, claimed, with at least 2 extensions", reports)
+			}
+			t.Logf("strict=%v: %d polls in progress, 0 runs by the second guard, %d extensions over %v (initial lease %v)",
+				strict, polls, reports[0].Extensions, 3*KeepAliveLease, KeepAliveLease)
+		})
+	}
+}
