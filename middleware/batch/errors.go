@@ -63,6 +63,15 @@ func (e *deadlineError) Error() string {
 // Is reports whether target is [ErrDeadline].
 func (e *deadlineError) Is(target error) bool { return target == ErrDeadline }
 
+// NotStarted reports whether err is the error of a record the handler
+// reported failed without starting it: [ErrDeadline], [ErrGroupFailed], or
+// a context canceled before its turn. Such a record's function was never
+// called; an [Options.OnRecord] hook (a metric of records not started)
+// tells them apart with it.
+func NotStarted(err error) bool {
+	return errors.Is(err, ErrDeadline) || errors.Is(err, ErrGroupFailed) || errors.Is(err, errNotStarted)
+}
+
 // errNotStarted begins the error of a record not started because the
 // context was canceled.
 var errNotStarted = errors.New("batch: record not started")

@@ -122,3 +122,27 @@ func TestDeadlineErrorIs(t *testing.T) {
 		t.Errorf("%v: Is(ErrDeadline) %v, Is(ErrGroupFailed) %v", err, errors.Is(err, ErrDeadline), errors.Is(err, ErrGroupFailed))
 	}
 }
+
+// TestNotStarted: the three reasons a record is not started, and nothing
+// else.
+func TestNotStarted(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var errs []error
+	rec := func(_ context.Context, _ events.SQSMessage, err error) { errs = append(errs, err) }
+	_, _ = SQS(func(context.Context, events.SQSMessage) (int, error) { return 0, nil },
+		Options{Concurrency: 1, Logger: quiet(), OnRecord: rec})(ctx, events.SQSEvent{Records: []events.SQSMessage{std("m", "")}})
+	if len(errs) != 1 || !NotStarted(errs[0]) {
+		t.Errorf("canceled: %v", errs)
+	}
+	for _, err := range []error{ErrDeadline, ErrGroupFailed, &deadlineError{}} {
+		if !NotStarted(err) {
+			t.Errorf("NotStarted(%v) = false", err)
+		}
+	}
+	for _, err := range []error{nil, errors.New("boom"), &PanicError{Value: 1}, context.Canceled} {
+		if NotStarted(err) {
+			t.Errorf("NotStarted(%v) = true", err)
+		}
+	}
+}

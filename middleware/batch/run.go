@@ -234,7 +234,7 @@ func (r *run[R]) logFailure(rec *R, err error) {
 	switch pe, panicked := errors.AsType[*PanicError](err); {
 	case panicked:
 		r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record panicked", append(attrs, slog.String("stack", string(pe.Stack)))...)
-	case errors.Is(err, ErrDeadline) || errors.Is(err, ErrGroupFailed) || errors.Is(err, errNotStarted):
+	case NotStarted(err):
 		r.log.LogAttrs(r.ctx, slog.LevelWarn, "batch: record not started", attrs...)
 	default:
 		r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record failed", attrs...)
