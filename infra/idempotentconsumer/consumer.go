@@ -269,6 +269,9 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	if plan.Strict {
 		env[EnvStrict] = jsii.String("true")
 	}
+	if plan.MinRemaining > 0 {
+		env[EnvMinRemaining] = jsii.String(plan.MinRemaining.String())
+	}
 
 	runtime := props.Runtime
 	if runtime == nil {

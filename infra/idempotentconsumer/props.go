@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
@@ -88,6 +89,9 @@ const (
 	// EnvStrict is "true" with [Props.Strict], and unset otherwise: the
 	// function's guard runs in strict mode (idempotency.Config.Strict).
 	EnvStrict = "SQSONCE_STRICT"
+	// EnvMinRemaining is [Props.MinRemaining] as a Go duration, set only
+	// when it is: the function's batch.Options.MinRemaining.
+	EnvMinRemaining = "SQSONCE_MIN_REMAINING"
 )
 
 // maxPartitionValue is DynamoDB's limit on a partition key value, in bytes.
@@ -236,6 +240,13 @@ type Props struct {
 	// again (see idempotency.Config.Strict), and QuarantinedAlarm fires.
 	// The function gets [EnvStrict] "true". Default false.
 	Strict bool
+
+	// MinRemaining is the function's batch.Options.MinRemaining: the time
+	// that must be left before the records' deadline for a record to
+	// start. The function gets [EnvMinRemaining]. Default zero, which
+	// follows the invocation (batch.MinRemainingFor). Plan refuses a
+	// Timeout at which no record could start (batch.Options.CheckTimeout).
+	MinRemaining time.Duration
 
 	// FIFO makes the queue and its dead-letter queue FIFO queues. The
 	// function still keys on the message body, never on the
@@ -387,6 +398,9 @@ type Plan struct {
 
 	// Strict is Props.Strict.
 	Strict bool
+
+	// MinRemaining is Props.MinRemaining; zero follows the invocation.
+	MinRemaining time.Duration
 }
 
 // queueNameChars are the characters SQS allows in a queue name.
@@ -425,7 +439,7 @@ func (p Props) Plan() (Plan, error) {
 		bad("Props.Namespace %q holds a \"#\", which ends the namespace in a record id ({Namespace}#{digest}): "+
 			"its ids would read as those of the namespace before it, and the function's guard (idempotency.Config.Namespace) refuses it at start-up", p.Namespace)
 	}
-	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict} {
+	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict, EnvMinRemaining} {
 		if _, ok := p.Environment[k]; ok {
 			bad("Props.Environment sets %s, which the construct derives", k)
 		}
@@ -452,6 +466,7 @@ func (p Props) Plan() (Plan, error) {
 		NewTable:            p.Table == nil,
 		SortKey:             p.SortKey,
 		Strict:              p.Strict,
+		MinRemaining:        p.MinRemaining,
 		TableRemovalPolicy:  p.TableRemovalPolicy,
 		DeletionProtection:  p.Table == nil && !p.DisableDeletionProtection,
 		QueueName:           p.QueueName,
@@ -553,6 +568,9 @@ func (p Props) Plan() (Plan, error) {
 		bad("Timeout %v is outside 1s–%v", pl.Timeout, maxTimeout)
 	}
 	seconds("Timeout", pl.Timeout)
+	if err := checkRecordsStart(pl.Timeout, pl.MinRemaining); err != nil {
+		errs = append(errs, err)
+	}
 	switch {
 	case pl.VisibilityTimeout < pl.Timeout:
 		bad("VisibilityTimeout %v is below Timeout %v: Lambda refuses an event source mapping whose queue's visibility timeout "+
@@ -672,4 +690,18 @@ func (p Props) Plan() (Plan, error) {
 // whole seconds: 97*time.Hour+30*time.Minute is "351000s".
 func GoSeconds(d time.Duration) string {
 	return fmt.Sprintf("%ds", int64(d/time.Second))
+}
+
+// checkRecordsStart refuses a function timeout at which the function's
+// batch handler could start no record, by the rule package batch applies
+// at run time ([batch.Options.CheckTimeout]) with the construct's
+// MinRemaining and batch's default Reserve.
+func checkRecordsStart(timeout, minRemaining time.Duration) error {
+	if minRemaining < 0 {
+		return fmt.Errorf("idempotentconsumer: MinRemaining %v is negative", minRemaining)
+	}
+	if err := (batch.Options{MinRemaining: minRemaining}).CheckTimeout(timeout); err != nil {
+		return fmt.Errorf("idempotentconsumer: Timeout %v with MinRemaining %v: %w", timeout, minRemaining, err)
+	}
+	return nil
 }

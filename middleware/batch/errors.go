@@ -57,7 +57,7 @@ type deadlineError struct {
 
 func (e *deadlineError) Error() string {
 	return fmt.Sprintf("batch: record not started: %v left before the records' deadline, below the minimum of %v (Options.MinRemaining; the window was %v)",
-		e.left.Round(time.Millisecond), e.minRemaining, e.window.Round(time.Millisecond))
+		e.left.Round(time.Millisecond), e.minRemaining.Round(time.Millisecond), e.window.Round(time.Millisecond))
 }
 
 // Is reports whether target is [ErrDeadline].

@@ -229,7 +229,7 @@ func (r *run[R]) logFailure(rec *R, err error) {
 	if de, ok := errors.AsType[*deadlineError](err); ok {
 		// The figures, so that a threshold the timeout cannot meet shows.
 		attrs = append(attrs, slog.String("left", de.left.Round(time.Millisecond).String()),
-			slog.String("min_remaining", de.minRemaining.String()), slog.String("window", de.window.Round(time.Millisecond).String()))
+			slog.String("min_remaining", de.minRemaining.Round(time.Millisecond).String()), slog.String("window", de.window.Round(time.Millisecond).String()))
 	}
 	switch pe, panicked := errors.AsType[*PanicError](err); {
 	case panicked:
