@@ -107,8 +107,8 @@ func newSummariseStack(scope constructs.Construct, cfg config) (awscdk.Stack, er
 		envDocumentsBucket: *documents.BucketName(),
 		envDocumentsPrefix: cfg.DocumentsPrefix,
 		envConcurrency:     strconv.Itoa(concurrency),
-		envMinRemaining:    goDuration(minRemaining),
 	}
+	props.MinRemaining = minRemaining // the construct sets SQSONCE_MIN_REMAINING
 	if cfg.AlarmTopicArn != "" {
 		props.AlarmTopic = awssns.Topic_FromTopicArn(stack, jsii.String("AlarmTopic"), jsii.String(cfg.AlarmTopicArn))
 	}

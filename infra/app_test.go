@@ -13,10 +13,10 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
-	"github.com/sqsonce/sqsonce/handler/metrics"
 	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+	"github.com/sqsonce/sqsonce/middleware/metrics"
 )
 
 // tableWithTTL returns the idempotency table: the consumer's table.

@@ -23,6 +23,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 )
 
 // The environment: the names cmd/summarise reads and infra's construct
@@ -30,15 +31,15 @@ import (
 // function's environment. Flags override the environment.
 const (
 	envStore            = "SQSONCE_STORE"             // dynamodb | redis | postgres; default dynamodb
-	envTable            = "SQSONCE_TABLE"             // the DynamoDB table (the app's PostgreSQL table is pgstore's default)
-	envNamespace        = "SQSONCE_NAMESPACE"         // record id prefix; default summarise
-	envDynamoDBEndpoint = "SQSONCE_DYNAMODB_ENDPOINT" // DynamoDB endpoint override
+	envTable            = envvars.EnvTable            // the DynamoDB table (the app's PostgreSQL table is pgstore's default)
+	envNamespace        = envvars.EnvNamespace        // record id prefix; default summarise
+	envDynamoDBEndpoint = envvars.EnvDynamoDBEndpoint // DynamoDB endpoint override
 	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override
 	envRedisURL         = "SQSONCE_REDIS_URL"         // redis:// or rediss:// URL
 	envPostgresURL      = "SQSONCE_POSTGRES_URL"      // postgres:// URL or DSN
-	envPartitionKey     = "SQSONCE_PARTITION_KEY"     // dynamostore.Attributes.ID; default id
-	envSortKey          = "SQSONCE_SORT_KEY"          // dynamostore.SortKey.Attr
-	envStaticPartition  = "SQSONCE_STATIC_PARTITION"  // dynamostore.SortKey.Partition (Powertools' static_pk_value)
+	envPartitionKey     = envvars.EnvPartitionKey     // dynamostore.Attributes.ID; default id
+	envSortKey          = envvars.EnvSortKey          // dynamostore.SortKey.Attr
+	envStaticPartition  = envvars.EnvStaticPartition  // dynamostore.SortKey.Partition (Powertools' static_pk_value)
 )
 
 // The tool's own variables: settings the app does not have.

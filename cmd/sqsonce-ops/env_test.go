@@ -15,17 +15,28 @@ import (
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 )
+
+// envvarsByName maps the envvars constants' names to their values.
+var envvarsByName = map[string]string{
+	"EnvTable": envvars.EnvTable, "EnvNamespace": envvars.EnvNamespace, "EnvExpiresAfter": envvars.EnvExpiresAfter,
+	"EnvQueueWindow": envvars.EnvQueueWindow, "EnvPartitionKey": envvars.EnvPartitionKey, "EnvSortKey": envvars.EnvSortKey,
+	"EnvStaticPartition": envvars.EnvStaticPartition, "EnvStrict": envvars.EnvStrict, "EnvMinRemaining": envvars.EnvMinRemaining,
+	"EnvMetrics": envvars.EnvMetrics, "EnvMetricsNamespace": envvars.EnvMetricsNamespace, "EnvMetricsService": envvars.EnvMetricsService,
+	"EnvDynamoDBEndpoint": envvars.EnvDynamoDBEndpoint,
+}
 
 // toolOwn are the tool's variables for settings the app does not have.
 var toolOwn = []string{envRedisCluster, envRedisKeyPrefix, envFormat, envDataFormat}
 
 // notRecords are the construct's variables that do not say where records
 // are or how they are read: the tool has no use for them.
-var notRecords = []string{"SQSONCE_EXPIRES_AFTER", "SQSONCE_QUEUE_WINDOW", "SQSONCE_STRICT"}
+var notRecords = []string{envvars.EnvExpiresAfter, envvars.EnvQueueWindow, envvars.EnvStrict, envvars.EnvMinRemaining,
+	envvars.EnvMetricsNamespace, envvars.EnvMetricsService}
 
 // appNames are the SQSONCE_ variables cmd/summarise reads: the string
-// constants of its config.go.
+// constants of its config.go, and the envvars constants it names there.
 func appNames(t *testing.T) []string {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), "../summarise/config.go", nil, 0)
@@ -37,6 +48,11 @@ func appNames(t *testing.T) []string {
 		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 			if v, err := strconv.Unquote(lit.Value); err == nil && strings.HasPrefix(v, "SQSONCE_") {
 				names = append(names, v)
+			}
+		}
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "envvars" {
+				names = append(names, envvarsByName[sel.Sel.Name])
 			}
 		}
 		return true

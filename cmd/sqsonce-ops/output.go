@@ -125,6 +125,9 @@ func printRecord(w io.Writer, v recordView, at time.Time) {
 	fmt.Fprintf(w, "record %s\n", v.ID)
 	line("state", v.State)
 	if v.State == stateAbsent {
+		// The stores read a released claim as no record: DynamoDB keeps
+		// it, marked, until it expires; the others delete it.
+		line("note", "no record a delivery would find: released, expired, or never written in this namespace; the next delivery runs the operation")
 		return
 	}
 	line("status", v.Status)

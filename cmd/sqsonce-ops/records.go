@@ -191,7 +191,8 @@ func (c *writeCmd) target(ctx context.Context, o *ops, verb string) (string, dri
 	case rec.Status != driver.StatusInProgress:
 		return "", rec, failed(o, "%s %s: the record is %s (%s), not INPROGRESS: nothing to %s", verb, id, rec.Status, st, verb)
 	case rec.Owner != c.owner.owner:
-		return "", rec, failed(o, "%s %s: the record's owner (%s) is not --owner: it changed since you looked; inspect it again", verb, id, orDash(rec.Owner))
+		return "", rec, failed(o, "%s %s: the owner does not match: the record's owner is %s, --owner is %s; copy the owner inspect shows "+
+			"(it is another if a worker claimed the record since you looked)", verb, id, orDash(rec.Owner), orDash(c.owner.owner))
 	case st == stateExpired:
 		return "", rec, failed(o, "%s %s: the record expired at %s: every store treats it as absent and the next delivery runs the operation; nothing to %s",
 			verb, id, rec.ExpiresAt.UTC().Format(time.RFC3339), verb)

@@ -122,7 +122,7 @@ func scenario(t *testing.T, env map[string]string, s seeded) {
 		}
 		// An owner that changed since inspect: refused by the fence.
 		r := cli(t, env, "release", "--id", s.stuck, "--owner", "someone-else").want(t, exitFailed)
-		if !strings.Contains(r.stderr, "owner") {
+		if !strings.Contains(r.stderr, "the owner does not match") || !strings.Contains(r.stderr, "--owner is someone-else") {
 			t.Errorf("wrong owner: %s", r.stderr)
 		}
 		// A live lease: not without --force.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -183,7 +184,7 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		store = c.testStore
 	}
 
-	rec, err := metrics.New(metrics.Config{Writer: out.Metrics, Service: c.Namespace})
+	rec, err := metrics.New(metrics.Config{Writer: out.Metrics, Namespace: c.MetricsNamespace, Service: cmp.Or(c.MetricsService, c.Namespace)})
 	if err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
 	}
@@ -247,6 +248,7 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		}
 		opts.DeadLetter = batch.DeadLetter{Mover: mover}
 	}
+	rec.Instrument(nil, &opts) // records failed and not started; the guard's OnOutcome is rec.Observe
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
 	}

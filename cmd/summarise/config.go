@@ -9,23 +9,24 @@ import (
 
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 )
 
 // The environment contract, shared with infra (which sets the first group).
 const (
-	envTable            = "SQSONCE_TABLE"             // idempotency table (DynamoDB store); required inside Lambda
+	envTable            = envvars.EnvTable            // idempotency table (DynamoDB store); required inside Lambda
 	envSummariesTable   = "SQSONCE_SUMMARIES_TABLE"   // summaries table, partition key "id" (S); optional
-	envNamespace        = "SQSONCE_NAMESPACE"         // record id prefix; default "summarise"
-	envExpiresAfter     = "SQSONCE_EXPIRES_AFTER"     // Go duration; default idempotency.DefaultExpiresAfter
-	envQueueWindow      = "SQSONCE_QUEUE_WINDOW"      // Go duration: the queue's window; a shorter expiry is refused
+	envNamespace        = envvars.EnvNamespace        // record id prefix; default "summarise"
+	envExpiresAfter     = envvars.EnvExpiresAfter     // Go duration; default idempotency.DefaultExpiresAfter
+	envQueueWindow      = envvars.EnvQueueWindow      // Go duration: the queue's window; a shorter expiry is refused
 	envProvider         = "SQSONCE_PROVIDER"          // stub | bedrock | openai; default stub
 	envModel            = "SQSONCE_MODEL"             // default model for requests that name none
 	envDocumentsBucket  = "SQSONCE_DOCUMENTS_BUCKET"  // S3 documents; else a local folder
 	envDocumentsPrefix  = "SQSONCE_DOCUMENTS_PREFIX"  // S3 key prefix
 	envConcurrency      = "SQSONCE_CONCURRENCY"       // records in flight per batch; default batch.DefaultConcurrency
-	envMinRemaining     = "SQSONCE_MIN_REMAINING"     // Go duration: time left before the deadline for a record to start; default 90s
+	envMinRemaining     = envvars.EnvMinRemaining     // Go duration: time left before the deadline for a record to start; default 90s
 	envRequestLog       = "SQSONCE_REQUEST_LOG"       // request log file (JSON lines); else log lines
-	envDynamoDBEndpoint = "SQSONCE_DYNAMODB_ENDPOINT" // DynamoDB endpoint override, e.g. moto's
+	envDynamoDBEndpoint = envvars.EnvDynamoDBEndpoint // DynamoDB endpoint override, e.g. moto's
 	envDocumentsDir     = "SQSONCE_DOCUMENTS_DIR"     // local documents folder; default samples/documents outside Lambda
 	envStubDelay        = "SQSONCE_STUB_DELAY"        // Go duration: how long each stub call takes
 	envOpenAIBaseURL    = "OPENAI_BASE_URL"           // e.g. https://api.openai.com/v1
@@ -36,11 +37,13 @@ const (
 	envPacing           = "SQSONCE_PACING"            // on | off: paced redelivery of failed records; default on inside Lambda, off outside
 	envDeadLetter       = "SQSONCE_DEAD_LETTER"       // on | off: permanent failures to the dead-letter queue at once; default on inside Lambda, off outside
 	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override for pacing and dead-lettering, e.g. moto's
-	envStrict           = "SQSONCE_STRICT"            // true | false: strict mode (idempotency.Config.Strict); default false
-	envPartitionKey     = "SQSONCE_PARTITION_KEY"     // the table's partition key attribute with a sort key; default driver.AttrID
-	envSortKey          = "SQSONCE_SORT_KEY"          // the table's sort key attribute: records keyed as Powertools' sort_key_attr
-	envStaticPartition  = "SQSONCE_STATIC_PARTITION"  // the partition value of every record with a sort key (Powertools' static_pk_value)
+	envStrict           = envvars.EnvStrict           // true | false: strict mode (idempotency.Config.Strict); default false
+	envPartitionKey     = envvars.EnvPartitionKey     // the table's partition key attribute with a sort key; default driver.AttrID
+	envSortKey          = envvars.EnvSortKey          // the table's sort key attribute: records keyed as Powertools' sort_key_attr
+	envStaticPartition  = envvars.EnvStaticPartition  // the partition value of every record with a sort key (Powertools' static_pk_value)
 	envRuntimeAPI       = "AWS_LAMBDA_RUNTIME_API"    // set by Lambda and by the runtime emulator
+	envMetricsNamespace = envvars.EnvMetricsNamespace // the metrics' CloudWatch namespace; default middleware/metrics.DefaultNamespace
+	envMetricsService   = envvars.EnvMetricsService   // the metrics' Service dimension; default the namespace
 )
 
 // Store and provider names.
@@ -96,6 +99,8 @@ type config struct {
 	DeadLetter       bool // move permanent failures to the dead-letter queue (batch.Options.DeadLetter) through SQS
 	SQSEndpoint      string
 	Strict           bool     // run every record in strict mode (idempotency.Config.Strict)
+	MetricsNamespace string   // the metrics' namespace; empty: the library's default
+	MetricsService   string   // the metrics' Service dimension; empty: Namespace
 	SortKey          *sortKey // the DynamoDB table's composite key; nil: the record id is the partition key
 
 	// testProvider and testStore, set by tests only, replace the provider
@@ -129,6 +134,8 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 		OpenAIAPIKey:     getenv(envOpenAIAPIKey),
 		MinRemaining:     defaultMinRemaining,
 		SQSEndpoint:      getenv(envSQSEndpoint),
+		MetricsNamespace: getenv(envMetricsNamespace),
+		MetricsService:   getenv(envMetricsService),
 	}
 	duration := func(name string, dst *time.Duration) {
 		v := getenv(name)

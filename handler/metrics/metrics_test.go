@@ -15,9 +15,10 @@ import (
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/handler/metrics"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	libmetrics "github.com/sqsonce/sqsonce/middleware/metrics"
 )
 
-var names = []string{metrics.ProviderCalls, metrics.DuplicatesSuppressed, metrics.InProgressRetried, metrics.TakenOver, metrics.Failed, metrics.DoubleRuns, metrics.Quarantined}
+var names = append(libmetrics.Names(), metrics.ProviderCalls)
 
 // checkEMF checks line against the Embedded Metric Format specification:
 // an _aws object with an integer millisecond Timestamp and CloudWatchMetrics
@@ -128,109 +129,35 @@ func TestBatch(t *testing.T) {
 	}
 }
 
-// TestObserve checks the outcome-to-metric mapping of the package doc, one
-// event per case: outcomes never move ProviderCalls, runs included.
-func TestObserve(t *testing.T) {
-	run := errors.New("model down")
-	tests := []struct {
-		name string
-		ev   idempotency.Report
-		want metrics.Counts
-	}{
-		{"claimed", idempotency.Report{Outcome: idempotency.OutcomeClaimed, Ran: true},
-			metrics.Counts{}},
-		{"taken over", idempotency.Report{Outcome: idempotency.OutcomeTakenOver, Ran: true},
-			metrics.Counts{TakenOver: 1}},
-		{"replayed from the store", idempotency.Report{Outcome: idempotency.OutcomeReplayed, Source: "store"},
-			metrics.Counts{DuplicatesSuppressed: 1}},
-		{"replayed from the cache", idempotency.Report{Outcome: idempotency.OutcomeReplayed, Source: "cache"},
-			metrics.Counts{DuplicatesSuppressed: 1}},
-		{"shared a run that succeeded", idempotency.Report{Outcome: idempotency.OutcomeReplayed, Source: "shared"},
-			metrics.Counts{DuplicatesSuppressed: 1}},
-		{"ran, lost the lease, the winner's result stands", idempotency.Report{Outcome: idempotency.OutcomeDoubleRun, Source: "store", Ran: true},
-			metrics.Counts{DoubleRuns: 1}},
-		{"in progress elsewhere", idempotency.Report{Outcome: idempotency.OutcomeInProgress, Err: idempotency.ErrInProgress},
-			metrics.Counts{InProgressRetried: 1}},
-		{"shared a run that found it in progress", idempotency.Report{Outcome: idempotency.OutcomeInProgress, Source: "shared", Err: idempotency.ErrInProgress},
-			metrics.Counts{InProgressRetried: 1}},
-		{"ran, lost the lease to a run still going", idempotency.Report{Outcome: idempotency.OutcomeDoubleRun, Ran: true, Err: idempotency.ErrInProgress},
-			metrics.Counts{DoubleRuns: 1}},
-		{"released", idempotency.Report{Outcome: idempotency.OutcomeReleased, Ran: true, Err: run},
-			metrics.Counts{Failed: 1}},
-		{"shared a run that failed", idempotency.Report{Outcome: idempotency.OutcomeFailed, Source: "shared", Err: run},
-			metrics.Counts{Failed: 1}},
-		{"no key", idempotency.Report{Outcome: idempotency.OutcomeFailed, Err: idempotency.ErrNoKey},
-			metrics.Counts{Failed: 1}},
-		{"completion failed after the run", idempotency.Report{Outcome: idempotency.OutcomeFailed, Ran: true, Err: errors.New("store down")},
-			metrics.Counts{Failed: 1}},
-		{"mismatch", idempotency.Report{Outcome: idempotency.OutcomeMismatch, Err: idempotency.ErrPayloadMismatch},
-			metrics.Counts{Failed: 1}},
-		{"quarantined (strict mode)", idempotency.Report{Outcome: idempotency.OutcomeQuarantined, Err: &idempotency.QuarantinedError{ID: "n#1"}},
-			metrics.Counts{Quarantined: 1}},
-		{"shared a run that quarantined", idempotency.Report{Outcome: idempotency.OutcomeQuarantined, Source: "shared", Err: idempotency.ErrQuarantined},
-			metrics.Counts{Quarantined: 1}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			rec, err := metrics.New(metrics.Config{Writer: &buf})
-			if err != nil {
-				t.Fatal(err)
-			}
-			fn := rec.Batch(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-				rec.Observe(ctx, tt.ev)
-				return events.SQSEventResponse{}, nil
-			})
-			if _, err := fn(t.Context(), events.SQSEvent{Records: make([]events.SQSMessage, 1)}); err != nil {
-				t.Fatal(err)
-			}
-			root := checkEMF(t, buf.Bytes())
-			for name, want := range map[string]int64{
-				metrics.ProviderCalls: tt.want.ProviderCalls, metrics.DuplicatesSuppressed: tt.want.DuplicatesSuppressed,
-				metrics.InProgressRetried: tt.want.InProgressRetried, metrics.TakenOver: tt.want.TakenOver, metrics.Failed: tt.want.Failed,
-				metrics.DoubleRuns: tt.want.DoubleRuns, metrics.Quarantined: tt.want.Quarantined,
-			} {
-				if got := fmt.Sprint(root[name]); got != fmt.Sprint(want) {
-					t.Errorf("%s = %s, want %d", name, got, want)
-				}
-			}
-		})
-	}
-}
-
-func TestObserveOutsideBatch(t *testing.T) {
+func TestNewDefaults(t *testing.T) {
 	var buf bytes.Buffer
-	rec, _ := metrics.New(metrics.Config{Writer: &buf})
-	rec.Observe(t.Context(), idempotency.Report{Outcome: idempotency.OutcomeClaimed, Ran: true})
-	if buf.Len() != 0 {
-		t.Errorf("wrote %q outside a batch", buf.String())
+	rec, err := metrics.New(metrics.Config{Writer: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Observe(t.Context(), idempotency.Report{Outcome: idempotency.OutcomeTakenOver, Ran: true})
+	root := checkEMF(t, buf.Bytes())
+	for _, n := range names {
+		if _, ok := root[n]; !ok {
+			t.Errorf("%s missing from %s", n, buf.Bytes())
+		}
+	}
+	if root["Service"] != metrics.DefaultService {
+		t.Errorf("default Service = %v", root["Service"])
 	}
 	if _, err := metrics.New(metrics.Config{}); err == nil {
 		t.Error("New without a Writer accepted")
 	}
 }
 
-func TestLineNames(t *testing.T) {
-	rec, _ := metrics.New(metrics.Config{Writer: &bytes.Buffer{}})
-	b, err := rec.Line(metrics.Counts{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := checkEMF(t, b)
-	for _, n := range names {
-		if fmt.Sprint(root[n]) != "0" {
-			t.Errorf("%s = %v, want 0 (zeros are written)", n, root[n])
-		}
-	}
-	if root["Service"] != "summarise" {
-		t.Errorf("default Service = %v", root["Service"])
-	}
-}
-
-func ExampleRecorder_Write() {
-	rec, _ := metrics.New(metrics.Config{Writer: os.Stdout, Namespace: "sqsonce", Service: "summarise",
-		Now: func() time.Time { return time.UnixMilli(1700000000000) }})
-	_ = rec.Write(metrics.Counts{ProviderCalls: 1, DuplicatesSuppressed: 1}, 2)
+func ExampleRecorder() {
+	rec, _ := metrics.New(metrics.Config{Writer: os.Stdout, Now: func() time.Time { return time.UnixMilli(1700000000000) }})
+	h := rec.Batch(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		_, _ = rec.Provider(handler.Stub{}).Complete(ctx, handler.Call{Text: "a document"})
+		rec.Observe(ctx, idempotency.Report{Outcome: idempotency.OutcomeReplayed, Source: "store"})
+		return events.SQSEventResponse{}, nil
+	})
+	_, _ = h(context.Background(), events.SQSEvent{Records: make([]events.SQSMessage, 2)})
 	// Output:
-	// {"_aws":{"Timestamp":1700000000000,"CloudWatchMetrics":[{"Namespace":"sqsonce","Dimensions":[["Service"]],"Metrics":[{"Name":"ProviderCalls","Unit":"Count"},{"Name":"DuplicatesSuppressed","Unit":"Count"},{"Name":"InProgressRetried","Unit":"Count"},{"Name":"TakenOver","Unit":"Count"},{"Name":"Failed","Unit":"Count"},{"Name":"DoubleRuns","Unit":"Count"},{"Name":"Quarantined","Unit":"Count"}]}]},"Service":"summarise","Records":2,"ProviderCalls":1,"DuplicatesSuppressed":1,"InProgressRetried":0,"TakenOver":0,"Failed":0,"DoubleRuns":0,"Quarantined":0}
+	// {"_aws":{"Timestamp":1700000000000,"CloudWatchMetrics":[{"Namespace":"sqsonce","Dimensions":[["Service"]],"Metrics":[{"Name":"DuplicatesSuppressed","Unit":"Count"},{"Name":"InProgressRetried","Unit":"Count"},{"Name":"TakenOver","Unit":"Count"},{"Name":"Failed","Unit":"Count"},{"Name":"DoubleRuns","Unit":"Count"},{"Name":"Quarantined","Unit":"Count"},{"Name":"RecordsFailed","Unit":"Count"},{"Name":"RecordsNotStarted","Unit":"Count"},{"Name":"ProviderCalls","Unit":"Count"}]}]},"Service":"summarise","Records":2,"DuplicatesSuppressed":1,"InProgressRetried":0,"TakenOver":0,"Failed":0,"DoubleRuns":0,"Quarantined":0,"RecordsFailed":0,"RecordsNotStarted":0,"ProviderCalls":1}
 }

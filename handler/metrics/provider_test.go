@@ -101,7 +101,7 @@ func TestProviderOutsideBatch(t *testing.T) {
 	if err != nil || c.Text == "" || p.Name() != "stub" {
 		t.Errorf("Complete = %+v, %v; Name %q: want the stub's answer and name", c, err, p.Name())
 	}
-	if buf.Len() != 0 {
-		t.Errorf("wrote %q outside a batch", buf.String())
+	if root := checkEMF(t, buf.Bytes()); fmt.Sprint(root[metrics.ProviderCalls]) != "1" {
+		t.Errorf("outside a batch: %q, want a line of its own with ProviderCalls 1", buf.String())
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/sqsonce/sqsonce/handler/metrics"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+	"github.com/sqsonce/sqsonce/middleware/metrics"
 )
 
 // RecordActions returns the DynamoDB actions the function gets on the
@@ -269,6 +269,19 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	if plan.Strict {
 		env[EnvStrict] = jsii.String("true")
 	}
+	if plan.MinRemaining > 0 {
+		v := plan.MinRemaining.String()
+		if plan.MinRemaining%time.Second == 0 {
+			v = GoSeconds(plan.MinRemaining)
+		}
+		env[EnvMinRemaining] = jsii.String(v)
+	}
+	if plan.MetricsNamespace != DefaultMetricsNamespace {
+		env[EnvMetricsNamespace] = jsii.String(plan.MetricsNamespace)
+	}
+	if plan.MetricsService != props.Namespace {
+		env[EnvMetricsService] = jsii.String(plan.MetricsService)
+	}
 
 	runtime := props.Runtime
 	if runtime == nil {
@@ -362,7 +375,7 @@ func (c *Consumer) addAlarms(plan Plan) {
 		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 			Namespace:     jsii.String(plan.MetricsNamespace),
 			MetricName:    jsii.String(name),
-			DimensionsMap: &map[string]*string{"Service": jsii.String(plan.MetricsService)},
+			DimensionsMap: &map[string]*string{metrics.Dimension: jsii.String(plan.MetricsService)},
 			Period:        awscdk.Duration_Seconds(jsii.Number(alarmPeriod.Seconds())),
 			Statistic:     jsii.String("Sum"),
 		})

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -17,8 +16,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/sqsonce/sqsonce/handler/metrics"
 	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
+	"github.com/sqsonce/sqsonce/middleware/metrics"
 )
 
 // The tests below build each option in a stack of its own and assert on
@@ -245,49 +244,6 @@ func TestConstructDefaults(t *testing.T) {
 				"Statistic":  "Sum",
 			})
 		})
-	}
-}
-
-// The default metrics namespace is the one handler/metrics writes.
-func TestMetricsNamespaceMatchesRecorder(t *testing.T) {
-	var b strings.Builder
-	rec, err := metrics.New(metrics.Config{Writer: &b, Now: func() time.Time { return time.Unix(0, 0) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Write(metrics.Counts{}, 0); err != nil {
-		t.Fatal(err)
-	}
-	var line struct {
-		AWS struct {
-			CloudWatchMetrics []struct {
-				Namespace  string
-				Dimensions [][]string
-				Metrics    []struct{ Name string }
-			}
-		} `json:"_aws"`
-	}
-	if err := json.Unmarshal([]byte(b.String()), &line); err != nil {
-		t.Fatalf("EMF line %q: %v", b.String(), err)
-	}
-	if len(line.AWS.CloudWatchMetrics) != 1 {
-		t.Fatalf("EMF line %q: want one metric directive", b.String())
-	}
-	d := line.AWS.CloudWatchMetrics[0]
-	if d.Namespace != idempotentconsumer.DefaultMetricsNamespace {
-		t.Errorf("handler/metrics writes namespace %q, the alarms watch %q", d.Namespace, idempotentconsumer.DefaultMetricsNamespace)
-	}
-	if js(d.Dimensions) != `[["Service"]]` {
-		t.Errorf("handler/metrics dimensions %s, the alarms use Service only", js(d.Dimensions))
-	}
-	written := map[string]bool{}
-	for _, m := range d.Metrics {
-		written[m.Name] = true
-	}
-	for _, m := range []string{metrics.Failed, metrics.InProgressRetried, metrics.TakenOver, metrics.DoubleRuns, metrics.Quarantined} {
-		if !written[m] {
-			t.Errorf("handler/metrics does not write %s, which an alarm watches", m)
-		}
 	}
 }
 

@@ -6,14 +6,15 @@ import (
 	"flag"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
 )
 
 // The function's environment as the construct synthesises it is pinned in
 // testdata/environment.json: the root module's tests, which cannot import
-// the CDK, read it there (cmd/sqsonce-ops holds the variables it reads
-// against it). A change fails TestEnvironmentSnapshot until the snapshot
+// the CDK, read it there (middleware/lambdaenv/envvars and cmd/sqsonce-ops hold the variables
+// they read against it). A change fails TestEnvironmentSnapshot until the snapshot
 // is rewritten with go test -run TestEnvironmentSnapshot -update.
 
 var updateEnvironment = flag.Bool("update", false, "rewrite testdata/environment.json from the synthesised function")
@@ -28,6 +29,8 @@ var environments = []struct {
 }{
 	{"defaults", idempotentconsumer.Props{}},
 	{"sort-key-strict", idempotentconsumer.Props{SortKey: sortKey, Strict: true}},
+	{"three-seconds-min-remaining", idempotentconsumer.Props{Timeout: 3 * time.Second, MinRemaining: 2 * time.Second}},
+	{"metrics-names", idempotentconsumer.Props{MetricsNamespace: "shop", MetricsService: "charges-eu"}},
 }
 
 func TestEnvironmentSnapshot(t *testing.T) {

@@ -13,8 +13,11 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
+	"github.com/sqsonce/sqsonce/middleware/metrics"
 )
 
 // Defaults for the zero values of [Props].
@@ -61,33 +64,43 @@ const (
 	DefaultOldestMessageAlarm = time.Hour
 	// DefaultMetricsNamespace is the CloudWatch namespace of the
 	// idempotency outcome metrics the function writes in Embedded Metric
-	// Format (the default of the summarise app's handler/metrics).
-	DefaultMetricsNamespace = "sqsonce"
+	// Format: the default of package middleware/metrics, which writes them.
+	DefaultMetricsNamespace = metrics.DefaultNamespace
 )
 
-// Environment variables the construct sets on the function. The runtime
-// reads them; [Props.Environment] may not set them.
+// Environment variables the construct sets on the function: package
+// middleware/lambdaenv's, which the function's main reads with
+// lambdaenv.Load. [Props.Environment] may not set them.
 const (
 	// EnvTable is the idempotency table's name.
-	EnvTable = "SQSONCE_TABLE"
+	EnvTable = envvars.EnvTable
 	// EnvNamespace is the key namespace, a fixed string from [Props].
-	EnvNamespace = "SQSONCE_NAMESPACE"
+	EnvNamespace = envvars.EnvNamespace
 	// EnvExpiresAfter is the record expiry as a Go duration in whole
 	// seconds ("1647000s"), at least [Plan.DeadLetterWindow].
-	EnvExpiresAfter = "SQSONCE_EXPIRES_AFTER"
+	EnvExpiresAfter = envvars.EnvExpiresAfter
 	// EnvQueueWindow is the queue's window ([idempotency.QueueWindow]) as a
 	// Go duration in whole seconds. The runtime refuses an expiry below it.
-	EnvQueueWindow = "SQSONCE_QUEUE_WINDOW"
+	EnvQueueWindow = envvars.EnvQueueWindow
 	// EnvPartitionKey, EnvSortKey and EnvStaticPartition are
 	// [Props.SortKey]'s PartitionKey, Attribute and Partition, set only
 	// with it: pass them to dynamostore.WithAttributes (ID) and
 	// dynamostore.WithSortKey (Attr, Partition).
-	EnvPartitionKey    = "SQSONCE_PARTITION_KEY"
-	EnvSortKey         = "SQSONCE_SORT_KEY"
-	EnvStaticPartition = "SQSONCE_STATIC_PARTITION"
+	EnvPartitionKey    = envvars.EnvPartitionKey
+	EnvSortKey         = envvars.EnvSortKey
+	EnvStaticPartition = envvars.EnvStaticPartition
 	// EnvStrict is "true" with [Props.Strict], and unset otherwise: the
 	// function's guard runs in strict mode (idempotency.Config.Strict).
-	EnvStrict = "SQSONCE_STRICT"
+	EnvStrict = envvars.EnvStrict
+	// EnvMinRemaining is [Props.MinRemaining] as a Go duration, set only
+	// when it is: the function's batch.Options.MinRemaining.
+	EnvMinRemaining = envvars.EnvMinRemaining
+	// EnvMetricsNamespace and EnvMetricsService are [Props.MetricsNamespace]
+	// and [Props.MetricsService], set only when they differ from their
+	// defaults: the function's metrics recorder writes what the alarms
+	// watch.
+	EnvMetricsNamespace = envvars.EnvMetricsNamespace
+	EnvMetricsService   = envvars.EnvMetricsService
 )
 
 // maxPartitionValue is DynamoDB's limit on a partition key value, in bytes.
@@ -237,6 +250,13 @@ type Props struct {
 	// The function gets [EnvStrict] "true". Default false.
 	Strict bool
 
+	// MinRemaining is the function's batch.Options.MinRemaining: the time
+	// that must be left before the records' deadline for a record to
+	// start. The function gets [EnvMinRemaining]. Default zero, which
+	// follows the invocation (batch.MinRemainingFor). Plan refuses a
+	// Timeout at which no record could start (batch.Options.CheckTimeout).
+	MinRemaining time.Duration
+
 	// FIFO makes the queue and its dead-letter queue FIFO queues. The
 	// function still keys on the message body, never on the
 	// MessageDeduplicationId. A FIFO event source takes no batching window
@@ -316,13 +336,14 @@ type Props struct {
 	OldestMessageAlarm time.Duration
 
 	// MetricsNamespace is the CloudWatch namespace of the idempotency
-	// outcome metrics the function writes (InProgressRetried, TakenOver,
-	// Failed), which the outcome alarms watch. Default
-	// [DefaultMetricsNamespace].
+	// outcome metrics the function writes with package middleware/metrics
+	// (Failed, InProgressRetried, TakenOver, DoubleRuns, Quarantined), which
+	// the outcome alarms watch. Default [DefaultMetricsNamespace].
 	MetricsNamespace string
 
-	// MetricsService is the value of those metrics' Service dimension.
-	// Default Namespace (what the summarise app writes).
+	// MetricsService is the value of those metrics' Service dimension
+	// (middleware/metrics.Dimension). Default Namespace, the Service
+	// middleware/lambdaenv gives the function's recorder.
 	MetricsService string
 
 	// AlarmTopic, if set, is notified by every alarm when it fires.
@@ -387,6 +408,9 @@ type Plan struct {
 
 	// Strict is Props.Strict.
 	Strict bool
+
+	// MinRemaining is Props.MinRemaining; zero follows the invocation.
+	MinRemaining time.Duration
 }
 
 // queueNameChars are the characters SQS allows in a queue name.
@@ -425,7 +449,7 @@ func (p Props) Plan() (Plan, error) {
 		bad("Props.Namespace %q holds a \"#\", which ends the namespace in a record id ({Namespace}#{digest}): "+
 			"its ids would read as those of the namespace before it, and the function's guard (idempotency.Config.Namespace) refuses it at start-up", p.Namespace)
 	}
-	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict} {
+	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict, EnvMinRemaining, EnvMetricsNamespace, EnvMetricsService} {
 		if _, ok := p.Environment[k]; ok {
 			bad("Props.Environment sets %s, which the construct derives", k)
 		}
@@ -452,6 +476,7 @@ func (p Props) Plan() (Plan, error) {
 		NewTable:            p.Table == nil,
 		SortKey:             p.SortKey,
 		Strict:              p.Strict,
+		MinRemaining:        p.MinRemaining,
 		TableRemovalPolicy:  p.TableRemovalPolicy,
 		DeletionProtection:  p.Table == nil && !p.DisableDeletionProtection,
 		QueueName:           p.QueueName,
@@ -553,6 +578,9 @@ func (p Props) Plan() (Plan, error) {
 		bad("Timeout %v is outside 1s–%v", pl.Timeout, maxTimeout)
 	}
 	seconds("Timeout", pl.Timeout)
+	if err := checkRecordsStart(pl.Timeout, pl.MinRemaining); err != nil {
+		errs = append(errs, err)
+	}
 	switch {
 	case pl.VisibilityTimeout < pl.Timeout:
 		bad("VisibilityTimeout %v is below Timeout %v: Lambda refuses an event source mapping whose queue's visibility timeout "+
@@ -672,4 +700,18 @@ func (p Props) Plan() (Plan, error) {
 // whole seconds: 97*time.Hour+30*time.Minute is "351000s".
 func GoSeconds(d time.Duration) string {
 	return fmt.Sprintf("%ds", int64(d/time.Second))
+}
+
+// checkRecordsStart refuses a function timeout at which the function's
+// batch handler could start no record, by the rule package batch applies
+// at run time ([batch.Options.CheckTimeout]) with the construct's
+// MinRemaining and batch's default Reserve.
+func checkRecordsStart(timeout, minRemaining time.Duration) error {
+	if minRemaining < 0 {
+		return fmt.Errorf("idempotentconsumer: MinRemaining %v is negative", minRemaining)
+	}
+	if err := (batch.Options{MinRemaining: minRemaining}).CheckTimeout(timeout); err != nil {
+		return fmt.Errorf("idempotentconsumer: Timeout %v with MinRemaining %v: %w", timeout, minRemaining, err)
+	}
+	return nil
 }

@@ -168,6 +168,9 @@ func TestPlanRejects(t *testing.T) {
 		{"namespace ending in #", func(p *Props) { p.Namespace = "orders#" }, []string{`Props.Namespace "orders#" holds a "#"`}},
 		{"visibility below the timeout", func(p *Props) { p.Timeout = 5 * time.Minute; p.VisibilityTimeout = 4 * time.Minute },
 			[]string{"VisibilityTimeout 4m0s is below Timeout 5m0s: Lambda refuses an event source mapping", "wants 6 × Timeout (30m0s)"}},
+		{"no record could start", func(p *Props) { p.Timeout = 3 * time.Second; p.MinRemaining = 3 * time.Second },
+			[]string{"Timeout 3s with MinRemaining 3s", "no record could start at a function timeout of 3s: the records' window is 2.5s", "raise the timeout above 3.5s"}},
+		{"negative min remaining", func(p *Props) { p.MinRemaining = -time.Second }, []string{"MinRemaining -1s is negative"}},
 		{"memory", func(p *Props) { p.MemorySize = 64 }, []string{"MemorySize 64 MB"}},
 		{"several at once", func(p *Props) { p.Namespace = ""; p.BatchSize = -5 }, []string{"Namespace is required", "BatchSize -5"}},
 		{"expiry below the dead-letter window", func(p *Props) { p.ExpiresAfter = 200 * time.Hour },
@@ -207,6 +210,21 @@ func TestPlanRejects(t *testing.T) {
 				t.Errorf("Plan() returned %+v with its error", pl)
 			}
 		})
+	}
+}
+
+// TestPlanThreeSecondTimeout: Lambda's default timeout plans with the
+// default MinRemaining (which follows the invocation) and with one below
+// the records' window of 2.5 s.
+func TestPlanThreeSecondTimeout(t *testing.T) {
+	for _, mr := range []time.Duration{0, 2 * time.Second} {
+		pl, err := Props{Namespace: "n", Timeout: 3 * time.Second, MinRemaining: mr}.Plan()
+		if err != nil {
+			t.Fatalf("MinRemaining %v: %v", mr, err)
+		}
+		if pl.Timeout != 3*time.Second || pl.MinRemaining != mr {
+			t.Errorf("MinRemaining %v: plan %v / %v", mr, pl.Timeout, pl.MinRemaining)
+		}
 	}
 }
 

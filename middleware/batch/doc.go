@@ -45,14 +45,20 @@
 // deadline unless a record function runs past it.
 //
 // A record starts only if the context has no deadline or at least
-// [Options.MinRemaining] (default [DefaultMinRemaining]) is left before the
-// records' deadline. A record not started in time is reported failed with
-// [ErrDeadline], and in a FIFO group the records after it fail with
+// [Options.MinRemaining] is left before the records' deadline. Its zero
+// value follows the invocation: a quarter of the records' window (from the
+// handler's start to the records' deadline), at most [DefaultMinRemaining]
+// ([MinRemainingFor]), so that Options{} runs records at Lambda's default
+// timeout of 3 s. A record not started in time is reported failed with
+// [ErrDeadline] and logged with the time left, the threshold and the
+// window; in a FIFO group the records after it fail with
 // [ErrGroupFailed]. The deadline is checked only before a record starts: a
 // record that has started is never interrupted by this package (its
 // context ends at the records' deadline), so MinRemaining should exceed
-// the time one record takes. Once the context is canceled, records not yet
-// started are reported failed with an error wrapping [context.Cause].
+// the time one record takes. [Options.CheckTimeout] tells whether any
+// record could start at a given function timeout. Once the context is
+// canceled, records not yet started are reported failed with an error
+// wrapping [context.Cause].
 //
 // # Streams
 //

@@ -3,6 +3,7 @@ package batch
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // The reasons a record is reported failed without being started. They reach
@@ -11,7 +12,9 @@ import (
 // [context.Cause] instead.
 var (
 	// ErrDeadline: less than MinRemaining ([Options], [StreamOptions]) was
-	// left before the records' deadline when the record's turn came.
+	// left before the records' deadline when the record's turn came. The
+	// error a record gets is ErrDeadline for [errors.Is], and its message
+	// and log line give the time left, the threshold and the window.
 	ErrDeadline = errors.New("batch: record not started: too little time left before the deadline")
 
 	// ErrGroupFailed: an earlier record of the same group (a FIFO queue's
@@ -43,6 +46,31 @@ func (e *FullBatchFailureError) Error() string {
 
 // Unwrap returns the records' errors, for [errors.Is] and [errors.As].
 func (e *FullBatchFailureError) Unwrap() []error { return e.Errs }
+
+// deadlineError is the error of a record not started for lack of time:
+// it is [ErrDeadline], with the figures of the decision.
+type deadlineError struct {
+	left         time.Duration // before the records' deadline, when the record's turn came
+	minRemaining time.Duration // the threshold
+	window       time.Duration // from the handler's start to the records' deadline
+}
+
+func (e *deadlineError) Error() string {
+	return fmt.Sprintf("batch: record not started: %v left before the records' deadline, below the minimum of %v (Options.MinRemaining; the window was %v)",
+		e.left.Round(time.Millisecond), e.minRemaining.Round(time.Millisecond), e.window.Round(time.Millisecond))
+}
+
+// Is reports whether target is [ErrDeadline].
+func (e *deadlineError) Is(target error) bool { return target == ErrDeadline }
+
+// NotStarted reports whether err is the error of a record the handler
+// reported failed without starting it: [ErrDeadline], [ErrGroupFailed], or
+// a context canceled before its turn. Such a record's function was never
+// called; an [Options.OnRecord] hook (a metric of records not started)
+// tells them apart with it.
+func NotStarted(err error) bool {
+	return errors.Is(err, ErrDeadline) || errors.Is(err, ErrGroupFailed) || errors.Is(err, errNotStarted)
+}
 
 // errNotStarted begins the error of a record not started because the
 // context was canceled.

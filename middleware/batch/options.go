@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,9 +15,17 @@ const (
 	// DefaultConcurrency is the number of records a handler runs at once.
 	DefaultConcurrency = 10
 
-	// DefaultMinRemaining is the time that must be left before the
-	// records' deadline for a record to start.
+	// DefaultMinRemaining caps the time that must be left before the
+	// records' deadline for a record to start when [Options.MinRemaining]
+	// is zero: the threshold is then MinRemainingShare of the time the
+	// invocation had for its records, at most this (see
+	// [MinRemainingFor]).
 	DefaultMinRemaining = 10 * time.Second
+
+	// MinRemainingShare is the share of an invocation's records' window
+	// (from the handler's start to the records' deadline) that must be
+	// left for a record to start, when [Options.MinRemaining] is zero.
+	MinRemainingShare = 4 // a quarter
 
 	// DefaultReserve is the time the handler keeps free before the
 	// invocation's deadline to return its response.
@@ -35,9 +44,19 @@ type Options struct {
 	// MinRemaining is the time that must be left before the records'
 	// deadline (the context's, minus Reserve) for a record to start: a
 	// record that has not started when less than MinRemaining remains is
-	// reported failed without running, so that SQS redelivers it instead of
-	// Lambda killing it half way. It has no effect when the context has no
-	// deadline. Default [DefaultMinRemaining]; negative is invalid. To start
+	// reported failed without running ([ErrDeadline]), so that SQS
+	// redelivers it instead of Lambda killing it half way. It has no effect
+	// when the context has no deadline; negative is invalid.
+	//
+	// Zero follows the invocation: a quarter ([MinRemainingShare]) of the
+	// records' window, the time from the handler's start to the records'
+	// deadline, at most [DefaultMinRemaining] (see [MinRemainingFor]). A
+	// function at Lambda's default timeout of 3 s has a window of 2.5 s and
+	// starts records until 625 ms are left; at 40 s or more the threshold is
+	// 10 s. A record started at the threshold still gets nine tenths of it
+	// for its operation under package idempotency's guard, which keeps a
+	// tenth of the time left (at most a second) to store the result. Set
+	// MinRemaining to the longest a record takes when that is more; to start
 	// records until the records' deadline itself, set a tiny positive value
 	// such as [time.Nanosecond].
 	MinRemaining time.Duration
@@ -101,6 +120,43 @@ func (o Options) Validate() error {
 		errs = append(errs, errors.New("batch: Options.DeadLetter.OnMove is set without a Mover: it would never be called"))
 	}
 	return errors.Join(append(errs, o.Pacing.validate())...)
+}
+
+// MinRemainingFor returns the minimum remaining time of an invocation
+// whose records' deadline is window away when the handler starts, for a
+// handler built with minRemaining ([Options.MinRemaining],
+// [StreamOptions.MinRemaining]): minRemaining when it is positive, else
+// window / [MinRemainingShare], at most [DefaultMinRemaining] (zero for a
+// window that is not positive).
+func MinRemainingFor(minRemaining, window time.Duration) time.Duration {
+	if minRemaining > 0 {
+		return minRemaining
+	}
+	return max(min(window/MinRemainingShare, DefaultMinRemaining), 0)
+}
+
+// CheckTimeout reports whether a handler built with o can start a record
+// in an invocation of a function whose timeout is timeout: nil when the
+// first record of a batch delivered at once would start, else an error
+// naming the figures. The records' window is then timeout minus
+// [Options.Reserve]; the default MinRemaining always lets the first record
+// start, an explicit one must be below the window. A deploy tool checks
+// this before it sets a function's timeout (package infra's construct
+// does at synth): Lambda does not tell a function its timeout.
+func (o Options) CheckTimeout(timeout time.Duration) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	o = o.withDefaults()
+	window := timeout - o.Reserve
+	if window <= 0 {
+		return fmt.Errorf("batch: a function timeout of %v leaves no time for records: the handler keeps Options.Reserve (%v) before the deadline to return", timeout, o.Reserve)
+	}
+	if need := MinRemainingFor(o.MinRemaining, window); window < need {
+		return fmt.Errorf("batch: no record could start at a function timeout of %v: the records' window is %v (the timeout minus Options.Reserve %v), below Options.MinRemaining %v; "+
+			"raise the timeout above %v or lower MinRemaining (zero follows the invocation)", timeout, window, o.Reserve, need, need+o.Reserve)
+	}
+	return nil
 }
 
 // withDefaults returns o with every zero field set to its default.

@@ -162,11 +162,11 @@ func TestPacingTimeouts(t *testing.T) {
 
 func TestPacingNotStarted(t *testing.T) {
 	start := time.Now()
-	ctx, cancel := context.WithDeadline(t.Context(), start.Add(DefaultMinRemaining/2))
+	ctx, cancel := context.WithDeadline(t.Context(), start.Add(30*time.Second))
 	defer cancel()
 	ch := &fakeChanger{}
 	recs := []events.SQSMessage{withCount(std("m1", ""), "7"), withCount(std("m2", ""), "7")}
-	opts := Options{Logger: quiet(), Pacing: Pacing{Changer: ch}}
+	opts := Options{MinRemaining: time.Minute, Logger: quiet(), Pacing: Pacing{Changer: ch}}
 	resp, err := newProcessor(byBody, opts, func() time.Time { return start }, half).handle(ctx, events.SQSEvent{Records: recs})
 	checkErr(t, resp, err, len(recs))
 	for _, c := range ch.only(t) {

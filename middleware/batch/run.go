@@ -17,7 +17,7 @@ import (
 // [Options] and [StreamOptions] share, with their defaults filled in.
 type settings struct {
 	concurrency      int
-	minRemaining     time.Duration
+	minRemaining     time.Duration // zero: MinRemainingFor's rule, per invocation
 	reserve          time.Duration
 	logger           *slog.Logger // nil: slog.Default at each invocation
 	noFullBatchError bool
@@ -43,9 +43,6 @@ func validateSettings(name string, concurrency int, minRemaining, reserve time.D
 func newSettings(concurrency int, minRemaining, reserve time.Duration, logger *slog.Logger, noFullBatchError bool) settings {
 	if concurrency == 0 {
 		concurrency = DefaultConcurrency
-	}
-	if minRemaining == 0 {
-		minRemaining = DefaultMinRemaining
 	}
 	if reserve == 0 {
 		reserve = DefaultReserve
@@ -84,6 +81,10 @@ type run[R any] struct {
 	start       time.Time // when the invocation began, by now
 	deadline    time.Time // the records' deadline: the invocation's minus the reserve
 	hasDeadline bool
+	// minRemaining is the time that must be left before deadline for a
+	// record to start: the configured one, or MinRemainingFor's share of
+	// the window from start to deadline.
+	minRemaining time.Duration
 }
 
 // newRun prepares an invocation over recs, partitioned into ln. Call
@@ -121,6 +122,7 @@ func newRun[R any](ctx context.Context, cfg *settings, k *kind[R], fn func(conte
 		// reach Lambda before it.
 		r.deadline, r.hasDeadline = deadline.Add(-cfg.reserve), true
 		r.ctx, r.cancel = context.WithDeadline(ctx, r.deadline)
+		r.minRemaining = MinRemainingFor(cfg.minRemaining, r.deadline.Sub(r.start))
 	}
 	return r
 }
@@ -187,8 +189,10 @@ func (r *run[R]) lane(k int) {
 
 // mayStart returns why a record must not start now, or nil.
 func (r *run[R]) mayStart() error {
-	if r.hasDeadline && r.deadline.Sub(r.now()) < r.cfg.minRemaining {
-		return ErrDeadline
+	if r.hasDeadline {
+		if left := r.deadline.Sub(r.now()); left < r.minRemaining {
+			return &deadlineError{left: left, minRemaining: r.minRemaining, window: r.deadline.Sub(r.start)}
+		}
 	}
 	if r.ctx.Err() != nil {
 		return fmt.Errorf("%w: %w", errNotStarted, context.Cause(r.ctx))
@@ -229,10 +233,15 @@ func (r *run[R]) logFailure(rec *R, err error) {
 		return
 	}
 	attrs := append(r.kind.ident(rec), slog.Any("error", err))
+	if de, ok := errors.AsType[*deadlineError](err); ok {
+		// The figures, so that a threshold the timeout cannot meet shows.
+		attrs = append(attrs, slog.String("left", de.left.Round(time.Millisecond).String()),
+			slog.String("min_remaining", de.minRemaining.Round(time.Millisecond).String()), slog.String("window", de.window.Round(time.Millisecond).String()))
+	}
 	switch pe, panicked := errors.AsType[*PanicError](err); {
 	case panicked:
 		r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record panicked", append(attrs, slog.String("stack", string(pe.Stack)))...)
-	case errors.Is(err, ErrDeadline) || errors.Is(err, ErrGroupFailed) || errors.Is(err, errNotStarted):
+	case NotStarted(err):
 		r.log.LogAttrs(r.ctx, slog.LevelWarn, "batch: record not started", attrs...)
 	default:
 		r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record failed", attrs...)

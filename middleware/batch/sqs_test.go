@@ -531,10 +531,31 @@ func TestSQSDeadline(t *testing.T) {
 			want:       []outcome{{"m1", nil}, {"m2", nil}},
 		},
 		{
-			name:       "too little time for any record",
-			records:    []events.SQSMessage{std("m1", ""), std("m2", "")},
-			deadlineIn: DefaultMinRemaining / 2,
-			want:       []outcome{{"m1", ErrDeadline}, {"m2", ErrDeadline}},
+			name:         "too little time for any record",
+			records:      []events.SQSMessage{std("m1", ""), std("m2", "")},
+			minRemaining: time.Minute,
+			deadlineIn:   30 * time.Second,
+			want:         []outcome{{"m1", ErrDeadline}, {"m2", ErrDeadline}},
+		},
+		{
+			// Lambda's default timeout: a window of 2.5 s, so records
+			// start while 625 ms are left. Each takes 500 ms: m4 starts
+			// with 1 s left, m5 finds 500 ms.
+			name:       "the default follows a 3 s invocation",
+			records:    []events.SQSMessage{std("m1", ""), std("m2", ""), std("m3", ""), std("m4", ""), std("m5", "")},
+			deadlineIn: 3 * time.Second,
+			advance: map[string]time.Duration{"m1": 500 * time.Millisecond, "m2": 500 * time.Millisecond,
+				"m3": 500 * time.Millisecond, "m4": 500 * time.Millisecond},
+			want: []outcome{{"m1", nil}, {"m2", nil}, {"m3", nil}, {"m4", nil}, {"m5", ErrDeadline}},
+		},
+		{
+			// The default's boundary: m2 starts with exactly a quarter of
+			// the 2.5 s window left, m3 with a nanosecond less.
+			name:       "the default's boundary",
+			records:    []events.SQSMessage{std("m1", ""), std("m2", ""), std("m3", "")},
+			deadlineIn: 3 * time.Second,
+			advance:    map[string]time.Duration{"m1": 1875 * time.Millisecond, "m2": time.Nanosecond},
+			want:       []outcome{{"m1", nil}, {"m2", nil}, {"m3", ErrDeadline}},
 		},
 		{
 			name:       "time runs short mid-batch",
@@ -921,7 +942,7 @@ func TestOptionsValidate(t *testing.T) {
 	})
 	t.Run("defaults", func(t *testing.T) {
 		got := Options{}.withDefaults()
-		if got.Concurrency != DefaultConcurrency || got.MinRemaining != DefaultMinRemaining {
+		if got.Concurrency != DefaultConcurrency || got.MinRemaining != 0 || got.Reserve != DefaultReserve {
 			t.Errorf("defaults = %+v", got)
 		}
 		kept := Options{Concurrency: 3, MinRemaining: time.Minute}.withDefaults()

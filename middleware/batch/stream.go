@@ -21,8 +21,8 @@ type StreamOptions struct {
 	Concurrency int
 
 	// MinRemaining is the time that must be left before the records'
-	// deadline for a record to start, as in [Options.MinRemaining].
-	// Default [DefaultMinRemaining]; negative is invalid.
+	// deadline for a record to start, as in [Options.MinRemaining]: zero
+	// follows the invocation ([MinRemainingFor]); negative is invalid.
 	MinRemaining time.Duration
 
 	// Reserve is the time kept free before the invocation's deadline for

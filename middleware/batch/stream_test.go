@@ -220,11 +220,12 @@ func TestStreamFullBatchFailure(t *testing.T) {
 // never by their data.
 func TestStreamDeadlineAndLogs(t *testing.T) {
 	var buf bytes.Buffer
-	ctx, cancel := context.WithTimeout(t.Context(), DefaultMinRemaining/2)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	fn := func(context.Context, events.KinesisEventRecord) (int, error) { return 0, nil }
 	recs := []events.KinesisEventRecord{kin("1", "A", "secret card 4111"), kin("2", "B", "secret card 4111")}
-	resp, err := Kinesis(fn, StreamOptions{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})(ctx, events.KinesisEvent{Records: recs})
+	opts := StreamOptions{MinRemaining: time.Minute, Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
+	resp, err := Kinesis(fn, opts)(ctx, events.KinesisEvent{Records: recs})
 	if !errors.As(err, new(*FullBatchFailureError)) || !slices.Equal(kinFailed(t, resp), []string{"1", "2"}) {
 		t.Errorf("%v, %v; want both not started", resp, err)
 	}
@@ -234,6 +235,9 @@ func TestStreamDeadlineAndLogs(t *testing.T) {
 	for _, l := range logLines(t, &buf) {
 		if l["msg"] != "batch: record not started" || l["sequenceNumber"] == nil || l["eventID"] == nil {
 			t.Errorf("log line %v, want a WARN naming the record by sequence number and event id", l)
+		}
+		if l["min_remaining"] != "1m0s" || l["left"] == nil || l["window"] == nil {
+			t.Errorf("log line %v, want the time left, the window and the threshold 1m0s", l)
 		}
 	}
 }

@@ -5,8 +5,12 @@
 //
 //	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap ./samples/minimal
 //
-// With SQSONCE_TABLE set the records are in that DynamoDB table (partition
-// key "id", TTL on "expiration"); without it they are in memory, which
+// With SQSONCE_TABLE set, lambdaenv.Load reads the construct's variables
+// (SQSONCE_NAMESPACE, default "minimal" here; the expiry; strict mode;
+// SQSONCE_MIN_REMAINING) and the records are in that DynamoDB table
+// (partition key "id", TTL on "expiration"), with the metrics the
+// construct's alarms watch written to standard output; without it they
+// are in memory, which
 // protects against duplicates within one execution environment only. The
 // AWS SDK's own settings apply: AWS_ENDPOINT_URL_DYNAMODB points it at a
 // local server such as moto_server.

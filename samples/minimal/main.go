@@ -10,14 +10,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
-	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
-	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv"
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 )
 
 // Result is what the work returns; it is stored as JSON and replayed.
@@ -34,24 +32,29 @@ func work(_ context.Context, m events.SQSMessage) (Result, error) {
 
 func main() {
 	ctx := context.Background()
-	var store driver.Store = memstore.New()
-	if table := os.Getenv("SQSONCE_TABLE"); table != "" {
-		cfg, err := config.LoadDefaultConfig(ctx)
-		if err != nil {
-			log.Fatal(err)
-		}
-		s, err := dynamostore.New(dynamodb.NewFromConfig(cfg), table)
-		if err != nil {
-			log.Fatal(err)
-		}
-		store = s
+	cfg, opts := idempotency.Config{Store: memstore.New(), Namespace: "minimal"}, batch.Options{}
+	wrap := func(h func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+		return h
 	}
-	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "minimal"})
+	if os.Getenv(envvars.EnvTable) != "" {
+		// The construct's variables (middleware/lambdaenv): the store, the
+		// expiry, strict mode, the batch options and the metrics its alarms
+		// watch. Run by hand, the namespace is the sample's own.
+		if os.Getenv(envvars.EnvNamespace) == "" {
+			_ = os.Setenv(envvars.EnvNamespace, "minimal")
+		}
+		env, err := lambdaenv.Load(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		cfg, opts, wrap = env.Config, env.Options, env.Handler
+	}
+	g, err := idempotency.New(cfg)
 	if err != nil {
 		log.Fatal(fmt.Errorf("minimal: %w", err))
 	}
 	fn := idempotency.Wrap(g, idempotency.BodyField("idempotency_key"), work)
-	h := batch.SQS(fn, batch.Options{})
+	h := wrap(batch.SQS(fn, opts))
 	if len(os.Args) == 2 && os.Getenv("AWS_LAMBDA_RUNTIME_API") == "" {
 		runFile(ctx, h, os.Args[1]) // outside Lambda: one batch from a file
 		return

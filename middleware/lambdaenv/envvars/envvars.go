@@ -1,0 +1,176 @@
+// Package envvars names and parses the variables of the contract between
+// infra's construct (infra/idempotentconsumer), which sets them, and the
+// function it deploys, which reads them with package middleware/lambdaenv.
+// It needs no AWS SDK, so that the construct's module can import it.
+//
+// # Variables
+//
+//	SQSONCE_TABLE             required: the idempotency table (dynamostore.New)
+//	SQSONCE_NAMESPACE         required: idempotency.Config.Namespace, and the metrics' Service
+//	SQSONCE_EXPIRES_AFTER     Go duration: idempotency.Config.ExpiresAfter; default the guard's
+//	SQSONCE_QUEUE_WINDOW      Go duration: idempotency.Config.MinExpiry, the queue's window
+//	SQSONCE_PARTITION_KEY     with SQSONCE_SORT_KEY: the partition key attribute; default driver.AttrID
+//	SQSONCE_SORT_KEY          the sort key attribute (dynamostore.WithSortKey)
+//	SQSONCE_STATIC_PARTITION  required with SQSONCE_SORT_KEY: every record's partition value
+//	SQSONCE_STRICT            "true" or "false": idempotency.Config.Strict; default false
+//	SQSONCE_MIN_REMAINING     Go duration: batch.Options.MinRemaining; default follows the invocation
+//	SQSONCE_METRICS           optional, "on" or "off": the EMF metrics the construct's alarms watch; default on
+//	SQSONCE_METRICS_NAMESPACE optional: the metrics' CloudWatch namespace; default metrics.DefaultNamespace
+//	SQSONCE_METRICS_SERVICE   optional: the metrics' Service dimension; default SQSONCE_NAMESPACE
+//	SQSONCE_DYNAMODB_ENDPOINT optional: a DynamoDB endpoint override, such as moto_server's, for local runs
+//
+// The construct sets SQSONCE_TABLE, _NAMESPACE, _EXPIRES_AFTER and
+// _QUEUE_WINDOW always; the sort key ones with Props.SortKey,
+// SQSONCE_STRICT with Props.Strict, SQSONCE_MIN_REMAINING with
+// Props.MinRemaining, and the metrics' namespace and service when
+// Props.MetricsNamespace or MetricsService differ from their defaults (so
+// that the function writes what its alarms watch). SQSONCE_METRICS and
+// SQSONCE_DYNAMODB_ENDPOINT are the function's own, optional.
+package envvars
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+	"github.com/sqsonce/sqsonce/middleware/metrics"
+)
+
+// The variables of the contract. infra's construct sets them by these
+// constants.
+const (
+	EnvTable            = "SQSONCE_TABLE"
+	EnvNamespace        = "SQSONCE_NAMESPACE"
+	EnvExpiresAfter     = "SQSONCE_EXPIRES_AFTER"
+	EnvQueueWindow      = "SQSONCE_QUEUE_WINDOW"
+	EnvPartitionKey     = "SQSONCE_PARTITION_KEY"
+	EnvSortKey          = "SQSONCE_SORT_KEY"
+	EnvStaticPartition  = "SQSONCE_STATIC_PARTITION"
+	EnvStrict           = "SQSONCE_STRICT"
+	EnvMinRemaining     = "SQSONCE_MIN_REMAINING"
+	EnvMetrics          = "SQSONCE_METRICS"
+	EnvMetricsNamespace = "SQSONCE_METRICS_NAMESPACE"
+	EnvMetricsService   = "SQSONCE_METRICS_SERVICE"
+	EnvDynamoDBEndpoint = "SQSONCE_DYNAMODB_ENDPOINT"
+)
+
+// Set returns the variables the construct sets, in the package doc's
+// order; [Optional] the ones only the function sets.
+func Set() []string {
+	return []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict, EnvMinRemaining,
+		EnvMetricsNamespace, EnvMetricsService}
+}
+
+// Optional returns the variables [Read] reads that the construct does not
+// set.
+func Optional() []string {
+	return []string{EnvMetrics, EnvDynamoDBEndpoint}
+}
+
+// SortKey is a table's sort key, as the variables give it.
+type SortKey struct {
+	PartitionKey string // the partition key attribute; default driver.AttrID
+	Attr         string // the sort key attribute
+	Partition    string // every record's partition value
+}
+
+// Settings is what the variables say, parsed and checked.
+type Settings struct {
+	Table            string
+	Namespace        string
+	ExpiresAfter     time.Duration // zero: the guard's default
+	QueueWindow      time.Duration // zero: none
+	SortKey          *SortKey      // nil: none
+	Strict           bool
+	MinRemaining     time.Duration // zero: follows the invocation
+	Metrics          bool
+	MetricsNamespace string
+	MetricsService   string
+	DynamoDBEndpoint string
+}
+
+// Read parses the variables through getenv (os.Getenv in a function),
+// with every problem at once, each naming its variable.
+func Read(getenv func(string) string) (Settings, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("lambdaenv: "+format, args...)) }
+	dur := func(name string) time.Duration {
+		v := getenv(name)
+		if v == "" {
+			return 0
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			bad("%s is not a positive Go duration such as 90s", name)
+			return 0
+		}
+		return d
+	}
+	flag := func(name, on, off string, def bool) bool {
+		switch getenv(name) {
+		case "":
+			return def
+		case on:
+			return true
+		case off:
+			return false
+		}
+		bad("%s is neither %q nor %q", name, on, off)
+		return def
+	}
+	s := Settings{
+		Table:            getenv(EnvTable),
+		Namespace:        getenv(EnvNamespace),
+		ExpiresAfter:     dur(EnvExpiresAfter),
+		QueueWindow:      dur(EnvQueueWindow),
+		Strict:           flag(EnvStrict, "true", "false", false),
+		MinRemaining:     dur(EnvMinRemaining),
+		Metrics:          flag(EnvMetrics, "on", "off", true),
+		MetricsNamespace: getenv(EnvMetricsNamespace),
+		MetricsService:   getenv(EnvMetricsService),
+		DynamoDBEndpoint: getenv(EnvDynamoDBEndpoint),
+	}
+	if s.Table == "" {
+		bad("%s is required: the idempotency table's name (the construct sets it)", EnvTable)
+	}
+	if s.Namespace == "" {
+		bad("%s is required: the key namespace, a fixed string (the construct sets it from Props.Namespace)", EnvNamespace)
+	}
+	if s.MetricsService == "" {
+		s.MetricsService = s.Namespace
+	}
+	if s.MetricsNamespace == "" {
+		s.MetricsNamespace = metrics.DefaultNamespace
+	}
+	k := SortKey{PartitionKey: getenv(EnvPartitionKey), Attr: getenv(EnvSortKey), Partition: getenv(EnvStaticPartition)}
+	if k != (SortKey{}) {
+		switch {
+		case k.Attr == "":
+			bad("%s and %s are set only with %s, the sort key attribute", EnvPartitionKey, EnvStaticPartition, EnvSortKey)
+		case k.Partition == "":
+			bad("%s is required with %s: the partition value of every record (Powertools' static_pk_value)", EnvStaticPartition, EnvSortKey)
+		}
+		if k.PartitionKey == "" {
+			k.PartitionKey = driver.AttrID
+		}
+		if k.Attr == k.PartitionKey {
+			bad("%s and %s name one attribute: the sort key and the partition key cannot be one", EnvSortKey, EnvPartitionKey)
+		}
+		s.SortKey = &k
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Settings{}, err
+	}
+	return s, nil
+}
+
+// Format formats a duration as the variables hold it: whole seconds as
+// "90s", anything finer exactly.
+func Format(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}
