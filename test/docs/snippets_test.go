@@ -43,6 +43,8 @@ var imports = map[string]string{
 	"batch":         "github.com/sqsonce/sqsonce/middleware/batch",
 	"sqsvisibility": "github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility",
 	"sqsdlq":        "github.com/sqsonce/sqsonce/middleware/batch/sqsdlq",
+	"lambdaenv":     "github.com/sqsonce/sqsonce/middleware/lambdaenv",
+	"metrics":       "github.com/sqsonce/sqsonce/middleware/metrics",
 
 	"awscdk":             "github.com/aws/aws-cdk-go/awscdk/v2",
 	"awslambda":          "github.com/aws/aws-cdk-go/awscdk/v2/awslambda",
