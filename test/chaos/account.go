@@ -63,6 +63,14 @@ type Report struct {
 
 	// Verdict is history.Check's verdict on the run's history.
 	Verdict *history.Verdict
+	// RunsBy and AcksBy count the runs begun and the deliveries
+	// acknowledged by each kind of worker, from the history.
+	RunsBy, AcksBy map[history.Reader]int
+	// Findings are the violations a Powertools worker's own write caused
+	// (a claim, an unconditional completion or delete of Powertools): what
+	// Powertools does that the promise forbids, reported, not counted
+	// against sqsonce; and the account's findings on the keys they hit.
+	Findings []string
 
 	// Violations lists every broken promise, the account's and the
 	// verdict's, and every property the profile requires (Profile.Require)
@@ -71,21 +79,44 @@ type Report struct {
 }
 
 // judge adds v's violations to r's, and a violation for each property
-// the profile requires that v checked no case of.
-func (r *Report) judge(v *history.Verdict) {
+// the profile requires that v checked no case of. A violation whose events
+// include a write of a Powertools worker (readers names each process's
+// kind) is a finding about Powertools instead, and so is the account's
+// violation of a key such a finding names.
+func (r *Report) judge(v *history.Verdict, readers map[string]history.Reader) {
 	r.Verdict = v
+	peerKeys := map[string]bool{}
 	for _, res := range v.Results {
 		for _, x := range res.Violations {
 			pos := make([]string, len(x.Events))
+			peer := false
 			for i, e := range x.Events {
 				pos[i] = fmt.Sprintf("#%d", e.Pos)
+				switch e.Ev {
+				case history.KindClaim, history.KindComplete, history.KindRelease:
+					peer = peer || readers[e.Proc] == history.ReaderPowertoolsTS
+				}
 			}
-			r.Violations = append(r.Violations, fmt.Sprintf("history: %s: key %s: %s (events %s)", res.Property, x.Key, x.Msg, strings.Join(pos, " ")))
+			msg := fmt.Sprintf("history: %s: key %s: %s (events %s)", res.Property, x.Key, x.Msg, strings.Join(pos, " "))
+			if peer {
+				peerKeys[x.Key] = true
+				r.Findings = append(r.Findings, msg)
+				continue
+			}
+			r.Violations = append(r.Violations, msg)
 		}
 		if res.Checked == 0 && slices.Contains(r.Profile.Require, res.Property) {
 			r.Violations = append(r.Violations, fmt.Sprintf("history: %s checked no case: the run did not exercise what profile %s is for", res.Property, r.Profile.Name))
 		}
 	}
+	r.Violations = slices.DeleteFunc(r.Violations, func(msg string) bool {
+		key, ok := strings.CutPrefix(msg, "key ")
+		if key, _, _ = strings.Cut(key, ":"); ok && peerKeys[key] {
+			r.Findings = append(r.Findings, "account: "+msg)
+			return true
+		}
+		return false
+	})
 }
 
 // Failed reports whether the run broke a promise.
@@ -449,6 +480,12 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 			})
 		}
 	}
+	if slices.ContainsFunc(reports, func(r *Report) bool { return r.Profile.Shared() }) {
+		for _, k := range []history.Reader{history.ReaderSqsonce, history.ReaderSqsonceStrict, history.ReaderPowertoolsTS} {
+			row("runs begun / acks by "+string(k), func(r *Report) string { return fmt.Sprintf("%d / %d", r.RunsBy[k], r.AcksBy[k]) })
+		}
+		row("findings about Powertools", func(r *Report) string { return fmt.Sprint(len(r.Findings)) })
+	}
 	row("violations", func(r *Report) string { return fmt.Sprint(len(r.Violations)) })
 	if err := tw.Flush(); err != nil {
 		return err
@@ -461,6 +498,12 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 		fmt.Fprintf(w, "\nhistory of %s, pacing %s:\n", r.Profile.Name, onOff(r.Profile.Pacing))
 		if err := r.Verdict.Write(w, 3); err != nil {
 			return err
+		}
+		if len(r.Findings) > 0 {
+			fmt.Fprintf(w, "findings about Powertools (%d; not violations of sqsonce's promise):\n", len(r.Findings))
+			for _, f := range r.Findings {
+				fmt.Fprintf(w, "  %s\n", f)
+			}
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsonce/sqsonce/internal/testenv/powertools"
 	"github.com/sqsonce/sqsonce/test/history"
 )
 
@@ -32,6 +34,10 @@ type Env struct {
 	Worker   string    // the worker binary (test/chaos/cmd/worker)
 	Dir      string    // worker configs and stderr go here, the history in Dir/history
 	Progress io.Writer // one line per phase; nil for none
+	// Powertools is the directory of the pinned Powertools packages and
+	// worker.mjs (internal/testenv/powertools/testdata, see
+	// [PowertoolsDir]): needed by a profile with Powertools workers.
+	Powertools string
 }
 
 func (e Env) say(format string, args ...any) {
@@ -54,6 +60,11 @@ const namespace = "chaos"
 func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
+	}
+	if p.Shared() {
+		if err := powertools.Available(env.Powertools); err != nil {
+			return nil, fmt.Errorf("chaos: profile %s: %w", p.Name, err)
+		}
 	}
 	// The bound of the whole run: set-up, a producer slowed by a busy
 	// server, the faults, the drain and the stop.
@@ -143,6 +154,8 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 		Pacing:          p.Pacing,
 		SortKey:         p.SortKey,
 		Shared:          p.Shared(),
+		Powertools:      env.Powertools,
+		PeerFaults:      p.PeerFaults,
 		History:         histDir,
 		Header:          hdr,
 		MaxLife:         limit,
@@ -219,7 +232,17 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 		return nil, err
 	}
 	r.StoreFaults, r.StoreRequests = faults, requests
-	r.judge(verdict)
+	readers := procReaders(h)
+	r.RunsBy, r.AcksBy = map[history.Reader]int{}, map[history.Reader]int{}
+	for _, e := range h.Events {
+		switch e.Ev {
+		case history.KindOpStart:
+			r.RunsBy[readers[e.Proc]]++
+		case history.KindAck:
+			r.AcksBy[readers[e.Proc]]++
+		}
+	}
+	r.judge(verdict, readers)
 	r.Wall = time.Since(started)
 	return r, nil
 }
@@ -244,6 +267,23 @@ func readHistory(dir string) (*history.History, error) {
 		files = append(files, f)
 	}
 	return history.Merge(files...)
+}
+
+// procReaders returns the kind of worker each process of h is, from its
+// proc event; a Powertools worker's node process is its worker's kind.
+func procReaders(h *history.History) map[string]history.Reader {
+	out := map[string]history.Reader{}
+	for _, e := range h.Events {
+		if e.Ev == history.KindProc {
+			out[e.Proc] = e.Reader
+		}
+	}
+	for _, p := range h.Procs {
+		if w, ok := strings.CutSuffix(p, "-node"); ok {
+			out[p] = out[w]
+		}
+	}
+	return out
 }
 
 // createHistory creates the history file of the harness's process proc.
@@ -466,7 +506,9 @@ func scanTable(ctx context.Context, db *dynamodb.Client, table string, sortKey b
 			r.Status = str(item["status"])
 			_, r.Quarantined = item["quarantined"]
 			r.Owner = str(item["lease_owner"])
-			if d := str(item["data"]); d != "" {
+			if m, ok := item["data"].(*dbtypes.AttributeValueMemberM); ok { // Powertools TS's format
+				r.Run, r.Key = str(m.Value["run"]), str(m.Value["key"])
+			} else if d := str(item["data"]); d != "" {
 				var res Result
 				if err := json.Unmarshal([]byte(d), &res); err != nil {
 					return nil, fmt.Errorf("chaos: record %s: data %q: %w", id, d, err)
@@ -487,17 +529,29 @@ func str(v dbtypes.AttributeValue) string {
 }
 
 // readLogs reads the history of every worker incarnation, as the account's
-// entries.
+// entries: its own file, and a Powertools worker's node process's, merged.
 func readLogs(dir string, incs []incarnation) (map[string][]entry, error) {
 	out := make(map[string][]entry, len(incs))
 	for _, inc := range incs {
-		path := filepath.Join(dir, inc.Name+".jsonl")
-		if st, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || (err == nil && st.Size() == 0) {
-			continue // killed before it wrote its history's header
+		var files []history.File
+		for _, name := range []string{inc.Name, inc.Name + "-node"} {
+			path := filepath.Join(dir, name+".jsonl")
+			if st, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || (err == nil && st.Size() == 0) {
+				continue // killed before it wrote its history's header
+			}
+			f, err := history.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("chaos: %s: %w", name, err)
+			}
+			files = append(files, f)
 		}
-		f, err := history.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("chaos: %s: %w", inc.Name, err)
+		if len(files) == 0 {
+			continue
+		}
+		f := files[0]
+		if len(files) > 1 {
+			f.Events = append(slices.Clone(f.Events), files[1].Events...)
+			slices.SortStableFunc(f.Events, func(a, b history.Event) int { return cmp.Compare(a.T, b.T) })
 		}
 		out[inc.Name] = entriesOf(f)
 	}

@@ -172,6 +172,8 @@ var profileTable = []profileDef{
 	{"lambda", "all, with the shipped stack's proportions: a 3 s invocation deadline and a visibility timeout six times that, 18 s", lambdaProfile},
 	{"overrun", "process, with clocks up to 5 s apart, far beyond the guard's 1 s skew margin, and a quarter of the runs slow: double runs, each reported double_run (run it with pacing off)", overrunProfile},
 	{"strict", "process in strict mode, with more kills between an operation and its completion: lapsed claims quarantined, never run again", strictProfile},
+	{"mixed", "all on one table shared by sqsonce default and strict guards and Powertools TS workers (the pinned package), Powertools' runs kept inside their lease, one clock", mixedProfile},
+	{"mixed-peer", "mixed, with Powertools' workers under every fault (slow operations, kills between an operation and its completion) and the sqsonce workers' clocks up to 400 ms apart", mixedPeerProfile},
 }
 
 func processProfile(keys, workers int, seed uint64) Profile {
@@ -234,6 +236,38 @@ func strictProfile(keys, workers int, seed uint64) Profile {
 	return p
 }
 
+// mixedProfile keeps Powertools' runs inside their lease (no slow
+// operations and no kills between an operation and its completion on its
+// workers, and one clock): what Powertools does there must keep the
+// promise, and sqsonce's properties are checked strictly across the three
+// kinds of reader. Whatever Powertools still writes over another worker's
+// claim is reported as a finding about Powertools.
+func mixedProfile(keys, workers int, seed uint64) Profile {
+	p := allProfile(keys, workers, seed)
+	p.Name = "mixed"
+	p.Mix = []history.Reader{history.ReaderSqsonce, history.ReaderSqsonceStrict, history.ReaderPowertoolsTS}
+	p.ClockSkew = 0
+	p.KillAfterOpProb = 0.08
+	p.Require = append(p.Require, history.StrictOnce, history.QuarantineHolds)
+	return p
+}
+
+// mixedPeerProfile gives Powertools the faults mixed keeps from it, and
+// the sqsonce workers their clock skew: a sqsonce guard whose clock is
+// ahead (by less than its own skew margin) can take over a Powertools
+// claim, whose lease has no margin, and Powertools' completion and
+// release, which are not conditional, then write over the new owner's
+// claim. Those writes, and the violations they cause, are findings about
+// Powertools; sqsonce's own properties must still hold.
+func mixedPeerProfile(keys, workers int, seed uint64) Profile {
+	p := mixedProfile(keys, workers, seed)
+	p.Name = "mixed-peer"
+	p.PeerFaults = true
+	p.ClockSkew = 400 * time.Millisecond
+	p.SlowProb = 0.15
+	return p
+}
+
 // Profiles returns every profile of the table for keys keys and workers
 // workers, in its order; see ProfileNames for what each is for.
 func Profiles(keys, workers int, seed uint64) []Profile {
@@ -258,7 +292,8 @@ func ProfileNames() [][2]string {
 }
 
 // shortTable lists the profiles go test runs, each about 30 s on an idle
-// machine, with their own keys and workers whatever is asked.
+// machine (short-mixed about 75 s: only with -chaos.mixed), with their own
+// keys and workers whatever is asked.
 var shortTable = []profileDef{
 	{"short", "all on 100 keys and three workers, pacing on (go test)", func(_, _ int, seed uint64) Profile {
 		p := allProfile(100, 3, seed)
@@ -273,6 +308,13 @@ var shortTable = []profileDef{
 		p.Drain = 60 * time.Second
 		return p
 	}},
+	{"short-mixed", "mixed on 60 keys and three workers, one of each kind, pacing on (go test)", func(_, _ int, seed uint64) Profile {
+		p := mixedProfile(60, 3, seed)
+		p.Name = "short-mixed"
+		p.Pacing = true
+		p.Drain = 60 * time.Second
+		return p
+	}},
 }
 
 // Short is the profile `go test` runs: every fault at once on 100 keys and
@@ -282,6 +324,10 @@ func Short(seed uint64) Profile { return mustProfile("short", 0, 0, seed) }
 // ShortStrict is the strict profile `go test` runs: 60 keys, three
 // workers, pacing off.
 func ShortStrict(seed uint64) Profile { return mustProfile("short-strict", 0, 0, seed) }
+
+// ShortMixed is the mixed fleet `go test -chaos.mixed` runs: 60 keys, one
+// worker of each kind, pacing on.
+func ShortMixed(seed uint64) Profile { return mustProfile("short-mixed", 0, 0, seed) }
 
 func mustProfile(name string, keys, workers int, seed uint64) Profile {
 	p, err := ProfileByName(name, keys, workers, seed)

@@ -18,6 +18,9 @@ import (
 // quarantine events. The delivery a call belongs to comes from its context
 // (see [worker.record]).
 //
+// A worker's own kill (its deadline, or after an operation) waits for the
+// calls in flight to be recorded (see [worker.kill]).
+//
 // It implements every optional interface of package driver that dynamostore
 // does, so that the guard takes the path it takes on dynamostore alone; the
 // assertions below fail the build when one is missing.
@@ -79,6 +82,8 @@ func errText(err error) string {
 }
 
 func (s *recordStore) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
+	s.w.calls.RLock() // the call and its record, before the worker's own kill
+	defer s.w.calls.RUnlock()
 	d := deliveryOf(ctx)
 	actual, loaded, err := s.next.Acquire(ctx, rec, now, mode)
 	e := history.Event{
@@ -111,6 +116,8 @@ func (s *recordStore) Acquire(ctx context.Context, rec driver.Record, now time.T
 }
 
 func (s *recordStore) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
+	s.w.calls.RLock() // the call and its record, before the worker's own kill
+	defer s.w.calls.RUnlock()
 	d := deliveryOf(ctx)
 	clock := s.w.now()
 	stored, err := s.next.Complete(ctx, rec)
@@ -127,6 +134,8 @@ func (s *recordStore) Complete(ctx context.Context, rec driver.Record) ([]byte, 
 }
 
 func (s *recordStore) Release(ctx context.Context, id, owner string) error {
+	s.w.calls.RLock() // the call and its record, before the worker's own kill
+	defer s.w.calls.RUnlock()
 	d := deliveryOf(ctx)
 	clock := s.w.now()
 	err := s.next.Release(ctx, id, owner)
@@ -135,6 +144,8 @@ func (s *recordStore) Release(ctx context.Context, id, owner string) error {
 }
 
 func (s *recordStore) Quarantine(ctx context.Context, found driver.Record, now time.Time) (driver.Record, error) {
+	s.w.calls.RLock() // the call and its record, before the worker's own kill
+	defer s.w.calls.RUnlock()
 	d := deliveryOf(ctx)
 	rec, err := s.next.Quarantine(ctx, found, now)
 	_ = s.w.write(history.Event{Ev: history.KindQuarantine, D: d.d, Owner: found.Owner,

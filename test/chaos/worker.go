@@ -70,6 +70,7 @@ type WorkerConfig struct {
 	Reader     history.Reader
 	Powertools string // the directory of the pinned Powertools packages and worker.mjs
 	Shared     bool   // the table is shared with Powertools: its record format, the key by KeyJMESPath
+	PeerFaults bool   // a Powertools worker's operations may be slow, and its worker die after one (see Profile.PeerFaults)
 
 	// History is the run's history directory: this incarnation writes
 	// Name.jsonl there (a Powertools worker's node process Name-node.jsonl),
@@ -169,6 +170,7 @@ type worker struct {
 	runs  atomic.Int64
 	invs  atomic.Int64
 	dels  atomic.Int64
+	calls sync.RWMutex // held for reading by each recorded store call; kill takes it
 	rngMu sync.Mutex
 	rng   *rand.Rand
 	// handle runs one batch: the sqsonce batch handler, or the Powertools
@@ -203,6 +205,13 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 		if err := w.sqsonce(); err != nil {
 			return err
 		}
+	case history.ReaderPowertoolsTS:
+		node, err := startNode(w)
+		if err != nil {
+			return err
+		}
+		defer node.close()
+		w.handle = node.handle
 	default:
 		return fmt.Errorf("chaos: worker %s: unknown kind %q", cfg.Name, cfg.Reader)
 	}
@@ -259,6 +268,10 @@ func (w *worker) sqsonce() error {
 // now is the guard's clock: the host's, off by the worker's offset.
 func (w *worker) now() time.Time { return time.Now().Add(w.cfg.ClockOffset) }
 
+// killGrace is the longest a worker's own kill waits for the store calls
+// in flight to be answered and recorded.
+const killGrace = 2 * time.Second
+
 // faults reports whether worker-side faults are still on.
 func (w *worker) faults() bool { return time.Now().Before(w.cfg.FaultsUntil) }
 
@@ -293,7 +306,22 @@ func (w *worker) write(es ...history.Event) error {
 
 // kill records why and SIGKILLs the worker's process group (a Powertools
 // worker's node process with it); it does not return.
+//
+// A store call in flight is let finish and be recorded first (for at most
+// killGrace), and no new one starts: a write the store applied is then in
+// the history, as the store answered it, rather than applied unseen (a
+// release nobody recorded would show the key's next run as a second run).
+// The harness's random kills come from outside and do not wait.
 func (w *worker) kill(why string) {
+	locked := make(chan struct{})
+	go func() {
+		w.calls.Lock() // never unlocked: the process dies holding it
+		close(locked)
+	}()
+	select {
+	case <-locked:
+	case <-time.After(killGrace):
+	}
 	_ = w.write(history.Event{Ev: history.KindFault, Fault: history.FaultProcKill, Target: w.cfg.Name, Class: why})
 	_ = syscall.Kill(-os.Getpid(), syscall.SIGKILL) // its own group, when the harness started it
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)

@@ -92,6 +92,11 @@ func run() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	ptDir, err := chaos.PowertoolsDir(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	moto := motoserver.New()
 	defer moto.Close()
 	endpoint, err := moto.Start()
@@ -108,7 +113,7 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			return 1
 		}
-		r, err := chaos.Run(ctx, chaos.Env{Endpoint: endpoint, Worker: bin, Dir: runDir, Progress: os.Stderr}, p)
+		r, err := chaos.Run(ctx, chaos.Env{Endpoint: endpoint, Worker: bin, Dir: runDir, Progress: os.Stderr, Powertools: ptDir}, p)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			fmt.Fprintln(os.Stderr, "chaos: histories kept in", root)
@@ -117,6 +122,9 @@ func run() int {
 		reports = append(reports, r)
 		for _, v := range r.Violations {
 			fmt.Fprintf(os.Stderr, "VIOLATION %s: %s\n", p.Name, v)
+		}
+		for _, f := range r.Findings {
+			fmt.Fprintf(os.Stderr, "FINDING about Powertools, %s: %s\n", p.Name, f)
 		}
 		failed = failed || r.Failed()
 	}
