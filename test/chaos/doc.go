@@ -30,6 +30,22 @@
 // proportions, a visibility timeout six times the invocation deadline, and
 // is the one to compare pacing off and on.
 //
+// # The mixed fleet
+//
+// With [Profile.Mix] the slots run different kinds of worker on one table in
+// Powertools for AWS Lambda (TypeScript)'s format: sqsonce guards in default
+// and strict mode, and Powertools workers, each a Go process (receive,
+// deadline, delete, as for sqsonce) handing its batches to one long-lived
+// node process running internal/testenv/powertools/testdata/worker.mjs:
+// BatchProcessor around makeIdempotent, the pinned package, which records
+// its own history. The mixed profile keeps Powertools' runs inside their
+// lease (no slow operations, no kill between an operation and its
+// completion on its workers, one clock) and holds every property across the
+// three readers; mixed-peer gives Powertools every fault. A violation whose
+// events include a write of Powertools (its completion and delete are not
+// conditional) is reported as a finding about Powertools
+// ([Report.Findings]), apart from the violations of sqsonce's promise.
+//
 // # Faults
 //
 //   - SIGKILL of a random worker at random moments; a worker SIGKILLs itself

@@ -152,8 +152,8 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
-// kinds are the history's names of the proxy's faults.
-var kinds = map[string]history.Fault{
+// faultKinds are the history's names of the proxy's faults.
+var faultKinds = map[string]history.Fault{
 	faultServerError: history.FaultErrorResponse,
 	faultThrottle:    history.FaultErrorResponse,
 	faultResetBefore: history.FaultDropRequest,
@@ -169,7 +169,7 @@ func (p *proxy) record(fault string, r *http.Request) {
 	}
 	op := r.Header.Get("X-Amz-Target")
 	op = op[strings.LastIndexByte(op, '.')+1:]
-	_ = p.hist.Write(history.Event{Ev: history.KindFault, Fault: kinds[fault], Op: op, Class: fault})
+	_ = p.hist.Write(history.Event{Ev: history.KindFault, Fault: faultKinds[fault], Op: op, Class: fault})
 }
 
 func awsError(w http.ResponseWriter, status int, typ, msg string) {
