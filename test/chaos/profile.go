@@ -249,6 +249,10 @@ func mixedProfile(keys, workers int, seed uint64) Profile {
 	p.ClockSkew = 0
 	p.KillAfterOpProb = 0.08
 	p.Require = append(p.Require, history.StrictOnce, history.QuarantineHolds)
+	// A Powertools incarnation loads node for seconds before it polls, and
+	// strict workers quarantine what a killed worker left: 300 keys took
+	// longer than 2 min to drain on a busy machine.
+	p.Drain = 5 * time.Minute
 	return p
 }
 

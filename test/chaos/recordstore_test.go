@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -17,6 +18,16 @@ import (
 type attachless struct{ *memstore.Store }
 
 func (attachless) ValidateAttached(string, []any) error { return driver.ErrAttachUnsupported }
+
+// lossy applies releases and loses their answers.
+type lossy struct{ attachless }
+
+func (l lossy) Release(ctx context.Context, id, owner string) error {
+	if err := l.attachless.Release(ctx, id, owner); err != nil {
+		return err
+	}
+	return errors.New("connection reset")
+}
 
 // TestRecordStore drives the recording store through each answer the
 // history tells apart and checks what it recorded: the store's answer (not
@@ -63,6 +74,15 @@ func TestRecordStore(t *testing.T) {
 	if err := s.Release(ctx, "chaos#k1", "o4"); err == nil {
 		t.Error("a release of a completed record succeeded")
 	}
+	// A release whose answer is lost after the store applied it is
+	// recorded as applied: the record reads back released.
+	lost := &recordStore{next: lossy{attachless{memstore.New()}}, w: w}
+	if _, _, err := lost.Acquire(ctx, rec("o5", time.Second), now, driver.Takeover); err != nil {
+		t.Fatal(err)
+	}
+	if err := lost.Release(ctx, "chaos#k1", "o5"); err == nil {
+		t.Error("the lossy release answered")
+	}
 
 	f, err := history.Read(&buf)
 	if err != nil {
@@ -83,6 +103,8 @@ func TestRecordStore(t *testing.T) {
 		"complete ok o3 prev= result=w0.0-3 payload=",
 		"claim replayed o4 prev=o3 result=w0.0-3 payload=p1",
 		"release lease_lost o4 prev= result= payload=",
+		"claim claimed o5 prev= result= payload=p1",
+		"release ok o5 prev= result= payload=",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("recorded:\n%q\nwant\n%q", got, want)
