@@ -77,7 +77,7 @@ func (f *fleet) slot(ctx context.Context, i int) {
 
 		<-p.done
 		inc := incarnation{Name: p.name}
-		if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+		if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && (ws.Signal() == syscall.SIGKILL || ws.Signal() == syscall.SIGUSR1) { // SIGUSR1: killed before it set up its handler
 			inc.Killed = true
 		}
 		f.mu.Lock()
@@ -133,8 +133,8 @@ func (f *fleet) spawn(i, gen int) (*proc, error) {
 	return p, nil
 }
 
-// kill SIGKILLs the process group of slot i's live incarnation, if
-// any, and waits for it to die.
+// kill kills slot i's live incarnation, if any, with its process group,
+// and waits for it to die.
 func (f *fleet) kill(i int) {
 	f.mu.Lock()
 	p := f.procs[i]
@@ -144,7 +144,16 @@ func (f *fleet) kill(i int) {
 	}
 	p.random = true
 	f.mu.Unlock()
-	_ = f.hist.Write(history.Event{Ev: history.KindFault, Fault: history.FaultProcKill, Target: p.name, Class: "random"})
+	_ = f.hist.Write(history.Event{Ev: history.KindFault, Fault: history.FaultProcKill, Target: p.name, Class: killRandom})
+	// SIGUSR1: the worker SIGKILLs its group once its store calls in
+	// flight are recorded (at most killGrace), so that a write the store
+	// applied is in the history; SIGKILL if it has not died by then.
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGUSR1)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(killGrace + time.Second):
+	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	select {
 	case <-p.done:

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -200,6 +201,14 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	if err := hw.Write(history.Event{Ev: history.KindProc, Reader: cfg.Reader, Off: int64(cfg.ClockOffset)}); err != nil {
 		return err
 	}
+	// The harness's random kill: SIGKILL once the store calls in flight are
+	// recorded (see kill).
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		<-usr1
+		w.kill(killRandom)
+	}()
 	switch cfg.Reader {
 	case history.ReaderSqsonce, history.ReaderSqsonceStrict:
 		if err := w.sqsonce(); err != nil {
@@ -268,6 +277,9 @@ func (w *worker) sqsonce() error {
 // now is the guard's clock: the host's, off by the worker's offset.
 func (w *worker) now() time.Time { return time.Now().Add(w.cfg.ClockOffset) }
 
+// killRandom is the kill of the harness's random killer (SIGUSR1).
+const killRandom = "random"
+
 // killGrace is the longest a worker's own kill waits for the store calls
 // in flight to be answered and recorded.
 const killGrace = 2 * time.Second
@@ -311,7 +323,8 @@ func (w *worker) write(es ...history.Event) error {
 // killGrace), and no new one starts: a write the store applied is then in
 // the history, as the store answered it, rather than applied unseen (a
 // release nobody recorded would show the key's next run as a second run).
-// The harness's random kills come from outside and do not wait.
+// The harness's random kills come as SIGUSR1 and go through here too
+// (see [fleet.kill]); their fault is the harness's to record.
 func (w *worker) kill(why string) {
 	locked := make(chan struct{})
 	go func() {
@@ -322,7 +335,9 @@ func (w *worker) kill(why string) {
 	case <-locked:
 	case <-time.After(killGrace):
 	}
-	_ = w.write(history.Event{Ev: history.KindFault, Fault: history.FaultProcKill, Target: w.cfg.Name, Class: why})
+	if why != killRandom {
+		_ = w.write(history.Event{Ev: history.KindFault, Fault: history.FaultProcKill, Target: w.cfg.Name, Class: why})
+	}
 	_ = syscall.Kill(-os.Getpid(), syscall.SIGKILL) // its own group, when the harness started it
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
