@@ -84,8 +84,8 @@ func entriesOf(f history.File) []entry {
 		case history.KindVisibility:
 			base.Ev, base.Err = evPace, e.Err
 		case history.KindFault:
-			if e.Fault != history.FaultProcKill || e.Target != f.Header.Proc {
-				continue
+			if e.Fault != history.FaultProcKill || e.Target != f.Header.Proc || e.Class == killRandom {
+				continue // a random kill is counted from the incarnations
 			}
 			base = entry{T: e.T, Ev: evKill, Class: e.Class}
 		default:

@@ -144,16 +144,17 @@ func (f *fleet) kill(i int) {
 	}
 	p.random = true
 	f.mu.Unlock()
-	_ = f.hist.Write(history.Event{Ev: history.KindFault, Fault: history.FaultProcKill, Target: p.name, Class: killRandom})
 	// SIGUSR1: the worker SIGKILLs its group once its store calls in
 	// flight are recorded (at most killGrace), so that a write the store
-	// applied is in the history; SIGKILL if it has not died by then.
+	// applied is in the history, and records the kill itself, when it
+	// happens; SIGKILL, recorded here, if it has not died by then.
 	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGUSR1)
 	select {
 	case <-p.done:
 		return
 	case <-time.After(killGrace + time.Second):
 	}
+	_ = f.hist.Write(history.Event{Ev: history.KindFault, Fault: history.FaultProcKill, Target: p.name, Class: killRandom})
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	select {
 	case <-p.done:

@@ -324,7 +324,7 @@ func (w *worker) write(es ...history.Event) error {
 // the history, as the store answered it, rather than applied unseen (a
 // release nobody recorded would show the key's next run as a second run).
 // The harness's random kills come as SIGUSR1 and go through here too
-// (see [fleet.kill]); their fault is the harness's to record.
+// (see [fleet.kill]): the kill is recorded when it happens, after the wait.
 func (w *worker) kill(why string) {
 	locked := make(chan struct{})
 	go func() {
@@ -335,9 +335,7 @@ func (w *worker) kill(why string) {
 	case <-locked:
 	case <-time.After(killGrace):
 	}
-	if why != killRandom {
-		_ = w.write(history.Event{Ev: history.KindFault, Fault: history.FaultProcKill, Target: w.cfg.Name, Class: why})
-	}
+	_ = w.write(history.Event{Ev: history.KindFault, Fault: history.FaultProcKill, Target: w.cfg.Name, Class: why})
 	_ = syscall.Kill(-os.Getpid(), syscall.SIGKILL) // its own group, when the harness started it
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
