@@ -62,7 +62,8 @@ type Config struct {
 	// KeepAliveLimit bounds how long after its claim a lease is kept
 	// alive: the operation's context ends a reserve before it, with a
 	// cause wrapping ErrLeaseNotExtended (never before the claimed
-	// lease). Default DefaultKeepAliveLimit; at most ExpiresAfter.
+	// lease). Default 12 h, the longest SQS keeps a received message
+	// invisible; at most ExpiresAfter.
 	KeepAliveLimit time.Duration
 
 	// SkewMargin is added to every stored lease end, so that workers whose
@@ -125,7 +126,7 @@ func (c Config) withDefaults() Config {
 		c.SkewMargin = DefaultSkewMargin
 	}
 	if c.KeepAliveLimit == 0 {
-		c.KeepAliveLimit = DefaultKeepAliveLimit
+		c.KeepAliveLimit = defaultKeepAliveLimit
 		if c.ExpiresAfter > 0 {
 			c.KeepAliveLimit = min(c.KeepAliveLimit, c.ExpiresAfter)
 		}

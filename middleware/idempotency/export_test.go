@@ -21,3 +21,10 @@ func CanonicalJSON(v any) ([]byte, error) {
 	err = jsonkey.WriteCanonical(&out, string(b))
 	return out.Bytes(), err
 }
+
+// MaxScopeBytes and DefaultKeepAliveLimit are the unexported bounds, for
+// the external tests.
+const (
+	MaxScopeBytes         = maxScopeBytes
+	DefaultKeepAliveLimit = defaultKeepAliveLimit
+)

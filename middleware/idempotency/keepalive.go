@@ -12,9 +12,9 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-// DefaultKeepAliveLimit is the default [Config.KeepAliveLimit]: twelve
+// defaultKeepAliveLimit is the default [Config.KeepAliveLimit]: twelve
 // hours, the longest SQS keeps a received message invisible.
-const DefaultKeepAliveLimit = 12 * time.Hour
+const defaultKeepAliveLimit = 12 * time.Hour
 
 // ErrLeaseNotExtended is the cause ([context.Cause]) of an operation's
 // context that the guard ended because it could not keep the claim alive

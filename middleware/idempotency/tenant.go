@@ -57,14 +57,14 @@ func (t Tenancy) String() string {
 
 func (t Tenancy) valid() bool { return t >= TenancyInvocation && t <= TenancyOff }
 
-// MaxScopeBytes bounds each part of a [Scope]. A longer tenant or message
-// group fails its call with a [*KeyError] (which quotes neither), so that
-// the cost of an id stays bounded whatever an invocation carries. SQS
-// message group ids have at most 128 characters.
-const MaxScopeBytes = 1024
+// maxScopeBytes bounds each part of a [Scope].
+const maxScopeBytes = 1024
 
 // A Scope is what a record id is scoped to (see [Tenancy]). The zero Scope
-// scopes nothing.
+// scopes nothing. Each part holds at most 1024 bytes: a longer tenant or
+// message group fails its call with a [*KeyError] (which quotes neither),
+// so that the cost of an id stays bounded whatever an invocation carries
+// (SQS message group ids have at most 128 characters).
 type Scope struct {
 	Tenant       string // the invocation's TenantID
 	MessageGroup string // the SQS message's MessageGroupId, under TenancyMessageGroup
@@ -82,7 +82,7 @@ const scopedPrefix = "t-"
 // ScopedID returns the record id of k within scope s: [Guard.ID] for the
 // zero Scope, else "{Namespace}#t-{digest}" (see [Tenancy]). It fails as
 // ID does, and with a [*KeyError] for a part of s longer than
-// [MaxScopeBytes].
+// 1024 bytes.
 func (g *Guard) ScopedID(s Scope, k Selection) (string, error) {
 	if s == (Scope{}) {
 		return g.ID(k)
@@ -108,12 +108,12 @@ func (g *Guard) ScopedID(s Scope, k Selection) (string, error) {
 	return string(hex.AppendEncode(b, h.Sum(nil))), nil
 }
 
-// check fails for a part of s longer than MaxScopeBytes, naming its size,
+// check fails for a part of s longer than 1024 bytes, naming its size,
 // never its bytes.
 func (s Scope) check() error {
 	for _, p := range []struct{ name, v string }{{"the invocation's tenant id", s.Tenant}, {"the message's MessageGroupId", s.MessageGroup}} {
-		if len(p.v) > MaxScopeBytes {
-			return &KeyError{Source: p.name, Err: fmt.Errorf("%d bytes, longer than the %d a scope allows", len(p.v), MaxScopeBytes)}
+		if len(p.v) > maxScopeBytes {
+			return &KeyError{Source: p.name, Err: fmt.Errorf("%d bytes, longer than the %d a scope allows", len(p.v), maxScopeBytes)}
 		}
 	}
 	return nil
@@ -128,10 +128,10 @@ func tenantOf(ctx context.Context) string {
 }
 
 // reportedTenant is the tenant of ctx's invocation for a Report and its
-// log line: "" when there is none, or when it is longer than MaxScopeBytes
+// log line: "" when there is none, or when it is longer than maxScopeBytes
 // (its call fails, and its line does not carry it).
 func reportedTenant(ctx context.Context) string {
-	if t := tenantOf(ctx); len(t) <= MaxScopeBytes {
+	if t := tenantOf(ctx); len(t) <= maxScopeBytes {
 		return t
 	}
 	return ""
