@@ -20,7 +20,7 @@ EVENT         ?= events/duplicate-delivery.json
 # ENV_VARS: a `sam local invoke --env-vars` file for make invoke, e.g. events/env/stub.json.
 ENV_VARS      ?=
 
-.PHONY: all help help-check test test-go test-infra deploy-local lint fmt vet staticcheck bench bench-peer fuzz chaos verify build ops demo invoke synth diff deploy destroy bootstrap tools clean
+.PHONY: all help help-check test test-go test-infra deploy-local own-function lint fmt vet staticcheck bench bench-peer fuzz chaos verify build ops demo invoke synth diff deploy destroy bootstrap tools clean
 
 ## all: the default target: the same as test.
 all: test
@@ -41,7 +41,7 @@ help-check:
 # tests themselves; infra's tests synthesise the stack and run cfn-lint on it;
 # deploy-local deploys it to moto_server.
 ## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), infra's tests and deploy-local; ends with the Go tests skipped and what to install for each.
-test: lint test-go test-infra deploy-local
+test: lint test-go test-infra deploy-local own-function
 	@$(GO) run ./tools/testreport -skipped build/test-go.json
 
 # tools/testreport shows go test -json as plain go test shows it, then the
@@ -62,6 +62,10 @@ test-infra:
 ## deploy-local: cdk deploy of the stack to moto_server, read back against its template, its code run under the RIE from its own queue, then updated and destroyed.
 deploy-local: $(RIE)
 	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -tags deploylocal -timeout 10m -v ./test/deploy
+
+## own-function: issue 27's acceptance: the README's own function, deployed by a CDK app of its own (test/ownfunction/stack) to moto_server, fed from its queue under the RIE at a 3 s timeout (about a minute).
+own-function: $(RIE)
+	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -tags deploylocal -timeout 5m -v -run '^TestOwnFunction$$' ./test/ownfunction
 
 ## lint: fmt, vet, staticcheck and help-check.
 lint: fmt vet staticcheck help-check

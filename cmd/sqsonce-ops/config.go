@@ -32,7 +32,8 @@ import (
 const (
 	envStore            = "SQSONCE_STORE"             // dynamodb | redis | postgres; default dynamodb
 	envTable            = envvars.EnvTable            // the DynamoDB table (the app's PostgreSQL table is pgstore's default)
-	envNamespace        = envvars.EnvNamespace        // record id prefix; default summarise
+	envNamespace        = envvars.EnvNamespace        // record id prefix; required
+	envKey              = envvars.EnvKey              // the function's key source (envvars.KeySource)
 	envDynamoDBEndpoint = envvars.EnvDynamoDBEndpoint // DynamoDB endpoint override
 	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override
 	envRedisURL         = "SQSONCE_REDIS_URL"         // redis:// or rediss:// URL
@@ -53,7 +54,7 @@ const (
 // envNames are the variables the tool reads: the app's, then its own.
 var envNames = []string{
 	envStore, envTable, envNamespace, envDynamoDBEndpoint, envSQSEndpoint, envRedisURL, envPostgresURL,
-	envPartitionKey, envSortKey, envStaticPartition,
+	envPartitionKey, envSortKey, envStaticPartition, envKey,
 	envRedisCluster, envRedisKeyPrefix, envFormat, envDataFormat,
 }
 
@@ -80,6 +81,7 @@ type globals struct {
 	redisKeyPrefix   string
 	postgresURL      string
 	namespace        string
+	keySource        string
 	format           string
 	dataFormat       string
 	partitionKey     string
@@ -108,7 +110,8 @@ func defaults(getenv func(string) string) globals {
 		redisCluster:     getenv(envRedisCluster) == "on",
 		redisKeyPrefix:   getenv(envRedisKeyPrefix),
 		postgresURL:      getenv(envPostgresURL),
-		namespace:        or(envNamespace, "summarise"),
+		namespace:        getenv(envNamespace),
+		keySource:        getenv(envKey),
 		format:           or(envFormat, "native"),
 		dataFormat:       or(envDataFormat, "json"),
 		partitionKey:     or(envPartitionKey, driver.AttrID),
@@ -134,6 +137,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.redisKeyPrefix, "redis-key-prefix", g.redisKeyPrefix, "redisstore.WithKeyPrefix ($"+envRedisKeyPrefix+")")
 	fs.StringVar(&g.postgresURL, "postgres-url", g.postgresURL, "postgres:// URL or DSN ($"+envPostgresURL+")")
 	fs.StringVar(&g.namespace, "namespace", g.namespace, "the guard's Namespace, the record ids' prefix ($"+envNamespace+")")
+	fs.StringVar(&g.keySource, "key-source", g.keySource, "the function's key source, as the construct's Props.KeySource: body:FIELD, body:FIELD,FIELD... or jmespath:EXPR ($"+envKey+")")
 	fs.StringVar(&g.format, "format", g.format, "the guard's Format: native, powertools-python or powertools-typescript ($"+envFormat+")")
 	fs.StringVar(&g.dataFormat, "data-format", g.dataFormat, "dynamostore.WithDataFormat: json, powertools-python or powertools-typescript ($"+envDataFormat+")")
 	fs.StringVar(&g.partitionKey, "partition-key", g.partitionKey, "the DynamoDB table's partition key attribute ($"+envPartitionKey+")")
@@ -189,7 +193,12 @@ func (g *globals) check() error {
 		errs = append(errs, fmt.Errorf("$%s is now $%s, the name the app reads", old, envRenamed[old]))
 	}
 	if g.namespace == "" {
-		errs = append(errs, errors.New("--namespace is empty"))
+		errs = append(errs, fmt.Errorf("--namespace ($%s) is required: the function's namespace (the construct's Props.Namespace), the prefix of its record ids", envNamespace))
+	}
+	if g.keySource != "" {
+		if _, err := envvars.ParseKey(g.keySource); err != nil {
+			errs = append(errs, fmt.Errorf("--key-source ($%s): %w", envKey, err))
+		}
 	}
 	if strings.Contains(g.namespace, "#") {
 		errs = append(errs, fmt.Errorf("--namespace %q holds a \"#\", which ends the namespace in a record id", g.namespace))

@@ -3,11 +3,11 @@
 // releases or resolves one, and moves a dead-letter queue back to its
 // queue after checking each message's key.
 //
-//	go install github.com/sqsonce/sqsonce/cmd/sqsonce-ops@latest
+//	go install ./cmd/sqsonce-ops   # from a checkout (the module is not published)
 //
 // Usage:
 //
-//	sqsonce-ops inspect (--key JSON [--key-field a.b] | --body FILE|- | --id ID)
+//	sqsonce-ops inspect (--key JSON [--key-field a.b] | --body FILE|- | --id ID) [--key-source SRC] [--tenant T]
 //	sqsonce-ops list [--all]
 //	sqsonce-ops release (--id ID | --key … | --body …) --owner OWNER|- [--dry-run] [--force]
 //	sqsonce-ops resolve (--id ID | --key … | --body …) --owner OWNER|- (--result JSON | --result-file FILE|-) [--dry-run]
@@ -15,11 +15,15 @@
 //
 // Every command takes the store's flags (--store dynamodb|redis|postgres,
 // --table, --endpoint, --redis-url, --postgres-url, --namespace, --format,
-// --data-format, the sort key's) and --json; each defaults to the
-// environment variable cmd/summarise reads (SQSONCE_STORE, SQSONCE_TABLE,
-// SQSONCE_NAMESPACE, SQSONCE_STATIC_PARTITION, …). A record id is computed
-// as [idempotency.Guard.ID] computes it, with the app's key function
-// ([handler.Key]) unless --key-field names the body field. Records are
+// --data-format, --key-source, the sort key's) and --json; each defaults
+// to the environment variable the function reads (SQSONCE_STORE,
+// SQSONCE_TABLE, SQSONCE_NAMESPACE, SQSONCE_KEY, SQSONCE_STATIC_PARTITION,
+// …). The namespace is required. A record id is computed as
+// [idempotency.Guard.ID] computes it (Guard.ScopedID with --tenant), with
+// the function's key source (--key-source, $SQSONCE_KEY: see
+// envvars.KeySource), or the body field --key-field names, or else the
+// reference app's key function ([handler.Key]). list exits 2 when the
+// namespace holds no record and the table holds others'. Records are
 // read through the store's [driver.Inspector]; release and resolve
 // write with its ReleaseInspected and CompleteInspected, fenced on
 // the record as read (its owner or none, expiry, lease and quarantine

@@ -24,7 +24,7 @@ var envvarsByName = map[string]string{
 	"EnvQueueWindow": envvars.EnvQueueWindow, "EnvPartitionKey": envvars.EnvPartitionKey, "EnvSortKey": envvars.EnvSortKey,
 	"EnvStaticPartition": envvars.EnvStaticPartition, "EnvStrict": envvars.EnvStrict, "EnvMinRemaining": envvars.EnvMinRemaining,
 	"EnvMetrics": envvars.EnvMetrics, "EnvMetricsNamespace": envvars.EnvMetricsNamespace, "EnvMetricsService": envvars.EnvMetricsService,
-	"EnvDynamoDBEndpoint": envvars.EnvDynamoDBEndpoint,
+	"EnvDynamoDBEndpoint": envvars.EnvDynamoDBEndpoint, "EnvKey": envvars.EnvKey,
 }
 
 // toolOwn are the tool's variables for settings the app does not have.
@@ -69,7 +69,9 @@ func appNames(t *testing.T) []string {
 // TestEnvironmentSnapshot pins it) is one the tool reads, or one that does
 // not say where the records are.
 func TestEnvironmentNames(t *testing.T) {
-	app := appNames(t)
+	// The function's: cmd/summarise's, and the contract's that any
+	// function reads through lambdaenv (SQSONCE_KEY among them).
+	app := append(appNames(t), append(envvars.Set(), envvars.Optional()...)...)
 	for _, name := range envNames {
 		if slices.Contains(app, name) == slices.Contains(toolOwn, name) {
 			t.Errorf("the tool reads $%s: the app reads it %v, the tool's own %v: want exactly one", name, slices.Contains(app, name), slices.Contains(toolOwn, name))
@@ -112,13 +114,13 @@ func TestRenamedVariableRefused(t *testing.T) {
 	// The app's PostgreSQL table is pgstore's default, whatever
 	// $SQSONCE_TABLE (the DynamoDB table) says; --table names another.
 	inv, err := parse([]string{"list"}, func(k string) string {
-		return map[string]string{envStore: storePostgres, envPostgresURL: "postgres://x", envTable: "dynamo-table"}[k]
+		return map[string]string{envStore: storePostgres, envPostgresURL: "postgres://x", envTable: "dynamo-table", envNamespace: "n"}[k]
 	}, io.Discard)
 	if err != nil || inv.g.table != "" {
 		t.Errorf("postgres with $%s: %+v, %v", envTable, inv, err)
 	}
 	inv, err = parse([]string{"list", "--table", "records"}, func(k string) string {
-		return map[string]string{envStore: storePostgres, envPostgresURL: "postgres://x"}[k]
+		return map[string]string{envStore: storePostgres, envPostgresURL: "postgres://x", envNamespace: "n"}[k]
 	}, io.Discard)
 	if err != nil || inv.g.table != "records" {
 		t.Errorf("postgres with --table: %+v, %v", inv, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -81,7 +82,7 @@ func TestRecordIDs(t *testing.T) {
 			{selector{key: `4471`, keyField: "document.id"}, `{"document":{"id":4471}}`, ptr(idempotency.BodyField("document", "id"))},
 			{selector{key: `"x"`, keyField: `["a.b"]`}, `{"a.b":"x"}`, ptr(idempotency.BodyField("a.b"))},
 		} {
-			kf := keyFunc("")
+			kf := handler.Key()
 			if tc.kf != nil {
 				kf = *tc.kf
 			}
@@ -108,7 +109,7 @@ func TestRecordIDs(t *testing.T) {
 		}
 		// The app's canonical subset, when the body has no key field.
 		work := `{"document":{"id":"d1","version":3},"prompt_version":"v2","model":"m"}`
-		want, err := messageID(o, keyFunc(""), events.SQSMessage{Body: work})
+		want, err := messageID(o, handler.Key(), events.SQSMessage{Body: work})
 		if err != nil {
 			t.Fatal(err)
 		}

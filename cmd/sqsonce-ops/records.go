@@ -65,18 +65,33 @@ type listing struct {
 	Quarantined int          `json:"quarantined"`
 	InProgress  int          `json:"in_progress"`
 	Unreadable  int          `json:"unreadable"`
+	// Own counts the namespace's records of every status; OtherRecords
+	// and OtherNamespaces the table's records of other namespaces, and
+	// how many namespaces they are in.
+	Own             int `json:"own"`
+	OtherRecords    int `json:"other_records"`
+	OtherNamespaces int `json:"other_namespaces"`
 }
 
 func (c *listCmd) exec(ctx context.Context, o *ops) int {
 	at := now()
 	out := listing{Namespace: o.g.namespace, Records: []recordView{}}
-	opts := driver.ListOptions{Status: driver.StatusInProgress, Prefix: o.g.namespace + "#"}
-	for rec, err := range o.inspect.List(ctx, opts) {
+	// Every record, so that a namespace that holds none on a table that
+	// holds others' reads as a likely wrong --namespace, not as all clear.
+	others := map[string]bool{}
+	for rec, err := range o.inspect.List(ctx, driver.ListOptions{}) {
 		if err != nil && rec.ID == "" {
 			return failed(o, "list: %v", err)
 		}
 		if namespaceProblem(o, rec.ID) != "" {
-			continue // another namespace's, one that starts with this one and "#"
+			ns, _, _ := strings.Cut(rec.ID, "#")
+			others[ns] = true
+			out.OtherRecords++
+			continue
+		}
+		out.Own++
+		if rec.Status != driver.StatusInProgress {
+			continue
 		}
 		v := view(o, rec.ID, rec, err, at)
 		switch {
@@ -93,6 +108,7 @@ func (c *listCmd) exec(ctx context.Context, o *ops) int {
 		}
 		out.Records = append(out.Records, v)
 	}
+	out.OtherNamespaces = len(others)
 	if o.g.json {
 		printJSON(o.stdout, out)
 	} else {
@@ -113,6 +129,13 @@ func (c *listCmd) exec(ctx context.Context, o *ops) int {
 			}
 			_ = tw.Flush()
 		}
+	}
+	if out.Own == 0 && out.OtherRecords > 0 {
+		return refuse(o, "no record of namespace %s; the table holds %d record(s) of %d other namespace(s): is --namespace ($%s) the function's?",
+			out.Namespace, out.OtherRecords, out.OtherNamespaces, envNamespace)
+	}
+	if out.OtherRecords > 0 && !o.g.json {
+		fmt.Fprintf(o.stdout, "the table also holds %d record(s) of %d other namespace(s)\n", out.OtherRecords, out.OtherNamespaces)
 	}
 	if out.Unreadable > 0 {
 		return refuse(o, "%d record(s) cannot be read with this configuration (--format, --data-format): inspect them with --id", out.Unreadable)

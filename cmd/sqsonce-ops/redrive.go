@@ -67,7 +67,7 @@ func (c *redriveCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.rate, "rate", "10/s", "the most messages sent per second (N/s or N/m)")
 	fs.IntVar(&c.max, "max", 1000, "the most messages read from the dead-letter queue in this run")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "read and classify the messages, send and delete nothing (they are visible again at once)")
-	fs.StringVar(&c.keyField, "key-field", "", "the body field the key is in, as inspect's --key-field (default: the app's key)")
+	fs.StringVar(&c.keyField, "key-field", "", "the body field the key is in, as inspect's --key-field (default: --key-source, else the reference app's key)")
 	fs.DurationVar(&c.wait, "wait", 2*time.Second, "how long a receive waits for messages (long polling) before the queue counts as drained")
 	fs.Var(&c.force, "force", "REASON: go on past the queue checks (--queue's RedrivePolicy names --dlq; a dry run of a --dlq with a RedrivePolicy of its own), saying why; the reason is printed with the run")
 	fs.DurationVar(&c.visibility, "visibility", 0, "how long the messages read stay invisible in the dead-letter queue while they are checked and sent (default: a minute plus twice --max at --rate)")
@@ -238,15 +238,18 @@ func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
 	if c.visibility > 0 {
 		visibility = c.visibility
 	}
+	ks, err := keyFunc(o, c.keyField)
+	if err != nil {
+		return refuse(o, "redrive: %v", err)
+	}
 	msgs, err := c.receive(ctx, o, visibility)
 	report.Read = len(msgs)
 	if err != nil {
 		c.release(o, msgs)
 		return failed(o, "redrive: receive from the dead-letter queue: %v (the %d messages read are visible again)", err, len(msgs))
 	}
-	kf := keyFunc(c.keyField)
 	for _, m := range msgs {
-		c.classify(ctx, o, kf, m)
+		c.classify(ctx, o, ks.sel, m)
 		report.Classes[m.Class]++
 	}
 	refused := report.Classes[classUnreadable] > 0

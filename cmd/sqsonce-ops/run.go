@@ -14,6 +14,8 @@ import (
 
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv"
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 )
 
 // Exit codes.
@@ -149,13 +151,15 @@ type selector struct {
 	keyField string
 	body     string
 	id       string
+	tenant   string
 }
 
 func (s *selector) flags(fs *flag.FlagSet) {
-	fs.StringVar(&s.key, "key", "", "the request's key, a JSON value as the producer sends it (e.g. '\"order-17\"')")
-	fs.StringVar(&s.keyField, "key-field", "", "the body field the key is in: names joined by dots, or a JSON array of names (default: the app's key, "+handler.KeyField+" else the request's canonical subset)")
+	fs.StringVar(&s.key, "key", "", "the request's key, a JSON value as the producer sends it (e.g. '\"order-17\"'); with a body:A,B key source, a JSON object of those fields")
+	fs.StringVar(&s.keyField, "key-field", "", "the body field the key is in: names joined by dots, or a JSON array of names (default: --key-source, else the reference app's key, "+handler.KeyField+" else the request's canonical subset)")
 	fs.StringVar(&s.body, "body", "", "a file holding the message body, or - for standard input")
 	fs.StringVar(&s.id, "id", "", "the record id, {namespace}#{digest}")
+	fs.StringVar(&s.tenant, "tenant", "", "the invocation's tenant id, for a function in Lambda's tenant isolation mode: the id is scoped to it (idempotency.Guard.ScopedID)")
 }
 
 func (s *selector) check() error {
@@ -174,36 +178,71 @@ func (s *selector) check() error {
 			errs = append(errs, err)
 		}
 	}
+	if s.tenant != "" && s.id != "" {
+		errs = append(errs, errors.New("--tenant scopes a key or a body's id: --id names the record already"))
+	}
 	return errors.Join(errs...)
 }
 
-// keyFunc is the key selector of message bodies: the app's, or
-// --key-field's.
-func keyFunc(field string) idempotency.Selector {
-	if field == "" {
-		return handler.Key()
+// keySource is how the tool takes a message's key: the function's key
+// source (--key-source, $SQSONCE_KEY), --key-field, or the reference app's.
+type keySource struct {
+	sel  idempotency.Selector
+	kind string   // envvars.KeyBody, KeySubset or KeyJMESPath; "" for the reference app's
+	path []string // where --key goes in a body: the field, or the app's
+}
+
+// keyFunc returns the key source: --key-field, or the function's
+// (--key-source), or, with neither, the reference app's.
+func keyFunc(o *ops, field string) (keySource, error) {
+	switch {
+	case field != "" && o.g.keySource != "":
+		return keySource{}, fmt.Errorf("--key-field and --key-source ($%s) both name the key: give one", envKey)
+	case field != "":
+		path, _ := keyPath(field) // checked
+		return keySource{sel: idempotency.BodyField(path[0], path[1:]...), kind: envvars.KeyBody, path: path}, nil
+	case o.g.keySource != "":
+		k, err := envvars.ParseKey(o.g.keySource)
+		if err != nil {
+			return keySource{}, fmt.Errorf("--key-source: %w", err)
+		}
+		sel, err := lambdaenv.Selector(k)
+		if err != nil {
+			return keySource{}, err
+		}
+		return keySource{sel: sel, kind: k.Kind, path: k.Path}, nil
 	}
-	path, _ := keyPath(field) // checked
-	return idempotency.BodyField(path[0], path[1:]...)
+	return keySource{sel: handler.Key(), path: []string{handler.KeyField}}, nil
 }
 
 // resolve returns the record id the selector names, computed as the
-// guard does (Guard.ID, with the configured namespace and format).
+// guard does (Guard.ID, with the configured namespace and format, and
+// Guard.ScopedID with --tenant).
 func (s *selector) resolve(o *ops, stdin io.Reader) (string, error) {
 	if s.id != "" {
 		return s.id, nil
 	}
+	ks, err := keyFunc(o, s.keyField)
+	if err != nil {
+		return "", err
+	}
 	var body string
 	if s.key != "" {
-		path := []string{handler.KeyField}
-		if s.keyField != "" {
-			path, _ = keyPath(s.keyField)
+		switch ks.kind {
+		case envvars.KeyJMESPath:
+			return "", errors.New("--key: a JMESPath key source is evaluated on the message: give its body with --body")
+		case envvars.KeySubset:
+			if !jsonValue(s.key) || !strings.HasPrefix(strings.TrimSpace(s.key), "{") {
+				return "", errors.New("--key: with a body:A,B key source, give the fields as one JSON object, e.g. '{\"a\":1,\"b\":2}'")
+			}
+			body = s.key
+		default:
+			b, err := bodyWith(ks.path, s.key)
+			if err != nil {
+				return "", err
+			}
+			body = b
 		}
-		b, err := bodyWith(path, s.key)
-		if err != nil {
-			return "", err
-		}
-		body = b
 	} else {
 		var r io.Reader = stdin
 		if s.body != "-" {
@@ -223,7 +262,11 @@ func (s *selector) resolve(o *ops, stdin io.Reader) (string, error) {
 		}
 		body = string(b)
 	}
-	return messageID(o, keyFunc(s.keyField), events.SQSMessage{MessageId: "sqsonce-ops", Body: body})
+	k, err := idempotency.Select(ks.sel, events.SQSMessage{MessageId: "sqsonce-ops", Body: body})
+	if err != nil {
+		return "", err
+	}
+	return o.guard.ScopedID(idempotency.Scope{Tenant: s.tenant}, k)
 }
 
 // messageID is the record id of m's key.

@@ -276,6 +276,9 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		}
 		env[EnvMinRemaining] = jsii.String(v)
 	}
+	if plan.KeySource != "" {
+		env[EnvKey] = jsii.String(plan.KeySource)
+	}
 	if plan.MetricsNamespace != DefaultMetricsNamespace {
 		env[EnvMetricsNamespace] = jsii.String(plan.MetricsNamespace)
 	}

@@ -31,6 +31,7 @@ var environments = []struct {
 	{"sort-key-strict", idempotentconsumer.Props{SortKey: sortKey, Strict: true}},
 	{"three-seconds-min-remaining", idempotentconsumer.Props{Timeout: 3 * time.Second, MinRemaining: 2 * time.Second}},
 	{"metrics-names", idempotentconsumer.Props{MetricsNamespace: "shop", MetricsService: "charges-eu"}},
+	{"key-source", idempotentconsumer.Props{KeySource: "body:order_id"}},
 }
 
 func TestEnvironmentSnapshot(t *testing.T) {

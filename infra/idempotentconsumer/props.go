@@ -101,6 +101,9 @@ const (
 	// watch.
 	EnvMetricsNamespace = envvars.EnvMetricsNamespace
 	EnvMetricsService   = envvars.EnvMetricsService
+	// EnvKey is [Props.KeySource], set only when it is: the function's
+	// and sqsonce-ops's key source.
+	EnvKey = envvars.EnvKey
 )
 
 // maxPartitionValue is DynamoDB's limit on a partition key value, in bytes.
@@ -257,6 +260,15 @@ type Props struct {
 	// Timeout at which no record could start (batch.Options.CheckTimeout).
 	MinRemaining time.Duration
 
+	// KeySource is where the function takes its key, as
+	// envvars.KeySource spells it: "body:order_id", "body:a,b" (the
+	// fields that define the work) or "jmespath:EXPR". The function gets
+	// [EnvKey] and may use lambdaenv's Function.Key as its selector;
+	// sqsonce-ops, run with the function's environment, computes the same
+	// record ids from it. Default empty: unset, the function's selector
+	// is its own code's.
+	KeySource string
+
 	// FIFO makes the queue and its dead-letter queue FIFO queues. The
 	// function still keys on the message body, never on the
 	// MessageDeduplicationId. A FIFO event source takes no batching window
@@ -411,6 +423,10 @@ type Plan struct {
 
 	// MinRemaining is Props.MinRemaining; zero follows the invocation.
 	MinRemaining time.Duration
+
+	// KeySource is Props.KeySource as envvars.KeySource spells it; empty:
+	// none.
+	KeySource string
 }
 
 // queueNameChars are the characters SQS allows in a queue name.
@@ -449,7 +465,7 @@ func (p Props) Plan() (Plan, error) {
 		bad("Props.Namespace %q holds a \"#\", which ends the namespace in a record id ({Namespace}#{digest}): "+
 			"its ids would read as those of the namespace before it, and the function's guard (idempotency.Config.Namespace) refuses it at start-up", p.Namespace)
 	}
-	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict, EnvMinRemaining, EnvMetricsNamespace, EnvMetricsService} {
+	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict, EnvMinRemaining, EnvMetricsNamespace, EnvMetricsService, EnvKey} {
 		if _, ok := p.Environment[k]; ok {
 			bad("Props.Environment sets %s, which the construct derives", k)
 		}
@@ -578,6 +594,11 @@ func (p Props) Plan() (Plan, error) {
 		bad("Timeout %v is outside 1s–%v", pl.Timeout, maxTimeout)
 	}
 	seconds("Timeout", pl.Timeout)
+	if k, err := planKeySource(p.KeySource); err != nil {
+		bad("%v", err)
+	} else {
+		pl.KeySource = k
+	}
 	if err := checkRecordsStart(pl.Timeout, pl.MinRemaining); err != nil {
 		errs = append(errs, err)
 	}
@@ -694,6 +715,18 @@ func (p Props) Plan() (Plan, error) {
 		return Plan{}, err
 	}
 	return pl, nil
+}
+
+// planKeySource checks Props.KeySource as the function's reader parses it.
+func planKeySource(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	k, err := envvars.ParseKey(v)
+	if err != nil {
+		return "", fmt.Errorf("Props.KeySource: %w", err)
+	}
+	return k.String(), nil
 }
 
 // GoSeconds formats d as the Go duration string the runtime parses, in

@@ -396,3 +396,15 @@ func TestREADMEProps(t *testing.T) {
 		t.Errorf("README.md props table (name, type):\n%v\nProps fields:\n%v", rows, fields)
 	}
 }
+
+// TestKeySourcePlan: Plan refuses a key source the function's reader
+// would refuse, and keeps a good one as the reader spells it.
+func TestKeySourcePlan(t *testing.T) {
+	if _, err := (Props{Namespace: "orders", KeySource: "header:x"}).Plan(); err == nil || !strings.Contains(err.Error(), "Props.KeySource") {
+		t.Errorf("KeySource header:x: %v, want a refusal naming Props.KeySource", err)
+	}
+	pl, err := (Props{Namespace: "orders", KeySource: "body:customer_id, amount"}).Plan()
+	if err != nil || pl.KeySource != "body:customer_id,amount" {
+		t.Errorf("KeySource: %q, %v", pl.KeySource, err)
+	}
+}

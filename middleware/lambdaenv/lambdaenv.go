@@ -10,7 +10,7 @@
 //		log.Fatal(err)
 //	}
 //	g, err := idempotency.New(env.Config)
-//	h := batch.SQS(idempotency.Wrap(g, idempotency.KeyOf(...), charge), env.Options)
+//	h := batch.SQS(idempotency.Wrap(g, env.Key, charge), env.Options) // env.Key: SQSONCE_KEY's selector
 //	lambda.StartHandlerFunc(env.Handler(h))
 //
 // Explicit configuration stays first-class: Load is a convenience over
@@ -36,6 +36,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 	"github.com/sqsonce/sqsonce/middleware/metrics"
 )
@@ -56,6 +57,33 @@ type Function struct {
 	// Metrics is the recorder writing the EMF lines to standard output;
 	// nil when SQSONCE_METRICS is off.
 	Metrics *metrics.Recorder
+	// Key is the selector SQSONCE_KEY names (see envvars.KeySource), the
+	// one sqsonce-ops computes record ids with; the zero Selector, which
+	// selects nothing, when the variable is unset.
+	Key idempotency.Selector
+}
+
+// Selector returns the selector k names: BodyField, BodySubset, or a
+// compiled JMESPath expression's. A bad expression is an error naming
+// SQSONCE_KEY, not quoting it.
+func Selector(k envvars.KeySource) (idempotency.Selector, error) {
+	switch k.Kind {
+	case envvars.KeyBody:
+		if len(k.Path) > 0 {
+			return idempotency.BodyField(k.Path[0], k.Path[1:]...), nil
+		}
+	case envvars.KeySubset:
+		if len(k.Names) > 0 {
+			return idempotency.BodySubset(k.Names...), nil
+		}
+	case envvars.KeyJMESPath:
+		e, err := jmespath.Compile(k.Expr)
+		if err != nil {
+			return idempotency.Selector{}, fmt.Errorf("lambdaenv: %s: the JMESPath expression does not compile", envvars.EnvKey)
+		}
+		return e.Selector(), nil
+	}
+	return idempotency.Selector{}, fmt.Errorf("lambdaenv: %s: an empty key source", envvars.EnvKey)
 }
 
 // Load reads the variables from the process's environment and builds the
@@ -96,6 +124,11 @@ func New(s envvars.Settings, db dynamostore.API) (*Function, error) {
 		Config: idempotency.Config{Store: store, Namespace: s.Namespace, ExpiresAfter: s.ExpiresAfter,
 			MinExpiry: s.QueueWindow, Strict: s.Strict},
 		Options: batch.Options{MinRemaining: s.MinRemaining},
+	}
+	if s.Key != nil {
+		if f.Key, err = Selector(*s.Key); err != nil {
+			return nil, err
+		}
 	}
 	if s.Metrics {
 		rec, err := metrics.New(metrics.Config{Writer: os.Stdout, Namespace: s.MetricsNamespace, Service: s.MetricsService})

@@ -1,12 +1,16 @@
 package lambdaenv_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 )
@@ -43,5 +47,49 @@ func TestNew(t *testing.T) {
 	}
 	if _, err := lambdaenv.New(envvars.Settings{Namespace: "n"}, db); err == nil {
 		t.Error("New without a table accepted")
+	}
+}
+
+// TestKey: SQSONCE_KEY's selector gives the record id of the selector it
+// names, written by hand; unset, Key is the zero Selector.
+func TestKey(t *testing.T) {
+	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{}})
+	msg := events.SQSMessage{MessageId: "m-1", Body: `{"order_id":"o-1","order":{"id":7},"customer_id":"c-9","amount":1250}`}
+	for v, want := range map[string]idempotency.Selector{
+		"body:order_id":                           idempotency.BodyField("order_id"),
+		"body:order.id":                           idempotency.BodyField("order", "id"),
+		"body:customer_id,amount":                 idempotency.BodySubset("customer_id", "amount"),
+		"jmespath:powertools_json(body).order_id": jmespath.MustCompile("powertools_json(body).order_id").Selector(),
+	} {
+		s, err := envvars.Read(func(k string) string {
+			return map[string]string{envvars.EnvTable: "idem", envvars.EnvNamespace: "charges", envvars.EnvKey: v}[k]
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := lambdaenv.New(s, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := idempotency.New(f.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := idempotency.Select(f.Key, msg)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		wantSel, err := idempotency.Select(want, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotID, _ := g.ID(got)
+		wantID, _ := g.ID(wantSel)
+		if gotID != wantID || gotID == "" {
+			t.Errorf("%s: id %q, want %q", v, gotID, wantID)
+		}
+	}
+	if _, err := lambdaenv.Selector(envvars.KeySource{Kind: envvars.KeyJMESPath, Expr: "a[?"}); err == nil || !strings.Contains(err.Error(), envvars.EnvKey) {
+		t.Errorf("a bad expression: %v, want an error naming %s", err, envvars.EnvKey)
 	}
 }

@@ -18,20 +18,25 @@
 //	SQSONCE_METRICS_NAMESPACE optional: the metrics' CloudWatch namespace; default metrics.DefaultNamespace
 //	SQSONCE_METRICS_SERVICE   optional: the metrics' Service dimension; default SQSONCE_NAMESPACE
 //	SQSONCE_DYNAMODB_ENDPOINT optional: a DynamoDB endpoint override, such as moto_server's, for local runs
+//	SQSONCE_KEY               the key source (see [KeySource]): body:order_id, body:a,b or jmespath:EXPR
 //
 // The construct sets SQSONCE_TABLE, _NAMESPACE, _EXPIRES_AFTER and
 // _QUEUE_WINDOW always; the sort key ones with Props.SortKey,
 // SQSONCE_STRICT with Props.Strict, SQSONCE_MIN_REMAINING with
 // Props.MinRemaining, and the metrics' namespace and service when
 // Props.MetricsNamespace or MetricsService differ from their defaults (so
-// that the function writes what its alarms watch). SQSONCE_METRICS and
+// that the function writes what its alarms watch), and SQSONCE_KEY with
+// Props.KeySource (so that the function and sqsonce-ops take the key one
+// way). SQSONCE_METRICS and
 // SQSONCE_DYNAMODB_ENDPOINT are the function's own, optional.
 package envvars
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
@@ -54,13 +59,14 @@ const (
 	EnvMetricsNamespace = "SQSONCE_METRICS_NAMESPACE"
 	EnvMetricsService   = "SQSONCE_METRICS_SERVICE"
 	EnvDynamoDBEndpoint = "SQSONCE_DYNAMODB_ENDPOINT"
+	EnvKey              = "SQSONCE_KEY"
 )
 
 // Set returns the variables the construct sets, in the package doc's
 // order; [Optional] the ones only the function sets.
 func Set() []string {
 	return []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict, EnvMinRemaining,
-		EnvMetricsNamespace, EnvMetricsService}
+		EnvMetricsNamespace, EnvMetricsService, EnvKey}
 }
 
 // Optional returns the variables [Read] reads that the construct does not
@@ -89,6 +95,71 @@ type Settings struct {
 	MetricsNamespace string
 	MetricsService   string
 	DynamoDBEndpoint string
+	Key              *KeySource // nil: the function chooses its own selector
+}
+
+// The kinds of [KeySource].
+const (
+	KeyBody     = "body"     // one body field: idempotency.BodyField(Path[0], Path[1:]...)
+	KeySubset   = "subset"   // body fields that define the work: idempotency.BodySubset(Names...)
+	KeyJMESPath = "jmespath" // a Powertools JMESPath expression on the record (package jmespath)
+)
+
+// KeySource is where the function takes its idempotency key, as
+// SQSONCE_KEY spells it, so that the function (lambdaenv's Function.Key)
+// and the operator's tool (sqsonce-ops --key-source) compute one record id:
+//
+//	body:order_id           BodyField("order_id")
+//	body:order.id           BodyField("order", "id"): a nested member, names joined by dots
+//	body:customer_id,amount BodySubset("customer_id", "amount"): the fields that define the work
+//	jmespath:EXPR           jmespath.MustCompile(EXPR).Selector(), on the record as Lambda delivers it
+type KeySource struct {
+	Kind  string   // KeyBody, KeySubset or KeyJMESPath
+	Path  []string // KeyBody: the member path
+	Names []string // KeySubset: the top-level member names
+	Expr  string   // KeyJMESPath: the expression
+}
+
+// String returns k as SQSONCE_KEY spells it: ParseKey(k.String()) is k.
+func (k KeySource) String() string {
+	switch k.Kind {
+	case KeyBody:
+		return "body:" + strings.Join(k.Path, ".")
+	case KeySubset:
+		return "body:" + strings.Join(k.Names, ",")
+	case KeyJMESPath:
+		return "jmespath:" + k.Expr
+	}
+	return ""
+}
+
+// ParseKey parses a key source (see [KeySource]). It does not compile a
+// JMESPath expression: lambdaenv.Selector does.
+func ParseKey(v string) (KeySource, error) {
+	kind, rest, ok := strings.Cut(v, ":")
+	switch {
+	case !ok || rest == "":
+		return KeySource{}, errors.New(`not "body:FIELD", "body:FIELD,FIELD..." or "jmespath:EXPR"`)
+	case kind == "jmespath":
+		return KeySource{Kind: KeyJMESPath, Expr: rest}, nil
+	case kind != "body":
+		return KeySource{}, errors.New(`the source is neither "body" nor "jmespath"`)
+	}
+	if strings.Contains(rest, ",") {
+		names := strings.Split(rest, ",")
+		for i, n := range names {
+			names[i] = strings.TrimSpace(n)
+			if names[i] == "" || strings.Contains(names[i], ".") {
+				return KeySource{}, errors.New("a body subset lists top-level member names, none empty or dotted")
+			}
+		}
+		return KeySource{Kind: KeySubset, Names: names}, nil
+	}
+	path := strings.Split(rest, ".")
+	if slices.Contains(path, "") {
+		return KeySource{}, errors.New("an empty member name in the body path")
+	}
+	return KeySource{Kind: KeyBody, Path: path}, nil
 }
 
 // Read parses the variables through getenv (os.Getenv in a function),
@@ -137,6 +208,13 @@ func Read(getenv func(string) string) (Settings, error) {
 	}
 	if s.Namespace == "" {
 		bad("%s is required: the key namespace, a fixed string (the construct sets it from Props.Namespace)", EnvNamespace)
+	}
+	if v := getenv(EnvKey); v != "" {
+		if k, err := ParseKey(v); err != nil {
+			bad("%s: %v", EnvKey, err)
+		} else {
+			s.Key = &k
+		}
 	}
 	if s.MetricsService == "" {
 		s.MetricsService = s.Namespace

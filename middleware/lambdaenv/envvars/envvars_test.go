@@ -131,3 +131,31 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestParseKey: each spelling parses to its kind and back; bad ones are
+// refused, and Read names SQSONCE_KEY without quoting it.
+func TestParseKey(t *testing.T) {
+	for v, want := range map[string]envvars.KeySource{
+		"body:order_id":                    {Kind: envvars.KeyBody, Path: []string{"order_id"}},
+		"body:order.id":                    {Kind: envvars.KeyBody, Path: []string{"order", "id"}},
+		"body:customer_id,amount":          {Kind: envvars.KeySubset, Names: []string{"customer_id", "amount"}},
+		"jmespath:powertools_json(body).a": {Kind: envvars.KeyJMESPath, Expr: "powertools_json(body).a"},
+	} {
+		got, err := envvars.ParseKey(v)
+		if err != nil || got.Kind != want.Kind || !slices.Equal(got.Path, want.Path) || !slices.Equal(got.Names, want.Names) || got.Expr != want.Expr {
+			t.Errorf("ParseKey(%q) = %+v, %v; want %+v", v, got, err, want)
+		}
+		if got.String() != v {
+			t.Errorf("ParseKey(%q).String() = %q", v, got.String())
+		}
+	}
+	for _, v := range []string{"order_id", "body:", "header:x", "body:a,", "body:a..b", "body:a.b,c"} {
+		if k, err := envvars.ParseKey(v); err == nil {
+			t.Errorf("ParseKey(%q) accepted: %+v", v, k)
+		}
+		_, err := envvars.Read(env(map[string]string{envvars.EnvTable: "t", envvars.EnvNamespace: "n", envvars.EnvKey: v}))
+		if err == nil || !strings.Contains(err.Error(), envvars.EnvKey) {
+			t.Errorf("Read with %s=%q: %v, want an error naming it", envvars.EnvKey, v, err)
+		}
+	}
+}
