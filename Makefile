@@ -115,11 +115,13 @@ fuzz: $(PTNODE)
 # The chaos test's long runs: 300 keys, 4 worker processes each; the process
 # and store fault profiles with pacing on, then all and lambda (visibility 6x
 # the deadline) with pacing off and on, and concurrent (four invocations at
-# once per worker process) with pacing on, same seed. CHAOS_FLAGS adds flags,
-# e.g. CHAOS_FLAGS='-seed 7'. The short profile runs in `make test`.
-## chaos: the chaos test's long profiles on moto (pacing off vs on); prints the table, fails on any broken promise.
+# once per worker process) with pacing on, same seed. Each run's history is
+# checked (test/history); -profiles mixed runs the mixed fleet (sqsonce
+# default and strict guards and Powertools TS workers on one table). CHAOS_FLAGS adds flags,
+# e.g. CHAOS_FLAGS='-seed 7'. The short profiles run in `make test`.
+## chaos: the chaos test's long profiles on moto (pacing off vs on); prints the table and each run's history verdict, fails on any broken promise.
 CHAOS_FLAGS ?=
-chaos:
+chaos: $(PTNODE)
 	$(GO) run ./test/chaos/cmd/chaos -profiles process,store,all:off,all:on,lambda:off,lambda:on,concurrent:on -keys 300 -workers 4 $(CHAOS_FLAGS)
 
 # The correctness checks (see docs/verification.md): the history checker's
@@ -127,19 +129,22 @@ chaos:
 # simulation (make test: 300), every history checked; each planted defect
 # (tag sqsonceplanted) over VERIFY_STREAMS independent seed streams, each
 # of which must catch it within VERIFY_BUDGET seeds; the linearizability
-# runs on the real stores. The last line states the figures.
+# runs on the real stores; the mixed fleet's chaos run (sqsonce default and
+# strict guards and Powertools TS workers on one table, its history
+# checked). The last line states the figures.
 VERIFY_SEEDS   ?= 5000
 VERIFY_STREAMS ?= 5
 VERIFY_BUDGET  ?= 1500
 LINEARIZE_OPS  ?= 2000
-## verify: the checker's tests, VERIFY_SEEDS (5000) seeds of the simulation, every planted defect caught within VERIFY_BUDGET seeds, the stores' linearizability runs; fails on any violation or a defect not caught.
-verify:
+## verify: the checker's tests, VERIFY_SEEDS (5000) seeds of the simulation, every planted defect caught within VERIFY_BUDGET seeds, the stores' linearizability runs, the mixed-fleet chaos run (sqsonce and Powertools TS on one table); fails on any violation or a defect not caught.
+verify: $(PTNODE)
 	@mkdir -p build
 	$(GO) test -count=1 ./test/history/... ./middleware/idempotency/storetest/linearize/ ./internal/planted/
 	set -o pipefail; $(GO) test -count=1 -timeout 60m -v -run '^(TestSim|TestRegress)$$' ./test/sim/ -sim.seeds $(VERIFY_SEEDS) | tee build/verify-sim.log | grep -E '^(sim:|--- FAIL|FAIL|ok)'
 	set -o pipefail; $(GO) test -tags sqsonceplanted -count=1 -timeout 60m -v -run '^(TestPlanted|TestPlantedRegress)$$' ./test/sim/ -sim.streams $(VERIFY_STREAMS) -sim.budget $(VERIFY_BUDGET) | tee build/verify-planted.log | grep -E '^(\||planted defects:|--- FAIL|FAIL|ok)'
 	set -o pipefail; $(GO) test -count=1 -timeout 30m -v ./test/linearize/ -linearize.ops $(LINEARIZE_OPS) | tee build/verify-linearize.log | grep -E '(linearize: |--- FAIL|^FAIL|^ok)'
-	@echo "verify: $$(grep -h '^sim:' build/verify-sim.log); linearizable: $$(grep -ho 'linearize: [a-z-]*: [0-9]* operations checked' build/verify-linearize.log | sed 's/linearize: //; s/ operations checked/ ops/' | paste -sd, -); $$(grep -h '^planted defects:' build/verify-planted.log)"
+	set -o pipefail; $(GO) run ./test/chaos/cmd/chaos -profiles mixed-peer:on -keys 300 -workers 4 | tee build/verify-chaos.log | grep -E '^(chaos:|verdict:|Powertools)'
+	@echo "verify: $$(grep -h '^sim:' build/verify-sim.log); chaos (mixed fleet with Powertools TS): $$(grep -h '^chaos:' build/verify-chaos.log | sed 's/^chaos: //'); linearizable: $$(grep -ho 'linearize: [a-z-]*: [0-9]* operations checked' build/verify-linearize.log | grep -v 'linearize: planted' | sed 's/linearize: //; s/ operations checked/ ops/' | paste -sd, - | sed "s/,/, /g"); $$(grep -h '^planted defects:' build/verify-planted.log)"
 
 ## build: build build/bootstrap.zip, the function for provided.al2023 on arm64.
 build:

@@ -14,6 +14,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+	"github.com/sqsonce/sqsonce/test/history"
 )
 
 // Report is the accounting of one run.
@@ -60,8 +61,62 @@ type Report struct {
 
 	NotDrained int // messages left in the queue when the drain bound passed
 
-	// Violations lists every broken promise; a run passes when it is empty.
+	// Verdict is history.Check's verdict on the run's history.
+	Verdict *history.Verdict
+	// RunsBy and AcksBy count the runs begun and the deliveries
+	// acknowledged by each kind of worker, from the history.
+	RunsBy, AcksBy map[history.Reader]int
+	// Findings are the violations a Powertools worker's own write caused
+	// (a claim, an unconditional completion or delete of Powertools): what
+	// Powertools does that the promise forbids, reported, not counted
+	// against sqsonce; and the account's findings on the keys they hit.
+	Findings []string
+
+	// Violations lists every broken promise, the account's and the
+	// verdict's, and every property the profile requires (Profile.Require)
+	// that the run gave no case to check; a run passes when it is empty.
 	Violations []string
+}
+
+// judge adds v's violations to r's, and a violation for each property
+// the profile requires that v checked no case of. A violation whose events
+// include a write of a Powertools worker (readers names each process's
+// kind) is a finding about Powertools instead, and so is the account's
+// violation of a key such a finding names.
+func (r *Report) judge(v *history.Verdict, readers map[string]history.Reader) {
+	r.Verdict = v
+	peerKeys := map[string]bool{}
+	for _, res := range v.Results {
+		for _, x := range res.Violations {
+			pos := make([]string, len(x.Events))
+			peer := false
+			for i, e := range x.Events {
+				pos[i] = fmt.Sprintf("#%d", e.Pos)
+				switch e.Ev {
+				case history.KindClaim, history.KindComplete, history.KindRelease:
+					peer = peer || readers[e.Proc] == history.ReaderPowertoolsTS
+				}
+			}
+			msg := fmt.Sprintf("history: %s: key %s: %s (events %s)", res.Property, x.Key, x.Msg, strings.Join(pos, " "))
+			if peer {
+				peerKeys[x.Key] = true
+				r.Findings = append(r.Findings, msg)
+				continue
+			}
+			r.Violations = append(r.Violations, msg)
+		}
+		if res.Checked == 0 && slices.Contains(r.Profile.Require, res.Property) {
+			r.Violations = append(r.Violations, fmt.Sprintf("history: %s checked no case: the run did not exercise what profile %s is for", res.Property, r.Profile.Name))
+		}
+	}
+	r.Violations = slices.DeleteFunc(r.Violations, func(msg string) bool {
+		key, ok := strings.CutPrefix(msg, "key ")
+		if key, _, _ = strings.Cut(key, ":"); ok && peerKeys[key] {
+			r.Findings = append(r.Findings, "account: "+msg)
+			return true
+		}
+		return false
+	})
 }
 
 // Failed reports whether the run broke a promise.
@@ -91,27 +146,9 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 		violate("%d messages still in the queue %v after the faults ended", left, p.Drain)
 	}
 
-	// Map keys to record ids the way the workers' guard does.
-	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: namespace})
+	final, err := finalRecords(p, sends, records)
 	if err != nil {
 		return nil, err
-	}
-	keyFn := idempotency.BodyField(KeyField)
-	final := map[string]storedRecord{} // by key
-	for _, s := range sends {
-		if _, ok := final[s.Key]; ok {
-			continue
-		}
-		body := fmt.Sprintf(`{%q:%q}`, KeyField, s.Key)
-		key, err := idempotency.Select(keyFn, events.SQSMessage{Body: body})
-		if err != nil {
-			return nil, err
-		}
-		id, err := g.ID(key)
-		if err != nil {
-			return nil, err
-		}
-		final[s.Key] = records[id]
 	}
 	stored := func(key string) (storedRecord, bool) {
 		rec := final[key]
@@ -323,6 +360,36 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 	return r, nil
 }
 
+// finalRecords returns the record of every key sent, as found at the end
+// (the zero storedRecord for none), mapping keys to record ids the way the
+// workers' guard does.
+func finalRecords(p Profile, sends []sent, records map[string]storedRecord) (map[string]storedRecord, error) {
+	gc := guardConfig(WorkerConfig{Namespace: namespace, Shared: p.Shared()})
+	gc.Store = memstore.New()
+	g, err := idempotency.New(gc)
+	if err != nil {
+		return nil, err
+	}
+	keyFn := keySelector(p.Shared())
+	final := map[string]storedRecord{} // by key
+	for _, s := range sends {
+		if _, ok := final[s.Key]; ok {
+			continue
+		}
+		body := fmt.Sprintf(`{%q:%q}`, KeyField, s.Key)
+		key, err := idempotency.Select(keyFn, events.SQSMessage{Body: body})
+		if err != nil {
+			return nil, err
+		}
+		id, err := g.ID(key)
+		if err != nil {
+			return nil, err
+		}
+		final[s.Key] = records[id]
+	}
+	return final, nil
+}
+
 // quantile returns the q-quantile of sorted ds (nearest rank), 0 if empty.
 func quantile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
@@ -349,14 +416,8 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	pacing := func(r *Report) string {
-		if r.Profile.Pacing {
-			return "on"
-		}
-		return "off"
-	}
 	row("profile", func(r *Report) string { return r.Profile.Name })
-	row("pacing", pacing)
+	row("pacing", func(r *Report) string { return onOff(r.Profile.Pacing) })
 	row("table key", func(r *Report) string {
 		if r.Profile.SortKey {
 			return TableKey.Partition + " + " + TableKey.Sort
@@ -386,7 +447,7 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 		return fmt.Sprintf("%d (%d / %d / %d)", r.ExtraRuns, r.ExtraKill, r.ExtraStore, r.ExtraDouble)
 	})
 	row("double_run outcomes", func(r *Report) string { return fmt.Sprint(r.DoubleRuns) })
-	if slices.ContainsFunc(reports, func(r *Report) bool { return r.Profile.Strict }) {
+	if slices.ContainsFunc(reports, func(r *Report) bool { return r.Profile.anyStrict() }) {
 		row("strict: second runs of a key", func(r *Report) string { return fmt.Sprint(r.SecondRuns) })
 		row("strict: keys quarantined (no run) / outcomes", func(r *Report) string {
 			return fmt.Sprintf("%d (%d) / %d", r.Quarantined, r.QuarantinedNoRun, r.QuarantineEvents)
@@ -403,8 +464,57 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 		return fmt.Sprintf("%v / %v", quantile(r.DupLatency, 0.5).Round(10*time.Millisecond), quantile(r.DupLatency, 0.95).Round(10*time.Millisecond))
 	})
 	row("wall time", func(r *Report) string { return r.Wall.Round(100 * time.Millisecond).String() })
+	if slices.ContainsFunc(reports, func(r *Report) bool { return r.Verdict != nil }) {
+		row("history: events / deliveries checked", func(r *Report) string {
+			if r.Verdict == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%d / %d", r.Verdict.Events, r.Verdict.Deliveries)
+		})
+		for _, p := range history.Properties {
+			row("history: "+string(p.Property)+" checked (violations)", func(r *Report) string {
+				if r.Verdict == nil {
+					return "-"
+				}
+				res := r.Verdict.Result(p.Property)
+				return fmt.Sprintf("%d (%d)", res.Checked, len(res.Violations))
+			})
+		}
+	}
+	if slices.ContainsFunc(reports, func(r *Report) bool { return r.Profile.Shared() }) {
+		for _, k := range []history.Reader{history.ReaderSqsonce, history.ReaderSqsonceStrict, history.ReaderPowertoolsTS} {
+			row("runs begun / acks by "+string(k), func(r *Report) string { return fmt.Sprintf("%d / %d", r.RunsBy[k], r.AcksBy[k]) })
+		}
+		row("findings about Powertools", func(r *Report) string { return fmt.Sprint(len(r.Findings)) })
+	}
 	row("violations", func(r *Report) string { return fmt.Sprint(len(r.Violations)) })
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Each run's verdict table, with the first violations and their events.
+	for _, r := range reports {
+		if r.Verdict == nil {
+			continue
+		}
+		fmt.Fprintf(w, "\nhistory of %s, pacing %s:\n", r.Profile.Name, onOff(r.Profile.Pacing))
+		if err := r.Verdict.Write(w, 3); err != nil {
+			return err
+		}
+		if len(r.Findings) > 0 {
+			fmt.Fprintf(w, "findings about Powertools (%d; not violations of sqsonce's promise):\n", len(r.Findings))
+			for _, f := range r.Findings {
+				fmt.Fprintf(w, "  %s\n", f)
+			}
+		}
+	}
+	return nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 func reasons(m map[string]int) string {
@@ -429,8 +539,11 @@ func reasons(m map[string]int) string {
 // strictRuns checks strict mode's promise from the call logs: a key's
 // operation starts again only after a run that failed and was released;
 // every key that did not complete is quarantined, after at most one run.
-// Without strict mode no record may be quarantined.
+// Without strict mode no record may be quarantined. In a mixed fleet only
+// the quarantines are counted: the history's strict_once and
+// quarantine_holds hold each strict claim to its promise.
 func strictRuns(p Profile, r *Report, runs map[string]*runInfo, final map[string]storedRecord, violate func(string, ...any)) {
+	strict := slices.Equal(p.readers(), []history.Reader{history.ReaderSqsonceStrict})
 	byKey := map[string][]string{}
 	for id, ri := range runs {
 		byKey[ri.key] = append(byKey[ri.key], id)
@@ -444,7 +557,7 @@ func strictRuns(p Profile, r *Report, runs map[string]*runInfo, final map[string
 				continue
 			}
 			live++
-			if p.Strict && i < len(ids)-1 {
+			if strict && i < len(ids)-1 {
 				r.SecondRuns += len(ids) - 1 - i
 				violate("key %s: run %s was not released, yet the operation started again (%v): strict mode ran it twice", key, id, ids[i+1:])
 				break
@@ -452,14 +565,14 @@ func strictRuns(p Profile, r *Report, runs map[string]*runInfo, final map[string
 		}
 		quarantined := rec.Quarantined && rec.Status == string(driver.StatusInProgress)
 		switch {
-		case quarantined && !p.Strict:
+		case quarantined && !p.anyStrict():
 			violate("key %s: quarantined without strict mode", key)
 		case quarantined:
 			r.Quarantined++
 			if live == 0 {
 				r.QuarantinedNoRun++
 			}
-		case p.Strict && rec.Status != string(driver.StatusCompleted):
+		case strict && rec.Status != string(driver.StatusCompleted):
 			violate("key %s: strict mode left it neither COMPLETED nor quarantined (%q)", key, rec.Status)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // WorkerPackage is the import path of the worker command.
@@ -19,4 +20,15 @@ func BuildWorker(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("chaos: go build %s: %w\n%s", WorkerPackage, err, out)
 	}
 	return bin, nil
+}
+
+// PowertoolsDir returns the directory of the pinned Powertools packages and
+// worker.mjs, internal/testenv/powertools/testdata of the module, with the
+// go command on PATH. It must run inside the module.
+func PowertoolsDir(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return "", fmt.Errorf("chaos: go list -m: %w", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "internal", "testenv", "powertools", "testdata"), nil
 }

@@ -1,111 +1,97 @@
 package chaos
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"sync"
-	"time"
+	"github.com/sqsonce/sqsonce/test/history"
 )
 
-// The kinds of call log entries.
+// The kinds of entries the account counts, read from a worker's history
+// (see entriesOf).
 const (
-	evStart   = "start"    // the worker process started
 	evRecv    = "recv"     // a message was received (N: its receive count)
-	evRecvErr = "recv_err" // a ReceiveMessage call failed
 	evOpStart = "op_start" // the operation began a run (Run)
 	evOpDone  = "op_done"  // the operation finished a run, before its completion was stored
 	evOpFail  = "op_fail"  // the operation gave up (its context ended)
 	evOutcome = "outcome"  // the guard reported an outcome (Outcome, Ran, Run)
 	evRecord  = "record"   // the batch handler finished a record (Class: "" on success)
-	evAck     = "ack"      // the message is acknowledged: logged before its delete (Run: the result it saw)
-	evPace    = "pace"     // a failed record's visibility was changed (N: the timeout in ms; Err if refused)
+	evAck     = "ack"      // the message is acknowledged: recorded before its delete (Run: the result it saw)
+	evPace    = "pace"     // a failed record's visibility was changed (Err if refused)
 	evKill    = "kill"     // the worker is about to SIGKILL itself (Class: why)
-	evExit    = "exit"     // the worker stopped on SIGTERM
+	evRecvErr = "recv_err" // a ReceiveMessage call failed (not recorded in histories: always 0)
 )
 
-// entry is one line of a call log.
+// entry is one step of a worker, as the account counts it: a history event
+// of the worker's own file, with its delivery's message, key and run
+// resolved.
 type entry struct {
-	T       int64  `json:"t"` // unix nanoseconds
-	Ev      string `json:"ev"`
-	Msg     string `json:"msg,omitempty"`
-	Key     string `json:"key,omitempty"`
-	Run     string `json:"run,omitempty"`
-	N       int    `json:"n,omitempty"`
-	Outcome string `json:"outcome,omitempty"`
-	Ran     bool   `json:"ran,omitempty"`
-	Class   string `json:"class,omitempty"`
-	Err     string `json:"err,omitempty"`
+	T       int64
+	Ev      string
+	Msg     string
+	Key     string
+	Run     string
+	N       int
+	Outcome string
+	Ran     bool
+	Class   string
+	Err     string
 }
 
-// callLog appends entries to a file, one JSON object a line, and fsyncs
-// each write before returning: what was logged is on disk when the process
-// is killed right after.
-type callLog struct {
-	mu  sync.Mutex
-	f   *os.File
-	buf bytes.Buffer
-}
-
-func openLog(path string) (*callLog, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("chaos: call log: %w", err)
-	}
-	return &callLog{f: f}, nil
-}
-
-// write appends es in one write and fsyncs. An entry without a time gets
-// the current one.
-func (l *callLog) write(es ...entry) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Reset()
-	now := time.Now().UnixNano()
-	enc := json.NewEncoder(&l.buf)
-	for _, e := range es {
-		if e.T == 0 {
-			e.T = now
+// entriesOf turns one worker incarnation's history file into the account's
+// entries. A run is named by the result its operation returned (its run
+// id), or by its delivery when it returned none (it failed, or its worker
+// died first); an acknowledgement closes its record, as a success.
+func entriesOf(f history.File) []entry {
+	type del struct{ msg, key, run string }
+	ds := map[string]*del{}
+	of := func(d string) *del {
+		if ds[d] == nil {
+			ds[d] = &del{run: d}
 		}
-		if err := enc.Encode(e); err != nil {
-			return fmt.Errorf("chaos: call log: %w", err)
+		return ds[d]
+	}
+	for _, e := range f.Events {
+		switch {
+		case e.Ev == history.KindDeliver:
+			x := of(e.D)
+			x.msg, x.key = e.Msg, e.Key
+		case e.Ev == history.KindOpEnd && e.Resp == history.RespOK && e.Result != "":
+			of(e.D).run = e.Result
 		}
 	}
-	if _, err := l.f.Write(l.buf.Bytes()); err != nil {
-		return fmt.Errorf("chaos: call log: %w", err)
-	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("chaos: call log: %w", err)
-	}
-	return nil
-}
-
-func (l *callLog) close() error { return l.f.Close() }
-
-// readLog reads a call log. A last line cut short (a write interrupted by
-// SIGKILL) is ignored; any other bad line is an error.
-func readLog(r io.Reader) ([]entry, error) {
 	var out []entry
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var bad error
-	for sc.Scan() {
-		if bad != nil {
-			return nil, bad
-		}
-		var e entry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			bad = fmt.Errorf("chaos: call log line %d: %w", len(out)+1, err)
+	for _, e := range f.Events {
+		x := of(e.D)
+		base := entry{T: e.T, Msg: x.msg, Key: x.key, Run: x.run}
+		switch e.Ev {
+		case history.KindDeliver:
+			base.Ev, base.N = evRecv, e.Rc
+		case history.KindOpStart:
+			base.Ev = evOpStart
+		case history.KindOpEnd:
+			base.Ev = evOpDone
+			if e.Resp != history.RespOK {
+				base.Ev, base.Err = evOpFail, e.Err
+			}
+		case history.KindOutcome:
+			base.Ev, base.Outcome, base.Ran, base.Class, base.Err = evOutcome, e.Outcome, e.Ran, e.Class, e.Err
+			if !e.Ran {
+				base.Run = ""
+			}
+		case history.KindFail:
+			base.Ev, base.Class = evRecord, e.Class
+		case history.KindAck:
+			out = append(out, entry{T: e.T, Ev: evRecord, Msg: x.msg, Key: x.key})
+			base.Ev, base.Run = evAck, e.Result
+		case history.KindVisibility:
+			base.Ev, base.Err = evPace, e.Err
+		case history.KindFault:
+			if e.Fault != history.FaultProcKill || e.Target != f.Header.Proc || e.Class == killRandom {
+				continue // a random kill is counted from the incarnations
+			}
+			base = entry{T: e.T, Ev: evKill, Class: e.Class}
+		default:
 			continue
 		}
-		out = append(out, e)
+		out = append(out, base)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, errors.Join(bad, err)
-	}
-	return out, nil
+	return out
 }

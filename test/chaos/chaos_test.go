@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/powertools"
+	"github.com/sqsonce/sqsonce/internal/testenv/testproc"
 )
 
 var moto = motoserver.New()
@@ -54,7 +57,16 @@ func runProfile(t *testing.T, p Profile) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(ctx, Env{Endpoint: endpoint, Worker: bin, Dir: dir}, p)
+	env := Env{Endpoint: endpoint, Worker: bin, Dir: dir}
+	if p.Shared() {
+		if env.Powertools, err = filepath.Abs("../../internal/testenv/powertools/testdata"); err != nil {
+			t.Fatal(err)
+		}
+		if err := powertools.Available(env.Powertools); err != nil {
+			testproc.Unavailable(t, "powertools", err, "install node and run npm ci in internal/testenv/powertools/testdata (make test does)")
+		}
+	}
+	r, err := Run(ctx, env, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +77,9 @@ func runProfile(t *testing.T, p Profile) *Report {
 	t.Logf("chaos table:\n%s", table.String())
 	for _, v := range r.Violations {
 		t.Error(v)
+	}
+	for _, f := range r.Findings {
+		t.Log("finding about Powertools:", f)
 	}
 	return r
 }

@@ -1,7 +1,8 @@
 // Package chaos is the repository's chaos test: an emulator of Lambda's SQS
 // event source mapping on moto_server's SQS and DynamoDB, with all four
 // causes of redelivery and the faults that make them, and an exact account
-// per key of what ran and what was acknowledged.
+// per key of what ran and what was acknowledged, checked again as a
+// recorded history (package test/history).
 //
 //	go test ./test/chaos          # the short profile, on both table layouts (part of make test)
 //	make chaos                        # the long runs, 300 keys each
@@ -15,13 +16,13 @@
 // real batch handler (package batch) around the real guard (package
 // idempotency) on the real store (package dynamostore), under an invocation
 // deadline, and deletes the records that did not fail; the event and the
-// settling of the batch are package internal/testenv/esm's. The operation appends
-// With [Profile.Invocations] each worker process runs that many invocations
-// at once, each polling its own batches through the one handler and guard,
-// as aws-lambda-go does under AWS_LAMBDA_MAX_CONCURRENCY (the concurrent
-// profile: four). The operation appends
-// "op_start" and "op_done" to the worker's call log, fsync'd, and returns its
-// run id, which becomes the stored result. The producer sends every key
+// settling of the batch are package internal/testenv/esm's. With
+// [Profile.Invocations] each worker process runs that many invocations at
+// once, each polling its own batches through the one handler and guard, as
+// aws-lambda-go does under AWS_LAMBDA_MAX_CONCURRENCY (the concurrent
+// profile: four). The operation
+// records its start and end in the worker's history and returns its run id,
+// which becomes the stored result. The producer sends every key
 // once, some twice byte for byte (a broker duplicate), and some again with a
 // new message id (a producer's re-send).
 //
@@ -32,6 +33,22 @@
 // and faults (see [Profiles]); the lambda profile has the shipped stack's
 // proportions, a visibility timeout six times the invocation deadline, and
 // is the one to compare pacing off and on.
+//
+// # The mixed fleet
+//
+// With [Profile.Mix] the slots run different kinds of worker on one table in
+// Powertools for AWS Lambda (TypeScript)'s format: sqsonce guards in default
+// and strict mode, and Powertools workers, each a Go process (receive,
+// deadline, delete, as for sqsonce) handing its batches to one long-lived
+// node process running internal/testenv/powertools/testdata/worker.mjs:
+// BatchProcessor around makeIdempotent, the pinned package, which records
+// its own history. The mixed profile keeps Powertools' runs inside their
+// lease (no slow operations, no kill between an operation and its
+// completion on its workers, one clock) and holds every property across the
+// three readers; mixed-peer gives Powertools every fault. A violation whose
+// events include a write of Powertools (its completion and delete are not
+// conditional) is reported as a finding about Powertools
+// ([Report.Findings]), apart from the violations of sqsonce's promise.
 //
 // # Faults
 //
@@ -48,9 +65,24 @@
 //
 // Faults stop after [Profile.FaultsFor]; then the queue must drain.
 //
+// # The history
+//
+// Every run writes a history (package test/history) to Dir/history: one
+// file per worker incarnation, fsync'd at every write, with each delivery,
+// the guard's outcome, the operation's start and end, the acknowledgement or
+// failure of each record, each visibility change, and every call to the
+// store with its answer, recorded by a store wrapped around dynamostore
+// (recordstore.go) that implements every optional interface of package
+// driver dynamostore does; the proxy's file with each store fault; the
+// harness's with each kill, each clock offset and every key's record at the
+// end. history.Check judges it: each violation fails the run, and so does a
+// property the profile requires ([Profile.Require]) that the run gave no
+// case to check. The header's replay command repeats the run with the same
+// seed: the same keys, sends, faults and draws.
+//
 // # The account
 //
-// From the call logs, the table and the DLQ, per key: the runs begun and
+// From the histories, the table and the DLQ, per key: the runs begun and
 // finished, the stored result, every acknowledgement and the result it saw,
 // the DLQ messages and the last failure of each. The run fails (see
 // [Report.Violations]) on
@@ -67,7 +99,7 @@
 //     after a run that was not released, or a key neither COMPLETED nor
 //     quarantined; without it, any quarantined record.
 //
-// [WriteTable] prints the reports side by side.
+// [WriteTable] prints the reports side by side, then each run's verdict.
 //
 // # Processes
 //

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sqsonce/sqsonce/test/history"
 )
 
 // incarnation is one worker process, from start to exit.
@@ -28,6 +30,8 @@ type fleet struct {
 	dir  string
 	base WorkerConfig
 	skew time.Duration // each incarnation's clock is off by up to this
+	kind func(slot int) history.Reader
+	hist *history.Writer // the harness's history: kills and clock offsets
 
 	mu       sync.Mutex
 	procs    []*proc // the live incarnation of each slot
@@ -44,8 +48,8 @@ type proc struct {
 	random bool // set under fleet.mu before a random kill
 }
 
-func newFleet(bin, dir string, base WorkerConfig, skew time.Duration, n int) *fleet {
-	return &fleet{bin: bin, dir: dir, base: base, skew: skew, procs: make([]*proc, n)}
+func newFleet(bin, dir string, base WorkerConfig, p Profile, hist *history.Writer) *fleet {
+	return &fleet{bin: bin, dir: dir, base: base, skew: p.ClockSkew, kind: p.Reader, hist: hist, procs: make([]*proc, p.Workers)}
 }
 
 func (f *fleet) start(ctx context.Context) {
@@ -73,7 +77,7 @@ func (f *fleet) slot(ctx context.Context, i int) {
 
 		<-p.done
 		inc := incarnation{Name: p.name}
-		if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+		if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && (ws.Signal() == syscall.SIGKILL || ws.Signal() == syscall.SIGUSR1) { // SIGUSR1: killed before it set up its handler
 			inc.Killed = true
 		}
 		f.mu.Lock()
@@ -94,9 +98,13 @@ func (f *fleet) spawn(i, gen int) (*proc, error) {
 	cfg := f.base
 	cfg.Name = name
 	cfg.Seed = f.base.Seed*1_000_003 + uint64(i)*10_007 + uint64(gen)
-	if f.skew > 0 {
+	cfg.Reader = f.kind(i)
+	if f.skew > 0 && cfg.Reader != history.ReaderPowertoolsTS {
 		rng := rand.New(rand.NewPCG(cfg.Seed, 0xc10c))
 		cfg.ClockOffset = time.Duration(rng.Int64N(int64(2*f.skew)+1)) - f.skew
+		if err := f.hist.Write(history.Event{Ev: history.KindFault, Fault: history.FaultClockSkew, Target: name, Off: int64(cfg.ClockOffset)}); err != nil {
+			return nil, err
+		}
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
@@ -111,7 +119,7 @@ func (f *fleet) spawn(i, gen int) (*proc, error) {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	defer stderr.Close()
-	cmd := exec.Command(f.bin, "-config", cfgPath, "-log", filepath.Join(f.dir, name+".log"))
+	cmd := exec.Command(f.bin, "-config", cfgPath)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
@@ -125,8 +133,8 @@ func (f *fleet) spawn(i, gen int) (*proc, error) {
 	return p, nil
 }
 
-// kill SIGKILLs the process group of slot i's live incarnation, if
-// any, and waits for it to die.
+// kill kills slot i's live incarnation, if any, with its process group,
+// and waits for it to die.
 func (f *fleet) kill(i int) {
 	f.mu.Lock()
 	p := f.procs[i]
@@ -136,6 +144,17 @@ func (f *fleet) kill(i int) {
 	}
 	p.random = true
 	f.mu.Unlock()
+	// SIGUSR1: the worker SIGKILLs its group once its store calls in
+	// flight are recorded (at most killGrace), so that a write the store
+	// applied is in the history, and records the kill itself, when it
+	// happens; SIGKILL, recorded here, if it has not died by then.
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGUSR1)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(killGrace + time.Second):
+	}
+	_ = f.hist.Write(history.Event{Ev: history.KindFault, Fault: history.FaultProcKill, Target: p.name, Class: killRandom})
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	select {
 	case <-p.done:

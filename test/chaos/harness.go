@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -22,14 +23,21 @@ import (
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsonce/sqsonce/internal/testenv/powertools"
+	"github.com/sqsonce/sqsonce/test/history"
 )
 
 // Env is where a run happens.
 type Env struct {
 	Endpoint string    // moto_server's base URL: SQS and DynamoDB
 	Worker   string    // the worker binary (test/chaos/cmd/worker)
-	Dir      string    // call logs, worker configs and stderr go here
+	Dir      string    // worker configs and stderr go here, the history in Dir/history
 	Progress io.Writer // one line per phase; nil for none
+	// Powertools is the directory of the pinned Powertools packages and
+	// worker.mjs (internal/testenv/powertools/testdata, see
+	// [PowertoolsDir]): needed by a profile with Powertools workers.
+	Powertools string
 }
 
 func (e Env) say(format string, args ...any) {
@@ -43,11 +51,20 @@ const namespace = "chaos"
 
 // Run runs profile p against env and returns its accounting. The error is
 // for a run that could not be carried out (a server down, a worker binary
-// that does not start); what the run found wrong is in Report.Violations.
-// Every worker process is gone when Run returns.
+// that does not start); what the run found wrong is in Report.Violations:
+// the account's findings and the violations history.Check found in the
+// run's history (Report.Verdict), which Run writes to Dir/history: one file
+// per worker incarnation, the proxy's and the harness's (kills, clock
+// offsets, and each key's record at the end). Every worker process is gone
+// when Run returns.
 func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
+	}
+	if p.Shared() {
+		if err := powertools.Available(env.Powertools); err != nil {
+			return nil, fmt.Errorf("chaos: profile %s: %w", p.Name, err)
+		}
 	}
 	// The bound of the whole run: set-up, a producer slowed by a busy
 	// server, the faults, the drain and the stop.
@@ -90,7 +107,24 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 		return err
 	})
 
+	histDir := filepath.Join(env.Dir, "history")
+	if err := os.MkdirAll(histDir, 0o755); err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	hdr := history.Header{Run: name, Seed: p.Seed, Profile: p.Name, SkewMargin: int64(p.SkewMargin), Replay: p.replay()}
+	harness, err := createHistory(histDir, hdr, "harness")
+	if err != nil {
+		return nil, err
+	}
+	defer harness.Close()
+	pxHist, err := createHistory(histDir, hdr, "proxy")
+	if err != nil {
+		return nil, err
+	}
+	defer pxHist.Close()
+
 	px := newProxy(env.Endpoint, p.Store, p.Seed)
+	px.hist = pxHist
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("chaos: proxy: %w", err)
@@ -119,10 +153,14 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 		SkewMargin:      p.SkewMargin,
 		Pacing:          p.Pacing,
 		SortKey:         p.SortKey,
-		Strict:          p.Strict,
+		Shared:          p.Shared(),
+		Powertools:      env.Powertools,
+		PeerFaults:      p.PeerFaults,
+		History:         histDir,
+		Header:          hdr,
 		MaxLife:         limit,
 		Invocations:     p.Invocations,
-	}, p.ClockSkew, p.Workers)
+	}, p, harness)
 	fl.start(ctx)
 	stopped := false
 	defer func() {
@@ -130,7 +168,7 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 			_, _ = fl.stop(5 * time.Second)
 		}
 	}()
-	env.say("chaos %s: %d keys, %d workers, %d invocations at once per worker, pacing %v, seed %d, logs in %s", p.Name, p.Keys, p.Workers, max(p.Invocations, 1), p.Pacing, p.Seed, env.Dir)
+	env.say("chaos %s: %d keys, %d workers, %d invocations at once per worker, pacing %v, seed %d, history in %s", p.Name, p.Keys, p.Workers, max(p.Invocations, 1), p.Pacing, p.Seed, histDir)
 
 	sentc := make(chan []sent, 1)
 	errc := make(chan error, 1)
@@ -162,7 +200,7 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 	// that used its time still gets one.
 	ctx, cancel = context.WithTimeout(parent, time.Minute)
 	defer cancel()
-	logs, err := readLogs(env.Dir, incs)
+	logs, err := readLogs(histDir, incs)
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +208,21 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	px.hist = nil
+	if err := pxHist.Close(); err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	if err := writeFinals(harness, p, sends, records); err != nil {
+		return nil, err
+	}
+	if err := harness.Close(); err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	h, err := readHistory(histDir)
+	if err != nil {
+		return nil, err
+	}
+	verdict := history.Check(h)
 	dlq, err := receiveAll(ctx, q, dlqURL)
 	if err != nil {
 		return nil, err
@@ -180,8 +233,91 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 		return nil, err
 	}
 	r.StoreFaults, r.StoreRequests = faults, requests
+	readers := procReaders(h)
+	r.RunsBy, r.AcksBy = map[history.Reader]int{}, map[history.Reader]int{}
+	for _, e := range h.Events {
+		switch e.Ev {
+		case history.KindOpStart:
+			r.RunsBy[readers[e.Proc]]++
+		case history.KindAck:
+			r.AcksBy[readers[e.Proc]]++
+		}
+	}
+	r.judge(verdict, readers)
 	r.Wall = time.Since(started)
 	return r, nil
+}
+
+// readHistory reads and merges the run's history files. An empty file is
+// an incarnation killed between creating its file and writing its header:
+// it recorded nothing.
+func readHistory(dir string) (*history.History, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	var files []history.File
+	for _, name := range names {
+		if st, err := os.Stat(name); err == nil && st.Size() == 0 {
+			continue
+		}
+		f, err := history.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+		files = append(files, f)
+	}
+	return history.Merge(files...)
+}
+
+// procReaders returns the kind of worker each process of h is, from its
+// proc event; a Powertools worker's node process is its worker's kind.
+func procReaders(h *history.History) map[string]history.Reader {
+	out := map[string]history.Reader{}
+	for _, e := range h.Events {
+		if e.Ev == history.KindProc {
+			out[e.Proc] = e.Reader
+		}
+	}
+	for _, p := range h.Procs {
+		if w, ok := strings.CutSuffix(p, "-node"); ok {
+			out[p] = out[w]
+		}
+	}
+	return out
+}
+
+// createHistory creates the history file of the harness's process proc.
+func createHistory(dir string, hdr history.Header, proc string) (*history.Writer, error) {
+	hdr.Proc = proc
+	w, err := history.Create(filepath.Join(dir, proc+".jsonl"), hdr, history.WriterOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	return w, nil
+}
+
+// writeFinals records every key's record as the table holds it after the
+// run.
+func writeFinals(w *history.Writer, p Profile, sends []sent, records map[string]storedRecord) error {
+	final, err := finalRecords(p, sends, records)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(final))
+	for k := range final {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	es := make([]history.Event, 0, len(keys))
+	for _, k := range keys {
+		rec := final[k]
+		es = append(es, history.Event{Ev: history.KindFinal, Key: k, Status: rec.Status, Result: rec.Run, Owner: rec.Owner, Quarantined: rec.Quarantined})
+	}
+	if err := w.Write(es...); err != nil {
+		return fmt.Errorf("chaos: %w", err)
+	}
+	return nil
 }
 
 // cleanup runs a best-effort delete under its own bound: a failure leaves a
@@ -349,6 +485,7 @@ type storedRecord struct {
 	Quarantined bool   // marked quarantined by a strict guard
 	Run         string // the run whose result is stored
 	Key         string
+	Owner       string // the lease owner token, if any
 }
 
 // scanTable reads every record, by id (the sort key with sortKey).
@@ -369,7 +506,10 @@ func scanTable(ctx context.Context, db *dynamodb.Client, table string, sortKey b
 			id := str(item[idAttr])
 			r.Status = str(item["status"])
 			_, r.Quarantined = item["quarantined"]
-			if d := str(item["data"]); d != "" {
+			r.Owner = str(item["lease_owner"])
+			if m, ok := item["data"].(*dbtypes.AttributeValueMemberM); ok { // Powertools TS's format
+				r.Run, r.Key = str(m.Value["run"]), str(m.Value["key"])
+			} else if d := str(item["data"]); d != "" {
 				var res Result
 				if err := json.Unmarshal([]byte(d), &res); err != nil {
 					return nil, fmt.Errorf("chaos: record %s: data %q: %w", id, d, err)
@@ -389,23 +529,32 @@ func str(v dbtypes.AttributeValue) string {
 	return ""
 }
 
-// readLogs reads the call log of every incarnation.
+// readLogs reads the history of every worker incarnation, as the account's
+// entries: its own file, and a Powertools worker's node process's, merged.
 func readLogs(dir string, incs []incarnation) (map[string][]entry, error) {
 	out := make(map[string][]entry, len(incs))
 	for _, inc := range incs {
-		f, err := os.Open(filepath.Join(dir, inc.Name+".log"))
-		if errors.Is(err, os.ErrNotExist) {
-			continue // killed before it opened its log
+		var files []history.File
+		for _, name := range []string{inc.Name, inc.Name + "-node"} {
+			path := filepath.Join(dir, name+".jsonl")
+			if st, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || (err == nil && st.Size() == 0) {
+				continue // killed before it wrote its history's header
+			}
+			f, err := history.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("chaos: %s: %w", name, err)
+			}
+			files = append(files, f)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("chaos: %w", err)
+		if len(files) == 0 {
+			continue
 		}
-		es, err := readLog(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("chaos: %s: %w", inc.Name, err)
+		f := files[0]
+		if len(files) > 1 {
+			f.Events = append(slices.Clone(f.Events), files[1].Events...)
+			slices.SortStableFunc(f.Events, func(a, b history.Event) int { return cmp.Compare(a.T, b.T) })
 		}
-		out[inc.Name] = es
+		out[inc.Name] = entriesOf(f)
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility"
+	"github.com/sqsonce/sqsonce/test/history"
 )
 
 // The worker's pacing, scaled to the harness's 2 s visibility timeout as
@@ -19,7 +20,7 @@ const (
 
 // pace turns on paced redelivery in opts when the worker is configured for
 // it: visibility changes through ChangeMessageVisibilityBatch on the queue
-// the worker polls. Each change is logged.
+// the worker polls. Each change is recorded in the history.
 func (w *worker) pace(opts *batch.Options) error {
 	if !w.cfg.Pacing {
 		return nil
@@ -37,12 +38,15 @@ func (w *worker) pace(opts *batch.Options) error {
 		Changer: ch,
 		Base:    pacingBase,
 		Cap:     pacingCap,
-		OnChange: func(_ context.Context, c batch.VisibilityChange, err error) {
-			e := entry{Ev: evPace, Msg: c.MessageID, N: int(c.Timeout / time.Millisecond)}
+		OnChange: func(ctx context.Context, c batch.VisibilityChange, err error) {
+			e := history.Event{Ev: history.KindVisibility, Dur: int64(c.Timeout)}
+			if inv, _ := ctx.Value(invocationKey{}).(*invocation); inv != nil && inv.refs[c.MessageID] != nil {
+				e.D = inv.refs[c.MessageID].d
+			}
 			if err != nil {
 				e.Err = err.Error()
 			}
-			_ = w.log.write(e)
+			_ = w.write(e)
 		},
 	}
 	return nil

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sqsonce/sqsonce/test/history"
 )
 
 // StoreFaults are the probabilities, per DynamoDB request, of each fault the
@@ -41,6 +43,7 @@ type proxy struct {
 	faults   StoreFaults
 	on       atomic.Bool
 	client   *http.Client
+	hist     *history.Writer // each fault injected; nil for none
 
 	mu     sync.Mutex
 	rng    *rand.Rand
@@ -111,6 +114,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fault := p.pick()
+	p.record(fault, r)
 	switch fault {
 	case faultServerError:
 		awsError(w, http.StatusInternalServerError, "com.amazonaws.dynamodb.v20120810#InternalServerError", "chaos: injected server error")
@@ -146,6 +150,26 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(out)
+}
+
+// faultKinds are the history's names of the proxy's faults.
+var faultKinds = map[string]history.Fault{
+	faultServerError: history.FaultErrorResponse,
+	faultThrottle:    history.FaultErrorResponse,
+	faultResetBefore: history.FaultDropRequest,
+	faultResetAfter:  history.FaultDropResponse,
+}
+
+// record writes fault, injected into r, to the proxy's history: Op is the
+// DynamoDB call, Class the proxy's own name of the fault. Every worker
+// shares the proxy, so the fault names no target.
+func (p *proxy) record(fault string, r *http.Request) {
+	if fault == "" || p.hist == nil {
+		return
+	}
+	op := r.Header.Get("X-Amz-Target")
+	op = op[strings.LastIndexByte(op, '.')+1:]
+	_ = p.hist.Write(history.Event{Ev: history.KindFault, Fault: faultKinds[fault], Op: op, Class: fault})
 }
 
 func awsError(w http.ResponseWriter, status int, typ, msg string) {

@@ -2,12 +2,16 @@ package chaos
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -26,10 +30,16 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
+	"github.com/sqsonce/sqsonce/test/history"
 )
 
 // KeyField is the body field that carries the producer's idempotency key.
 const KeyField = "idempotency_key"
+
+// KeyJMESPath takes the producer's key from a message as Powertools users
+// write it: the key of the workers on a table shared with Powertools.
+const KeyJMESPath = "powertools_json(body).idempotency_key"
 
 // Body is the message body the producer sends.
 type Body struct {
@@ -49,12 +59,26 @@ type Result struct {
 type WorkerConfig struct {
 	Name           string // the incarnation, e.g. "w2.5"; run ids start with it
 	SQSEndpoint    string
-	DynamoEndpoint string // the fault proxy in front of DynamoDB
+	DynamoEndpoint string // the fault proxy in front of DynamoDB, this incarnation's own port
 	QueueURL       string
 	QueueARN       string
 	Table          string
-	Namespace      string
+	Namespace      string // the guard's namespace; Powertools' keyPrefix on a shared table
 	Seed           uint64
+
+	// Reader is the kind of worker: a sqsonce guard in default or strict
+	// mode, or Powertools for AWS Lambda (TypeScript), whose records
+	// worker.mjs in the Powertools directory handles (see RunWorker).
+	Reader     history.Reader
+	Powertools string // the directory of the pinned Powertools packages and worker.mjs
+	Shared     bool   // the table is shared with Powertools: its record format, the key by KeyJMESPath
+	PeerFaults bool   // a Powertools worker's operations may be slow, and its worker die after one (see Profile.PeerFaults)
+
+	// History is the run's history directory: this incarnation writes
+	// Name.jsonl there (a Powertools worker's node process Name-node.jsonl),
+	// each under Header with its own process name.
+	History string
+	Header  history.Header
 
 	// Timeout is the invocation's deadline after a batch is received; the
 	// worker SIGKILLs itself if the handler has not returned by then, as
@@ -81,11 +105,11 @@ type WorkerConfig struct {
 
 	Pacing  bool          // pace redelivery with visibility changes
 	SortKey bool          // the table has a sort key: see TableKey
-	Strict  bool          // the guard runs in strict mode
 	MaxLife time.Duration // the process exits after this long whatever happens
 
-	// Invocations is how many invocations the process runs at once, each
-	// polling on its own (see Profile.Invocations); 0 means 1.
+	// Invocations is how many invocations a sqsonce worker process runs at
+	// once, each polling on its own with the one guard and handler (see
+	// Profile.Invocations); 0 means 1. A Powertools worker runs one.
 	Invocations int
 }
 
@@ -113,55 +137,139 @@ func awsConfig(endpoint string) aws.Config {
 	}
 }
 
+// keySelector is how the workers take a message's key: the body field, or
+// on a table shared with Powertools its JMESPath expression, which gives
+// Powertools' key material.
+func keySelector(shared bool) idempotency.Selector {
+	if shared {
+		return jmespath.MustCompile(KeyJMESPath).Selector()
+	}
+	return idempotency.BodyField(KeyField)
+}
+
+// guardConfig is the configuration every sqsonce worker's guard shares
+// (and the account's, which names record ids as they do).
+func guardConfig(cfg WorkerConfig) idempotency.Config {
+	c := idempotency.Config{Namespace: cfg.Namespace, SkewMargin: cfg.SkewMargin, Strict: cfg.Reader.Strict()}
+	if cfg.Shared {
+		c.Format = idempotency.FormatPowertoolsTypeScript
+	}
+	return c
+}
+
+// payloadDigest is the digest of what a body asks for, the same for every
+// send of one request (its key and document, not the attempt): what the
+// history's payload_validated holds acknowledged deliveries to.
+func payloadDigest(body string) string {
+	var b Body
+	_ = json.Unmarshal([]byte(body), &b)
+	sum := sha256.Sum256([]byte(b.Key + "\x00" + b.Doc))
+	return hex.EncodeToString(sum[:8])
+}
+
 // worker is one poller process: the event source mapping's loop around the
-// real batch handler.
+// real batch handler, or around a Powertools node process.
 type worker struct {
-	cfg  WorkerConfig
-	log  *callLog
-	sqs  *sqs.Client
-	slog *slog.Logger
-	runs atomic.Int64
-	// invocations numbers the process's invocations, for their request ids.
-	invocations atomic.Int64
-	rngMu       sync.Mutex
-	rng         *rand.Rand
-	h           func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	cfg   WorkerConfig
+	hist  *history.Writer
+	sqs   *sqs.Client
+	slog  *slog.Logger
+	runs  atomic.Int64
+	invs  atomic.Int64
+	dels  atomic.Int64
+	calls sync.RWMutex // held for reading by each recorded store call; kill takes it
+	rngMu sync.Mutex
+	rng   *rand.Rand
+	// handle runs one batch: the sqsonce batch handler, or the Powertools
+	// node process. ok false: the invocation failed as a whole.
+	handle func(ctx context.Context, ev events.SQSEvent, inv *invocation) (resp events.SQSEventResponse, ok bool)
 }
 
 // RunWorker polls the queue until ctx ends (it then finishes the batch in
-// hand and returns) or cfg.MaxLife passes, logging every step to logPath.
-func RunWorker(ctx context.Context, cfg WorkerConfig, logPath string) error {
-	lg, err := openLog(logPath)
+// hand and returns) or cfg.MaxLife passes, recording every step in its
+// history file, fsync'd. A Powertools worker hands each batch to a node
+// process running worker.mjs, which records its own steps.
+func RunWorker(ctx context.Context, cfg WorkerConfig) error {
+	hdr := cfg.Header
+	hdr.Proc = cfg.Name
+	hw, err := history.Create(filepath.Join(cfg.History, cfg.Name+".jsonl"), hdr, history.WriterOptions{Sync: true})
 	if err != nil {
 		return err
 	}
-	defer lg.close()
+	defer hw.Close()
 	w := &worker{
 		cfg:  cfg,
-		log:  lg,
+		hist: hw,
 		sqs:  sqs.NewFromConfig(awsConfig(cfg.SQSEndpoint)),
 		slog: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		rng:  rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 	}
+	if err := hw.Write(history.Event{Ev: history.KindProc, Reader: cfg.Reader, Off: int64(cfg.ClockOffset)}); err != nil {
+		return err
+	}
+	// The harness's random kill: SIGKILL once the store calls in flight are
+	// recorded (see kill).
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		<-usr1
+		w.kill(killRandom)
+	}()
+	switch cfg.Reader {
+	case history.ReaderSqsonce, history.ReaderSqsonceStrict:
+		if err := w.sqsonce(); err != nil {
+			return err
+		}
+	case history.ReaderPowertoolsTS:
+		node, err := startNode(w)
+		if err != nil {
+			return err
+		}
+		defer node.close()
+		w.handle = node.handle
+	default:
+		return fmt.Errorf("chaos: worker %s: unknown kind %q", cfg.Name, cfg.Reader)
+	}
+	stop := time.Now().Add(cfg.MaxLife)
+	n := max(cfg.Invocations, 1)
+	if cfg.Reader == history.ReaderPowertoolsTS {
+		n = 1
+	}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for ctx.Err() == nil && time.Now().Before(stop) {
+				w.poll(ctx)
+			}
+		})
+	}
+	wg.Wait()
+	return hw.Write(history.Event{Ev: history.KindExit})
+}
+
+// sqsonce sets w up as a sqsonce worker: the real batch handler around the
+// real guard on dynamostore, behind the recording store.
+func (w *worker) sqsonce() error {
+	cfg := w.cfg
 	db := dynamodb.NewFromConfig(awsConfig(cfg.DynamoEndpoint))
 	storeOpts := []dynamostore.Option{dynamostore.WithLogger(w.slog)}
 	if cfg.SortKey {
 		storeOpts = append(storeOpts, dynamostore.WithAttributes(dynamostore.Attributes{ID: TableKey.Partition}),
 			dynamostore.WithSortKey(dynamostore.SortKey{Attr: TableKey.Sort, Partition: TableKey.Value}))
 	}
+	if cfg.Shared {
+		storeOpts = append(storeOpts, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript))
+	}
 	store, err := dynamostore.New(db, cfg.Table, storeOpts...)
 	if err != nil {
 		return err
 	}
-	g, err := idempotency.New(idempotency.Config{
-		Store:      store,
-		Namespace:  cfg.Namespace,
-		SkewMargin: cfg.SkewMargin,
-		Strict:     cfg.Strict,
-		Now:        func() time.Time { return time.Now().Add(cfg.ClockOffset) },
-		Logger:     w.slog,
-		OnOutcome:  w.onOutcome,
-	})
+	gc := guardConfig(cfg)
+	gc.Store = &recordStore{next: store, w: w}
+	gc.Now = w.now
+	gc.Logger = w.slog
+	gc.OnOutcome = w.onOutcome
+	g, err := idempotency.New(gc)
 	if err != nil {
 		return err
 	}
@@ -174,23 +282,23 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, logPath string) error {
 	if err := w.pace(&opts); err != nil {
 		return err
 	}
-	w.h = batch.SQS(w.record(idempotency.Wrap(g, idempotency.BodyField(KeyField), w.operation)), opts)
-
-	if err := lg.write(entry{Ev: evStart}); err != nil {
-		return err
+	h := batch.SQS(w.record(idempotency.Wrap(g, keySelector(cfg.Shared), w.operation)), opts)
+	w.handle = func(ctx context.Context, ev events.SQSEvent, _ *invocation) (events.SQSEventResponse, bool) {
+		resp, _ := h(ctx, ev) // a whole-batch error lists every record as failed too
+		return resp, true
 	}
-	stop := time.Now().Add(cfg.MaxLife)
-	var wg sync.WaitGroup
-	for range max(cfg.Invocations, 1) {
-		wg.Go(func() {
-			for ctx.Err() == nil && time.Now().Before(stop) {
-				w.poll(ctx)
-			}
-		})
-	}
-	wg.Wait()
-	return lg.write(entry{Ev: evExit})
+	return nil
 }
+
+// now is the guard's clock: the host's, off by the worker's offset.
+func (w *worker) now() time.Time { return time.Now().Add(w.cfg.ClockOffset) }
+
+// killRandom is the kill of the harness's random killer (SIGUSR1).
+const killRandom = "random"
+
+// killGrace is the longest a worker's own kill waits for the store calls
+// in flight to be answered and recorded.
+const killGrace = 2 * time.Second
 
 // faults reports whether worker-side faults are still on.
 func (w *worker) faults() bool { return time.Now().Before(w.cfg.FaultsUntil) }
@@ -213,16 +321,45 @@ func (w *worker) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(w.rng.Int64N(int64(hi-lo)))
 }
 
-// kill logs why and SIGKILLs the process; it does not return.
+// write records es in the history; a failure is logged (the record that
+// needed it fails where it matters: a delivery, an operation's start, an
+// acknowledgement).
+func (w *worker) write(es ...history.Event) error {
+	err := w.hist.Write(es...)
+	if err != nil {
+		w.slog.Error("history", "error", err)
+	}
+	return err
+}
+
+// kill records why and SIGKILLs the worker's process group (a Powertools
+// worker's node process with it); it does not return.
+//
+// A store call in flight is let finish and be recorded first (for at most
+// killGrace), and no new one starts: a write the store applied is then in
+// the history, as the store answered it, rather than applied unseen (a
+// release nobody recorded would show the key's next run as a second run).
+// The harness's random kills come as SIGUSR1 and go through here too
+// (see [fleet.kill]): the kill is recorded when it happens, after the wait.
 func (w *worker) kill(why string) {
-	_ = w.log.write(entry{Ev: evKill, Class: why})
+	locked := make(chan struct{})
+	go func() {
+		w.calls.Lock() // never unlocked: the process dies holding it
+		close(locked)
+	}()
+	select {
+	case <-locked:
+	case <-time.After(killGrace):
+	}
+	_ = w.write(history.Event{Ev: history.KindFault, Fault: history.FaultProcKill, Target: w.cfg.Name, Class: why})
+	_ = syscall.Kill(-os.Getpid(), syscall.SIGKILL) // its own group, when the harness started it
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
 }
 
-// poll receives one batch, runs the handler on it under a deadline and
-// deletes the records that did not fail, as Lambda's event source mapping
-// does with ReportBatchItemFailures on.
+// poll receives one batch, runs it under a deadline and deletes the records
+// that did not fail, as Lambda's event source mapping does with
+// ReportBatchItemFailures on.
 func (w *worker) poll(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	out, err := w.sqs.ReceiveMessage(rctx, &sqs.ReceiveMessageInput{
@@ -235,7 +372,6 @@ func (w *worker) poll(ctx context.Context) {
 	if err != nil {
 		if ctx.Err() == nil {
 			w.slog.Error("receive", "error", err)
-			_ = w.log.write(entry{Ev: evRecvErr, Err: err.Error()})
 			sleepCtx(ctx, 200*time.Millisecond)
 		}
 		return
@@ -243,48 +379,51 @@ func (w *worker) poll(ctx context.Context) {
 	if len(out.Messages) == 0 {
 		return
 	}
-	ev := esm.Event(w.cfg.QueueARN, out.Messages)
-	logged := make([]entry, len(ev.Records))
-	for i, r := range ev.Records {
-		n, _ := strconv.Atoi(r.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
-		logged[i] = entry{Ev: evRecv, Msg: r.MessageId, Key: keyOf(r.Body), N: n}
-	}
-	if err := w.log.write(logged...); err != nil {
-		w.slog.Error("call log", "error", err)
-		return // not acknowledged: the messages come back
-	}
-
 	timeout := w.cfg.Timeout
 	if w.faults() && w.chance(w.cfg.ShortProb) {
 		timeout = w.between(w.cfg.ShortMin, w.cfg.ShortMax)
 	}
-	inv := &invocation{results: make(map[string]Result, len(ev.Records))}
-	lc := &lambdacontext.LambdaContext{AwsRequestID: fmt.Sprintf("%s-%d", w.cfg.Name, w.invocations.Add(1))}
-	ictx, icancel := context.WithTimeout(context.WithValue(lambdacontext.NewContext(context.Background(), lc), invocationKey{}, inv), timeout)
-	watchdog := time.AfterFunc(timeout, func() { w.kill("deadline") })
-	resp, _ := w.h(ictx, ev)
+	deadline := time.Now().Add(timeout)
+	ev := esm.Event(w.cfg.QueueARN, out.Messages)
+	inv := w.invocation(ev, deadline)
+	delivered := make([]history.Event, len(ev.Records))
+	for i, r := range ev.Records {
+		ref := inv.refs[r.MessageId]
+		n, _ := strconv.Atoi(r.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
+		delivered[i] = history.Event{Ev: history.KindDeliver, Inv: inv.id, D: ref.d, Msg: r.MessageId, Rc: n,
+			Key: ref.key, Payload: ref.payload, Deadline: deadline.UnixNano()}
+	}
+	if w.write(delivered...) != nil {
+		return // not acknowledged: the messages come back
+	}
+
+	// Each invocation has its own Lambda request id, as under
+	// AWS_LAMBDA_MAX_CONCURRENCY: the guard's and batch's lines name it.
+	lc := &lambdacontext.LambdaContext{AwsRequestID: inv.id}
+	ictx, icancel := context.WithDeadline(context.WithValue(lambdacontext.NewContext(context.Background(), lc), invocationKey{}, inv), deadline)
+	watchdog := time.AfterFunc(time.Until(deadline), func() { w.kill("deadline") })
+	resp, ok := w.handle(ictx, ev, inv)
 	if !watchdog.Stop() {
 		select {} // the watchdog is killing the process
 	}
 	icancel()
-
+	if !ok {
+		return // the invocation failed: nothing is deleted, the messages come back
+	}
 	acked, err := esm.Acknowledged(ev, resp)
 	if err != nil {
 		w.slog.Error("batch response", "error", err)
 		return // Lambda fails the whole batch: the messages come back
 	}
-	// The acknowledgement is decided here: log it (with the result the
+	// The acknowledgement is decided here: record it (with the result the
 	// record saw) before deleting, so that a kill during the delete cannot
-	// hide it from the accounting.
-	acks := make([]entry, len(acked))
+	// hide it from the history.
+	acks := make([]history.Event, len(acked))
 	for i, r := range acked {
-		acks[i] = entry{Ev: evAck, Msg: r.MessageId, Key: keyOf(r.Body), Run: inv.result(r.MessageId).Run}
+		acks[i] = history.Event{Ev: history.KindAck, Inv: inv.id, D: inv.refs[r.MessageId].d, Result: inv.result(r.MessageId).Run}
 	}
-	if len(acks) > 0 {
-		if err := w.log.write(acks...); err != nil {
-			w.slog.Error("call log", "error", err)
-			return // not acknowledged: the messages come back
-		}
+	if len(acks) > 0 && w.write(acks...) != nil {
+		return // not acknowledged: the messages come back
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -302,14 +441,34 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// invocation collects the results the record function returned in one
-// batch, by message id, for the acknowledgement log.
+// invocation is one batch: its deliveries by message id, and the results
+// the record function returned, for the acknowledgements.
 type invocation struct {
+	id   string
+	refs map[string]*delivery // by message id; set before the batch runs, read only after
+
 	mu      sync.Mutex
 	results map[string]Result
 }
 
 type invocationKey struct{}
+
+// invocation names the batch ev and each of its deliveries.
+func (w *worker) invocation(ev events.SQSEvent, deadline time.Time) *invocation {
+	inv := &invocation{
+		id:      w.cfg.Name + "/i" + strconv.FormatInt(w.invs.Add(1), 10),
+		refs:    make(map[string]*delivery, len(ev.Records)),
+		results: make(map[string]Result, len(ev.Records)),
+	}
+	for _, r := range ev.Records {
+		inv.refs[r.MessageId] = &delivery{
+			d:       w.cfg.Name + "/" + strconv.FormatInt(w.dels.Add(1), 10),
+			key:     keyOf(r.Body),
+			payload: payloadDigest(r.Body),
+		}
+	}
+	return inv
+}
 
 func (inv *invocation) set(id string, r Result) {
 	inv.mu.Lock()
@@ -323,68 +482,80 @@ func (inv *invocation) result(id string) Result {
 	return inv.results[id]
 }
 
-// runRef ties a record's call to the run its operation started, so that the
-// guard's outcome can name the run.
-type runRef struct {
-	key string
-	mu  sync.Mutex
-	run string
+// delivery is one receive of a message, as the history names it, carried
+// in the record call's context to the guard's hooks, the operation and the
+// recording store.
+type delivery struct {
+	d, key, payload string
+
+	mu    sync.Mutex
+	owner string // the owner of its last successful claim
 }
 
-type runRefKey struct{}
+type deliveryKey struct{}
 
-func (r *runRef) set(run string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.run = run
+// deliveryOf returns the delivery of a record call's context, or an empty
+// one (whose events the checker cannot tie to a delivery).
+func deliveryOf(ctx context.Context) *delivery {
+	if d, _ := ctx.Value(deliveryKey{}).(*delivery); d != nil {
+		return d
+	}
+	return &delivery{}
 }
 
-func (r *runRef) get() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.run
+func (d *delivery) setOwner(owner string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.owner = owner
 }
 
-// record wraps the idempotent record function: it gives each call a runRef
-// and keeps the result for the acknowledgement log.
+func (d *delivery) getOwner() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.owner
+}
+
+// record wraps the idempotent record function: it puts the record's
+// delivery in its context and keeps the result for the acknowledgement.
 func (w *worker) record(fn func(context.Context, events.SQSMessage) (Result, error)) func(context.Context, events.SQSMessage) (Result, error) {
 	return func(ctx context.Context, m events.SQSMessage) (Result, error) {
-		ctx = context.WithValue(ctx, runRefKey{}, &runRef{key: keyOf(m.Body)})
-		r, err := fn(ctx, m)
-		if err == nil {
-			if inv, _ := ctx.Value(invocationKey{}).(*invocation); inv != nil {
-				inv.set(m.MessageId, r)
+		inv, _ := ctx.Value(invocationKey{}).(*invocation)
+		if inv != nil {
+			if d := inv.refs[m.MessageId]; d != nil {
+				ctx = context.WithValue(ctx, deliveryKey{}, d)
 			}
+		}
+		r, err := fn(ctx, m)
+		if err == nil && inv != nil {
+			inv.set(m.MessageId, r)
 		}
 		return r, err
 	}
 }
 
-// operation is the expensive call the guard protects: it logs its start,
-// takes its time, logs that it is done and returns its run id. It gives up
-// when its context ends, as a model call would.
+// operation is the expensive call the guard protects: it records its start,
+// takes its time, records that it is done and returns its run id. It gives
+// up when its context ends, as a model call would.
 func (w *worker) operation(ctx context.Context, m events.SQSMessage) (Result, error) {
+	d := deliveryOf(ctx)
 	key := keyOf(m.Body)
 	run := w.cfg.Name + "-" + strconv.FormatInt(w.runs.Add(1), 10)
-	if ref, _ := ctx.Value(runRefKey{}).(*runRef); ref != nil {
-		ref.set(run)
-	}
-	if err := w.log.write(entry{Ev: evOpStart, Msg: m.MessageId, Key: key, Run: run}); err != nil {
+	if err := w.write(history.Event{Ev: history.KindOpStart, D: d.d, Owner: d.getOwner()}); err != nil {
 		return Result{}, err
 	}
-	d := w.between(w.cfg.OpMin, w.cfg.OpMax)
+	dur := w.between(w.cfg.OpMin, w.cfg.OpMax)
 	if w.chance(w.cfg.SlowProb) {
-		d = w.between(w.cfg.SlowMin, w.cfg.SlowMax)
+		dur = w.between(w.cfg.SlowMin, w.cfg.SlowMax)
 	}
-	t := time.NewTimer(d)
+	t := time.NewTimer(dur)
 	select {
 	case <-t.C:
 	case <-ctx.Done():
 		t.Stop()
-		_ = w.log.write(entry{Ev: evOpFail, Msg: m.MessageId, Key: key, Run: run, Err: context.Cause(ctx).Error()})
+		_ = w.write(history.Event{Ev: history.KindOpEnd, D: d.d, Resp: history.RespError, Err: context.Cause(ctx).Error()})
 		return Result{}, fmt.Errorf("chaos: operation: %w", context.Cause(ctx))
 	}
-	if err := w.log.write(entry{Ev: evOpDone, Msg: m.MessageId, Key: key, Run: run}); err != nil {
+	if err := w.write(history.Event{Ev: history.KindOpEnd, D: d.d, Resp: history.RespOK, Result: run}); err != nil {
 		return Result{}, err
 	}
 	if w.faults() && w.chance(w.cfg.KillAfterOpProb) {
@@ -393,30 +564,25 @@ func (w *worker) operation(ctx context.Context, m events.SQSMessage) (Result, er
 	return Result{Run: run, Key: key}, nil
 }
 
-// onOutcome logs the guard's outcome of every call.
-func (w *worker) onOutcome(ctx context.Context, ev idempotency.Report) {
-	e := entry{Ev: evOutcome, Msg: ev.InputID, Outcome: string(ev.Outcome), Ran: ev.Ran}
-	if ref, _ := ctx.Value(runRefKey{}).(*runRef); ref != nil {
-		e.Key = ref.key
-		if ev.Ran {
-			e.Run = ref.get()
-		}
+// onOutcome records the guard's outcome of every call.
+func (w *worker) onOutcome(ctx context.Context, r idempotency.Report) {
+	e := history.Event{Ev: history.KindOutcome, D: deliveryOf(ctx).d, Outcome: string(r.Outcome), Ran: r.Ran, Source: r.Source}
+	if r.Err != nil {
+		e.Err, e.Class = r.Err.Error(), classify(r.Err)
 	}
-	if ev.Err != nil {
-		e.Err = ev.Err.Error()
-		e.Class = classify(ev.Err)
-	}
-	_ = w.log.write(e)
+	_ = w.write(e)
 }
 
-// onRecord logs how the batch handler finished each record.
-func (w *worker) onRecord(_ context.Context, m events.SQSMessage, err error) {
-	e := entry{Ev: evRecord, Msg: m.MessageId, Key: keyOf(m.Body)}
-	if err != nil {
-		e.Err = err.Error()
-		e.Class = classify(err)
+// onRecord records each record the batch handler failed, with why.
+func (w *worker) onRecord(ctx context.Context, m events.SQSMessage, err error) {
+	if err == nil {
+		return // acknowledged in poll, after the batch
 	}
-	_ = w.log.write(e)
+	d := ""
+	if inv, _ := ctx.Value(invocationKey{}).(*invocation); inv != nil && inv.refs[m.MessageId] != nil {
+		d = inv.refs[m.MessageId].d
+	}
+	_ = w.write(history.Event{Ev: history.KindFail, D: d, Class: classify(err)})
 }
 
 // classify names the reason a record failed, for the DLQ accounting.

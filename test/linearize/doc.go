@@ -61,10 +61,10 @@
 // then replaced by a fresh one, so that the checker's cost grows with the
 // run's length, not faster.
 //
-// A store that implements lease extension (issue 28's Extend(ctx, rec,
-// now), the interface extender) gets its clients' latest claims extended,
-// while their lease is live and never to an earlier end: what the model
-// and that draft contract agree on.
+// A store that implements lease extension (driver.Extender) gets its
+// clients' latest claims extended, while their lease is live and never to
+// an earlier end (the workload's choice; the model follows Extender's
+// whole contract).
 //
 // A run that injected no fault fails.
 //

@@ -105,13 +105,9 @@ type inspector interface {
 	Inspect(ctx context.Context, id string) (driver.StoredRecord, error)
 }
 
-// extender is the store's lease extension (issue 28's driver.Extender,
-// not in the driver package yet): a store that has it gets its claims
-// extended by the workload (worker.extend). Once driver.Extender lands,
-// replace this interface with it.
-type extender interface {
-	Extend(ctx context.Context, rec driver.Record, now time.Time) error
-}
+// extender is the store's lease extension: a store that has it gets its
+// claims extended by the workload (worker.extend).
+type extender = driver.Extender
 
 // tally counts events by name, safe for concurrent use.
 type tally struct {

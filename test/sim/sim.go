@@ -236,10 +236,9 @@ func (w *world) newProc(slot, inc int, strict bool) *proc {
 		p.mu.Unlock()
 		return v, err
 	}
-	// MinRemaining: the default (10 s) starts no record under a 3 s
-	// deadline; the smallest documented value starts them until the
-	// records' deadline.
-	p.handler = batch.SQS(rf, batch.Options{Logger: slog.New(slog.DiscardHandler), MinRemaining: time.Nanosecond})
+	// Zero-value options but for a discarding logger: MinRemaining's zero
+	// follows the 3 s invocation.
+	p.handler = batch.SQS(rf, batch.Options{Logger: slog.New(slog.DiscardHandler)})
 	return p
 }
 

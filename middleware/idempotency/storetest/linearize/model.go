@@ -100,10 +100,11 @@ const (
 	// record's expiry. Output: OK with the record as it is then, or
 	// Refused with the record that failed the condition (zero if not told).
 	Quarantine
-	// Extend moves the lease end of Rec.Owner's claim to Rec.Lease (a
-	// strict claim's StrictLease), never earlier, if the claim is
-	// INPROGRESS, not quarantined, not expired and its lease has not
-	// ended at Now. Output: OK or Refused.
+	// Extend sets the lease end of Rec.Owner's claim to Rec.Lease (a
+	// strict claim's StrictLease), as driver.Extender does, if the claim is
+	// INPROGRESS, not quarantined and not expired: a lease that lapsed
+	// without being taken over is still its owner's, and is extended.
+	// Output: OK or Refused.
 	Extend
 	// Read returns the record as stored (Inspect): OK with it, or NotFound.
 	Read
@@ -356,12 +357,12 @@ func apply(v view, in Input) (Record, func(Output) bool) {
 		}
 		return cur, is(Refused, either(Record{}, cur))
 	case Extend:
-		if cur.Status == InProgress && mine && cur.Quarantined == 0 && !v.expired && cur.LeaseEnd() >= in.Now {
+		if cur.Status == InProgress && mine && cur.Quarantined == 0 && !v.expired {
 			rec := cur
 			if rec.strict() {
-				rec.StrictLease = max(rec.StrictLease, in.Rec.Lease)
+				rec.StrictLease = in.Rec.Lease
 			} else {
-				rec.Lease = max(rec.Lease, in.Rec.Lease)
+				rec.Lease = in.Rec.Lease
 			}
 			return rec, is(OK, anything)
 		}

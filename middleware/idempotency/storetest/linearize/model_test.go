@@ -192,9 +192,15 @@ func TestModel(t *testing.T) {
 			op(0, 3000, extend("A", 9000), ok),
 			op(1, 5000, claim(b5), found(Record{Status: InProgress, Owner: "A", Expires: day, Lease: 9000, Validation: "v"})),
 		}, true},
-		{"an extension of a lapsed lease", 0, []Op{
+		{"an extension of a lapsed lease nobody took over", 0, []Op{
 			op(0, 0, claim(a0), ok),
 			op(0, 5000, extend("A", 9000), ok),
+			op(1, 6000, claim(claimRec("B", 6000)), found(Record{Status: InProgress, Owner: "A", Expires: day, Lease: 9000, Validation: "v"})),
+		}, true},
+		{"an extension of a lapsed lease after a takeover", 0, []Op{
+			op(0, 0, claim(a0), ok),
+			op(1, 5000, claim(b5), replaced(a0)),
+			op(0, 5500, extend("A", 9000), ok),
 		}, false},
 		{"an extension by another owner", 0, []Op{
 			op(0, 0, claim(a0), ok),

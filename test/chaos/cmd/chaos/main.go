@@ -1,8 +1,10 @@
 // Command chaos runs the chaos test's long profiles and prints their table:
 // an event-source-mapping emulator on moto_server's SQS and DynamoDB, with
 // worker processes killed at random, a fault-injecting proxy in front of
-// DynamoDB and exact per-key accounting (see package chaos). It exits 1 if
-// any run broke a promise. `make chaos` runs it.
+// DynamoDB, exact per-key accounting and a recorded history that
+// test/history's checker judges (see package chaos). It prints the table,
+// then each run's verdict; it exits 1 if any run broke a promise. `make
+// chaos` runs it; a history's header has the command that repeats its run.
 //
 //	go run ./test/chaos/cmd/chaos -profiles process,store,all,lambda:off,lambda:on -keys 300
 package main
@@ -26,13 +28,17 @@ func main() {
 }
 
 func run() int {
-	profiles := flag.String("profiles", "process,store,all", "comma-separated fault profiles: process, store, all, lambda, overrun, strict, concurrent, short, short-strict; name:on or name:off sets one's pacing")
+	var names []string
+	for _, n := range chaos.ProfileNames() {
+		names = append(names, n[0])
+	}
+	profiles := flag.String("profiles", "process,store,all", "comma-separated fault profiles: "+strings.Join(names, ", ")+"; name:on or name:off sets one's pacing")
 	keys := flag.Int("keys", 300, "idempotency keys per run")
 	workers := flag.Int("workers", 4, "poller processes")
 	seed := flag.Uint64("seed", 1, "seed of the producer, the faults and the workers")
 	pacing := flag.String("pacing", "on", "pace redelivery with visibility changes, for profiles without :on or :off: off, on, or both (each profile twice, same seed)")
 	sortKey := flag.Bool("sort-key", false, "run on a table with a sort key (partition key pk, sort key sk), as shared with Powertools' sortKeyAttr")
-	dir := flag.String("dir", "", "keep the call logs here (default: a temporary directory, removed after a passing run)")
+	dir := flag.String("dir", "", "keep the histories here, one directory per run (default: a temporary directory, removed after a passing run)")
 	flag.Parse()
 
 	var modes []bool
@@ -86,6 +92,11 @@ func run() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	ptDir, err := chaos.PowertoolsDir(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	moto := motoserver.New()
 	defer moto.Close()
 	endpoint, err := moto.Start()
@@ -102,15 +113,18 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			return 1
 		}
-		r, err := chaos.Run(ctx, chaos.Env{Endpoint: endpoint, Worker: bin, Dir: runDir, Progress: os.Stderr}, p)
+		r, err := chaos.Run(ctx, chaos.Env{Endpoint: endpoint, Worker: bin, Dir: runDir, Progress: os.Stderr, Powertools: ptDir}, p)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			fmt.Fprintln(os.Stderr, "chaos: logs kept in", root)
+			fmt.Fprintln(os.Stderr, "chaos: histories kept in", root)
 			return 1
 		}
 		reports = append(reports, r)
 		for _, v := range r.Violations {
 			fmt.Fprintf(os.Stderr, "VIOLATION %s: %s\n", p.Name, v)
+		}
+		for _, f := range r.Findings {
+			fmt.Fprintf(os.Stderr, "FINDING about Powertools, %s: %s\n", p.Name, f)
 		}
 		failed = failed || r.Failed()
 	}
@@ -120,12 +134,17 @@ func run() int {
 		return 1
 	}
 	if failed {
-		fmt.Fprintln(os.Stderr, "chaos: FAIL: promises broken; logs kept in", root)
+		fmt.Fprintln(os.Stderr, "chaos: FAIL: promises broken; histories kept in", root, "(go run ./test/history/cmd/check DIR/history)")
 		return 1
 	}
 	if !keep {
 		_ = os.RemoveAll(root)
 	}
-	fmt.Println("\nchaos: PASS: no unexplained second run, no acknowledged delivery with another result, no acknowledgement of a key not COMPLETED, no key lost")
+	events, checked := 0, 0
+	for _, r := range reports {
+		events += r.Verdict.Events
+		checked += r.Verdict.Deliveries
+	}
+	fmt.Printf("\nchaos: PASS: %d runs, %d histories checked (%d events, %d deliveries): no property of the promise broken, no unexplained second run, no key lost\n", len(reports), len(reports), events, checked)
 	return 0
 }
