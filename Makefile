@@ -116,7 +116,7 @@ fuzz: $(PTNODE)
 # and store fault profiles with pacing on, then all and lambda (visibility 6x
 # the deadline) with pacing off and on, and concurrent (four invocations at
 # once per worker process) with pacing on, and keepalive (operations 2.5-4x
-# the guard's 1 s lease, no deadline: taken-over live owners must be 0) with
+# the guard's 2 s lease, no deadline: taken-over live owners must be 0) with
 # pacing on and off, same seed. Each run's history is
 # checked (test/history); -profiles mixed runs the mixed fleet (sqsonce
 # default and strict guards and Powertools TS workers on one table). CHAOS_FLAGS adds flags,

@@ -46,7 +46,7 @@ type Report struct {
 	// Keep-alive (Profile.KeepAlive).
 	Extensions     int // lease extensions the store applied
 	MaxExtensions  int // ...the most for one claim
-	TakenOverLive  int // claims taken over while their owner lived: its worker not killed, its call not returned
+	TakenOverLive  int // claims taken over while their owner lived: its worker not killed, its operation running
 	TakeoversTotal int // claims taken over
 	NotKeptAlive   int // operations whose context ended with idempotency.ErrLeaseNotExtended (released, run again later)
 
@@ -185,12 +185,12 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 	}
 	last := map[string]*lastSeen{} // by message: its latest receive
 	type claimInfo struct {
-		inc      string
-		returned int64 // when its call reported an outcome; 0 while it had not
-		ext      int
+		inc string
+		d   string // its delivery
+		ext int
 	}
-	claims := map[string]*claimInfo{} // by owner
-	ownerOf := map[string]string{}    // by delivery: the owner of its last claim
+	claims := map[string]*claimInfo{}                        // by owner
+	opStart, opEnd := map[string]int64{}, map[string]int64{} // by delivery: when its operation started, and returned
 	var takeovers []struct {
 		prev string
 		t    int64
@@ -199,15 +199,19 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 		for _, e := range logs[inc.Name] {
 			switch e.Ev {
 			case evClaim:
-				claims[e.Owner] = &claimInfo{inc: inc.Name}
-				ownerOf[e.D] = e.Owner
+				claims[e.Owner] = &claimInfo{inc: inc.Name, d: e.D}
 				if e.Prev != "" {
 					takeovers = append(takeovers, struct {
 						prev string
 						t    int64
 					}{e.Prev, e.T})
 				}
+			case evOpStart:
+				opStart[e.D] = e.T
+			case evOpDone:
+				opEnd[e.D] = e.T
 			case evOpFail:
+				opEnd[e.D] = e.T
 				if strings.Contains(e.Err, idempotency.ErrLeaseNotExtended.Error()) {
 					r.NotKeptAlive++
 				}
@@ -219,27 +223,21 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 			}
 		}
 	}
-	for _, inc := range incs {
-		for _, e := range logs[inc.Name] {
-			if e.Ev != evOutcome {
-				continue
-			}
-			if c := claims[ownerOf[e.D]]; c != nil && c.returned == 0 {
-				c.returned = e.T
-			}
-		}
-	}
 	for _, c := range claims {
 		r.MaxExtensions = max(r.MaxExtensions, c.ext)
 	}
 	for _, tk := range takeovers {
 		r.TakeoversTotal++
-		if c := claims[tk.prev]; c != nil && !killed[c.inc] && (c.returned == 0 || c.returned > tk.t) {
+		c := claims[tk.prev]
+		if c == nil || killed[c.inc] {
+			continue
+		}
+		if started, ok := opStart[c.d]; ok && started <= tk.t && (opEnd[c.d] == 0 || opEnd[c.d] > tk.t) {
 			r.TakenOverLive++
 		}
 	}
 	if p.KeepAlive && r.TakenOverLive > 0 {
-		violate("%d claims taken over while their owner lived (its worker not killed, its call not returned): keep-alive must keep them", r.TakenOverLive)
+		violate("%d claims taken over while their owner lived (its worker not killed, its operation running): keep-alive must keep them", r.TakenOverLive)
 	}
 	for _, inc := range incs {
 		for _, e := range logs[inc.Name] {

@@ -180,16 +180,16 @@ func TestAccount(t *testing.T) {
 	}
 }
 
-// TestAccountTakenOverLive: a claim taken over before its owner's call
-// returned, in a worker that was not killed, is a taken-over live owner,
-// and a broken promise in a profile whose guards keep claims alive; one
-// taken over after its call returned, or from a killed worker, is not.
+// TestAccountTakenOverLive: a claim taken over while its owner's operation
+// ran, in a worker that was not killed, is a taken-over live owner, and a
+// broken promise in a profile whose guards keep claims alive; one taken
+// over after its operation returned, or from a killed worker, is not.
 // Extensions are counted per claim.
 func TestAccountTakenOverLive(t *testing.T) {
 	const k = "k0001"
 	for _, tc := range []struct {
 		name     string
-		returned int64 // when the first owner's call reported its outcome
+		returned int64 // when the first owner's operation returned
 		killed   bool
 		want     int
 	}{
@@ -204,7 +204,9 @@ func TestAccountTakenOverLive(t *testing.T) {
 					{T: 2, Ev: evClaim, D: "a/1", Msg: "m1", Key: k, Owner: "o1"},
 					{T: 3, Ev: evExtend, D: "a/1", Msg: "m1", Key: k, Owner: "o1"},
 					{T: 3, Ev: evExtend, D: "a/1", Msg: "m1", Key: k, Owner: "o1"},
-					{T: tc.returned, Ev: evOutcome, D: "a/1", Msg: "m1", Key: k, Outcome: "released", Err: "x"},
+					{T: 2, Ev: evOpStart, D: "a/1", Msg: "m1", Key: k},
+					{T: tc.returned, Ev: evOpFail, D: "a/1", Msg: "m1", Key: k, Err: "x"},
+					{T: tc.returned + 1, Ev: evOutcome, D: "a/1", Msg: "m1", Key: k, Outcome: "released", Err: "x"},
 				},
 				"b": {
 					{T: 5, Ev: evRecv, D: "b/1", Msg: "m1", Key: k, N: 2},

@@ -40,7 +40,7 @@
 // With [Profile.KeepAlive] the guards keep their claims' leases alive
 // (their default; the other profiles turn it off, as they ran before the
 // recording store passed Extend through). The keepalive profile runs
-// operations of 2.5 to 4 s without an invocation deadline on a 1 s lease,
+// operations of 5 to 8 s without an invocation deadline on a 2 s lease,
 // with store faults and no kills: every owner lives, and the report counts
 // taken-over live owners (a claim taken over while its worker lived and its
 // call had not returned), which must be 0, and the extensions per run.
