@@ -129,6 +129,13 @@
 // failure backs off by its receive count, and a record not started comes
 // back at once. See [Pacing].
 //
+// The same Changer keeps the messages of the records that have not
+// finished invisible while they run ([Options.KeepVisible], on whenever
+// Pacing.Changer is set): every third of the records' window (833 ms at
+// Lambda's default 3 s timeout; 10 s without a deadline), to the window
+// from then (30 s without a deadline), so that SQS does not deliver a
+// message again while the record that holds it lives. See [KeepVisible].
+//
 // A record with an empty messageId is still listed when it fails. Lambda
 // treats an empty itemIdentifier as the failure of the whole batch, so every
 // record of that batch is delivered again; nothing is lost.

@@ -108,6 +108,13 @@ type Options struct {
 	// after an exponential backoff. The zero value turns pacing off. See
 	// [Pacing].
 	Pacing Pacing
+
+	// KeepVisible keeps the messages of the records that have not
+	// finished invisible, through Pacing.Changer, so that SQS does not
+	// deliver them again while their records run. It is on whenever
+	// Pacing.Changer is set; its zero value follows the invocation. See
+	// [KeepVisible].
+	KeepVisible KeepVisible
 }
 
 // Validate reports whether o is a valid configuration, with every problem
@@ -119,7 +126,7 @@ func (o Options) Validate() error {
 	if o.DeadLetter.OnMove != nil && o.DeadLetter.Mover == nil {
 		errs = append(errs, errors.New("batch: Options.DeadLetter.OnMove is set without a Mover: it would never be called"))
 	}
-	return errors.Join(append(errs, o.Pacing.validate())...)
+	return errors.Join(append(errs, o.Pacing.validate(), o.KeepVisible.validate())...)
 }
 
 // MinRemainingFor returns the minimum remaining time of an invocation

@@ -54,13 +54,21 @@ type VisibilityChange struct {
 	Timeout        time.Duration // from now; never more than SQS accepts (see Pacing)
 }
 
-// VisibilityChanger changes the visibility of received messages. Package
-// sqsvisibility implements it on the SQS API (ChangeMessageVisibilityBatch);
-// this package imports no AWS SDK.
+// VisibilityChanger changes the visibility of received messages: the
+// contract of both [Pacing] (a failed record's message comes back at a
+// chosen moment) and [KeepVisible] (a message stays invisible while its
+// record runs). Package sqsvisibility implements it on the SQS API
+// (ChangeMessageVisibilityBatch); this package imports no AWS SDK.
 type VisibilityChanger interface {
-	// ChangeVisibility applies changes. It returns nil when every change was
-	// applied; otherwise a slice of len(changes) whose element i is the
-	// error of changes[i], nil for a change applied. It must not keep
+	// ChangeVisibility applies changes. Each applied change makes its
+	// message invisible until its Timeout from the call (at least: an
+	// implementation may round it up, never down), replacing the timeout
+	// the message had, whether the queue's or a change's, as SQS's
+	// ChangeMessageVisibility does; a Timeout of 0 makes it visible at
+	// once. It returns nil when every change was applied; otherwise a
+	// slice of len(changes) whose element i is the error of changes[i],
+	// nil for a change applied. Invocations running at once in one process
+	// share it, so it must be safe for concurrent use. It must not keep
 	// changes after it returns.
 	ChangeVisibility(ctx context.Context, changes []VisibilityChange) []error
 }

@@ -394,6 +394,7 @@ func TestPacingWithinReserve(t *testing.T) {
 					defer mu.Unlock()
 					seen[c.MessageID] = err
 				}},
+				KeepVisible: KeepVisible{Every: -1}, // pacing's calls only
 			}
 			recs := []events.SQSMessage{withCount(std("m1", ""), "1"), withCount(std("m2", ""), "1"), withCount(std("m3", ""), "1")}
 			resp, err := SQS(tt.recordFn, opts)(ctx, events.SQSEvent{Records: recs})

@@ -85,6 +85,9 @@ type run[R any] struct {
 	// record to start: the configured one, or MinRemainingFor's share of
 	// the window from start to deadline.
 	minRemaining time.Duration
+	// finished, if set, is told that record i has its outcome, before
+	// the outcome is logged: the SQS handler's keeping visible stops.
+	finished func(i int)
 }
 
 // newRun prepares an invocation over recs, partitioned into ln. Call
@@ -215,6 +218,9 @@ func (r *run[R]) call(i int) (err error) {
 // hook.
 func (r *run[R]) finish(i int, err error) {
 	r.errs[i] = err
+	if r.finished != nil {
+		r.finished(i)
+	}
 	rec := &r.recs[i]
 	if err != nil {
 		r.logFailure(rec, err)

@@ -92,7 +92,9 @@ func (p *processor) handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 		p:   p,
 	}
 	defer r.cancel()
+	stop := r.keepVisible()
 	r.execute()
+	stop()
 	r.moveToDeadLetter()
 
 	failed := 0

@@ -41,6 +41,7 @@ type keeper struct {
 	every   time.Duration
 	reserve time.Duration
 	horizon time.Time // no lease the worker relies on goes past it: the claim plus Config.KeepAliveLimit
+	flight  *flight   // the in-process run the claim is made for, if any: its waiters see each extended lease
 
 	cancel  context.CancelCauseFunc // ends the operation's context
 	kcancel context.CancelFunc      // ends an extension in flight when the operation returned
@@ -106,6 +107,7 @@ func (g *Guard) opContext(ctx context.Context, claimed, now time.Time, rec drive
 		g: g, ext: ext, rec: rec, span: span, every: every, reserve: reserve, horizon: horizon,
 		cancel: cancel, kctx: kctx, kcancel: kcancel, done: make(chan struct{}), end: end,
 	}
+	k.flight, _ = ctx.Value(flightKey{}).(*flight)
 	k.dog = time.AfterFunc(time.Until(end.Add(-reserve)), k.lapsing)
 	go k.run(claimed.Add(every))
 	return octx, func() (int, error) {
@@ -183,6 +185,11 @@ func (k *keeper) run(next time.Time) {
 				k.dog.Reset(time.Until(newEnd.Add(-k.reserve)))
 			}
 			k.mu.Unlock()
+			if k.flight != nil {
+				// Waiters that stop at their own deadline report the
+				// lease as it is now, for their records' pacing.
+				k.flight.claimed(rec.LeaseEnd())
+			}
 			t.Reset(time.Until(start.Add(k.every)))
 		case errors.Is(err, driver.ErrLeaseLost):
 			k.cancel(fmt.Errorf("%w: the extension was refused: %w", ErrLeaseNotExtended, err))

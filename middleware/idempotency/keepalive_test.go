@@ -200,3 +200,67 @@ func (n noExtender) Release(ctx context.Context, id, owner string) error {
 func (n noExtender) Quarantine(ctx context.Context, found driver.Record, now time.Time) (driver.Record, error) {
 	return n.s.Quarantine(ctx, found, now)
 }
+
+// TestKeepAliveWaiterSeesExtendedLease: a call waiting in the same process
+// for a run of its key that stops at its own deadline reports the lease as
+// the run's keep-alive last extended it, the one stored, not the lease
+// claimed: its record's pacing comes back when the key may be free.
+func TestKeepAliveWaiterSeesExtendedLease(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	store := memstore.New()
+	var extensions int
+	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "waiter", Lease: lease,
+		Logger: slog.New(slog.DiscardHandler), OnOutcome: func(_ context.Context, r idempotency.Report) {
+			if r.Source == "" {
+				extensions = r.Extensions
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := idempotency.Raw([]byte(`"waited for"`))
+	id := mustID(t, g, k)
+	started, finish, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		_, err := idempotency.Do(context.Background(), g, k, func(ctx context.Context) (int, error) {
+			close(started)
+			select {
+			case <-finish:
+				return 1, nil
+			case <-ctx.Done():
+				return 0, context.Cause(ctx)
+			}
+		})
+		done <- err
+	}()
+	<-started
+	claimed, ok := store.Get(id)
+	if !ok {
+		t.Fatal("no record after the claim")
+	}
+	// The waiter stops after three times the lease: several extensions.
+	wctx, cancel := context.WithTimeout(context.Background(), 3*lease)
+	defer cancel()
+	_, werr := idempotency.Do(wctx, g, k, func(context.Context) (int, error) {
+		return 0, errors.New("ran while its key was running in this process")
+	})
+	stored, _ := store.Get(id)
+	close(finish)
+	if err := <-done; err != nil {
+		t.Fatalf("the run: %v", err)
+	}
+	var ip *idempotency.InProgressError
+	if !errors.As(werr, &ip) {
+		t.Fatalf("waiter: %v, want an *InProgressError", werr)
+	}
+	if !ip.LeaseUntil.After(claimed.LeaseUntil.Add(lease)) {
+		t.Errorf("waiter's lease end %v: want the extended lease, well after the claimed %v", ip.LeaseUntil, claimed.LeaseUntil)
+	}
+	// An extension may land between the waiter's end and the read.
+	if ip.LeaseUntil.After(stored.LeaseUntil) || ip.LeaseUntil.Before(stored.LeaseUntil.Add(-lease)) {
+		t.Errorf("waiter's lease end %v: want the stored one, %v, or the one before it", ip.LeaseUntil, stored.LeaseUntil)
+	}
+	if extensions < 2 {
+		t.Errorf("the run made %d extensions, want at least 2", extensions)
+	}
+}

@@ -43,6 +43,13 @@ type Report struct {
 
 	OwnCompletionReplayed int // calls that ran the operation, stored its result and were reported as something other than claimed
 
+	// Keep-alive (Profile.KeepAlive).
+	Extensions     int // lease extensions the store applied
+	MaxExtensions  int // ...the most for one claim
+	TakenOverLive  int // claims taken over while their owner lived: its worker not killed, its operation running
+	TakeoversTotal int // claims taken over
+	NotKeptAlive   int // operations whose context ended with idempotency.ErrLeaseNotExtended (released, run again later)
+
 	// Strict mode (Profile.Strict).
 	SecondRuns       int // runs of a key started after an earlier run that was not released: never in strict mode
 	Quarantined      int // keys quarantined at the end (INPROGRESS, marked)
@@ -177,6 +184,61 @@ func account(p Profile, sends []sent, incs []incarnation, logs map[string][]entr
 		acked  bool   // an ack entry followed the receive
 	}
 	last := map[string]*lastSeen{} // by message: its latest receive
+	type claimInfo struct {
+		inc string
+		d   string // its delivery
+		ext int
+	}
+	claims := map[string]*claimInfo{}                        // by owner
+	opStart, opEnd := map[string]int64{}, map[string]int64{} // by delivery: when its operation started, and returned
+	var takeovers []struct {
+		prev string
+		t    int64
+	}
+	for _, inc := range incs {
+		for _, e := range logs[inc.Name] {
+			switch e.Ev {
+			case evClaim:
+				claims[e.Owner] = &claimInfo{inc: inc.Name, d: e.D}
+				if e.Prev != "" {
+					takeovers = append(takeovers, struct {
+						prev string
+						t    int64
+					}{e.Prev, e.T})
+				}
+			case evOpStart:
+				opStart[e.D] = e.T
+			case evOpDone:
+				opEnd[e.D] = e.T
+			case evOpFail:
+				opEnd[e.D] = e.T
+				if strings.Contains(e.Err, idempotency.ErrLeaseNotExtended.Error()) {
+					r.NotKeptAlive++
+				}
+			case evExtend:
+				if c := claims[e.Owner]; c != nil {
+					c.ext++
+				}
+				r.Extensions++
+			}
+		}
+	}
+	for _, c := range claims {
+		r.MaxExtensions = max(r.MaxExtensions, c.ext)
+	}
+	for _, tk := range takeovers {
+		r.TakeoversTotal++
+		c := claims[tk.prev]
+		if c == nil || killed[c.inc] {
+			continue
+		}
+		if started, ok := opStart[c.d]; ok && started <= tk.t && (opEnd[c.d] == 0 || opEnd[c.d] > tk.t) {
+			r.TakenOverLive++
+		}
+	}
+	if p.KeepAlive && r.TakenOverLive > 0 {
+		violate("%d claims taken over while their owner lived (its worker not killed, its operation running): keep-alive must keep them", r.TakenOverLive)
+	}
 	for _, inc := range incs {
 		for _, e := range logs[inc.Name] {
 			switch e.Ev {
@@ -452,6 +514,15 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 		row("strict: keys quarantined (no run) / outcomes", func(r *Report) string {
 			return fmt.Sprintf("%d (%d) / %d", r.Quarantined, r.QuarantinedNoRun, r.QuarantineEvents)
 		})
+	}
+	if slices.ContainsFunc(reports, func(r *Report) bool { return r.Profile.KeepAlive }) {
+		row("keep-alive: extensions (per run begun, max per claim)", func(r *Report) string {
+			return fmt.Sprintf("%d (%.2f, %d)", r.Extensions, float64(r.Extensions)/float64(max(r.RunsBegun, 1)), r.MaxExtensions)
+		})
+		row("keep-alive: taken-over live owners / takeovers", func(r *Report) string {
+			return fmt.Sprintf("%d / %d", r.TakenOverLive, r.TakeoversTotal)
+		})
+		row("keep-alive: operations ended, lease not extended", func(r *Report) string { return fmt.Sprint(r.NotKeptAlive) })
 	}
 	row("own completion reported as not claimed", func(r *Report) string { return fmt.Sprint(r.OwnCompletionReplayed) })
 	row("acknowledged deliveries", func(r *Report) string { return fmt.Sprint(r.Acks) })

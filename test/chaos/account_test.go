@@ -179,3 +179,54 @@ func TestAccount(t *testing.T) {
 		})
 	}
 }
+
+// TestAccountTakenOverLive: a claim taken over while its owner's operation
+// ran, in a worker that was not killed, is a taken-over live owner, and a
+// broken promise in a profile whose guards keep claims alive; one taken
+// over after its operation returned, or from a killed worker, is not.
+// Extensions are counted per claim.
+func TestAccountTakenOverLive(t *testing.T) {
+	const k = "k0001"
+	for _, tc := range []struct {
+		name     string
+		returned int64 // when the first owner's operation returned
+		killed   bool
+		want     int
+	}{
+		{"owner still running", 8, false, 1},
+		{"owner had returned", 4, false, 0},
+		{"owner's worker killed", 8, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := map[string][]entry{
+				"a": {
+					{T: 1, Ev: evRecv, D: "a/1", Msg: "m1", Key: k, N: 1},
+					{T: 2, Ev: evClaim, D: "a/1", Msg: "m1", Key: k, Owner: "o1"},
+					{T: 3, Ev: evExtend, D: "a/1", Msg: "m1", Key: k, Owner: "o1"},
+					{T: 3, Ev: evExtend, D: "a/1", Msg: "m1", Key: k, Owner: "o1"},
+					{T: 2, Ev: evOpStart, D: "a/1", Msg: "m1", Key: k},
+					{T: tc.returned, Ev: evOpFail, D: "a/1", Msg: "m1", Key: k, Err: "x"},
+					{T: tc.returned + 1, Ev: evOutcome, D: "a/1", Msg: "m1", Key: k, Outcome: "released", Err: "x"},
+				},
+				"b": {
+					{T: 5, Ev: evRecv, D: "b/1", Msg: "m1", Key: k, N: 2},
+					{T: 5, Ev: evClaim, D: "b/1", Msg: "m1", Key: k, Owner: "o2", Prev: "o1"},
+					{T: 6, Ev: evExtend, D: "b/1", Msg: "m1", Key: k, Owner: "o2"},
+				},
+			}
+			incs := []incarnation{{Name: "a", Killed: tc.killed}, {Name: "b"}}
+			r, err := account(Profile{Name: "test", Keys: 1, KeepAlive: true}, []sent{{Msg: "m1", Key: k, Kind: "first"}}, incs, logs, nil, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.TakenOverLive != tc.want || r.TakeoversTotal != 1 || r.Extensions != 3 || r.MaxExtensions != 2 {
+				t.Errorf("taken-over live owners %d of %d takeovers, extensions %d (max %d); want %d of 1, 3 (2)",
+					r.TakenOverLive, r.TakeoversTotal, r.Extensions, r.MaxExtensions, tc.want)
+			}
+			found := strings.Contains(strings.Join(r.Violations, "\n"), "taken over while their owner lived")
+			if found != (tc.want > 0) {
+				t.Errorf("violations:\n%s\nwant the taken-over live owner reported: %v", strings.Join(r.Violations, "\n"), tc.want > 0)
+			}
+		})
+	}
+}

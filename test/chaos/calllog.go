@@ -17,6 +17,8 @@ const (
 	evPace    = "pace"     // a failed record's visibility was changed (Err if refused)
 	evKill    = "kill"     // the worker is about to SIGKILL itself (Class: why)
 	evRecvErr = "recv_err" // a ReceiveMessage call failed (not recorded in histories: always 0)
+	evClaim   = "claim"    // a claim the store granted (Owner; Prev: the owner taken over, if any)
+	evExtend  = "extend"   // an extension of a lease the store applied (Owner)
 )
 
 // entry is one step of a worker, as the account counts it: a history event
@@ -33,6 +35,9 @@ type entry struct {
 	Ran     bool
 	Class   string
 	Err     string
+	D       string // the history's delivery
+	Owner   string // evClaim, evExtend: the claim's owner
+	Prev    string // evClaim: the owner of the claim taken over
 }
 
 // entriesOf turns one worker incarnation's history file into the account's
@@ -60,7 +65,7 @@ func entriesOf(f history.File) []entry {
 	var out []entry
 	for _, e := range f.Events {
 		x := of(e.D)
-		base := entry{T: e.T, Msg: x.msg, Key: x.key, Run: x.run}
+		base := entry{T: e.T, Msg: x.msg, Key: x.key, Run: x.run, D: e.D}
 		switch e.Ev {
 		case history.KindDeliver:
 			base.Ev, base.N = evRecv, e.Rc
@@ -81,6 +86,19 @@ func entriesOf(f history.File) []entry {
 		case history.KindAck:
 			out = append(out, entry{T: e.T, Ev: evRecord, Msg: x.msg, Key: x.key})
 			base.Ev, base.Run = evAck, e.Result
+		case history.KindClaim:
+			if e.Resp != history.RespClaimed && e.Resp != history.RespTakenOver {
+				continue
+			}
+			base.Ev, base.Owner = evClaim, e.Owner
+			if e.Resp == history.RespTakenOver {
+				base.Prev = e.Prev
+			}
+		case history.KindExtend:
+			if e.Resp != history.RespOK {
+				continue
+			}
+			base.Ev, base.Owner = evExtend, e.Owner
 		case history.KindVisibility:
 			base.Ev, base.Err = evPace, e.Err
 		case history.KindFault:

@@ -12,7 +12,8 @@ import (
 // line short as a SIGKILL during a write could, reads it back and checks the
 // account's view of it: runs named by their result, or by their delivery
 // when they returned none; an acknowledgement closes its record; the
-// worker's own kill counted, another's not.
+// worker's own kill counted, another's not; claims granted and extensions
+// applied, not those refused.
 func TestEntriesOf(t *testing.T) {
 	var buf bytes.Buffer
 	w, err := history.NewWriter(&buf, history.Header{Run: "r", Proc: "w0.0"}, history.WriterOptions{})
@@ -26,6 +27,8 @@ func TestEntriesOf(t *testing.T) {
 		history.Event{Ev: history.KindClaim, D: "w0.0/1", Resp: history.RespClaimed, Owner: "o1"},
 		history.Event{Ev: history.KindOpStart, D: "w0.0/1", Owner: "o1"},
 		history.Event{Ev: history.KindOpStart, D: "w0.0/2", Owner: "o2"},
+		history.Event{Ev: history.KindExtend, D: "w0.0/1", Resp: history.RespOK, Owner: "o1"},
+		history.Event{Ev: history.KindExtend, D: "w0.0/2", Resp: history.RespLeaseLost, Owner: "o2"},
 		history.Event{Ev: history.KindOpEnd, D: "w0.0/1", Resp: history.RespOK, Result: "w0.0-1"},
 		history.Event{Ev: history.KindOpEnd, D: "w0.0/2", Resp: history.RespError, Err: "deadline"},
 		history.Event{Ev: history.KindOutcome, D: "w0.0/1", Outcome: "claimed", Ran: true},
@@ -37,7 +40,7 @@ func TestEntriesOf(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	buf.WriteString(`{"seq":15,"t":1,"proc":"w0.0","ev":"exi`)
+	buf.WriteString(`{"seq":17,"t":1,"proc":"w0.0","ev":"exi`)
 	f, err := history.Read(&buf)
 	if err != nil {
 		t.Fatal(err)
@@ -52,8 +55,10 @@ func TestEntriesOf(t *testing.T) {
 	want := []string{
 		"recv m1 k1 w0.0-1  ",
 		"recv m2 k2 w0.0/2  ",
+		"claim m1 k1 w0.0-1  ",
 		"op_start m1 k1 w0.0-1  ",
 		"op_start m2 k2 w0.0/2  ",
+		"extend m1 k1 w0.0-1  ",
 		"op_done m1 k1 w0.0-1  ",
 		"op_fail m2 k2 w0.0/2  ",
 		"outcome m1 k1 w0.0-1 claimed ",

@@ -32,7 +32,18 @@
 // holder's lease can end, or after a backoff. The profiles differ in timing
 // and faults (see [Profiles]); the lambda profile has the shipped stack's
 // proportions, a visibility timeout six times the invocation deadline, and
-// is the one to compare pacing off and on.
+// is the one to compare pacing off and on. With pacing on the handler also
+// keeps the messages of running records invisible (batch.KeepVisible).
+//
+// # Keep-alive
+//
+// With [Profile.KeepAlive] the guards keep their claims' leases alive
+// (their default; the other profiles turn it off, as they ran before the
+// recording store passed Extend through). The keepalive profile runs
+// operations of 5 to 8 s without an invocation deadline on a 2 s lease,
+// with store faults and no kills: every owner lives, and the report counts
+// taken-over live owners (a claim taken over while its worker lived and its
+// call had not returned), which must be 0, and the extensions per run.
 //
 // # The mixed fleet
 //

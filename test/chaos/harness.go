@@ -111,7 +111,7 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 	if err := os.MkdirAll(histDir, 0o755); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	hdr := history.Header{Run: name, Seed: p.Seed, Profile: p.Name, SkewMargin: int64(p.SkewMargin), Replay: p.replay()}
+	hdr := history.Header{Run: name, Seed: p.Seed, Profile: p.Name, SkewMargin: int64(p.SkewMargin), Replay: p.replay(), LeaseExtension: p.KeepAlive}
 	harness, err := createHistory(histDir, hdr, "harness")
 	if err != nil {
 		return nil, err
@@ -143,6 +143,9 @@ func Run(ctx context.Context, env Env, p Profile) (*Report, error) {
 		Namespace:      namespace,
 		Seed:           p.Seed,
 		Timeout:        p.Timeout,
+		NoDeadline:     p.NoDeadline,
+		Lease:          p.Lease,
+		KeepAlive:      p.KeepAlive,
 		MinRemaining:   p.MinRemaining,
 		BatchSize:      p.BatchSize,
 		OpMin:          p.OpMin, OpMax: p.OpMax,

@@ -40,9 +40,20 @@ type Profile struct {
 	// is for.
 	Require []history.Property
 
-	Visibility   time.Duration // the queue's visibility timeout (whole seconds)
-	MaxReceives  int           // receives before the queue moves a message to the DLQ
-	Timeout      time.Duration // the invocation deadline of each batch
+	Visibility  time.Duration // the queue's visibility timeout (whole seconds)
+	MaxReceives int           // receives before the queue moves a message to the DLQ
+	Timeout     time.Duration // the invocation deadline of each batch
+	// NoDeadline runs the invocations without a deadline, as a worker
+	// outside Lambda (or Managed Instances, where an operation may outlive
+	// its invocation): the guard's lease is Lease from the claim.
+	NoDeadline bool
+	Lease      time.Duration // the guard's Config.Lease; zero: its default
+	// KeepAlive lets the sqsonce guards keep their claims alive
+	// (idempotency's default, Config.KeepAliveEvery zero); without it
+	// keep-alive is off, as every profile ran before the recording store
+	// passed Extend through. With Pacing on, the batch handler also keeps
+	// the running records' messages invisible (batch.KeepVisible).
+	KeepAlive    bool
 	MinRemaining time.Duration // batch.Options.MinRemaining
 	BatchSize    int32         // messages per receive, at most 10
 
@@ -179,6 +190,7 @@ var profileTable = []profileDef{
 	{"strict", "process in strict mode, with more kills between an operation and its completion: lapsed claims quarantined, never run again", strictProfile},
 	{"mixed", "all on one table shared by sqsonce default and strict guards and Powertools TS workers (the pinned package), Powertools' runs kept inside their lease, one clock", mixedProfile},
 	{"concurrent", "all, with four invocations at once in each worker process (Lambda Managed Instances): the invocations of a process share its guard, its flights and its handler; a kill ends them all", concurrentProfile},
+	{"keepalive", "operations without a deadline that run 2.5 to 4 times the guard's 2 s lease, the guard keeping claims alive, store faults, no kills: no live owner may be taken over (taken-over live owners 0), extensions per run reported", keepAliveProfile},
 	{"mixed-peer", "mixed, with Powertools' workers under every fault (slow operations, kills between an operation and its completion) and the sqsonce workers' clocks up to 400 ms apart", mixedPeerProfile},
 }
 
@@ -275,6 +287,26 @@ func mixedPeerProfile(keys, workers int, seed uint64) Profile {
 	p.PeerFaults = true
 	p.ClockSkew = 400 * time.Millisecond
 	p.SlowProb = 0.15
+	return p
+}
+
+// keepAliveProfile: operations run several times the lease their claim
+// was granted (2 s, with no invocation deadline) while the guards keep
+// their claims alive; the store's faults make some extensions fail and be
+// tried again, and no worker is killed, so every owner lives: a takeover
+// of a claim whose owner had not returned is a broken promise. Messages
+// come back after the 2 s visibility timeout unless pacing keeps them
+// invisible (run it with pacing on and off).
+func keepAliveProfile(keys, workers int, seed uint64) Profile {
+	p := base("keepalive", keys, workers, seed)
+	// A 2 s lease: moto on a busy machine can take most of a second to
+	// answer, and a 1 s lease then ends many operations (their extension
+	// not applied in time) before they finish.
+	p.NoDeadline, p.Lease, p.KeepAlive = true, 2*time.Second, true
+	p.OpMin, p.OpMax = 5*time.Second, 8*time.Second
+	p.SlowProb = 0
+	p.Store = StoreFaults{ServerError: 0.02, Throttle: 0.02}
+	p.Pacing = true
 	return p
 }
 

@@ -29,6 +29,7 @@ type recordStore struct {
 		driver.Store
 		driver.AttachValidator
 		driver.Inspector
+		driver.Extender
 	}
 	w *worker
 }
@@ -37,6 +38,7 @@ var (
 	_ driver.Store           = (*recordStore)(nil)
 	_ driver.AttachValidator = (*recordStore)(nil)
 	_ driver.Inspector       = (*recordStore)(nil)
+	_ driver.Extender        = (*recordStore)(nil)
 )
 
 // ms is t in epoch milliseconds, as records store lease ends; 0 for zero.
@@ -167,6 +169,17 @@ func (s *recordStore) Quarantine(ctx context.Context, found driver.Record, now t
 	_ = s.w.write(history.Event{Ev: history.KindQuarantine, D: d.d, Owner: found.Owner,
 		Lease: ms(found.LeaseEnd()), Exp: ms(found.ExpiresAt), Clock: now.UnixNano(), Resp: fenced(err), Err: errText(err)})
 	return rec, err
+}
+
+// Extend records the extension of rec's lease to its new end.
+func (s *recordStore) Extend(ctx context.Context, rec driver.Record, now time.Time) error {
+	s.w.calls.RLock() // the call and its record, before the worker's own kill
+	defer s.w.calls.RUnlock()
+	d := deliveryOf(ctx)
+	err := s.next.Extend(ctx, rec, now)
+	_ = s.w.write(history.Event{Ev: history.KindExtend, D: d.d, Owner: rec.Owner,
+		Lease: ms(rec.LeaseEnd()), Clock: now.UnixNano(), Resp: fenced(err), Err: errText(err)})
+	return err
 }
 
 // ValidateAttached, Inspect, List, ReleaseInspected and CompleteInspected

@@ -83,7 +83,17 @@ type WorkerConfig struct {
 	// Timeout is the invocation's deadline after a batch is received; the
 	// worker SIGKILLs itself if the handler has not returned by then, as
 	// Lambda ends an invocation that overruns.
-	Timeout      time.Duration
+	Timeout time.Duration
+	// NoDeadline runs invocations without a deadline (a worker outside
+	// Lambda, or Managed Instances with an operation that outlives it):
+	// the guard's lease is Lease from the claim, and no watchdog kills.
+	NoDeadline bool
+	// Lease is the guard's Config.Lease (zero: its default).
+	Lease time.Duration
+	// KeepAlive lets the guard keep its claims' leases alive (its default);
+	// without it Config.KeepAliveEvery is negative, as the chaos runs were
+	// before the recording store passed Extend through.
+	KeepAlive    bool
 	MinRemaining time.Duration // batch.Options.MinRemaining
 	BatchSize    int32
 
@@ -150,7 +160,10 @@ func keySelector(shared bool) idempotency.Selector {
 // guardConfig is the configuration every sqsonce worker's guard shares
 // (and the account's, which names record ids as they do).
 func guardConfig(cfg WorkerConfig) idempotency.Config {
-	c := idempotency.Config{Namespace: cfg.Namespace, SkewMargin: cfg.SkewMargin, Strict: cfg.Reader.Strict()}
+	c := idempotency.Config{Namespace: cfg.Namespace, SkewMargin: cfg.SkewMargin, Strict: cfg.Reader.Strict(), Lease: cfg.Lease}
+	if !cfg.KeepAlive {
+		c.KeepAliveEvery = -1
+	}
 	if cfg.Shared {
 		c.Format = idempotency.FormatPowertoolsTypeScript
 	}
@@ -384,6 +397,10 @@ func (w *worker) poll(ctx context.Context) {
 		timeout = w.between(w.cfg.ShortMin, w.cfg.ShortMax)
 	}
 	deadline := time.Now().Add(timeout)
+	var deadlineNs int64
+	if !w.cfg.NoDeadline {
+		deadlineNs = deadline.UnixNano()
+	}
 	ev := esm.Event(w.cfg.QueueARN, out.Messages)
 	inv := w.invocation(ev, deadline)
 	delivered := make([]history.Event, len(ev.Records))
@@ -391,7 +408,7 @@ func (w *worker) poll(ctx context.Context) {
 		ref := inv.refs[r.MessageId]
 		n, _ := strconv.Atoi(r.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
 		delivered[i] = history.Event{Ev: history.KindDeliver, Inv: inv.id, D: ref.d, Msg: r.MessageId, Rc: n,
-			Key: ref.key, Payload: ref.payload, Deadline: deadline.UnixNano()}
+			Key: ref.key, Payload: ref.payload, Deadline: deadlineNs}
 	}
 	if w.write(delivered...) != nil {
 		return // not acknowledged: the messages come back
@@ -400,13 +417,26 @@ func (w *worker) poll(ctx context.Context) {
 	// Each invocation has its own Lambda request id, as under
 	// AWS_LAMBDA_MAX_CONCURRENCY: the guard's and batch's lines name it.
 	lc := &lambdacontext.LambdaContext{AwsRequestID: inv.id}
-	ictx, icancel := context.WithDeadline(context.WithValue(lambdacontext.NewContext(context.Background(), lc), invocationKey{}, inv), deadline)
+	ictx := context.WithValue(lambdacontext.NewContext(context.Background(), lc), invocationKey{}, inv)
+	if w.cfg.NoDeadline {
+		resp, ok := w.handle(ictx, ev, inv)
+		w.acknowledge(ev, inv, resp, ok)
+		return
+	}
+	ictx, icancel := context.WithDeadline(ictx, deadline)
 	watchdog := time.AfterFunc(time.Until(deadline), func() { w.kill("deadline") })
 	resp, ok := w.handle(ictx, ev, inv)
 	if !watchdog.Stop() {
 		select {} // the watchdog is killing the process
 	}
 	icancel()
+	w.acknowledge(ev, inv, resp, ok)
+}
+
+// acknowledge deletes the messages of the records that succeeded, as the
+// event source mapping does with the handler's response (ok false: the
+// invocation failed, nothing is deleted).
+func (w *worker) acknowledge(ev events.SQSEvent, inv *invocation, resp events.SQSEventResponse, ok bool) {
 	if !ok {
 		return // the invocation failed: nothing is deleted, the messages come back
 	}

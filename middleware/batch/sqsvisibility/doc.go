@@ -1,7 +1,8 @@
 // Package sqsvisibility changes the visibility of SQS messages for the
-// pacing of package batch ([batch.Pacing]): it implements
-// [batch.VisibilityChanger] on the SQS API, so that the batch package itself
-// needs no AWS SDK.
+// pacing of package batch ([batch.Pacing]), and keeps the messages of the
+// records that run invisible ([batch.KeepVisible], on with the same
+// Changer): it implements [batch.VisibilityChanger] on the SQS API, so
+// that the batch package itself needs no AWS SDK.
 //
 //	client := sqs.NewFromConfig(cfg) // built once, in main
 //	changer, err := sqsvisibility.New(client)

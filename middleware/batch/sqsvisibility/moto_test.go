@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -102,5 +103,101 @@ func TestMoto(t *testing.T) {
 	}
 	if again := receiveAll(t, client, q.URL, n, 20*time.Second); len(again) != n {
 		t.Errorf("%d of %d messages delivered again after their visibility was set to 0", len(again), n)
+	}
+}
+
+// TestMotoKeepVisible: on moto's SQS, through the real client, a message
+// whose record runs longer than its queue's visibility timeout (2 s) is
+// not received by a second consumer polling meanwhile, with the batch
+// handler's zero-value options at Lambda's default 3 s timeout (the
+// Changer set), and is gone once acknowledged (deleted, as Lambda does
+// with a record that succeeded). Without keeping visible (the control)
+// the second consumer receives it while the record runs.
+func TestMotoKeepVisible(t *testing.T) {
+	client := moto.SQS(t)
+	changer, err := sqsvisibility.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		kv   batch.KeepVisible
+		want bool // whether the second consumer receives the message
+	}{
+		{"zero value", batch.KeepVisible{}, false},
+		{"off (control)", batch.KeepVisible{Every: -1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := motoserver.NewQueue(t, client, map[string]string{"VisibilityTimeout": "2"})
+			if _, err := client.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String("long")}); err != nil {
+				t.Fatal(err)
+			}
+			first := receiveAll(t, client, q.URL, 1, 10*time.Second)["long"]
+			if first.ReceiptHandle == nil {
+				t.Fatal("the message was not received")
+			}
+			// The invocation's deadline is 3 s after the receive: the
+			// record runs 2.2 s, past the queue's visibility timeout.
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+			defer cancel()
+			stolen := make(chan struct{})
+			var second atomic.Int32
+			pollDone := make(chan struct{})
+			go func() {
+				defer close(pollDone)
+				for {
+					select {
+					case <-stolen:
+						return
+					default:
+					}
+					out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), MaxNumberOfMessages: 1})
+					if err == nil && len(out.Messages) > 0 {
+						second.Add(1)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}()
+			fn := func(ctx context.Context, m events.SQSMessage) (string, error) {
+				select {
+				case <-time.After(2200 * time.Millisecond):
+					return "done", nil
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
+			}
+			msg := events.SQSMessage{MessageId: aws.ToString(first.MessageId), ReceiptHandle: aws.ToString(first.ReceiptHandle), EventSourceARN: q.ARN, Body: "long"}
+			resp, err := batch.SQS(fn, batch.Options{Pacing: batch.Pacing{Changer: changer}, KeepVisible: tc.kv})(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})
+			got := second.Load()
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("%+v, %v: want the record to succeed", resp, err)
+			}
+			if _, err := client.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: aws.String(q.URL), ReceiptHandle: first.ReceiptHandle}); err != nil && !tc.want {
+				t.Fatalf("acknowledging the message: %v", err)
+			}
+			if (got > 0) != tc.want {
+				t.Errorf("the second consumer received the message %d times while its record ran, want received: %v", got, tc.want)
+			}
+			if tc.want {
+				close(stolen)
+				<-pollDone
+				return
+			}
+			// Acknowledged: never delivered again, past every timeout set.
+			time.Sleep(3500 * time.Millisecond)
+			close(stolen)
+			<-pollDone
+			if n := second.Load(); n != 0 {
+				t.Errorf("the second consumer received the message %d times after it was acknowledged", n)
+			}
+			out, err := client.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.URL),
+				AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, nv := out.Attributes["ApproximateNumberOfMessages"], out.Attributes["ApproximateNumberOfMessagesNotVisible"]; v != "0" || nv != "0" {
+				t.Errorf("queue holds %s visible and %s invisible messages after the acknowledgement, want none", v, nv)
+			}
+		})
 	}
 }
