@@ -35,18 +35,7 @@ func TestEmulatorThreeSecondTimeout(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	fn, err := rie.Start(rie.Config{RIE: path, Bootstrap: bootstrap, Timeout: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("emulator output:\n%s", fn.Output())
-		}
-		if err := fn.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	fn := rie.StartTest(t, rie.Config{RIE: path, Bootstrap: bootstrap, Timeout: 3 * time.Second})
 	event := func(ms ...int) events.SQSEvent {
 		var ev events.SQSEvent
 		for i, m := range ms {
