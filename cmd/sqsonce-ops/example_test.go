@@ -73,7 +73,7 @@ func TestWorkedExample(t *testing.T) {
 	tr.run(t, env, exitOK, "inspect", "--id", s.stuck)
 	tr.run(t, env, exitFailed, "release", "--id", s.stuck, "--owner", "a-stale-owner")
 	out = tr.run(t, env, exitOK, "release", "--id", s.stuck, "--owner", s.stuckOwner).stdout
-	if !strings.Contains(out, "released "+s.stuck) || !strings.Contains(out, "state        absent") {
+	if !strings.Contains(out, "released "+s.stuck) || !strings.Contains(out, "state        released") {
 		t.Errorf("release:\n%s", out)
 	}
 	tr.run(t, env, exitOK, "list")

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 )
 
 // The states of a record at a given time, as inspect and list show them.
 const (
-	stateAbsent      = "absent"       // no record (or a released one): the next delivery runs
+	stateAbsent      = "absent"       // no record: the next delivery runs
+	stateReleased    = "released"     // a claim released and kept, marked (DynamoDB): the next delivery runs
 	stateCompleted   = "completed"    // the next delivery replays the result
 	stateInProgress  = "in_progress"  // a live lease: the next delivery is refused as in progress
 	stateLeaseLapsed = "lease_lapsed" // stuck: the next delivery takes the key over and runs
@@ -73,6 +75,10 @@ func timePtr(t time.Time) *time.Time {
 // view is rec as printed; err is the problem its read reported.
 func view(o *ops, id string, rec driver.StoredRecord, err error, t time.Time) recordView {
 	v := recordView{ID: id}
+	if errors.Is(err, dynamostore.ErrReleased) {
+		v.State = stateReleased
+		return v
+	}
 	if errors.Is(err, driver.ErrNotFound) {
 		v.State = stateAbsent
 		return v
@@ -124,10 +130,13 @@ func printRecord(w io.Writer, v recordView, at time.Time) {
 	line := func(name, value string) { fmt.Fprintf(w, "  %-12s %s\n", name, value) }
 	fmt.Fprintf(w, "record %s\n", v.ID)
 	line("state", v.State)
-	if v.State == stateAbsent {
-		// The stores read a released claim as no record: DynamoDB keeps
-		// it, marked, until it expires; the others delete it.
-		line("note", "no record a delivery would find: released, expired, or never written in this namespace; the next delivery runs the operation")
+	switch v.State {
+	case stateReleased:
+		line("note", "a claim released by its worker (the operation failed) or an operator, kept marked until it expires; the next delivery runs the operation")
+		return
+	case stateAbsent:
+		// Redis and PostgreSQL delete a released claim.
+		line("note", "no record a delivery would find: released (Redis, PostgreSQL), expired, or never written in this namespace; the next delivery runs the operation")
 		return
 	}
 	line("status", v.Status)

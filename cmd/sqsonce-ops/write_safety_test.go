@@ -93,7 +93,7 @@ func ownerlessQuarantine(t *testing.T, env map[string]string, store driver.Store
 	cli(t, env, "release", "--id", released, "--owner", "K55URJTHFZVODOMFHGAVWIFIAH").want(t, exitFailed)
 
 	cli(t, env, "release", "--id", released, "--owner", "-").want(t, exitOK)
-	if v := inspectJSON(t, env, exitOK, "--id", released); v.State != stateAbsent {
+	if v := inspectJSON(t, env, exitOK, "--id", released); v.State != releasedState(env) {
 		t.Errorf("after release: %+v", v)
 	}
 	ran := false

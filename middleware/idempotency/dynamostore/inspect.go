@@ -27,8 +27,16 @@ var (
 	_ driver.Inspector = (*Store)(nil)
 )
 
+// ErrReleased is wrapped, with [driver.ErrNotFound], by the error of
+// [Store.Inspect] for a claim that a worker or an operator released: the
+// store keeps the item, marked, until it expires, and every claim treats
+// it as no record (the next delivery runs the operation). The other
+// stores delete a released claim, so they report plain ErrNotFound.
+var ErrReleased = errors.New("dynamostore: the claim was released")
+
 // Inspect implements [driver.Inspector.Inspect] with one consistent
-// GetItem. A released claim is no record. A record whose result is not in
+// GetItem. A released claim is no record, and its error wraps
+// [ErrReleased] too. A record whose result is not in
 // the store's data format is returned without its result and with an error
 // wrapping a [*FormatError].
 func (s *Store) Inspect(ctx context.Context, id string) (driver.StoredRecord, error) {
@@ -43,8 +51,11 @@ func (s *Store) Inspect(ctx context.Context, id string) (driver.StoredRecord, er
 	if err != nil {
 		return driver.StoredRecord{}, storeError("inspect", id, err)
 	}
-	if len(out.Item) == 0 || s.isReleased(out.Item) {
+	if len(out.Item) == 0 {
 		return driver.StoredRecord{}, storeError("inspect", id, driver.ErrNotFound)
+	}
+	if s.isReleased(out.Item) {
+		return driver.StoredRecord{}, storeError("inspect", id, fmt.Errorf("%w: %w", driver.ErrNotFound, ErrReleased))
 	}
 	return s.inspected(out.Item)
 }

@@ -102,3 +102,28 @@ func TestInspectEncoding(t *testing.T) {
 		t.Fatalf("inspect a compressed result: %+v (size %d of %d), %v", got, got.Size, len(data), err)
 	}
 }
+
+// TestInspectReleased: a released claim, which the store keeps marked, is
+// no record to Inspect (driver.ErrNotFound) and says it was released
+// (ErrReleased); a record never written is only not found.
+func TestInspectReleased(t *testing.T) {
+	db := moto.DynamoDB(t)
+	st, err := dynamostore.New(db, motoserver.NewTable(t, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, now := context.Background(), time.Now()
+	rec := claim("ns#released", now, time.Minute)
+	if _, _, err := st.Acquire(ctx, rec, now, driver.NoTakeover); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Release(ctx, rec.ID, rec.Owner); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Inspect(ctx, rec.ID); !errors.Is(err, driver.ErrNotFound) || !errors.Is(err, dynamostore.ErrReleased) {
+		t.Errorf("Inspect of a released claim: %v; want ErrNotFound and ErrReleased", err)
+	}
+	if _, err := st.Inspect(ctx, "ns#never"); !errors.Is(err, driver.ErrNotFound) || errors.Is(err, dynamostore.ErrReleased) {
+		t.Errorf("Inspect of no record: %v; want ErrNotFound only", err)
+	}
+}
