@@ -103,17 +103,8 @@ type jsonWrapper[Req, T any] struct {
 }
 
 func newJSONWrapper[Req, T any](g *Guard, key Selector, nilFn bool, opts []Option) (*jsonWrapper[Req, T], error) {
-	switch {
-	case g == nil:
-		return nil, fmt.Errorf("nil *Guard")
-	case nilFn:
-		return nil, fmt.Errorf("nil operation")
-	}
-	o, err := collect(opts)
+	o, err := wrapOptions(g, nilFn, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := once(o.given); err != nil {
 		return nil, err
 	}
 	switch {

@@ -113,17 +113,8 @@ func (s *inputState[In]) readBody() (string, error) {
 }
 
 func newWrapper[In, T any](g *Guard, key Selector, nilFn bool, opts []Option) (*wrapper[In, T], error) {
-	switch {
-	case g == nil:
-		return nil, fmt.Errorf("nil *Guard")
-	case nilFn:
-		return nil, fmt.Errorf("nil operation")
-	}
-	o, err := collect(opts)
+	o, err := wrapOptions(g, nilFn, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := once(o.given); err != nil {
 		return nil, err
 	}
 	if o.check != nil || o.strictJSON {
@@ -160,6 +151,22 @@ func newWrapper[In, T any](g *Guard, key Selector, nilFn bool, opts []Option) (*
 }
 
 // once fails for an option given twice.
+// wrapOptions checks what every wrapper needs (a guard, an operation) and
+// collects its options, each given at most once.
+func wrapOptions(g *Guard, nilFn bool, opts []Option) (options, error) {
+	switch {
+	case g == nil:
+		return options{}, fmt.Errorf("nil *Guard")
+	case nilFn:
+		return options{}, fmt.Errorf("nil operation")
+	}
+	o, err := collect(opts)
+	if err != nil {
+		return options{}, err
+	}
+	return o, once(o.given)
+}
+
 func once(given []string) error {
 	seen := map[string]bool{}
 	for _, n := range given {
