@@ -99,8 +99,9 @@ func (p *planted) Inspect(ctx context.Context, id string) (driver.StoredRecord, 
 }
 
 // plantedOps is the least operations of a planted run: enough that every
-// defect shows, whatever the seed.
-const plantedOps = 1500
+// defect shows whatever the seed (at 1,500 a completion sent again was
+// missed in one run of many).
+const plantedOps = 3000
 
 // TestPlanted: the checker bites. Each defect planted in memstore, under
 // the same workload and faults as TestMemstore, makes porcupine find the
