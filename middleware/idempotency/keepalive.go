@@ -150,6 +150,9 @@ func (k *keeper) lapsing() {
 	if time.Now().Before(k.end.Add(-k.reserve)) {
 		return // an extension moved the lease since the timer fired
 	}
+	if !k.end.Before(k.horizon) {
+		return // the lease reached the limit, whose own deadline ends the context now, with its cause
+	}
 	if k.lastErr != nil {
 		k.cancel(fmt.Errorf("%w: no extension was applied before the lease would lapse: %w", ErrLeaseNotExtended, k.lastErr))
 	} else {
