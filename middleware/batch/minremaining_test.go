@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -65,8 +66,11 @@ func TestCheckTimeout(t *testing.T) {
 // TestSQSThreeSecondDefaults: with Options{} and Lambda's default 3 s
 // timeout, a batch of ten records that take 100 ms each, two at a time,
 // all run (the old fixed 10 s threshold started none), and a record not
-// started is logged with the figures, never the body.
-func TestSQSThreeSecondDefaults(t *testing.T) {
+// started is logged with the figures, never the body. It runs on
+// synctest's clock: a loaded machine does not stretch the sleeps.
+func TestSQSThreeSecondDefaults(t *testing.T) { synctest.Test(t, testSQSThreeSecondDefaults) }
+
+func testSQSThreeSecondDefaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
 	var recs []events.SQSMessage

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -378,57 +379,59 @@ func TestPacingWithinReserve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			deadline := time.Now().Add(3 * reserve)
-			ctx, cancel := context.WithDeadline(t.Context(), deadline)
-			defer cancel()
-			var buf syncBuffer
-			var mu sync.Mutex
-			seen := map[string]error{}
-			ch := &blockingChanger{}
-			opts := Options{
-				MinRemaining: time.Nanosecond,
-				Reserve:      reserve,
-				Logger:       slog.New(slog.NewJSONHandler(&buf, nil)),
-				Pacing: Pacing{Changer: ch, OnChange: func(_ context.Context, c VisibilityChange, err error) {
-					mu.Lock()
-					defer mu.Unlock()
-					seen[c.MessageID] = err
-				}},
-				KeepVisible: KeepVisible{Every: -1}, // pacing's calls only
-			}
-			recs := []events.SQSMessage{withCount(std("m1", ""), "1"), withCount(std("m2", ""), "1"), withCount(std("m3", ""), "1")}
-			resp, err := SQS(tt.recordFn, opts)(ctx, events.SQSEvent{Records: recs})
-			returned := time.Now()
-			checkErr(t, resp, err, len(recs))
-			if !returned.Before(deadline) {
-				t.Errorf("the handler returned %v after the invocation's deadline: Lambda would lose its response", returned.Sub(deadline))
-			}
-			if got := failedIDs(t, resp); !slices.Equal(got, []string{"m1", "m2", "m3"}) {
-				t.Errorf("failed = %q, want every record", got)
-			}
-			ch.mu.Lock()
-			calls, dl, hasDL := ch.calls, ch.deadline, ch.hasDL
-			ch.mu.Unlock()
-			if calls != tt.wantCalls {
-				t.Errorf("ChangeVisibility called %d times, want %d", calls, tt.wantCalls)
-			}
-			if calls > 0 && (!hasDL || !dl.Equal(deadline.Add(-reserve))) {
-				t.Errorf("the changes ran under a deadline %v (set %v), want the invocation's minus Reserve, %v", dl, hasDL, deadline.Add(-reserve))
-			}
-			for _, id := range []string{"m1", "m2", "m3"} {
-				if err, ok := seen[id]; !ok || !errors.Is(err, tt.wantErr) {
-					t.Errorf("OnChange for %s: %v (called %v), want %v", id, err, ok, tt.wantErr)
+			synctest.Test(t, func(t *testing.T) {
+				deadline := time.Now().Add(3 * reserve)
+				ctx, cancel := context.WithDeadline(t.Context(), deadline)
+				defer cancel()
+				var buf syncBuffer
+				var mu sync.Mutex
+				seen := map[string]error{}
+				ch := &blockingChanger{}
+				opts := Options{
+					MinRemaining: time.Nanosecond,
+					Reserve:      reserve,
+					Logger:       slog.New(slog.NewJSONHandler(&buf, nil)),
+					Pacing: Pacing{Changer: ch, OnChange: func(_ context.Context, c VisibilityChange, err error) {
+						mu.Lock()
+						defer mu.Unlock()
+						seen[c.MessageID] = err
+					}},
+					KeepVisible: KeepVisible{Every: -1}, // pacing's calls only
 				}
-			}
-			var found bool
-			for _, l := range logLines(t, buf.buffer()) {
-				if strings.HasPrefix(l["msg"].(string), tt.wantLog) {
-					found = l["level"] == "WARN" && l["changes"] == float64(3)
+				recs := []events.SQSMessage{withCount(std("m1", ""), "1"), withCount(std("m2", ""), "1"), withCount(std("m3", ""), "1")}
+				resp, err := SQS(tt.recordFn, opts)(ctx, events.SQSEvent{Records: recs})
+				returned := time.Now()
+				checkErr(t, resp, err, len(recs))
+				if !returned.Before(deadline) {
+					t.Errorf("the handler returned %v after the invocation's deadline: Lambda would lose its response", returned.Sub(deadline))
 				}
-			}
-			if !found {
-				t.Errorf("no WARN line %q with changes=3 in the log:\n%s", tt.wantLog, buf.String())
-			}
+				if got := failedIDs(t, resp); !slices.Equal(got, []string{"m1", "m2", "m3"}) {
+					t.Errorf("failed = %q, want every record", got)
+				}
+				ch.mu.Lock()
+				calls, dl, hasDL := ch.calls, ch.deadline, ch.hasDL
+				ch.mu.Unlock()
+				if calls != tt.wantCalls {
+					t.Errorf("ChangeVisibility called %d times, want %d", calls, tt.wantCalls)
+				}
+				if calls > 0 && (!hasDL || !dl.Equal(deadline.Add(-reserve))) {
+					t.Errorf("the changes ran under a deadline %v (set %v), want the invocation's minus Reserve, %v", dl, hasDL, deadline.Add(-reserve))
+				}
+				for _, id := range []string{"m1", "m2", "m3"} {
+					if err, ok := seen[id]; !ok || !errors.Is(err, tt.wantErr) {
+						t.Errorf("OnChange for %s: %v (called %v), want %v", id, err, ok, tt.wantErr)
+					}
+				}
+				var found bool
+				for _, l := range logLines(t, buf.buffer()) {
+					if strings.HasPrefix(l["msg"].(string), tt.wantLog) {
+						found = l["level"] == "WARN" && l["changes"] == float64(3)
+					}
+				}
+				if !found {
+					t.Errorf("no WARN line %q with changes=3 in the log:\n%s", tt.wantLog, buf.String())
+				}
+			})
 		})
 	}
 }

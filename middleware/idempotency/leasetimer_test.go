@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
@@ -61,40 +62,45 @@ func TestOperationEndsBeforeItsLease(t *testing.T) {
 		{"the caller's deadline", func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), lease) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := &slowStore{Store: memstore.New(), acquireDelay: delay}
-			g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "timer", Lease: lease, SkewMargin: skew,
-				KeepAliveEvery: -1, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := tc.ctx()
-			defer cancel()
-			var ends time.Time
-			before := time.Now()
-			_, err = idempotency.Do(ctx, g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (int, error) {
-				ends, _ = ctx.Deadline()
-				<-ctx.Done() // an operation that takes as long as it is given
-				return 1, nil
+			synctest.Test(t, func(t *testing.T) {
+				store := &slowStore{Store: memstore.New(), acquireDelay: delay}
+				g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "timer", Lease: lease, SkewMargin: skew,
+					KeepAliveEvery: -1, Logger: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := tc.ctx()
+				defer cancel()
+				var ends time.Time
+				before := time.Now()
+				_, err = idempotency.Do(ctx, g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (int, error) {
+					ends, _ = ctx.Deadline()
+					<-ctx.Done() // an operation that takes as long as it is given
+					return 1, nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				store.mu.Lock()
+				claimed, completedAt := store.claimed, store.completedAt
+				store.mu.Unlock()
+				// The lease this worker may rely on ends SkewMargin before the
+				// stored one (another worker's clock may run that much ahead),
+				// a lease after before (synctest's clock stands still until
+				// the store sleeps); the reserve for completing is a tenth of
+				// the lease.
+				own := claimed.LeaseUntil.Add(-skew)
+				if !own.Equal(before.Add(lease)) {
+					t.Errorf("the lease relied on ends %v after the call, want %v", own.Sub(before), lease)
+				}
+				if limit := own.Add(-lease / 10); !ends.Equal(limit) {
+					t.Errorf("the operation's context ends %v after its lease end minus the reserve (lease until %v, ends %v)",
+						ends.Sub(limit), own.Format(time.StampMilli), ends.Format(time.StampMilli))
+				}
+				if !completedAt.Before(own) {
+					t.Errorf("completed at %v, after the lease end %v", completedAt.Format(time.StampMilli), own.Format(time.StampMilli))
+				}
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			store.mu.Lock()
-			claimed, completedAt := store.claimed, store.completedAt
-			store.mu.Unlock()
-			// The lease this worker may rely on ends SkewMargin before the
-			// stored one (another worker's clock may run that much ahead);
-			// the reserve for completing is a tenth of the lease as it was
-			// when the claim was made (1 ms: the claim came after before).
-			own := claimed.LeaseUntil.Add(-skew)
-			reserve := own.Sub(before)/10 - time.Millisecond
-			if limit := own.Add(-reserve); ends.IsZero() || ends.After(limit) {
-				t.Errorf("the operation's context ends %v after its lease end minus the reserve (lease until %v, ends %v)",
-					ends.Sub(limit), own.Format(time.StampMilli), ends.Format(time.StampMilli))
-			}
-			if !completedAt.Before(own) {
-				t.Errorf("completed at %v, after the lease end %v", completedAt.Format(time.StampMilli), own.Format(time.StampMilli))
-			}
 		})
 	}
 }
