@@ -318,8 +318,8 @@ func (s *countingStore) Extend(ctx context.Context, rec driver.Record, now time.
 
 // keepAliveRun runs an operation that waits for its context (or for d)
 // under cfg on synctest's clock, and returns when its context ended
-// after its start, with which cause, and the call's report.
-func keepAliveRun(t *testing.T, cfg idempotency.Config, d time.Duration) (ended time.Duration, cause error, rep idempotency.Report) {
+// after its start, the call's report, and the context's cause.
+func keepAliveRun(t *testing.T, cfg idempotency.Config, d time.Duration) (ended time.Duration, rep idempotency.Report, cause error) {
 	t.Helper()
 	cfg.Namespace, cfg.Logger = "keepalive", slog.New(slog.DiscardHandler)
 	cfg.OnOutcome = func(_ context.Context, r idempotency.Report) { rep = r }
@@ -338,7 +338,7 @@ func keepAliveRun(t *testing.T, cfg idempotency.Config, d time.Duration) (ended 
 			return 1, nil
 		}
 	})
-	return ended, cause, rep
+	return ended, rep, cause
 }
 
 // TestKeepAliveEveryPositive: a positive KeepAliveEvery is the interval of
@@ -354,7 +354,7 @@ func TestKeepAliveEveryPositive(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := &countingStore{Store: memstore.New(), ok: -1}
 				start := time.Now()
-				ended, cause, rep := keepAliveRun(t, idempotency.Config{Store: s, Lease: lease, SkewMargin: time.Millisecond, KeepAliveEvery: tc.every}, 2100*time.Millisecond)
+				ended, rep, cause := keepAliveRun(t, idempotency.Config{Store: s, Lease: lease, SkewMargin: time.Millisecond, KeepAliveEvery: tc.every}, 2100*time.Millisecond)
 				if cause != nil || ended != 2100*time.Millisecond || rep.Outcome != idempotency.OutcomeClaimed {
 					t.Fatalf("the operation ended after %v with cause %v, outcome %s; want it to run its 2.1 s and complete", ended, cause, rep.Outcome)
 				}
@@ -379,7 +379,7 @@ func TestKeepAliveLapsesAfterExtension(t *testing.T) {
 		const lease = time.Second
 		s := &countingStore{Store: memstore.New(), ok: 1}
 		start := time.Now()
-		ended, cause, _ := keepAliveRun(t, idempotency.Config{Store: s, Lease: lease, SkewMargin: time.Millisecond}, time.Hour)
+		ended, _, cause := keepAliveRun(t, idempotency.Config{Store: s, Lease: lease, SkewMargin: time.Millisecond}, time.Hour)
 		if len(s.applied) != 1 {
 			t.Fatalf("%d extensions applied, want 1", len(s.applied))
 		}
@@ -408,7 +408,7 @@ func TestKeepAliveLimit(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := tc.cfg
 				cfg.Store, cfg.Lease = &countingStore{Store: memstore.New(), ok: -1}, lease
-				ended, cause, rep := keepAliveRun(t, cfg, time.Hour)
+				ended, rep, cause := keepAliveRun(t, cfg, time.Hour)
 				if want := tc.limit - lease/10; ended != want {
 					t.Errorf("the operation's context ended after %v, want %v (the limit less the reserve)", ended, want)
 				}
