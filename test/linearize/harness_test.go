@@ -71,6 +71,14 @@ type subject struct {
 	// answer the store may apply later, the end of time).
 	sweeps bool
 
+	// bubble: the run is in a testing/synctest bubble (an in-process
+	// store), on its fake clock. Every sleep is then whole microseconds and
+	// client i starts i+1 nanoseconds late, so that no two clients (nor the
+	// clock's ticks) ever wake at the same instant: one client runs at a
+	// time, in an order the seed alone decides, and the run's history is
+	// the same each time for a seed.
+	bubble bool
+
 	// pause is how long a client waits after an operation that got no
 	// answer, as a caller would before it tries a server that is down
 	// again (a restart takes a second).
@@ -144,7 +152,7 @@ type config struct {
 	out     string // where visualizations go
 }
 
-// defaults is the run the flags ask for; the seed, when not set, is new.
+// defaults is the run the flags ask for; the seed, when 0, is new.
 func defaults() config {
 	seed := *flagSeed
 	if seed == 0 {
@@ -197,6 +205,9 @@ func exercise(t *testing.T, s subject, cfg config, want porcupine.CheckResult) {
 	t.Helper()
 	r := &run{t: t, s: s, cfg: cfg, clock: newClock(s.unit, s.offset, s.speed, s.ticked), start: time.Now(),
 		slotOps: make([]atomic.Int64, cfg.records)}
+	if s.bubble {
+		r.clock.quantum = time.Microsecond
+	}
 	r.s.epoch = r.clock.read().Truncate(time.Second).Add(-time.Second)
 	t.Logf("%s: seed %d (replay: go test ./test/linearize -run '^%s$' -linearize.seed %d -linearize.ops %d)",
 		s.name, cfg.seed, t.Name(), cfg.seed, cfg.ops)
@@ -408,6 +419,9 @@ type worker struct {
 }
 
 func (w *worker) loop() {
+	if w.r.s.bubble {
+		time.Sleep(time.Duration(w.c + 1)) // a phase of its own (see subject.bubble)
+	}
 	for w.r.issued.Add(1) <= int64(w.r.cfg.ops) {
 		w.step()
 	}
