@@ -92,18 +92,34 @@ func (c *checker) runBreaker(ep *epoch, a, b *run) *Event {
 
 // doubleRunBreaker returns the write that broke at-most-once for r, a run
 // whose result is not kept's, the stored one: when r's own completion
-// succeeded too, the later of the two completions (it should have found
-// its lease lost); else the write that let the later run start.
+// succeeded too, what let the second completion succeed
+// (completionBreaker); else the write that let the later run start.
 func (c *checker) doubleRunBreaker(ep *epoch, kept, r *run) *Event {
 	for _, e := range r.d.completes {
 		if e.Resp == RespOK {
 			if len(ep.completions) > 0 && ep.completions[0] != e {
-				return laterOf(e, ep.completions[0])
+				first, second := ep.completions[0], e
+				if second.Pos < first.Pos {
+					first, second = second, first
+				}
+				return c.completionBreaker(ep, first, second)
 			}
 			return e
 		}
 	}
 	return c.runBreaker(ep, kept, r)
+}
+
+// completionBreaker returns the write that let second, a completion of
+// ep's record after first succeeded, succeed too: when second's run was
+// claimed after first, what let that claim in (claimBreaker: the claim
+// itself, or the delete that freed the key); else second itself, which
+// should have found its lease lost.
+func (c *checker) completionBreaker(ep *epoch, first, second *Event) *Event {
+	if r := c.runOf(ep, second); r != nil && r.claim != nil && r.claim.Pos > first.Pos {
+		return c.claimBreaker(ep, first.Owner, first.Pos, r.claim)
+	}
+	return second
 }
 
 // laterOf returns whichever of a and b comes later in the history.

@@ -494,7 +494,7 @@ func (c *checker) checkOneResult(ep *epoch, result string, by *Event, storedRun 
 	for _, e := range ep.completions[min(1, len(ep.completions)):] {
 		if e.Owner != by.Owner || e.Ev != by.Ev {
 			c.violate(OneResult, ep.key, []*Event{by, e}, "two completions of one record succeeded: %s's and %s's", who(by), who(e))
-			c.blame(OneResult, e)
+			c.blame(OneResult, c.completionBreaker(ep, by, e))
 			break
 		}
 	}
