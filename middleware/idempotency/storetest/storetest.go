@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) driver.Store) {
 		{"QuarantineRefusedByRelease", testQuarantineRefusedByRelease},
 		{"RaceQuarantineAnswers", testRaceQuarantineAnswers},
 		{"RaceClaimRelease", testRaceClaimRelease},
+		{"MessageGroupTenants", testMessageGroupTenants},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
