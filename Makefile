@@ -137,20 +137,23 @@ chaos: $(PTNODE)
 # simulation (make test: 300), every history checked; each planted defect
 # (tag sqsonceplanted) over VERIFY_STREAMS independent seed streams, each
 # of which must catch it within VERIFY_BUDGET seeds; the linearizability
-# runs on the real stores; the mixed fleet's chaos run (sqsonce default and
-# strict guards and Powertools TS workers on one table, its history
-# checked). The last line states the figures.
+# runs on the real stores on a new seed each (make test: the fixed seed 1);
+# the mixed fleet's short chaos test (TestShortProfileMixed) and its long
+# run with Powertools' faults (sqsonce default and strict guards and
+# Powertools TS workers on one table, each history checked). The last line
+# states the figures.
 VERIFY_SEEDS   ?= 5000
 VERIFY_STREAMS ?= 5
 VERIFY_BUDGET  ?= 1500
 LINEARIZE_OPS  ?= 2000
-## verify: the checker's tests, VERIFY_SEEDS (5000) seeds of the simulation, every planted defect caught within VERIFY_BUDGET seeds, the stores' linearizability runs, the mixed-fleet chaos run (sqsonce and Powertools TS on one table); fails on any violation or a defect not caught.
+## verify: the checker's tests, VERIFY_SEEDS (5000) seeds of the simulation, every planted defect caught within VERIFY_BUDGET seeds, the stores' linearizability runs on new seeds (printed), the mixed fleet's short test and long chaos run (sqsonce and Powertools TS on one table); fails on any violation or a defect not caught.
 verify: $(PTNODE)
 	@mkdir -p build
 	$(GO) test -count=1 ./test/history/... ./middleware/idempotency/storetest/linearize/ ./internal/planted/
 	set -o pipefail; $(GO) test -count=1 -timeout 60m -v -run '^(TestSim|TestRegress)$$' ./test/sim/ -sim.seeds $(VERIFY_SEEDS) | tee build/verify-sim.log | grep -E '^(sim:|--- FAIL|FAIL|ok)'
 	set -o pipefail; $(GO) test -tags sqsonceplanted -count=1 -timeout 60m -v -run '^(TestPlanted|TestPlantedRegress)$$' ./test/sim/ -sim.streams $(VERIFY_STREAMS) -sim.budget $(VERIFY_BUDGET) | tee build/verify-planted.log | grep -E '^(\||planted defects:|--- FAIL|FAIL|ok)'
-	set -o pipefail; $(GO) test -count=1 -timeout 30m -v ./test/linearize/ -linearize.ops $(LINEARIZE_OPS) | tee build/verify-linearize.log | grep -E '(linearize: |--- FAIL|^FAIL|^ok)'
+	set -o pipefail; $(GO) test -count=1 -timeout 30m -v ./test/linearize/ -linearize.ops $(LINEARIZE_OPS) -linearize.seed 0 | tee build/verify-linearize.log | grep -E '(linearize: |: seed [0-9]|--- FAIL|^FAIL|^ok)'
+	set -o pipefail; $(GO) test -count=1 -timeout 15m -v -run '^TestShortProfileMixed$$' ./test/chaos/ -chaos.mixed | tee build/verify-mixed.log | grep -E '(finding about Powertools|--- FAIL|^FAIL|^ok)'
 	set -o pipefail; $(GO) run ./test/chaos/cmd/chaos -profiles mixed-peer:on -keys 300 -workers 4 | tee build/verify-chaos.log | grep -E '^(chaos:|verdict:|Powertools)'
 	@echo "verify: $$(grep -h '^sim:' build/verify-sim.log); chaos (mixed fleet with Powertools TS): $$(grep -h '^chaos:' build/verify-chaos.log | sed 's/^chaos: //'); linearizable: $$(grep -ho 'linearize: [a-z-]*: [0-9]* operations checked' build/verify-linearize.log | grep -v 'linearize: planted' | sed 's/linearize: //; s/ operations checked/ ops/' | paste -sd, - | sed "s/,/, /g"); $$(grep -h '^planted defects:' build/verify-planted.log)"
 

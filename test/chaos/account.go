@@ -86,10 +86,14 @@ type Report struct {
 }
 
 // judge adds v's violations to r's, and a violation for each property
-// the profile requires that v checked no case of. A violation whose events
-// include a write of a Powertools worker (readers names each process's
-// kind) is a finding about Powertools instead, and so is the account's
-// violation of a key such a finding names.
+// the profile requires that v checked no case of. A violation whose
+// breaking write (history.Violation.Breaker) is a Powertools worker's own
+// claim, completion or delete (readers names each process's kind) is a
+// finding about Powertools instead, and so is a violation about a
+// Powertools worker's own report or acknowledgement that no write broke,
+// and the account's violation of a key such a finding names. A violation
+// beside a Powertools write that another worker's write broke, or that
+// the checker can name no breaker of, stays a violation.
 func (r *Report) judge(v *history.Verdict, readers map[string]history.Reader) {
 	r.Verdict = v
 	peerKeys := map[string]bool{}
@@ -99,9 +103,13 @@ func (r *Report) judge(v *history.Verdict, readers map[string]history.Reader) {
 			peer := false
 			for i, e := range x.Events {
 				pos[i] = fmt.Sprintf("#%d", e.Pos)
+				if e.Pos != x.Breaker {
+					continue
+				}
+				pos[i] += " (broke it)"
 				switch e.Ev {
-				case history.KindClaim, history.KindComplete, history.KindRelease:
-					peer = peer || readers[e.Proc] == history.ReaderPowertoolsTS
+				case history.KindClaim, history.KindComplete, history.KindRelease, history.KindAck, history.KindOutcome:
+					peer = readers[e.Proc] == history.ReaderPowertoolsTS
 				}
 			}
 			msg := fmt.Sprintf("history: %s: key %s: %s (events %s)", res.Property, x.Key, x.Msg, strings.Join(pos, " "))

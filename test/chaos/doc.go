@@ -57,9 +57,11 @@
 // lease (no slow operations, no kill between an operation and its
 // completion on its workers, one clock) and holds every property across the
 // three readers; mixed-peer gives Powertools every fault. A violation whose
-// events include a write of Powertools (its completion and delete are not
-// conditional) is reported as a finding about Powertools
-// ([Report.Findings]), apart from the violations of sqsonce's promise.
+// breaking write ([history.Violation.Breaker]) is Powertools' own (its
+// completion and delete are not conditional) is reported as a finding about
+// Powertools ([Report.Findings]), apart from the violations of sqsonce's
+// promise; a violation beside a Powertools write that sqsonce's write broke
+// is a violation.
 //
 // # Faults
 //

@@ -22,11 +22,11 @@ var (
 // What Powertools itself writes against the promise is logged as a finding.
 //
 // It takes about 75 s (a minute of it the drain), longer than make test's
-// chaos budget: it runs with -chaos.mixed (make verify), and make chaos
-// runs the long mixed profiles.
+// chaos budget: make verify runs it (with -chaos.mixed), then the long
+// mixed-peer profile (cmd/chaos -profiles mixed-peer:on).
 func TestShortProfileMixed(t *testing.T) {
 	if !*mixed {
-		t.Skip("the mixed fleet takes about 75 s: run it with -chaos.mixed (make verify), or make chaos")
+		t.Skip("the mixed fleet takes about 75 s: make verify runs it (-chaos.mixed)")
 	}
 	p := ShortMixed(*mixedSeed)
 	r := runProfile(t, p)

@@ -80,6 +80,12 @@ type Violation struct {
 	Key    string
 	Msg    string
 	Events []Event
+	// Breaker is the position of the act that broke the promise (one of
+	// Events): the write that should have been refused, or that removed
+	// what should have refused it; for a promise about one delivery's
+	// report or acknowledgement with no such write, that outcome or
+	// acknowledgement. 0 when the checker names none.
+	Breaker int
 }
 
 // Result is one property's verdict: how many cases it checked and the
@@ -488,6 +494,7 @@ func (c *checker) checkOneResult(ep *epoch, result string, by *Event, storedRun 
 	for _, e := range ep.completions[min(1, len(ep.completions)):] {
 		if e.Owner != by.Owner || e.Ev != by.Ev {
 			c.violate(OneResult, ep.key, []*Event{by, e}, "two completions of one record succeeded: %s's and %s's", who(by), who(e))
+			c.blame(OneResult, c.completionBreaker(ep, by, e))
 			break
 		}
 	}
@@ -495,18 +502,24 @@ func (c *checker) checkOneResult(ep *epoch, result string, by *Event, storedRun 
 		switch {
 		case f.Status != StatusCompleted:
 			c.violate(OneResult, ep.key, []*Event{by, f}, "the record was completed, yet it is %s at the end", status(f.Status))
+			c.blame(OneResult, c.lastWrite(ep, by.Pos, f.Pos, nil))
 		case f.Result != result:
 			c.violate(OneResult, ep.key, []*Event{by, f}, "the record keeps result %q at the end, not %q, the one its completion stored", f.Result, result)
+			c.blame(OneResult, c.lastWrite(ep, by.Pos, f.Pos, nil))
 		}
 	}
 	for _, e := range ep.replays {
 		if e != by && e.Result != result {
 			c.violate(OneResult, ep.key, []*Event{by, e}, "a claim found the record completed with result %q, and the stored one is %q", e.Result, result)
+			c.blame(OneResult, c.lastWrite(ep, by.Pos, e.Pos, nil))
 			break
 		}
 	}
 	if storedRun == nil && by.Ev != KindOperator {
 		c.violate(OneResult, ep.key, []*Event{by}, "the stored result %q is no run's", result)
+		if by.Ev == KindComplete {
+			c.blame(OneResult, by)
+		}
 	}
 }
 
@@ -525,6 +538,10 @@ func (c *checker) checkAtMostOnce(ep *epoch, storedRun *run, hasStored bool) []*
 	c.checked(AtMostOnce)
 	var extra []*run
 	single := !hasStored // nothing stored: the first run that completed is the key's one run
+	kept := storedRun    // the run whose result stands, for blame
+	if kept == nil {
+		kept = done[0]
+	}
 	for _, r := range done {
 		if r == storedRun {
 			continue
@@ -538,11 +555,13 @@ func (c *checker) checkAtMostOnce(ep *epoch, storedRun *run, hasStored bool) []*
 		if cause == "" {
 			c.violate(AtMostOnce, ep.key, append([]*Event{r.claim, r.d.start, r.d.end}, shown...),
 				"run of %s completed and its result is not the stored one: %s", r.d.id, why)
+			c.blame(AtMostOnce, c.doubleRunBreaker(ep, kept, r))
 			continue
 		}
 		if r.strict() || (storedRun != nil && storedRun.strict()) {
 			c.violate(AtMostOnce, ep.key, append([]*Event{r.claim, r.d.start, r.d.end}, shown...),
 				"run of %s completed and its result is not the stored one (%s), under strict mode, which allows no double run", r.d.id, cause)
+			c.blame(AtMostOnce, c.doubleRunBreaker(ep, kept, r))
 			continue
 		}
 		c.v.Explained[cause]++
@@ -681,6 +700,7 @@ func (c *checker) checkStrict(ep *epoch) {
 			}
 			c.violate(StrictOnce, ep.key, []*Event{prev.claim, prev.d.start, r.claim, r.d.start},
 				"the operation started again %s (run of %s, then of %s), and the first run was not released", which, prev.d.id, r.d.id)
+			c.blame(StrictOnce, c.runBreaker(ep, prev, r))
 			break
 		}
 	}
@@ -738,6 +758,7 @@ func (c *checker) checkQuarantine(ep *epoch) {
 			}
 			c.violate(QuarantineHolds, ep.key, []*Event{a, r.claim, r.d.start},
 				"the operation ran for %s after the key was quarantined", r.d.id)
+			c.blame(QuarantineHolds, c.claimBreaker(ep, owner, a.Pos, r.claim))
 			break
 		}
 	}
@@ -755,6 +776,7 @@ func (c *checker) checkReports(ep *epoch, storedRun *run, extra []*run) {
 			if o.Outcome == OutcomeDoubleRun {
 				c.checked(DoubleRunReported)
 				c.violate(DoubleRunReported, ep.key, []*Event{o}, "%s's call reported double_run, yet it ran nothing", d.id)
+				c.blame(DoubleRunReported, o)
 			}
 			continue
 		}
@@ -763,12 +785,16 @@ func (c *checker) checkReports(ep *epoch, storedRun *run, extra []*run) {
 		switch {
 		case o.Outcome == OutcomeDoubleRun && !r.ok():
 			c.violate(DoubleRunReported, ep.key, []*Event{d.start, d.end, o}, "%s's call reported double_run, yet its run did not complete", d.id)
+			c.blame(DoubleRunReported, o)
 		case r == storedRun && slices.Contains([]string{OutcomeDoubleRun, OutcomeReplayed, OutcomeInProgress, OutcomeQuarantined, OutcomeMismatch, OutcomeReleased}, o.Outcome):
 			c.violate(DoubleRunReported, ep.key, []*Event{d.end, o}, "%s's run's result is the stored one, yet its call reported %s", d.id, o.Outcome)
+			c.blame(DoubleRunReported, o)
 		case r.ok() && r != storedRun && success && (o.Outcome == OutcomeClaimed || o.Outcome == OutcomeTakenOver):
 			c.violate(DoubleRunReported, ep.key, []*Event{d.end, o}, "%s's run's result is not the stored one, yet its call reported %s", d.id, o.Outcome)
+			c.blame(DoubleRunReported, o)
 		case slices.Contains(extra, r) && !slices.Contains([]string{OutcomeDoubleRun, OutcomeFailed, OutcomeQuarantined, OutcomeMismatch}, o.Outcome):
 			c.violate(DoubleRunReported, ep.key, []*Event{d.end, o}, "%s ran a second time and its call reported %s, not double_run", d.id, o.Outcome)
+			c.blame(DoubleRunReported, o)
 		}
 	}
 }
@@ -785,12 +811,14 @@ func (c *checker) checkAck(d *delivery) {
 	switch {
 	case o == nil:
 		c.violate(FailureNotAcked, d.key, []*Event{last(d.claims), a}, "%s was acknowledged, and its call reported no outcome", d.id)
+		c.blame(FailureNotAcked, a)
 	case o.Err != "" || o.Class != "" || !slices.Contains([]string{OutcomeClaimed, OutcomeTakenOver, OutcomeReplayed, OutcomeDoubleRun}, o.Outcome):
 		what := o.Outcome
 		if o.Class != "" {
 			what += " (" + o.Class + ")"
 		}
 		c.violate(FailureNotAcked, d.key, []*Event{o, a}, "%s was acknowledged, yet its call failed: %s", d.id, what)
+		c.blame(FailureNotAcked, a)
 	}
 
 	if d.key == "" {
@@ -804,8 +832,10 @@ func (c *checker) checkAck(d *delivery) {
 			seen = "its claim found " + string(cl.Resp)
 		}
 		c.violate(AckCompleted, d.key, []*Event{last(d.claims), o, a}, "%s was acknowledged without a COMPLETED record: %s", d.id, seen)
+		c.blame(AckCompleted, a)
 	} else if f := ep.final; f != nil && f.Status != StatusCompleted {
 		c.violate(AckCompleted, d.key, []*Event{ev, a, f}, "%s was acknowledged, and the key's record is %s at the end", d.id, status(f.Status))
+		c.blame(AckCompleted, c.lastWrite(ep, ev.Pos, f.Pos, nil))
 	}
 
 	result, by, storedRun, ok := c.stored(ep)
@@ -813,6 +843,11 @@ func (c *checker) checkAck(d *delivery) {
 		c.checked(AckSawStored)
 		if a.Result != result {
 			c.violate(AckSawStored, d.key, []*Event{by, a}, "%s was acknowledged with result %q, and the stored one is %q", d.id, a.Result, result)
+			if seen := completionOf(ep, a.Result); seen != nil && by.Ev == KindComplete {
+				c.blame(AckSawStored, laterOf(seen, by))
+			} else {
+				c.blame(AckSawStored, a)
+			}
 		}
 	}
 	if storedRun != nil && storedRun.claim != nil && storedRun.claim.Payload != "" && d.deliver != nil && d.deliver.Payload != "" {
@@ -820,6 +855,7 @@ func (c *checker) checkAck(d *delivery) {
 		if want := storedRun.claim.Payload; d.deliver.Payload != want {
 			c.violate(PayloadValidated, d.key, []*Event{storedRun.claim, d.deliver, a},
 				"%s was acknowledged with the result of payload %q, and its own is %q", d.id, want, d.deliver.Payload)
+			c.blame(PayloadValidated, a)
 		}
 	}
 }

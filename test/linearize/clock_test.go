@@ -31,8 +31,10 @@ type clock struct {
 	base   time.Time // with its monotonic reading
 
 	ticked bool
-	mu     sync.RWMutex
-	cur    time.Time
+	// quantum, when set, is the grain of every sleep (see subject.bubble).
+	quantum time.Duration
+	mu      sync.RWMutex
+	cur     time.Time
 }
 
 func newClock(unit, offset time.Duration, speed int, ticked bool) *clock {
@@ -47,7 +49,13 @@ func (c *clock) read() time.Time {
 }
 
 // sleep waits d of the clock's time.
-func (c *clock) sleep(d time.Duration) { time.Sleep(d / time.Duration(c.speed)) }
+func (c *clock) sleep(d time.Duration) {
+	d /= time.Duration(c.speed)
+	if c.quantum > 0 {
+		d = d.Truncate(c.quantum)
+	}
+	time.Sleep(d)
+}
 
 // tick advances a ticked clock every millisecond until ctx ends.
 func (c *clock) tick(ctx context.Context) {

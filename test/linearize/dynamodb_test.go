@@ -310,7 +310,7 @@ func TestDynamoDB(t *testing.T) {
 	cfg := defaults()
 	base := moto.DynamoDB(t)
 	table := motoserver.NewTable(t, base)
-	s := subject{name: "dynamodb", known: map[string]bool{knownReleaseMark: true}, adapter: adapter{unit: time.Millisecond, seconds: true}, settles: true, faults: newTally()}
+	s := subject{name: "dynamodb", adapter: adapter{unit: time.Millisecond, seconds: true}, settles: true, faults: newTally()}
 	p := newDynamoProxy(t, moto.Endpoint(t), cfg.seed, s.faults)
 	s.inject = append(s.inject, p.killConns)
 	for i := range *flagClients {

@@ -60,14 +60,6 @@ type subject struct {
 	// the return; else the store may apply it at any time after the call.
 	settles bool
 
-	// known are the defects of the store (see knownQuarantine) whose
-	// answers are recorded as "not told" and counted, not checked.
-	known map[string]bool
-
-	// adjust, when set, records as not told the answers of a known
-	// defect it finds in the history, and returns how many, by defect.
-	adjust func(ops []model.Op) map[string]int
-
 	// leanReplaced: the record a claim replaced comes without its result
 	// (redisstore says so); a COMPLETED one is then "not told".
 	leanReplaced bool
@@ -78,6 +70,14 @@ type subject struct {
 	// operation's Swept is the clock at its return (or, for an unknown
 	// answer the store may apply later, the end of time).
 	sweeps bool
+
+	// bubble: the run is in a testing/synctest bubble (an in-process
+	// store), on its fake clock. Every sleep is then whole microseconds and
+	// client i starts i+1 nanoseconds late, so that no two clients (nor the
+	// clock's ticks) ever wake at the same instant: one client runs at a
+	// time, in an order the seed alone decides, and the run's history is
+	// the same each time for a seed.
+	bubble bool
 
 	// pause is how long a client waits after an operation that got no
 	// answer, as a caller would before it tries a server that is down
@@ -152,7 +152,7 @@ type config struct {
 	out     string // where visualizations go
 }
 
-// defaults is the run the flags ask for; the seed, when not set, is new.
+// defaults is the run the flags ask for; the seed, when 0, is new.
 func defaults() config {
 	seed := *flagSeed
 	if seed == 0 {
@@ -185,7 +185,6 @@ type stats struct {
 	resent  int            // answered after the client sent it again: an earlier attempt added, unknown
 	unknown int            // answer lost
 	leftOut int            // never reached the store, or a read that got no answer
-	known   map[string]int // answers showing a known defect, by defect
 }
 
 func (s *stats) add(o stats) {
@@ -198,12 +197,6 @@ func (s *stats) add(o stats) {
 	s.resent += o.resent
 	s.unknown += o.unknown
 	s.leftOut += o.leftOut
-	for k, v := range o.known {
-		if s.known == nil {
-			s.known = map[string]int{}
-		}
-		s.known[k] += v
-	}
 }
 
 // exercise runs the workload on s with cfg and checks its history; it
@@ -212,6 +205,9 @@ func exercise(t *testing.T, s subject, cfg config, want porcupine.CheckResult) {
 	t.Helper()
 	r := &run{t: t, s: s, cfg: cfg, clock: newClock(s.unit, s.offset, s.speed, s.ticked), start: time.Now(),
 		slotOps: make([]atomic.Int64, cfg.records)}
+	if s.bubble {
+		r.clock.quantum = time.Microsecond
+	}
 	r.s.epoch = r.clock.read().Truncate(time.Second).Add(-time.Second)
 	t.Logf("%s: seed %d (replay: go test ./test/linearize -run '^%s$' -linearize.seed %d -linearize.ops %d)",
 		s.name, cfg.seed, t.Name(), cfg.seed, cfg.ops)
@@ -244,26 +240,12 @@ func exercise(t *testing.T, s subject, cfg config, want porcupine.CheckResult) {
 		st.add(w.st)
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
-	if s.adjust != nil {
-		for k, n := range s.adjust(ops) {
-			if n == 0 {
-				continue
-			}
-			if st.known == nil {
-				st.known = map[string]int{}
-			}
-			st.known[k] += n
-		}
-	}
 	t.Logf("%s: %d clients, %d records at a time (%d operations per record id): %d operations in %v",
 		s.name, len(s.conns), cfg.records, perRecord, cfg.ops, took.Round(time.Millisecond))
 	t.Logf("%s: answers: %s", s.name, list(st.ops))
 	t.Logf("%s: faults: %s", s.name, s.faults)
 	t.Logf("%s: lost answers %d (recorded unknown), sent again and answered %d (an earlier attempt added, unknown), left out %d (never reached the store, or a read unanswered)",
 		s.name, st.unknown, st.resent, st.leftOut)
-	for k, n := range st.known {
-		t.Logf("%s: KNOWN BROKEN (known_test.go): %s: %d times, recorded as not told", s.name, k, n)
-	}
 
 	got := r.check(ops)
 	faults, injected := s.faults.snapshot(), 0
@@ -437,6 +419,9 @@ type worker struct {
 }
 
 func (w *worker) loop() {
+	if w.r.s.bubble {
+		time.Sleep(time.Duration(w.c + 1)) // a phase of its own (see subject.bubble)
+	}
 	for w.r.issued.Add(1) <= int64(w.r.cfg.ops) {
 		w.step()
 	}
@@ -597,15 +582,7 @@ func (w *worker) quarantine(found driver.Record) {
 	case err == nil:
 		w.done(in, call, ret, model.Output{Result: model.OK, Rec: w.r.s.record(got)}, nil)
 	case errors.Is(err, driver.ErrLeaseLost):
-		rec := w.r.s.record(got)
-		if k := knownQuarantine(found, got, now); w.r.s.known[k] {
-			rec = model.Record{} // not told
-			if w.st.known == nil {
-				w.st.known = map[string]int{}
-			}
-			w.st.known[k]++
-		}
-		w.done(in, call, ret, model.Output{Result: model.Refused, Rec: rec}, nil)
+		w.done(in, call, ret, model.Output{Result: model.Refused, Rec: w.r.s.record(got)}, nil)
 	default:
 		w.done(in, call, ret, model.Output{}, err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	flagSeed    = flag.Uint64("linearize.seed", 0, "the workload's seed (0: a new one, printed)")
+	flagSeed    = flag.Uint64("linearize.seed", 1, "the workload's seed (0: a new one each run, printed; make verify passes 0, make test keeps the fixed default)")
 	flagOps     = flag.Int("linearize.ops", 300, "operations per store (make verify passes more)")
 	flagClients = flag.Int("linearize.clients", 16, "concurrent clients per store")
 	flagRecords = flag.Int("linearize.records", 6, "records in use at a time")

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sqsonce/sqsonce/internal/testenv/pgserver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
-	model "github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize"
 )
 
 // TestPostgres: pgstore's record operations on PostgreSQL 15, by
@@ -30,8 +29,7 @@ func TestPostgres(t *testing.T) {
 	faults := newTally()
 	f := newTCPFaults(cfg.seed, faults)
 	s := subject{name: "postgres", adapter: adapter{unit: time.Microsecond}, faults: faults,
-		known:  map[string]bool{knownLeanCompleted: true, knownStaleRefusal: true},
-		adjust: releasedReplaced, pause: 200 * time.Millisecond}
+		pause: 200 * time.Millisecond}
 	s.inject = append(s.inject, f.killConns)
 	crash := true
 	s.inject = append(s.inject, at([]float64{0.3, 0.65}, func() error {
@@ -73,31 +71,4 @@ func TestPostgres(t *testing.T) {
 			begin: func() { f.begin(i) }, sent: func() int { return min(f.end(i), 1) }})
 	}
 	exercise(t, s, cfg, porcupine.Ok)
-}
-
-// releasedReplaced records as not told what a claim reports it replaced
-// when that is a claim its owner released (OK, or unknown) before or while
-// the claim ran: pgstore may report the released claim
-// (knownReleasedReplaced, TestClaimRacesRelease). It returns how many.
-func releasedReplaced(ops []model.Op) map[string]int {
-	type claim struct {
-		id, owner string
-	}
-	released := map[claim]int64{} // the release's call
-	for _, op := range ops {
-		if op.Input.Kind == model.Release && op.Output.Result != model.Refused {
-			released[claim{op.Input.ID, op.Input.Rec.Owner}] = op.Call
-		}
-	}
-	n := 0
-	for i, op := range ops {
-		if op.Input.Kind != model.Claim || op.Output.Result != model.OK || op.Output.Rec.Status != model.InProgress {
-			continue
-		}
-		if call, ok := released[claim{op.Input.ID, op.Output.Rec.Owner}]; ok && call < op.Return {
-			ops[i].Output.Rec = model.Record{}
-			n++
-		}
-	}
-	return map[string]int{knownReleasedReplaced: n}
 }

@@ -28,7 +28,7 @@ func script(b []byte) bool {
 func redisSubject(t *testing.T, name string, f *tcpFaults, faults *tally, rdb func(client int) redis.UniversalClient) subject {
 	t.Helper()
 	s := subject{name: name, adapter: adapter{unit: time.Millisecond, seconds: true}, faults: faults,
-		known: map[string]bool{knownLeanCompleted: true}, leanReplaced: true, sweeps: true}
+		leanReplaced: true, sweeps: true}
 	s.inject = append(s.inject, f.killConns)
 	for i := range *flagClients {
 		c := rdb(i)

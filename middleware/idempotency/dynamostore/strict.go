@@ -34,7 +34,7 @@ const (
 // the record's expiry, keeping a strict claim's strict lease
 // ([Attributes].StrictLease), and returns the record as updated (ALL_NEW). When
 // the condition fails, the record as it was (ALL_OLD) is returned with an
-// error wrapping [driver.ErrLeaseLost].
+// error wrapping [driver.ErrLeaseLost]; none for a claim released in place.
 func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Time) (driver.Record, error) {
 	if found.ID == "" {
 		return driver.Record{}, storeError("quarantine", "", errors.New("dynamostore: empty id"))
@@ -77,6 +77,11 @@ func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Ti
 			return driver.Record{}, s.leaseLost("quarantine", found.ID, found.Owner, nil)
 		}
 		st, _ := s.decode(ccf.Item) // what matters is status, owner and mark, not the result
+		if st.released {
+			// A released claim is no record to a claim: return none, not
+			// the release mark (in progress, without an owner).
+			return driver.Record{}, s.leaseLost("quarantine", found.ID, found.Owner, ccf.Item)
+		}
 		if !st.rec.Quarantined.IsZero() {
 			return st.rec, storeError("quarantine", found.ID, fmt.Errorf("dynamostore: the record is quarantined already: %w", driver.ErrLeaseLost))
 		}

@@ -12,16 +12,26 @@ import (
 // claimSQL claims $1 with one INSERT … ON CONFLICT DO UPDATE whose WHERE
 // is the takeover rule: the record expired, or is INPROGRESS with its
 // lease passed (not when $7, a strict claim, is true). $8 is a strict
-// claim's lease end, NULL for another claim. It also returns the record as
-// of the statement's start (the old CTE): the one a takeover replaced, or
-// the one that refused the claim.
+// claim's lease end, NULL for another claim. It also returns the record
+// the claim met (the old CTE): the one a takeover replaced, or the one
+// that refused the claim; none when the claim inserted a new record.
+//
+// The old CTE locks the row (FOR UPDATE) before the INSERT runs (the
+// INSERT reads its one row from old, so it cannot run first): a write
+// that commits while the statement runs (a release's delete, a claim's
+// update) is waited for, and old then reads the row as that write left it,
+// or none when it deleted it, not the row as of the statement's start;
+// and no other write can change the row between old's read and the
+// INSERT.
 const claimSQL = `
-WITH old AS (
+WITH old AS MATERIALIZED (
     SELECT status, expiration, in_progress_expiration, data, validation, lease_owner, quarantined, strict_lease_expiration
     FROM {{table}} WHERE id = $1
+    FOR UPDATE
 ), claim AS (
     INSERT INTO {{table}} AS r (id, status, expiration, in_progress_expiration, data, validation, lease_owner, strict_lease_expiration)
-    VALUES ($1, 'INPROGRESS', $2, $3, NULL, NULLIF($4, ''), $5, $8)
+    SELECT $1, 'INPROGRESS', $2::timestamptz, $3::timestamptz, NULL, NULLIF($4::text, ''), $5::text, $8::timestamptz
+    FROM (SELECT count(*) FROM old) AS locked
     ON CONFLICT (id) DO UPDATE SET
         status = excluded.status, expiration = excluded.expiration,
         in_progress_expiration = excluded.in_progress_expiration, data = NULL,
@@ -89,20 +99,26 @@ SELECT EXISTS (SELECT FROM gone),
 // quarantined and extends the lease to the expiration. The lease is
 // Record.LeaseEnd's: a strict claim's strict_lease_expiration (on a record
 // whose lease is at its expiration), else in_progress_expiration. It
-// returns whether it did with the record as of the statement's start.
+// returns whether it did with the record as it found it, result included:
+// the old CTE locks the row before the UPDATE runs (the UPDATE joins
+// old's count), as claimSQL's does, so that a refusal returns the record
+// a concurrent write left (another quarantine's, a completion's), not the
+// row as of the statement's start.
 const quarantineSQL = `
-WITH old AS (
-    SELECT status, expiration, in_progress_expiration, validation, lease_owner, quarantined, strict_lease_expiration
+WITH old AS MATERIALIZED (
+    SELECT status, expiration, in_progress_expiration, data, validation, lease_owner, quarantined, strict_lease_expiration
     FROM {{table}} WHERE id = $1
+    FOR UPDATE
 ), q AS (
-    UPDATE {{table}} SET quarantined = $4, in_progress_expiration = expiration
-    WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2 AND expiration = $3
-      AND CASE WHEN strict_lease_expiration IS NOT NULL AND in_progress_expiration >= expiration
-               THEN strict_lease_expiration ELSE in_progress_expiration END < $4
-      AND quarantined IS NULL
+    UPDATE {{table}} AS r SET quarantined = $4, in_progress_expiration = r.expiration
+    FROM (SELECT count(*) FROM old) AS locked
+    WHERE r.id = $1 AND r.status = 'INPROGRESS' AND r.lease_owner = $2 AND r.expiration = $3
+      AND CASE WHEN r.strict_lease_expiration IS NOT NULL AND r.in_progress_expiration >= r.expiration
+               THEN r.strict_lease_expiration ELSE r.in_progress_expiration END < $4
+      AND r.quarantined IS NULL
     RETURNING 1
 )
-SELECT EXISTS (SELECT FROM q), o.status, o.expiration, o.in_progress_expiration, o.validation, o.lease_owner, o.quarantined,
+SELECT EXISTS (SELECT FROM q), o.status, o.expiration, o.in_progress_expiration, o.data, o.validation, o.lease_owner, o.quarantined,
        o.strict_lease_expiration
 FROM (SELECT) AS one LEFT JOIN old AS o ON true`
 

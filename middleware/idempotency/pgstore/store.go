@@ -158,10 +158,12 @@ func ownClaim(r, rec driver.Record) bool {
 
 // Acquire implements [driver.Store.Acquire] with one statement: an
 // INSERT … ON CONFLICT (id) DO UPDATE … WHERE the existing record expired or
-// its lease passed, which also returns the record that refused the claim.
-// Only when that record was committed by a concurrent claim after the
-// statement began (so the statement could not see it) does Acquire read
-// it, with one SELECT more. Times are kept and compared in microseconds,
+// its lease passed, which also returns the record that refused the claim,
+// or the one it replaced: the statement locks the row first, so a release
+// or claim that commits while it runs is seen as it left the row (a claim
+// that raced a release replaced nothing). Only when a record was inserted
+// by a concurrent claim after the statement began (so the statement could
+// not lock it) does Acquire read it, with one SELECT more. Times are kept and compared in microseconds,
 // the resolution of timestamptz: now, the expiry and the lease are
 // truncated to it.
 //

@@ -12,8 +12,10 @@ import (
 // Quarantine implements [driver.Store.Quarantine] with one
 // UPDATE that sets the column quarantined to now and the lease to the
 // expiration, fenced on found's owner and expiration, a lapsed lease (a
-// strict claim's strict_lease_expiration) and no mark; the statement also returns the record as it found it. Times are
-// kept in microseconds, as by Acquire.
+// strict claim's strict_lease_expiration) and no mark; the statement also
+// returns the record as it found it, once any write that raced it
+// committed (a COMPLETED one with its result). Times are kept in
+// microseconds, as by Acquire.
 func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Time) (driver.Record, error) {
 	if found.ID == "" {
 		return driver.Record{}, storeError("quarantine", "", errors.New("pgstore: empty record id"))
@@ -24,7 +26,7 @@ func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Ti
 		old  row
 	)
 	err := s.queryRow(ctx, s.sql.quarantine, []any{found.ID, found.Owner, micros(found.ExpiresAt), now},
-		&done, &old.status, &old.expiration, &old.lease, &old.validation, &old.owner, &old.quarantined, &old.strictLease)
+		&done, &old.status, &old.expiration, &old.lease, &old.data, &old.validation, &old.owner, &old.quarantined, &old.strictLease)
 	if err != nil {
 		return driver.Record{}, storeError("quarantine", found.ID, err)
 	}

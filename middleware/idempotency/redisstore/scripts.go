@@ -148,18 +148,20 @@ return {1, cur[1], cur[2], cur[3]}
 //
 // ARGV: owner, expiration_s, now_ms.
 //
-// Reply: {0, fields...} quarantined, the record follows without its
-// result; {1, fields...} refused, the record as found follows likewise
-// (none when there is no record, or only a release marker). A script sent
-// again after its first run was applied finds the record quarantined and
-// is refused with it: the caller sees the key quarantined either way.
+// Reply: {0, fields...} quarantined, the record follows (in progress, it
+// has no result); {1, fields...} refused, the record as found follows,
+// with its result when it is COMPLETED, so that a guard replays the
+// stored result (none when there is no record, or only a release marker).
+// A script sent again after its first run was applied finds the record
+// quarantined and is refused with it: the caller sees the key quarantined
+// either way.
 var quarantineScript = redis.NewScript(`
 local cur = redis.call('HGETALL', KEYS[1])
 local r, rest = {}, {}
 for i = 1, #cur, 2 do
   r[cur[i]] = cur[i + 1]
   local f = cur[i]
-  if f ~= 'data' and f ~= 'data_encoding' and f ~= 'data_omitted' and f ~= 'replaced' then
+  if f ~= 'replaced' then
     rest[#rest + 1] = f
     rest[#rest + 1] = cur[i + 1]
   end

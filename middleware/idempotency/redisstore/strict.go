@@ -13,7 +13,7 @@ import (
 // script that sets the field quarantined to now and the lease to the
 // record's expiration, fenced on found's owner and expiration, a lapsed
 // lease and no quarantined field. A refusal returns the record as found,
-// without its result.
+// a COMPLETED one with its result.
 func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Time) (driver.Record, error) {
 	if found.ID == "" {
 		return driver.Record{}, storeError("quarantine", "", errors.New("redisstore: empty record id"))

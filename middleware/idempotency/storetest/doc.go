@@ -32,7 +32,12 @@
 // own in [driver.Record.StrictLease]) keeps its StrictLease, is taken over
 // by no claim once that lapsed, is quarantined by it and not before, and
 // leaves nothing behind in the claim that replaces it once released or
-// expired.
+// expired. A quarantine refused because the holder completed its claim
+// returns the completed record with its result (a guard replays it), or
+// none; refused because the holder released it, none; of quarantines
+// racing on one lapsed claim, the losers get the winner's record,
+// quarantined, or none, never the record as it was. Claims racing a live
+// claim's release: the one that wins replaced nothing, and says so.
 //
 // Extension, for a [driver.Extender]: the owner's Extend moves its claim's
 // lease (a strict claim's StrictLease) and nothing else, even after the

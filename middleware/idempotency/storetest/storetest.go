@@ -57,6 +57,10 @@ func Run(t *testing.T, newStore func(t *testing.T) driver.Store) {
 		{"RaceQuarantine", testRaceQuarantine},
 		{"StrictClaimOutlivesLease", testStrictClaimOutlivesLease},
 		{"StrictLeaseNotLeftBehind", testStrictLeaseNotLeftBehind},
+		{"QuarantineRefusedByCompletion", testQuarantineRefusedByCompletion},
+		{"QuarantineRefusedByRelease", testQuarantineRefusedByRelease},
+		{"RaceQuarantineAnswers", testRaceQuarantineAnswers},
+		{"RaceClaimRelease", testRaceClaimRelease},
 		{"MessageGroupTenants", testMessageGroupTenants},
 	}
 	for _, tc := range tests {
