@@ -193,6 +193,7 @@ type checker struct {
 	kills      map[string][]int // positions of the kills of each process
 	faults     map[string][]int // positions of the faults that hit each process
 	v          *Verdict
+	storedRuns map[*run]bool // every epoch's stored run: a run whose completion, after its record expired and it claimed again, stored its result in the next epoch
 }
 
 // Check verifies the promise's properties on h. Every property is checked
@@ -220,6 +221,14 @@ func Check(h *History) *Verdict {
 	c.v.Results = make([]Result, len(Properties))
 	for i, p := range Properties {
 		c.v.Results[i] = Result{Property: p.Property, Doc: p.Doc}
+	}
+	c.storedRuns = map[*run]bool{}
+	for _, key := range c.keys {
+		for _, ep := range c.epochs[key] {
+			if _, _, r, _ := c.stored(ep); r != nil {
+				c.storedRuns[r] = true
+			}
+		}
 	}
 	for _, key := range c.keys {
 		for _, ep := range c.epochs[key] {
@@ -765,7 +774,7 @@ func (c *checker) checkReports(ep *epoch, storedRun *run, extra []*run) {
 			c.violate(DoubleRunReported, ep.key, []*Event{d.start, d.end, o}, "%s's call reported double_run, yet its run did not complete", d.id)
 		case r == storedRun && slices.Contains([]string{OutcomeDoubleRun, OutcomeReplayed, OutcomeInProgress, OutcomeQuarantined, OutcomeMismatch, OutcomeReleased}, o.Outcome):
 			c.violate(DoubleRunReported, ep.key, []*Event{d.end, o}, "%s's run's result is the stored one, yet its call reported %s", d.id, o.Outcome)
-		case r.ok() && r != storedRun && success && (o.Outcome == OutcomeClaimed || o.Outcome == OutcomeTakenOver):
+		case r.ok() && r != storedRun && !c.storedRuns[r] && success && (o.Outcome == OutcomeClaimed || o.Outcome == OutcomeTakenOver):
 			c.violate(DoubleRunReported, ep.key, []*Event{d.end, o}, "%s's run's result is not the stored one, yet its call reported %s", d.id, o.Outcome)
 		case slices.Contains(extra, r) && !slices.Contains([]string{OutcomeDoubleRun, OutcomeFailed, OutcomeQuarantined, OutcomeMismatch}, o.Outcome):
 			c.violate(DoubleRunReported, ep.key, []*Event{d.end, o}, "%s ran a second time and its call reported %s, not double_run", d.id, o.Outcome)
@@ -798,7 +807,13 @@ func (c *checker) checkAck(d *delivery) {
 	}
 	ep := c.epochs[d.key][max(d.epoch, 0)]
 	c.checked(AckCompleted)
-	if ev := c.evidence(d, a.Pos); ev == nil {
+	ev := c.evidence(d, a.Pos)
+	if ev != nil && ev.D != d.id {
+		// An outcome shared in its process, or served from its cache:
+		// the record it saw is the epoch of the delivery that saw it.
+		ep = c.epochs[d.key][c.epAt[ev.Pos]]
+	}
+	if ev == nil {
 		seen := "no claim recorded"
 		if cl := last(d.claims); cl != nil {
 			seen = "its claim found " + string(cl.Resp)
@@ -833,8 +848,14 @@ func (c *checker) evidence(d *delivery, pos int) *Event {
 		return e
 	}
 	if o := d.outcome; o != nil && (o.Source == "cache" || o.Source == "shared") {
-		ep := c.epochs[d.key][max(d.epoch, 0)]
-		for _, other := range ep.deliveries {
+		// The outcome it shared may be of a later epoch (a record that
+		// expired while the delivery waited): any delivery of the key in
+		// its process.
+		var all []*delivery
+		for _, ep := range c.epochs[d.key] {
+			all = append(all, ep.deliveries...)
+		}
+		for _, other := range all {
 			if other != d && other.proc == d.proc {
 				if e := ownEvidence(other, pos); e != nil {
 					return e
