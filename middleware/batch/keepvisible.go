@@ -40,6 +40,17 @@ const (
 // that outlives its invocation's deadline (Lambda Managed Instances do
 // not stop it) or a worker without a deadline.
 //
+// A change never shortens the visibility the queue gave the message:
+// with QueueTimeout set, a message is changed only once a change ends
+// after QueueTimeout from the invocation's start (the message was
+// received before it), which the queue gave it at most. Without it, the
+// handler does not know the queue's timeout: with a deadline, no change
+// is made before the invocation's deadline (Lambda requires the queue's
+// timeout to be at least the function's, so the queue keeps the message
+// invisible until about then); a change made after it, for a record still
+// running, may end before a longer queue timeout would have. Without a
+// deadline every tick changes, as configured.
+//
 // The changes run under a context that ignores the invocation's end (each
 // bounded by Every, at most 5 s), since a record still running after it
 // still holds its message. No change asks for more than SQS accepts (12
@@ -56,18 +67,32 @@ type KeepVisible struct {
 
 	// Timeout is the visibility timeout each change sets, from then. Zero:
 	// [KeepVisibleTimeouts] × Every (the records' window, with a
-	// deadline; 30 s without one). It must be above Every and at most
-	// [MaxVisibilityTimeout]; sqsvisibility rounds it up to whole seconds.
+	// deadline; 30 s without one). It must be above Every, at least a
+	// millisecond and at most [MaxVisibilityTimeout]; sqsvisibility rounds
+	// it up to whole seconds. With Timeout set and Every zero, Every is
+	// the shorter of its default and Timeout / [KeepVisibleTimeouts].
 	Timeout time.Duration
+
+	// QueueTimeout is the visibility timeout of the records' queue, when
+	// known: no change is made that would end before it, from the
+	// invocation's start. Zero: unknown (see above). It must not be
+	// negative nor above [MaxVisibilityTimeout].
+	QueueTimeout time.Duration
 }
 
 func (k KeepVisible) validate() error {
 	var errs []error
-	if k.Timeout < 0 || k.Timeout > MaxVisibilityTimeout {
-		errs = append(errs, fmt.Errorf("batch: KeepVisible.Timeout must be between 0 and %v, got %v", MaxVisibilityTimeout, k.Timeout))
+	if k.Timeout < 0 || k.Timeout > MaxVisibilityTimeout || k.Timeout > 0 && k.Timeout < time.Millisecond {
+		errs = append(errs, fmt.Errorf("batch: KeepVisible.Timeout must be 0 or between 1ms and %v, got %v", MaxVisibilityTimeout, k.Timeout))
 	}
 	if k.Every > 0 && k.Timeout > 0 && k.Timeout <= k.Every {
 		errs = append(errs, fmt.Errorf("batch: KeepVisible.Timeout %v must be above KeepVisible.Every %v", k.Timeout, k.Every))
+	}
+	if k.Every >= MaxVisibilityTimeout {
+		errs = append(errs, fmt.Errorf("batch: KeepVisible.Every %v must be below %v, the longest visibility timeout", k.Every, MaxVisibilityTimeout))
+	}
+	if k.QueueTimeout < 0 || k.QueueTimeout > MaxVisibilityTimeout {
+		errs = append(errs, fmt.Errorf("batch: KeepVisible.QueueTimeout must be between 0 and %v, got %v", MaxVisibilityTimeout, k.QueueTimeout))
 	}
 	return errors.Join(errs...)
 }
@@ -85,6 +110,9 @@ func (k KeepVisible) intervals(window time.Duration, hasDeadline bool) (every, t
 		every = window / KeepVisibleTimeouts
 	default:
 		every = DefaultKeepVisibleEvery
+	}
+	if k.Every == 0 && timeout > 0 {
+		every = min(every, timeout/KeepVisibleTimeouts) // below the timeout asked for
 	}
 	if every <= 0 {
 		return 0, 0, false // a window already over: no record starts
@@ -107,6 +135,12 @@ type visKeeper struct {
 	stopc   chan struct{}
 	done    chan struct{}
 
+	// floor is the end of the visibility the queue gave the messages, at
+	// most, when known: a change ends after it or is not made. quiet is
+	// the moment before which no change is made (without a known floor,
+	// the invocation's deadline). Either may be zero.
+	floor, quiet time.Time
+
 	mu       sync.Mutex
 	finished []bool // record i has its outcome: not changed any more
 	beyond   []bool // record i reached SQS's 12-hour limit
@@ -125,6 +159,11 @@ func (r *sqsRun) keepVisible() (stop func()) {
 	}
 	k := &visKeeper{r: r, every: every, timeout: timeout, stopc: make(chan struct{}), done: make(chan struct{}),
 		finished: make([]bool, len(r.recs)), beyond: make([]bool, len(r.recs))}
+	if qt := r.p.opts.KeepVisible.QueueTimeout; qt > 0 {
+		k.floor = r.start.Add(qt)
+	} else if r.hasDeadline {
+		k.quiet = r.deadline.Add(r.cfg.reserve) // the invocation's
+	}
 	r.finished = k.finish
 	go k.run()
 	return func() {
@@ -164,6 +203,9 @@ func (k *visKeeper) extend() error {
 	r := k.r
 	callTimeout := min(k.every, pacingTimeout)
 	now := r.p.now()
+	if now.Before(k.quiet) {
+		return nil // the queue's own timeout keeps the messages invisible
+	}
 	var changes []VisibilityChange
 	k.mu.Lock()
 	for i := range r.recs {
@@ -180,6 +222,9 @@ func (k *visKeeper) extend() error {
 				continue
 			}
 			c.Timeout = limit
+		}
+		if !k.floor.IsZero() && !now.Add(c.Timeout).After(k.floor) {
+			continue // it would not end after what the queue gave the message
 		}
 		changes = append(changes, c)
 	}

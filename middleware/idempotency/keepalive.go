@@ -70,12 +70,22 @@ type keeper struct {
 // With it, the lease is extended while the operation runs, and the
 // context ends a reserve before the last extended lease would lapse (a
 // refused or failed extension), at the claim's Config.KeepAliveLimit, or
-// at ctx's own end, whichever comes first. The reserve is a tenth of the
-// lease, at most maxCompleteReserve.
+// at ctx's own end, whichever comes first. Either way no lease it relies
+// on goes past Config.ExpiresAfter less Config.SkewMargin after claimed:
+// the record expires, for a reader whose clock runs SkewMargin ahead,
+// no sooner. The reserve is a tenth of the lease, at most
+// maxCompleteReserve.
 func (g *Guard) opContext(ctx context.Context, claimed, now time.Time, rec driver.Record) (context.Context, func() (int, error)) {
 	end, span := claimed.Add(g.cfg.Lease), g.cfg.Lease
 	if d, ok := ctx.Deadline(); ok && d.After(now) { // as claim decides
 		end, span = d, d.Sub(claimed)
+	}
+	// A reader whose clock runs up to SkewMargin ahead takes the record as
+	// expired that much before its expiry (written after claimed): no
+	// lease the worker relies on, claimed or extended, goes past that.
+	ceiling := claimed.Add(g.cfg.ExpiresAfter - g.cfg.SkewMargin)
+	if ceiling.Before(end) {
+		end = ceiling
 	}
 	reserve := max(min(span/10, maxCompleteReserve), 0)
 	ext, ok := g.cfg.Store.(driver.Extender)
@@ -95,11 +105,15 @@ func (g *Guard) opContext(ctx context.Context, claimed, now time.Time, rec drive
 	if horizon.Before(end) {
 		horizon = end // the limit bounds extensions, never the claimed lease
 	}
+	limited := fmt.Errorf("%w: it reached Config.KeepAliveLimit (%v)", ErrLeaseNotExtended, g.cfg.KeepAliveLimit)
+	if ceiling.Before(horizon) {
+		horizon = ceiling
+		limited = fmt.Errorf("%w: it reached the record's expiry (Config.ExpiresAfter, %v) less Config.SkewMargin (%v)", ErrLeaseNotExtended, g.cfg.ExpiresAfter, g.cfg.SkewMargin)
+	}
 	base, bcancel := ctx, context.CancelFunc(func() {})
 	if d, ok := ctx.Deadline(); ok {
 		base, bcancel = context.WithDeadline(ctx, d.Add(-reserve)) // the invocation's end, as without keep-alive
 	}
-	limited := fmt.Errorf("%w: it reached Config.KeepAliveLimit (%v)", ErrLeaseNotExtended, g.cfg.KeepAliveLimit)
 	lctx, lcancel := context.WithDeadlineCause(base, horizon.Add(-reserve), limited)
 	octx, cancel := context.WithCancelCause(lctx)
 	kctx, kcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -135,6 +149,9 @@ func (k *keeper) lapsing() {
 	defer k.mu.Unlock()
 	if time.Now().Before(k.end.Add(-k.reserve)) {
 		return // an extension moved the lease since the timer fired
+	}
+	if !k.end.Before(k.horizon) {
+		return // the lease reached the limit, whose own deadline ends the context now, with its cause
 	}
 	if k.lastErr != nil {
 		k.cancel(fmt.Errorf("%w: no extension was applied before the lease would lapse: %w", ErrLeaseNotExtended, k.lastErr))

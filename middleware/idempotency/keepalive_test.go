@@ -3,9 +3,12 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
@@ -20,6 +23,18 @@ import (
 // and PostgreSQL in their packages).
 func TestKeepAliveLiveOwner(t *testing.T) {
 	storetest.KeepAliveLiveOwner(t, memstore.New())
+}
+
+// TestKeepAliveSkewedReader: the keep-alive ends an owner's context
+// before a reader whose clock runs 3 s ahead (inside the default 5 s
+// SkewMargin) takes its record as expired, on memstore and synctest's
+// clock (dynamostore runs the same on moto).
+func TestKeepAliveSkewedReader(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { storetest.KeepAliveSkewedReader(t, memstore.New(), strict) })
+		})
+	}
 }
 
 // extendStore is memstore whose Extend fails with err, or blocks until
@@ -75,40 +90,49 @@ func TestKeepAliveEndsContextBeforeLease(t *testing.T) {
 		{"hanging", &extendStore{Store: memstore.New(), block: true}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var reports []idempotency.Report
-			g, err := idempotency.New(idempotency.Config{Store: tc.store, Namespace: "keepalive", Lease: lease, SkewMargin: skew,
-				Logger: slog.New(slog.DiscardHandler), OnOutcome: func(_ context.Context, r idempotency.Report) { reports = append(reports, r) }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var cause error
-			var ended time.Time
-			_, err = idempotency.Do(context.Background(), g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (int, error) {
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Minute):
+			synctest.Test(t, func(t *testing.T) {
+				var reports []idempotency.Report
+				g, err := idempotency.New(idempotency.Config{Store: tc.store, Namespace: "keepalive", Lease: lease, SkewMargin: skew,
+					Logger: slog.New(slog.DiscardHandler), OnOutcome: func(_ context.Context, r idempotency.Report) { reports = append(reports, r) }})
+				if err != nil {
+					t.Fatal(err)
 				}
-				ended, cause = time.Now(), context.Cause(ctx)
-				return 0, ctx.Err()
+				var cause error
+				var ended time.Time
+				_, err = idempotency.Do(context.Background(), g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (int, error) {
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Minute):
+					}
+					ended, cause = time.Now(), context.Cause(ctx)
+					return 0, ctx.Err()
+				})
+				tc.store.mu.Lock()
+				own, calls := tc.store.claimed.LeaseUntil.Add(-skew), tc.store.calls
+				tc.store.mu.Unlock()
+				if !errors.Is(cause, idempotency.ErrLeaseNotExtended) || (tc.also != nil && !errors.Is(cause, tc.also)) {
+					t.Fatalf("the operation's context ended with cause %v, want ErrLeaseNotExtended (and %v)", cause, tc.also)
+				}
+				// On synctest's clock: the refusal ends it at the first
+				// extension, the others a reserve (a tenth of the lease)
+				// before the lease lapses.
+				want := own.Add(-lease / 10)
+				if tc.also != nil {
+					want = own.Add(-lease).Add(lease / 3)
+				}
+				if !ended.Equal(want) {
+					t.Errorf("the operation's context ended %v before the lease it relied on, want %v", own.Sub(ended), own.Sub(want))
+				}
+				if calls == 0 {
+					t.Error("no extension was tried")
+				}
+				if !errors.Is(err, idempotency.ErrLeaseNotExtended) {
+					t.Errorf("the call's error %v does not wrap ErrLeaseNotExtended", err)
+				}
+				if len(reports) != 1 || reports[0].Outcome != idempotency.OutcomeReleased || !errors.Is(reports[0].Err, idempotency.ErrLeaseNotExtended) {
+					t.Errorf("reports %+v: want one, released, with ErrLeaseNotExtended", reports)
+				}
 			})
-			tc.store.mu.Lock()
-			own, calls := tc.store.claimed.LeaseUntil.Add(-skew), tc.store.calls
-			tc.store.mu.Unlock()
-			if !errors.Is(cause, idempotency.ErrLeaseNotExtended) || (tc.also != nil && !errors.Is(cause, tc.also)) {
-				t.Fatalf("the operation's context ended with cause %v, want ErrLeaseNotExtended (and %v)", cause, tc.also)
-			}
-			if !ended.Before(own) {
-				t.Errorf("the operation's context ended %v after the lease it relied on", ended.Sub(own))
-			}
-			if calls == 0 {
-				t.Error("no extension was tried")
-			}
-			if !errors.Is(err, idempotency.ErrLeaseNotExtended) {
-				t.Errorf("the call's error %v does not wrap ErrLeaseNotExtended", err)
-			}
-			if len(reports) != 1 || reports[0].Outcome != idempotency.OutcomeReleased || !errors.Is(reports[0].Err, idempotency.ErrLeaseNotExtended) {
-				t.Errorf("reports %+v: want one, released, with ErrLeaseNotExtended", reports)
-			}
 		})
 	}
 }
@@ -118,37 +142,39 @@ func TestKeepAliveEndsContextBeforeLease(t *testing.T) {
 // claimed lease's length from each extension) and its context still ends
 // a reserve before the invocation's deadline, as without keep-alive.
 func TestKeepAliveAtLambdaDeadline(t *testing.T) {
-	var reports []idempotency.Report
-	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "keepalive",
-		Logger: slog.New(slog.DiscardHandler), OnOutcome: func(_ context.Context, r idempotency.Report) { reports = append(reports, r) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	deadline, _ := ctx.Deadline()
-	var opDeadline time.Time
-	got, err := idempotency.Do(ctx, g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (int, error) {
-		opDeadline, _ = ctx.Deadline()
-		select {
-		case <-time.After(2500 * time.Millisecond):
-			return 1, nil
-		case <-ctx.Done():
-			return 0, context.Cause(ctx)
+	synctest.Test(t, func(t *testing.T) {
+		var reports []idempotency.Report
+		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "keepalive",
+			Logger: slog.New(slog.DiscardHandler), OnOutcome: func(_ context.Context, r idempotency.Report) { reports = append(reports, r) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		deadline, _ := ctx.Deadline()
+		var opDeadline time.Time
+		got, err := idempotency.Do(ctx, g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (int, error) {
+			opDeadline, _ = ctx.Deadline()
+			select {
+			case <-time.After(2500 * time.Millisecond):
+				return 1, nil
+			case <-ctx.Done():
+				return 0, context.Cause(ctx)
+			}
+		})
+		if err != nil || got != 1 {
+			t.Fatalf("Do: %v, %v", got, err)
+		}
+		// The reserve is a tenth of the lease, counted from the claim: 300 ms
+		// on synctest's clock, which stands still until the operation waits.
+		if want := deadline.Add(-300 * time.Millisecond); !opDeadline.Equal(want) {
+			t.Errorf("the operation's deadline is %v before the invocation's, want the reserve, 300 ms", deadline.Sub(opDeadline))
+		}
+		// Extensions every third of the lease: at 1 s and 2 s.
+		if len(reports) != 1 || reports[0].Outcome != idempotency.OutcomeClaimed || reports[0].Extensions != 2 {
+			t.Fatalf("reports %+v: want one, claimed, extended twice", reports)
 		}
 	})
-	if err != nil || got != 1 {
-		t.Fatalf("Do: %v, %v", got, err)
-	}
-	// The reserve is a tenth of the lease, counted from the claim: just
-	// under 300 ms.
-	if lo, hi := deadline.Add(-300*time.Millisecond), deadline.Add(-290*time.Millisecond); opDeadline.Before(lo) || opDeadline.After(hi) {
-		t.Errorf("the operation's deadline is %v before the invocation's, want the reserve (about 300 ms)", deadline.Sub(opDeadline))
-	}
-	if len(reports) != 1 || reports[0].Outcome != idempotency.OutcomeClaimed || reports[0].Extensions < 1 {
-		t.Fatalf("reports %+v: want one, claimed, extended", reports)
-	}
-	t.Logf("2.5 s operation at a 3 s deadline: %d extensions", reports[0].Extensions)
 }
 
 // TestKeepAliveOff: on a store without driver.Extender, or with a
@@ -165,22 +191,24 @@ func TestKeepAliveOff(t *testing.T) {
 		{"KeepAliveEvery negative", memstore.New(), -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := idempotency.New(idempotency.Config{Store: tc.store, Namespace: "keepalive", Lease: lease, KeepAliveEvery: tc.every,
-				Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			var cause error
-			_, err = idempotency.Do(context.Background(), g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (int, error) {
-				<-ctx.Done()
-				cause = context.Cause(ctx)
-				return 1, nil
+			synctest.Test(t, func(t *testing.T) {
+				g, err := idempotency.New(idempotency.Config{Store: tc.store, Namespace: "keepalive", Lease: lease, KeepAliveEvery: tc.every,
+					Logger: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				var cause error
+				_, err = idempotency.Do(context.Background(), g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (int, error) {
+					<-ctx.Done()
+					cause = context.Cause(ctx)
+					return 1, nil
+				})
+				took := time.Since(start)
+				if err != nil || !errors.Is(cause, context.DeadlineExceeded) || took != lease-lease/10 {
+					t.Errorf("operation ended after %v with cause %v (call err %v); want %v, its deadline", took, cause, err, lease-lease/10)
+				}
 			})
-			took := time.Since(start)
-			if err != nil || !errors.Is(cause, context.DeadlineExceeded) || took < lease-lease/10-50*time.Millisecond || took > lease {
-				t.Errorf("operation ended after %v with cause %v (call err %v); want about %v, its deadline", took, cause, err, lease-lease/10)
-			}
 		})
 	}
 }
@@ -262,5 +290,135 @@ func TestKeepAliveWaiterSeesExtendedLease(t *testing.T) {
 	}
 	if extensions < 2 {
 		t.Errorf("the run made %d extensions, want at least 2", extensions)
+	}
+}
+
+// countingStore is memstore whose extensions are recorded (when each was
+// applied) and, after ok of them, fail with a store error.
+type countingStore struct {
+	*memstore.Store
+	ok int // extensions applied before they fail; negative: all applied
+
+	mu      sync.Mutex
+	applied []time.Time
+}
+
+func (s *countingStore) Extend(ctx context.Context, rec driver.Record, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ok >= 0 && len(s.applied) >= s.ok {
+		return errors.New("throttled")
+	}
+	if err := s.Store.Extend(ctx, rec, now); err != nil {
+		return err
+	}
+	s.applied = append(s.applied, time.Now())
+	return nil
+}
+
+// keepAliveRun runs an operation that waits for its context (or for d)
+// under cfg on synctest's clock, and returns when its context ended
+// after its start, with which cause, and the call's report.
+func keepAliveRun(t *testing.T, cfg idempotency.Config, d time.Duration) (ended time.Duration, cause error, rep idempotency.Report) {
+	t.Helper()
+	cfg.Namespace, cfg.Logger = "keepalive", slog.New(slog.DiscardHandler)
+	cfg.OnOutcome = func(_ context.Context, r idempotency.Report) { rep = r }
+	g, err := idempotency.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _ = idempotency.Do(context.Background(), g, idempotency.Raw([]byte(`"k"`)), func(ctx context.Context) (int, error) {
+		select {
+		case <-ctx.Done():
+			ended, cause = time.Since(start), context.Cause(ctx)
+			return 0, cause
+		case <-time.After(d):
+			ended = time.Since(start)
+			return 1, nil
+		}
+	})
+	return ended, cause, rep
+}
+
+// TestKeepAliveEveryPositive: a positive KeepAliveEvery is the interval of
+// the extensions, and one above half the lease counts as half: an
+// operation of 2.1 leases is extended on time, every 200 ms or every
+// 500 ms, and never loses its lease.
+func TestKeepAliveEveryPositive(t *testing.T) {
+	const lease = time.Second
+	for _, tc := range []struct {
+		every, want time.Duration
+	}{{200 * time.Millisecond, 200 * time.Millisecond}, {10 * time.Second, lease / 2}} {
+		t.Run(tc.every.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &countingStore{Store: memstore.New(), ok: -1}
+				start := time.Now()
+				ended, cause, rep := keepAliveRun(t, idempotency.Config{Store: s, Lease: lease, SkewMargin: time.Millisecond, KeepAliveEvery: tc.every}, 2100*time.Millisecond)
+				if cause != nil || ended != 2100*time.Millisecond || rep.Outcome != idempotency.OutcomeClaimed {
+					t.Fatalf("the operation ended after %v with cause %v, outcome %s; want it to run its 2.1 s and complete", ended, cause, rep.Outcome)
+				}
+				if n := int(2100 * time.Millisecond / tc.want); len(s.applied) != n || rep.Extensions != n {
+					t.Errorf("%d extensions (%d reported), want %d", len(s.applied), rep.Extensions, n)
+				}
+				for i, at := range s.applied {
+					if want := start.Add(time.Duration(i+1) * tc.want); !at.Equal(want) {
+						t.Errorf("extension %d at %v, want %v", i, at.Sub(start), want.Sub(start))
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestKeepAliveLapsesAfterExtension: once an extension was applied and
+// the next ones fail, the operation's context ends a reserve (a tenth of
+// the lease) before the extended lease would lapse, not after.
+func TestKeepAliveLapsesAfterExtension(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = time.Second
+		s := &countingStore{Store: memstore.New(), ok: 1}
+		start := time.Now()
+		ended, cause, _ := keepAliveRun(t, idempotency.Config{Store: s, Lease: lease, SkewMargin: time.Millisecond}, time.Hour)
+		if len(s.applied) != 1 {
+			t.Fatalf("%d extensions applied, want 1", len(s.applied))
+		}
+		leaseEnd := s.applied[0].Add(lease).Sub(start) // the extension started and was applied at once
+		if want := leaseEnd - lease/10; ended != want || !errors.Is(cause, idempotency.ErrLeaseNotExtended) {
+			t.Errorf("the operation's context ended after %v with cause %v; want %v (the extended lease %v less the reserve), ErrLeaseNotExtended", ended, cause, want, leaseEnd)
+		}
+	})
+}
+
+// TestKeepAliveLimit: the context ends a reserve before the keep-alive's
+// limit, Config.KeepAliveLimit or the record's expiry less SkewMargin,
+// whichever comes first, with a cause that names it.
+func TestKeepAliveLimit(t *testing.T) {
+	const lease = time.Second
+	for _, tc := range []struct {
+		name  string
+		cfg   idempotency.Config
+		limit time.Duration
+		names string
+	}{
+		{"KeepAliveLimit", idempotency.Config{KeepAliveLimit: 2500 * time.Millisecond, SkewMargin: time.Millisecond}, 2500 * time.Millisecond, "KeepAliveLimit"},
+		{"expiry", idempotency.Config{ExpiresAfter: 8 * time.Second}, 3 * time.Second, "expiry"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := tc.cfg
+				cfg.Store, cfg.Lease = &countingStore{Store: memstore.New(), ok: -1}, lease
+				ended, cause, rep := keepAliveRun(t, cfg, time.Hour)
+				if want := tc.limit - lease/10; ended != want {
+					t.Errorf("the operation's context ended after %v, want %v (the limit less the reserve)", ended, want)
+				}
+				if !errors.Is(cause, idempotency.ErrLeaseNotExtended) || !strings.Contains(cause.Error(), tc.names) {
+					t.Errorf("cause %v: want ErrLeaseNotExtended naming the %s", cause, tc.names)
+				}
+				if rep.Extensions < 2 {
+					t.Errorf("%d extensions, want the lease kept alive up to the limit", rep.Extensions)
+				}
+			})
+		})
 	}
 }

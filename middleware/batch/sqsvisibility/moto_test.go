@@ -109,10 +109,13 @@ func TestMoto(t *testing.T) {
 // TestMotoKeepVisible: on moto's SQS, through the real client, a message
 // whose record runs longer than its queue's visibility timeout (2 s) is
 // not received by a second consumer polling meanwhile, with the batch
-// handler's zero-value options at Lambda's default 3 s timeout (the
-// Changer set), and is gone once acknowledged (deleted, as Lambda does
-// with a record that succeeded). Without keeping visible (the control)
-// the second consumer receives it while the record runs.
+// handler's options at Lambda's default 3 s timeout (the Changer set, and
+// KeepVisible.QueueTimeout the queue's), and is gone once acknowledged
+// (deleted, as Lambda does with a record that succeeded). Without keeping
+// visible (the control), and with the zero value, which does not know the
+// queue's timeout and so changes nothing before the deadline (Lambda
+// refuses a queue whose timeout is below the function's, as this one
+// is), the second consumer receives it while the record runs.
 func TestMotoKeepVisible(t *testing.T) {
 	client := moto.SQS(t)
 	changer, err := sqsvisibility.New(client)
@@ -124,7 +127,8 @@ func TestMotoKeepVisible(t *testing.T) {
 		kv   batch.KeepVisible
 		want bool // whether the second consumer receives the message
 	}{
-		{"zero value", batch.KeepVisible{}, false},
+		{"the queue's timeout known", batch.KeepVisible{QueueTimeout: 2 * time.Second}, false},
+		{"zero value: no change before the deadline", batch.KeepVisible{}, true},
 		{"off (control)", batch.KeepVisible{Every: -1}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
