@@ -133,6 +133,7 @@ type delivery struct {
 	completes     []*Event
 	releases      []*Event
 	extends       []*Event
+	refusals      []*Event // quarantines refused by a COMPLETED record, which the guard replays
 	start, end    *Event
 	outcome, ack  *Event
 	run           *run
@@ -384,6 +385,12 @@ func (c *checker) index() {
 				d.extends = append(d.extends, e)
 			}
 		case KindQuarantine:
+			if e.Resp == RespLeaseLost && e.Status == StatusCompleted {
+				if d != nil {
+					d.refusals = append(d.refusals, e)
+				}
+				ep.replays = append(ep.replays, e)
+			}
 			if e.Resp == RespOK {
 				ep.anchors = append(ep.anchors, e)
 				c.v.Quarantines++
@@ -408,7 +415,45 @@ func (c *checker) index() {
 			ep.final = e
 		}
 	}
+	c.reclaimed()
 	c.v.Keys, c.v.Deliveries = len(c.keys), len(c.order)
+}
+
+// reclaimed moves each run whose completion found its lease gone, and
+// that claimed the key again and stored its result under the new claim
+// (the guard does so when the key was freed), to the epoch of that claim:
+// the record it completed.
+func (c *checker) reclaimed() {
+	for _, d := range c.order {
+		r := d.run
+		if r == nil || r.claim == nil {
+			continue
+		}
+		for _, e := range d.completes {
+			if e.Resp != RespOK || e.Owner == r.claim.Owner {
+				continue
+			}
+			var cl *Event
+			for _, x := range d.claims {
+				if x.Owner == e.Owner && (x.Resp == RespClaimed || x.Resp == RespTakenOver) && x.Pos < e.Pos {
+					cl = x
+				}
+			}
+			if cl == nil || c.epAt[cl.Pos] == r.epoch {
+				break
+			}
+			old, now := c.epoch(d.key, r.epoch), c.epoch(d.key, c.epAt[cl.Pos])
+			old.runs = slices.DeleteFunc(old.runs, func(x *run) bool { return x == r })
+			now.runs = append(now.runs, r)
+			if d.epoch == old.n {
+				old.deliveries = slices.DeleteFunc(old.deliveries, func(x *delivery) bool { return x == d })
+				now.deliveries = append(now.deliveries, d)
+				d.epoch = now.n
+			}
+			r.claim, r.epoch = cl, now.n
+			break
+		}
+	}
 }
 
 // epoch returns key's epoch n, making it (and the ones before it).
@@ -855,13 +900,15 @@ func (c *checker) evidence(d *delivery, pos int) *Event {
 		for _, ep := range c.epochs[d.key] {
 			all = append(all, ep.deliveries...)
 		}
+		var latest *Event // the latest such event: the outcome shared is the newest
 		for _, other := range all {
 			if other != d && other.proc == d.proc {
-				if e := ownEvidence(other, pos); e != nil {
-					return e
+				if e := ownEvidence(other, pos); e != nil && (latest == nil || e.Pos > latest.Pos) {
+					latest = e
 				}
 			}
 		}
+		return latest
 	}
 	return nil
 }
@@ -874,6 +921,11 @@ func ownEvidence(d *delivery, pos int) *Event {
 	}
 	for _, e := range d.claims {
 		if e.Resp == RespReplayed && e.Pos < pos {
+			return e
+		}
+	}
+	for _, e := range d.refusals {
+		if e.Pos < pos {
 			return e
 		}
 	}

@@ -49,7 +49,8 @@ const (
 	KindRelease Kind = "release"
 	// KindQuarantine: a quarantine of the lapsed claim found (Owner, Exp,
 	// Lease: the record as found). Resp: RespOK, RespLeaseLost (the record
-	// was no longer the claim found) or RespError.
+	// was no longer the claim found; Status and Result: the record that
+	// refused it, when the store returned one COMPLETED) or RespError.
 	KindQuarantine Kind = "quarantine"
 	// KindExtend: an extension of Owner's lease to Lease (epoch ms). Resp:
 	// RespOK, RespLeaseLost or RespError.

@@ -74,8 +74,10 @@ var (
 	Tenancies  = []string{"none", "off", "invocation", "group"}
 	KeepAlives = []string{"off", "default", "limit"}
 	// drawnKeepAlives are the keep-alive modes ConfigOf draws: "limit"
-	// (short expiries) is not drawn yet, since history.Check does not yet
-	// judge every shared outcome across a record's expiry.
+	// (short expiries, no deadline) is not drawn yet: in 1,500 seeds four
+	// of its runs broke strict_once or ack_saw_stored around a record's
+	// expiry, not yet told apart as a checker's gap or a defect
+	// (go test ./test/sim -run TestSim -sim.survey with it drawn).
 	drawnKeepAlives = []string{"off", "default"}
 	SkewMargins     = []time.Duration{idempotency.DefaultSkewMargin, 2 * time.Second, time.Second}
 	StrictMix       = []int{0, 35, 100}
@@ -108,7 +110,9 @@ func ConfigOf(seed uint64) Config {
 		c.DeadLetter = false
 	}
 	if c.KeepAlive == "limit" {
-		c.ExpiresAfter = time.Duration(6+2*pick(3)) * time.Second
+		// At least 4 s beyond the margin: two 2 s leases fit before the
+		// point where a skewed reader takes the record as expired.
+		c.ExpiresAfter = c.SkewMargin + time.Duration(4+2*pick(3))*time.Second
 		if pick(2) == 1 {
 			c.KeepAliveLimit = c.ExpiresAfter
 		}

@@ -253,7 +253,12 @@ func (s *shim) Quarantine(ctx context.Context, found driver.Record, now time.Tim
 			rec(history.RespOK)
 			s.lin(in, linearize.Output{Result: linearize.OK, Rec: linRec(r)})
 		case errors.Is(err, driver.ErrLeaseLost):
-			rec(history.RespLeaseLost)
+			e := s.fenceEvent(ctx, history.KindQuarantine, found.Owner)
+			e.Resp, e.Exp, e.Lease, e.Clock = history.RespLeaseLost, ms(found.ExpiresAt), ms(found.LeaseEnd()), now.UnixNano()
+			if r.Status == driver.StatusCompleted {
+				e.Status, e.Result = history.StatusCompleted, resultOf(r.Data)
+			}
+			s.p.w.record(e)
 			s.lin(in, linearize.Output{Result: linearize.Refused, Rec: linRec(r)})
 		default:
 			rec(history.RespError)
