@@ -278,7 +278,8 @@ func TestMatrix(t *testing.T) {
 			r := &runs{n: map[string]int{}}
 			w := newWorker(t, row, store, ns("twice"), r)
 			m := msg{id: "m1", body: body("a", "x")}
-			if !w.invoke(t, m) || !w.invoke(t, m) {
+			first, second := w.invoke(t, m), w.invoke(t, m)
+			if !first || !second {
 				t.Errorf("%s: a delivery failed", where("the same message twice"))
 			}
 			if n := r.count("a"); n != 1 {
