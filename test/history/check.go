@@ -594,7 +594,10 @@ func (c *checker) checkAtMostOnce(ep *epoch, storedRun *run, hasStored bool) []*
 				"run of %s completed and its result is not the stored one: %s", r.d.id, why)
 			continue
 		}
-		if r.strict() || (storedRun != nil && storedRun.strict()) {
+		// A default run whose claim a default claim took over before the
+		// strict run's claim (which then found the key free) ran before
+		// that strict claim could quarantine it: strict_once's exemption.
+		if r.strict() || (storedRun != nil && storedRun.strict() && !c.takenOverByDefault(ep, r, storedRun.claimPos())) {
 			c.violate(AtMostOnce, ep.key, append([]*Event{r.claim, r.d.start, r.d.end}, shown...),
 				"run of %s completed and its result is not the stored one (%s), under strict mode, which allows no double run", r.d.id, cause)
 			continue
