@@ -155,7 +155,7 @@ verify: $(PTNODE)
 	set -o pipefail; $(GO) test -count=1 -timeout 30m -v ./test/linearize/ -linearize.ops $(LINEARIZE_OPS) -linearize.seed 0 | tee build/verify-linearize.log | grep -E '(linearize: |: seed [0-9]|--- FAIL|^FAIL|^ok)'
 	set -o pipefail; $(GO) test -count=1 -timeout 15m -v -run '^TestShortProfileMixed$$' ./test/chaos/ -chaos.mixed | tee build/verify-mixed.log | grep -E '(finding about Powertools|--- FAIL|^FAIL|^ok)'
 	set -o pipefail; $(GO) run ./test/chaos/cmd/chaos -profiles mixed-peer:on -keys 300 -workers 4 | tee build/verify-chaos.log | grep -E '^(chaos:|verdict:|Powertools)'
-	@echo "verify: $$(grep -h '^sim:' build/verify-sim.log); chaos (mixed fleet with Powertools TS): $$(grep -h '^chaos:' build/verify-chaos.log | sed 's/^chaos: //'); linearizable: $$(grep -ho 'linearize: [a-z-]*: [0-9]* operations checked' build/verify-linearize.log | grep -v 'linearize: planted' | sed 's/linearize: //; s/ operations checked/ ops/' | paste -sd, - | sed "s/,/, /g"); $$(grep -h '^planted defects:' build/verify-planted.log)"
+	@echo "verify: $$(grep -h '^sim:' build/verify-sim.log); chaos (mixed fleet with Powertools TS): $$(grep -h '^chaos:' build/verify-chaos.log | sed 's/^chaos: //'); linearizable: $$(grep -ho 'linearize: [a-z-]*: [0-9]* operations checked' build/verify-linearize.log | grep -v 'linearize: planted' | sed 's/linearize: //; s/ operations checked/ ops/' | paste -sd, - | sed "s/,/, /g"); $$(grep -h '^planted defects:' build/verify-planted.log); $$(grep -ho '[0-9]* configurations' build/verify-sim.log | head -1) drawn by the seeds"
 
 ## build: build build/bootstrap.zip, the function for provided.al2023 on arm64.
 build:

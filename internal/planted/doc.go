@@ -44,4 +44,27 @@ const (
 	// LoggedAsSuccess: package batch counts a record whose error was
 	// logged already as a success.
 	LoggedAsSuccess = "logged-as-success"
+
+	// The defects where two features cross.
+
+	// JSONGroupUnscoped: WrapJSON does not scope a message's record id by
+	// its MessageGroupId under TenancyMessageGroup (typed bodies × fair
+	// queues).
+	JSONGroupUnscoped = "json-group-unscoped"
+	// JSONIgnoresPayload: WrapJSON does not validate the payload of
+	// WithPayload (typed bodies × payload validation).
+	JSONIgnoresPayload = "json-ignores-payload"
+	// JSONDropsStrict: WrapJSON claims in default mode whatever Strict
+	// says (typed bodies × strict mode).
+	JSONDropsStrict = "json-drops-strict"
+	// CacheIgnoresPayload: a record served from the cache is replayed
+	// whatever its payload (cache × payload validation).
+	CacheIgnoresPayload = "cache-ignores-payload"
+	// TenantUnscoped: under TenancyInvocation the record id is not scoped
+	// by the invocation's tenant (tenant isolation × record ids).
+	TenantUnscoped = "tenant-unscoped"
+	// StrictExtendReadable: memstore's Extend of a strict claim moves its
+	// LeaseUntil too, where a default guard reads a lapsing lease (strict
+	// mode × keep-alive).
+	StrictExtendReadable = "strict-extend-readable"
 )

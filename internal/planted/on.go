@@ -16,7 +16,8 @@ const Tagged = true
 var Names = []string{
 	CompleteUnfenced, EarlyTakeover, NoSkewMargin, CompleteNotIdempotent, InProgressReplayed,
 	StrictLeaseReadable, FlightIgnoresPayload, QuarantineLapses, ReleaseUnfenced, LostAsClaimed,
-	LoggedAsSuccess,
+	LoggedAsSuccess, JSONGroupUnscoped, JSONIgnoresPayload, JSONDropsStrict, CacheIgnoresPayload, TenantUnscoped,
+	StrictExtendReadable,
 }
 
 var enabled atomic.Pointer[map[string]bool]

@@ -16,6 +16,8 @@ var names = []string{
 	planted.CompleteUnfenced, planted.EarlyTakeover, planted.NoSkewMargin, planted.CompleteNotIdempotent,
 	planted.InProgressReplayed, planted.StrictLeaseReadable, planted.FlightIgnoresPayload,
 	planted.QuarantineLapses, planted.ReleaseUnfenced, planted.LostAsClaimed, planted.LoggedAsSuccess,
+	planted.JSONGroupUnscoped, planted.JSONIgnoresPayload, planted.JSONDropsStrict, planted.CacheIgnoresPayload,
+	planted.TenantUnscoped, planted.StrictExtendReadable,
 }
 
 // TestNoPlantedInBuild builds a program that links every package with a

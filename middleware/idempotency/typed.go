@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/internal/jsonkey"
+	"github.com/sqsonce/sqsonce/internal/planted"
 	"github.com/sqsonce/sqsonce/internal/redact"
 )
 
@@ -48,7 +49,8 @@ func WrapJSON[Req, T any](g *Guard, key Selector, fn func(context.Context, Req, 
 	typeName := reqType.String()
 	return func(ctx context.Context, m events.SQSMessage) (T, error) {
 		var zero T
-		c := call{source: typeName, strict: w.strict, inputID: m.MessageId, group: messageGroup(&m)}
+		c := call{source: typeName, strict: w.strict && !planted.On(planted.JSONDropsStrict), inputID: m.MessageId,
+			group: planted.If(planted.JSONGroupUnscoped, "", messageGroup(&m))}
 		// The body keeps the rules of key material, and decodes into Req
 		// without a loss: two bodies that decode alike are alike.
 		tree, err := jsonkey.Index(m.Body)
@@ -76,7 +78,7 @@ func WrapJSON[Req, T any](g *Guard, key Selector, fn func(context.Context, Req, 
 				return zero, g.fail(ctx, c, &BodyError{InputID: m.MessageId, Type: typeName, Err: err, check: true})
 			}
 		}
-		if w.payload != nil {
+		if w.payload != nil && !planted.On(planted.JSONIgnoresPayload) {
 			c.validate = true
 			if c.payload, err = w.payload(&st); err != nil {
 				return zero, g.fail(ctx, c, withInput(payloadError(err), m.MessageId))

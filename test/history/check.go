@@ -139,6 +139,7 @@ type delivery struct {
 	completes     []*Event
 	releases      []*Event
 	extends       []*Event
+	refusals      []*Event // quarantines refused by a COMPLETED record, which the guard replays
 	start, end    *Event
 	outcome, ack  *Event
 	run           *run
@@ -199,6 +200,7 @@ type checker struct {
 	kills      map[string][]int // positions of the kills of each process
 	faults     map[string][]int // positions of the faults that hit each process
 	v          *Verdict
+	storedRuns map[*run]bool // every epoch's stored run: a run whose completion, after its record expired and it claimed again, stored its result in the next epoch
 }
 
 // Check verifies the promise's properties on h. Every property is checked
@@ -226,6 +228,14 @@ func Check(h *History) *Verdict {
 	c.v.Results = make([]Result, len(Properties))
 	for i, p := range Properties {
 		c.v.Results[i] = Result{Property: p.Property, Doc: p.Doc}
+	}
+	c.storedRuns = map[*run]bool{}
+	for _, key := range c.keys {
+		for _, ep := range c.epochs[key] {
+			if _, _, r, _ := c.stored(ep); r != nil {
+				c.storedRuns[r] = true
+			}
+		}
 	}
 	for _, key := range c.keys {
 		for _, ep := range c.epochs[key] {
@@ -381,6 +391,12 @@ func (c *checker) index() {
 				d.extends = append(d.extends, e)
 			}
 		case KindQuarantine:
+			if e.Resp == RespLeaseLost && e.Status == StatusCompleted {
+				if d != nil {
+					d.refusals = append(d.refusals, e)
+				}
+				ep.replays = append(ep.replays, e)
+			}
 			if e.Resp == RespOK {
 				ep.anchors = append(ep.anchors, e)
 				c.v.Quarantines++
@@ -405,7 +421,45 @@ func (c *checker) index() {
 			ep.final = e
 		}
 	}
+	c.reclaimed()
 	c.v.Keys, c.v.Deliveries = len(c.keys), len(c.order)
+}
+
+// reclaimed moves each run whose completion found its lease gone, and
+// that claimed the key again and stored its result under the new claim
+// (the guard does so when the key was freed), to the epoch of that claim:
+// the record it completed.
+func (c *checker) reclaimed() {
+	for _, d := range c.order {
+		r := d.run
+		if r == nil || r.claim == nil {
+			continue
+		}
+		for _, e := range d.completes {
+			if e.Resp != RespOK || e.Owner == r.claim.Owner {
+				continue
+			}
+			var cl *Event
+			for _, x := range d.claims {
+				if x.Owner == e.Owner && (x.Resp == RespClaimed || x.Resp == RespTakenOver) && x.Pos < e.Pos {
+					cl = x
+				}
+			}
+			if cl == nil || c.epAt[cl.Pos] == r.epoch {
+				break
+			}
+			old, now := c.epoch(d.key, r.epoch), c.epoch(d.key, c.epAt[cl.Pos])
+			old.runs = slices.DeleteFunc(old.runs, func(x *run) bool { return x == r })
+			now.runs = append(now.runs, r)
+			if d.epoch == old.n {
+				old.deliveries = slices.DeleteFunc(old.deliveries, func(x *delivery) bool { return x == d })
+				now.deliveries = append(now.deliveries, d)
+				d.epoch = now.n
+			}
+			r.claim, r.epoch = cl, now.n
+			break
+		}
+	}
 }
 
 // epoch returns key's epoch n, making it (and the ones before it).
@@ -558,7 +612,10 @@ func (c *checker) checkAtMostOnce(ep *epoch, storedRun *run, hasStored bool) []*
 			c.blame(AtMostOnce, c.doubleRunBreaker(ep, kept, r))
 			continue
 		}
-		if r.strict() || (storedRun != nil && storedRun.strict()) {
+		// A default run whose claim a default claim took over before the
+		// strict run's claim (which then found the key free) ran before
+		// that strict claim could quarantine it: strict_once's exemption.
+		if r.strict() || (storedRun != nil && storedRun.strict() && !c.takenOverByDefault(ep, r, storedRun.claimPos())) {
 			c.violate(AtMostOnce, ep.key, append([]*Event{r.claim, r.d.start, r.d.end}, shown...),
 				"run of %s completed and its result is not the stored one (%s), under strict mode, which allows no double run", r.d.id, cause)
 			c.blame(AtMostOnce, c.doubleRunBreaker(ep, kept, r))
@@ -789,7 +846,7 @@ func (c *checker) checkReports(ep *epoch, storedRun *run, extra []*run) {
 		case r == storedRun && slices.Contains([]string{OutcomeDoubleRun, OutcomeReplayed, OutcomeInProgress, OutcomeQuarantined, OutcomeMismatch, OutcomeReleased}, o.Outcome):
 			c.violate(DoubleRunReported, ep.key, []*Event{d.end, o}, "%s's run's result is the stored one, yet its call reported %s", d.id, o.Outcome)
 			c.blame(DoubleRunReported, o)
-		case r.ok() && r != storedRun && success && (o.Outcome == OutcomeClaimed || o.Outcome == OutcomeTakenOver):
+		case r.ok() && r != storedRun && !c.storedRuns[r] && success && (o.Outcome == OutcomeClaimed || o.Outcome == OutcomeTakenOver):
 			c.violate(DoubleRunReported, ep.key, []*Event{d.end, o}, "%s's run's result is not the stored one, yet its call reported %s", d.id, o.Outcome)
 			c.blame(DoubleRunReported, o)
 		case slices.Contains(extra, r) && !slices.Contains([]string{OutcomeDoubleRun, OutcomeFailed, OutcomeQuarantined, OutcomeMismatch}, o.Outcome):
@@ -826,7 +883,13 @@ func (c *checker) checkAck(d *delivery) {
 	}
 	ep := c.epochs[d.key][max(d.epoch, 0)]
 	c.checked(AckCompleted)
-	if ev := c.evidence(d, a.Pos); ev == nil {
+	ev := c.evidence(d, a.Pos)
+	if ev != nil && ev.D != d.id {
+		// An outcome shared in its process, or served from its cache:
+		// the record it saw is the epoch of the delivery that saw it.
+		ep = c.epochs[d.key][c.epAt[ev.Pos]]
+	}
+	if ev == nil {
 		seen := "no claim recorded"
 		if cl := last(d.claims); cl != nil {
 			seen = "its claim found " + string(cl.Resp)
@@ -869,14 +932,22 @@ func (c *checker) evidence(d *delivery, pos int) *Event {
 		return e
 	}
 	if o := d.outcome; o != nil && (o.Source == "cache" || o.Source == "shared") {
-		ep := c.epochs[d.key][max(d.epoch, 0)]
-		for _, other := range ep.deliveries {
+		// The outcome it shared may be of a later epoch (a record that
+		// expired while the delivery waited): any delivery of the key in
+		// its process.
+		var all []*delivery
+		for _, ep := range c.epochs[d.key] {
+			all = append(all, ep.deliveries...)
+		}
+		var latest *Event // the latest such event: the outcome shared is the newest
+		for _, other := range all {
 			if other != d && other.proc == d.proc {
-				if e := ownEvidence(other, pos); e != nil {
-					return e
+				if e := ownEvidence(other, pos); e != nil && (latest == nil || e.Pos > latest.Pos) {
+					latest = e
 				}
 			}
 		}
+		return latest
 	}
 	return nil
 }
@@ -889,6 +960,11 @@ func ownEvidence(d *delivery, pos int) *Event {
 	}
 	for _, e := range d.claims {
 		if e.Resp == RespReplayed && e.Pos < pos {
+			return e
+		}
+	}
+	for _, e := range d.refusals {
+		if e.Pos < pos {
 			return e
 		}
 	}

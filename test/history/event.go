@@ -49,7 +49,8 @@ const (
 	KindRelease Kind = "release"
 	// KindQuarantine: a quarantine of the lapsed claim found (Owner, Exp,
 	// Lease: the record as found). Resp: RespOK, RespLeaseLost (the record
-	// was no longer the claim found) or RespError.
+	// was no longer the claim found; Status and Result: the record that
+	// refused it, when the store returned one COMPLETED) or RespError.
 	KindQuarantine Kind = "quarantine"
 	// KindExtend: an extension of Owner's lease to Lease (epoch ms). Resp:
 	// RespOK, RespLeaseLost or RespError.
@@ -66,6 +67,14 @@ const (
 	// KindVisibility: the visibility of D's message was changed to Dur
 	// (ns); Err if the change failed.
 	KindVisibility Kind = "visibility"
+	// KindMove: a message went to the dead-letter queue: D's (Op
+	// "sqsdlq": the handler's mover sent it there and deleted it; D is
+	// neither acknowledged nor failed), or Msg (Op "redrive_policy": SQS
+	// moved it after MaxReceiveCount receives). Key is its key.
+	KindMove Kind = "move"
+	// KindRedrive: an operator sent message Target from the dead-letter
+	// queue into the queue again, as the new message Msg (Key its key).
+	KindRedrive Kind = "redrive"
 	// KindFault: a fault was injected: Fault, Target (the process it hit,
 	// when it hit one), Op (the store call it hit), Dur (a delay), Off (a
 	// clock skew: the target's new offset).

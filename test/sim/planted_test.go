@@ -45,7 +45,7 @@ func TestPlanted(t *testing.T) {
 		for s := range *flagStreams {
 			n := 0
 			for i := 1; i <= *flagBudget; i++ {
-				r := run(t, streamSeed(s, i), NewTape(streamSeed(s, i)))
+				r := run(t, streamSeed(s, i), NewTape(streamSeed(s, i)), ConfigOf(streamSeed(s, i)))
 				if p := r.Failed(); p != "" {
 					n = i
 					props[p]++
@@ -121,7 +121,7 @@ func TestPlantedRegress(t *testing.T) {
 		}
 		t.Run(rg.Planted, func(t *testing.T) {
 			defer planted.Enable(rg.Planted)()
-			r := run(t, rg.Seed, Replay(rg.Tape))
+			r := run(t, rg.Seed, Replay(rg.Tape), rg.config())
 			if got := r.Failed(); string(got) != rg.Property {
 				report(t, r)
 				t.Errorf("the tape of %s broke %q, want %q", rg.Planted, got, rg.Property)

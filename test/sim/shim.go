@@ -30,8 +30,14 @@ func (s *shim) do(ctx context.Context, op string, apply func(context.Context) er
 	p, w := s.p, s.p.w
 	d := deliveryOf(ctx)
 	p.mu.Lock()
-	p.reqs[d]++
-	key := fmt.Sprintf("store/%s/%02d", d, p.reqs[d])
+	var key string
+	if op == "Extend" { // sent by the keep-alive's goroutine, beside the call's
+		p.exts[d]++
+		key = fmt.Sprintf("store/%s/x%02d", d, p.exts[d])
+	} else {
+		p.reqs[d]++
+		key = fmt.Sprintf("store/%s/%02d", d, p.reqs[d])
+	}
 	p.mu.Unlock()
 	var err error
 	var hold time.Duration
@@ -69,7 +75,9 @@ func (s *shim) do(ctx context.Context, op string, apply func(context.Context) er
 		return err
 	}
 	arrive := make(chan error, 1)
+	w.held.Add(1)
 	w.spawn(func() {
+		defer w.held.Add(-1)
 		time.Sleep(hold)
 		var e error
 		if !w.inflight(p, key+"/arrive", func() {
@@ -98,8 +106,11 @@ func (s *shim) claimEvent(ctx context.Context, rec driver.Record, now time.Time)
 	e := history.Event{Proc: s.p.name, Ev: history.KindClaim, D: d, Reader: reader(s.p.strict), Owner: w.owner(rec.Owner),
 		Lease: ms(rec.LeaseEnd()), Exp: ms(rec.ExpiresAt), Clock: now.UnixNano()}
 	if m := w.dmsg[d]; m != nil {
-		e.Key, e.Payload = m.key, m.payload
-		w.ids[m.key] = rec.ID
+		e.Key, e.Payload = w.hkey(m), m.payload
+		if !w.cfg.Payload {
+			e.Payload = ""
+		}
+		w.ids[e.Key] = rec.ID
 	}
 	return e
 }
@@ -108,7 +119,7 @@ func (s *shim) fenceEvent(ctx context.Context, kind history.Kind, owner string) 
 	w, d := s.p.w, deliveryOf(ctx)
 	e := history.Event{Proc: s.p.name, Ev: kind, D: d, Owner: w.owner(owner), Clock: s.p.now().UnixNano()}
 	if m := w.dmsg[d]; m != nil {
-		e.Key = m.key
+		e.Key = w.hkey(m)
 	}
 	return e
 }
@@ -242,7 +253,12 @@ func (s *shim) Quarantine(ctx context.Context, found driver.Record, now time.Tim
 			rec(history.RespOK)
 			s.lin(in, linearize.Output{Result: linearize.OK, Rec: linRec(r)})
 		case errors.Is(err, driver.ErrLeaseLost):
-			rec(history.RespLeaseLost)
+			e := s.fenceEvent(ctx, history.KindQuarantine, found.Owner)
+			e.Resp, e.Exp, e.Lease, e.Clock = history.RespLeaseLost, ms(found.ExpiresAt), ms(found.LeaseEnd()), now.UnixNano()
+			if r.Status == driver.StatusCompleted {
+				e.Status, e.Result = history.StatusCompleted, resultOf(r.Data)
+			}
+			s.p.w.record(e)
 			s.lin(in, linearize.Output{Result: linearize.Refused, Rec: linRec(r)})
 		default:
 			rec(history.RespError)
@@ -266,4 +282,41 @@ func linRec(r driver.Record) linearize.Record {
 	}
 	return linearize.Record{Status: st, Owner: r.Owner, Expires: ns(r.ExpiresAt), Lease: ns(r.LeaseUntil),
 		StrictLease: ns(r.StrictLease), Quarantined: ns(r.Quarantined), Validation: r.Validation, Data: string(r.Data)}
+}
+
+// extShim is a shim whose store extends leases (driver.Extender), for
+// runs with keep-alive on.
+type extShim struct{ shim }
+
+var _ driver.Extender = (*extShim)(nil)
+
+// Extend implements driver.Extender.
+func (s *extShim) Extend(ctx context.Context, rec driver.Record, now time.Time) error {
+	lease := rec.LeaseUntil
+	if rec.Strict() {
+		lease = rec.StrictLease
+	}
+	in := linearize.Input{ID: rec.ID, Kind: linearize.Extend, Now: ns(now), Rec: linearize.Record{Owner: rec.Owner, Lease: ns(lease)}}
+	ev := func(resp history.Resp) {
+		e := s.fenceEvent(ctx, history.KindExtend, rec.Owner)
+		e.Resp, e.Lease, e.Clock = resp, ms(lease), now.UnixNano()
+		if resp == history.RespError {
+			e.Err = "store error"
+		}
+		s.p.w.record(e)
+	}
+	return s.do(ctx, "Extend", func(ctx context.Context) error {
+		err := s.p.w.store.Extend(ctx, rec, now)
+		switch {
+		case err == nil:
+			ev(history.RespOK)
+			s.lin(in, linearize.Output{Result: linearize.OK})
+		case errors.Is(err, driver.ErrLeaseLost):
+			ev(history.RespLeaseLost)
+			s.lin(in, linearize.Output{Result: linearize.Refused})
+		default:
+			ev(history.RespError)
+		}
+		return err
+	}, func() { ev(history.RespError) })
 }

@@ -18,9 +18,12 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize"
 	"github.com/sqsonce/sqsonce/test/history"
@@ -44,6 +47,7 @@ const Linearizability history.Property = "linearizable"
 // Run is one simulated run: what it recorded and what the checks found.
 type Run struct {
 	Seed     uint64
+	Config   Config
 	Events   []history.Event
 	Header   history.Header
 	Verdict  *history.Verdict
@@ -71,8 +75,9 @@ func (r *Run) Failed() history.Property {
 // Simulate runs the tape in the calling goroutine, which must be in a
 // synctest bubble (synctest.Test): every effect of every simulated process
 // crosses one scheduler that picks the next from the tape.
-func Simulate(seed uint64, tape *Tape) *Run {
+func Simulate(seed uint64, tape *Tape, cfg Config) *Run {
 	w := &world{
+		cfg:    cfg,
 		tape:   tape,
 		store:  memstore.New(),
 		owners: map[string]string{},
@@ -80,6 +85,7 @@ func Simulate(seed uint64, tape *Tape) *Run {
 		start:  time.Now(),
 		msgs:   map[string]*qmsg{},
 		dmsg:   map[string]*qmsg{},
+		moved:  map[string]bool{},
 	}
 	w.scenario()
 	for _, p := range w.procs {
@@ -91,10 +97,11 @@ func Simulate(seed uint64, tape *Tape) *Run {
 
 	hdr := history.Header{
 		Ev: history.KindHeader, Version: history.Version, Run: "sim-" + strconv.FormatUint(seed, 10), Seed: seed,
-		Profile: "sim", Proc: "sim", T: w.start.UnixNano(), SkewMargin: int64(idempotency.DefaultSkewMargin),
-		Replay: fmt.Sprintf("go test ./test/sim -run TestSim -sim.seed %d", seed),
+		Profile: "sim " + cfg.String(), Proc: "sim", T: w.start.UnixNano(), SkewMargin: int64(cfg.SkewMargin),
+		LeaseExtension: cfg.KeepAlive != "off",
+		Replay:         fmt.Sprintf("go test ./test/sim -run TestSim -sim.seed %d", seed),
 	}
-	r := &Run{Seed: seed, Events: w.events, Header: hdr, Steps: w.steps, Tape: tape.Values(), Schedule: w.sched}
+	r := &Run{Seed: seed, Config: cfg, Events: w.events, Header: hdr, Steps: w.steps, Tape: tape.Values(), Schedule: w.sched}
 	r.Verdict = history.Check(history.New(hdr, w.events))
 	r.LinOps = len(w.lin)
 	res, _ := linearize.Check(w.lin, 0, 10*time.Second)
@@ -110,6 +117,7 @@ func Simulate(seed uint64, tape *Tape) *Run {
 
 // world is one run's simulated deployment.
 type world struct {
+	cfg   Config
 	tape  *Tape
 	store *memstore.Store
 	start time.Time
@@ -134,6 +142,11 @@ type world struct {
 	skews  int
 	deliv  int
 	dmsg   map[string]*qmsg // delivery -> its message
+	dlq    []*qmsg          // the dead-letter queue
+	moved  map[string]bool  // deliveries whose message the mover sent to the dead-letter queue and deleted
+	redriv int              // redrives made
+	nmsgs  int              // messages sent (ids)
+	held   atomic.Int64     // store requests held on the network: a run ends only after they arrived
 }
 
 // action is one step a process waits for the scheduler to take.
@@ -148,9 +161,21 @@ type action struct {
 
 type qmsg struct {
 	id, key, payload string
+	tenant           string // the invocation's tenant (Tenancy "invocation") or the message's group ("group")
+	group            string // the MessageGroupId it carries: tenant, unless a move dropped it
+	last             string // its latest delivery: the receipt handle SQS still accepts
 	rc               int
 	visibleAt        time.Time
 	deleted, dlq     bool
+}
+
+// hkey is the history's key of m: the producer's key, scoped by its tenant
+// when record ids are (two tenants with one key are two records).
+func (w *world) hkey(m *qmsg) string {
+	if w.cfg.scoped() && m.tenant != "" {
+		return m.tenant + "/" + m.key
+	}
+	return m.key
 }
 
 // proc is one incarnation of a worker (a Lambda execution environment).
@@ -168,6 +193,8 @@ type proc struct {
 	mu      sync.Mutex
 	results map[string]string // delivery -> the record function's result
 	reqs    map[string]int    // delivery -> store requests made
+	exts    map[string]int    // delivery -> extensions sent (by the keep-alive's goroutine)
+	vis     map[string]int    // visibility changes sent, by what they change
 }
 
 func (p *proc) now() time.Time { return time.Now().Add(time.Duration(p.off.Load())) }
@@ -179,51 +206,132 @@ func deliveryOf(ctx context.Context) string { d, _ := ctx.Value(ctxKey{}).(strin
 var errNet = errors.New("sim: connection reset")
 var errDead = errors.New("sim: process killed")
 
-// scenario draws the deployment: processes, keys, messages.
+// scenario draws the deployment: processes, keys, messages (and, with
+// tenants, each message's tenant).
 func (w *world) scenario() {
 	t := w.tape
 	nproc := t.Range(2, 3)
 	for i := range nproc {
-		w.procs = append(w.procs, w.newProc(i+1, 1, t.Chance(35)))
+		w.procs = append(w.procs, w.newProc(i+1, 1, t.Chance(w.cfg.Strict)))
 	}
 	nkeys := t.Range(2, 4)
+	var keys []string
 	for i := range nkeys {
-		w.keys = append(w.keys, "k"+strconv.Itoa(i+1))
+		keys = append(keys, "k"+strconv.Itoa(i+1))
 	}
 	nmsg := t.Range(nkeys+1, 14)
+	spread := 3000
+	if !w.cfg.deadline() {
+		spread = 12000 // operations of several seconds: duplicates come while they run
+	}
+	seen := map[string]bool{}
 	for i := range nmsg {
-		k := w.keys[i%nkeys]
+		k := keys[i%nkeys]
 		if i >= nkeys {
-			k = w.keys[t.Draw(nkeys)]
+			k = keys[t.Draw(nkeys)]
 		}
 		p := "p0"
 		if t.Chance(10) {
 			p = "p1"
 		}
-		m := &qmsg{id: fmt.Sprintf("m%02d", i+1), key: k, payload: p, visibleAt: w.start.Add(time.Duration(t.Draw(3000)) * time.Millisecond)}
+		m := &qmsg{id: fmt.Sprintf("m%02d", i+1), key: k, payload: p, visibleAt: w.start.Add(time.Duration(t.Draw(spread)) * time.Millisecond)}
+		if w.cfg.scoped() {
+			m.tenant = []string{"t1", "t2"}[t.Draw(2)]
+			if w.cfg.Tenancy == "group" {
+				m.tenant = "g" + m.tenant[1:]
+				m.group = m.tenant
+			}
+		}
 		w.queue = append(w.queue, m)
 		w.msgs[m.id] = m
+		if hk := w.hkey(m); !seen[hk] {
+			seen[hk] = true
+			w.keys = append(w.keys, hk)
+		}
 	}
+	w.nmsgs = nmsg
+}
+
+// The simulated queues' ARNs.
+const (
+	queueARN      = "arn:aws:sqs:us-east-1:000000000000:sim"
+	deadLetterARN = "arn:aws:sqs:us-east-1:000000000000:sim-dlq"
+)
+
+// simReq is the body's request type, for WrapJSON and Do.
+type simReq struct {
+	K string `json:"k"`
+	P string `json:"p"`
 }
 
 func (w *world) newProc(slot, inc int, strict bool) *proc {
 	p := &proc{w: w, slot: slot, inc: inc, client: len(w.live), name: fmt.Sprintf("w%d.%d", slot, inc), strict: strict,
-		results: map[string]string{}, reqs: map[string]int{}}
+		results: map[string]string{}, reqs: map[string]int{}, exts: map[string]int{}, vis: map[string]int{}}
 	w.live = append(w.live, p)
-	g, err := idempotency.New(idempotency.Config{
-		Store: &shim{p: p}, Namespace: "sim",
-		Now:       p.now,
-		Logger:    slog.New(slog.DiscardHandler),
-		OnOutcome: p.onOutcome,
-	})
+	c := w.cfg
+	var store driver.Store = &shim{p: p}
+	if c.KeepAlive != "off" {
+		store = &extShim{shim{p: p}}
+	}
+	gc := idempotency.Config{
+		Store: store, Namespace: "sim",
+		Now:        p.now,
+		Logger:     slog.New(slog.DiscardHandler),
+		OnOutcome:  p.onOutcome,
+		SkewMargin: c.SkewMargin,
+	}
+	switch c.Tenancy {
+	case "off":
+		gc.Tenancy = idempotency.TenancyOff
+	case "group":
+		gc.Tenancy = idempotency.TenancyMessageGroup
+	}
+	if c.KeepAlive == "limit" {
+		gc.Lease, gc.ExpiresAfter, gc.KeepAliveLimit = 2*time.Second, c.ExpiresAfter, c.KeepAliveLimit
+	}
+	if c.Cache {
+		gc.CacheBytes = 1 << 20
+	}
+	g, err := idempotency.New(gc)
 	if err != nil {
 		panic(err)
 	}
-	opts := []idempotency.Option{idempotency.WithPayload(idempotency.BodyField("p"))}
+	var opts []idempotency.Option
+	if c.Payload && c.Wrapper != "do" {
+		opts = append(opts, idempotency.WithPayload(idempotency.BodyField("p")))
+	}
 	if strict {
 		opts = append(opts, idempotency.Strict())
 	}
-	wrapped := idempotency.Wrap(g, idempotency.BodyField("k"), p.op, opts...)
+	var wrapped func(context.Context, events.SQSMessage) (string, error)
+	switch c.Wrapper {
+	case "json":
+		wrapped = idempotency.WrapJSON(g, idempotency.BodyField("k"), func(ctx context.Context, _ simReq, m events.SQSMessage) (string, error) {
+			return p.op(ctx, m)
+		}, opts...)
+	case "do":
+		wrapped = func(ctx context.Context, m events.SQSMessage) (string, error) {
+			var r simReq
+			if err := json.Unmarshal([]byte(m.Body), &r); err != nil {
+				return "", err
+			}
+			key := r.K
+			if g := m.Attributes["MessageGroupId"]; g != "" && c.Tenancy == "group" {
+				key = g + "/" + key // Do reads no group: the key carries it
+			}
+			kb, _ := json.Marshal(key)
+			o := slices.Clone(opts)
+			if c.Payload {
+				pb, _ := json.Marshal(r.P)
+				o = append(o, idempotency.WithPayload(idempotency.Selection{Selector: `body ["p"]`, Value: pb}))
+			}
+			return idempotency.Do(ctx, g, idempotency.Selection{Selector: `body ["k"]`, Value: kb}, func(ctx context.Context) (string, error) {
+				return p.op(ctx, m)
+			}, o...)
+		}
+	default:
+		wrapped = idempotency.Wrap(g, idempotency.BodyField("k"), p.op, opts...)
+	}
 	rf := func(ctx context.Context, m events.SQSMessage) (string, error) {
 		d := m.ReceiptHandle
 		ctx = context.WithValue(ctx, ctxKey{}, d)
@@ -238,7 +346,20 @@ func (w *world) newProc(slot, inc int, strict bool) *proc {
 	}
 	// Zero-value options but for a discarding logger: MinRemaining's zero
 	// follows the 3 s invocation.
-	p.handler = batch.SQS(rf, batch.Options{Logger: slog.New(slog.DiscardHandler)})
+	bo := batch.Options{Logger: slog.New(slog.DiscardHandler)}
+	if c.Pacing {
+		// A practically zero jitter: a seed's run is deterministic.
+		bo.Pacing.Changer, bo.Pacing.Jitter = &changer{p: p}, 1e-9
+	}
+	if c.DeadLetter {
+		mv, err := sqsdlq.New(&sqsAPI{p: p}, sqsdlq.WithQueueURL(func(arn string) (string, error) { return arn, nil }),
+			sqsdlq.WithDeadLetterQueue(queueARN, deadLetterARN))
+		if err != nil {
+			panic(err)
+		}
+		bo.DeadLetter.Mover = mv
+	}
+	p.handler = batch.SQS(rf, bo)
 	return p
 }
 
@@ -283,6 +404,10 @@ func (w *world) schedule() {
 		pend := w.pending
 		w.mu.Unlock()
 		if len(pend) == 0 {
+			if w.settled() && w.cfg.DeadLetter && len(w.dlq) > 0 && w.redriv < 2 && time.Since(w.start) < horizon {
+				w.redrive()
+				continue
+			}
 			if w.settled() || time.Since(w.start) > horizon {
 				break
 			}
@@ -302,9 +427,9 @@ func (w *world) schedule() {
 		}
 		// A clock jumps between invocations only, so that no reading
 		// the guard took before it is recorded after it.
-		if strings.Contains(a.key, "/recv") && w.skews < maxSkew && w.tape.Chance(6) {
+		if strings.Contains(a.key, "/recv") && w.skews < maxSkew && w.tape.Chance(map[bool]int{true: 6, false: 15}[w.cfg.Legacy]) {
 			w.skews++
-			offs := []time.Duration{-7 * time.Second, -3 * time.Second, -time.Second, time.Second, 3 * time.Second, 7 * time.Second, 7 * time.Second, 11 * time.Second}
+			offs := w.cfg.skews()
 			off := offs[w.tape.Draw(len(offs))]
 			a.p.off.Store(int64(off))
 			w.record(history.Event{Proc: "harness", Ev: history.KindFault, Fault: history.FaultClockSkew, Target: a.p.name, Off: int64(off)})
@@ -367,6 +492,9 @@ func (w *world) over() bool {
 }
 
 func (w *world) settled() bool {
+	if !w.cfg.Legacy && w.held.Load() > 0 {
+		return false
+	}
 	for _, m := range w.queue {
 		if !m.deleted && !m.dlq {
 			return false
@@ -453,21 +581,41 @@ func (w *world) runProc(p *proc, delay time.Duration) {
 		}
 		ev := events.SQSEvent{}
 		for i, m := range got {
-			ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.id, ReceiptHandle: ds[i],
-				Body: fmt.Sprintf(`{"k":%q,"p":%q}`, m.key, m.payload)})
+			sm := events.SQSMessage{MessageId: m.id, ReceiptHandle: ds[i],
+				Body: fmt.Sprintf(`{"k":%q,"p":%q}`, m.key, m.payload)}
+			if !w.cfg.Legacy {
+				sm.EventSourceARN = queueARN
+				sm.Attributes = map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.rc)}
+				if m.group != "" {
+					sm.Attributes["MessageGroupId"] = m.group
+				}
+			}
+			ev.Records = append(ev.Records, sm)
 		}
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		base := context.Background()
+		if w.cfg.Tenancy == "invocation" && got[0].tenant != "" {
+			base = lambdacontext.NewContext(base, &lambdacontext.LambdaContext{AwsRequestID: invID, TenantID: got[0].tenant})
+		}
+		var ctx context.Context
+		var cancel context.CancelFunc
+		var expire <-chan time.Time
+		if !w.cfg.deadline() {
+			ctx, cancel = context.WithCancel(base)
+		} else {
+			ctx, cancel = context.WithDeadline(base, deadline)
+			timer := time.NewTimer(time.Until(deadline))
+			defer timer.Stop()
+			expire = timer.C
+		}
 		done := make(chan events.SQSEventResponse, 1)
 		w.spawn(func() {
 			resp, _ := p.handler(ctx, ev)
 			done <- resp
 		})
-		timer := time.NewTimer(time.Until(deadline))
 		var resp events.SQSEventResponse
 		select {
 		case resp = <-done:
-			timer.Stop()
-		case <-timer.C:
+		case <-expire:
 			cancel()
 			w.step(p, fmt.Sprintf("timeout%03d", inv), func() { w.kill(p, "by Lambda at the deadline") })
 			return
@@ -479,6 +627,9 @@ func (w *world) runProc(p *proc, delay time.Duration) {
 		}
 		if !w.step(p, fmt.Sprintf("acks%03d", inv), func() {
 			for i, m := range got {
+				if w.moved[ds[i]] {
+					continue // recorded as moved by the mover's delete
+				}
 				if failed[m.id] {
 					w.record(history.Event{Proc: p.name, Ev: history.KindFail, D: ds[i], Class: "batch_item_failure"})
 					continue
@@ -501,13 +652,20 @@ func (w *world) runProc(p *proc, delay time.Duration) {
 func (w *world) receive(p *proc, inv string) (got []*qmsg, ds []string, deadline, next time.Time) {
 	now := time.Now()
 	deadline, next = now.Add(Deadline), now.Add(time.Hour)
+	if !w.cfg.deadline() {
+		deadline = time.Time{}
+	}
 	n := w.tape.Range(1, 4)
+	tenant := ""
 	for _, m := range w.queue {
 		if len(got) == n {
 			break
 		}
 		if m.deleted || m.dlq {
 			continue
+		}
+		if w.cfg.Tenancy == "invocation" && tenant != "" && m.tenant != tenant {
+			continue // an invocation carries one tenant's messages
 		}
 		if m.visibleAt.After(now) {
 			if m.visibleAt.Before(next) {
@@ -517,16 +675,26 @@ func (w *world) receive(p *proc, inv string) (got []*qmsg, ds []string, deadline
 		}
 		if m.rc >= MaxReceiveCount {
 			m.dlq = true
+			if w.cfg.DeadLetter {
+				w.dlq = append(w.dlq, m)
+				w.record(history.Event{Proc: "harness", Ev: history.KindMove, Msg: m.id, Key: w.hkey(m), Op: "redrive_policy"})
+			}
 			continue
 		}
+		tenant = m.tenant
 		m.rc++
 		m.visibleAt = now.Add(VisibilityTimeout)
 		w.deliv++
 		d := fmt.Sprintf("%s/%d", p.name, w.deliv)
 		got, ds = append(got, m), append(ds, d)
+		m.last = d
 		w.dmsg[d] = m
-		w.record(history.Event{Proc: p.name, Ev: history.KindDeliver, D: d, Msg: m.id, Rc: m.rc, Key: m.key,
-			Payload: m.payload, Inv: inv, Deadline: deadline.UnixNano()})
+		pl := m.payload
+		if !w.cfg.Payload {
+			pl = ""
+		}
+		w.record(history.Event{Proc: p.name, Ev: history.KindDeliver, D: d, Msg: m.id, Rc: m.rc, Key: w.hkey(m),
+			Payload: pl, Inv: inv, Deadline: ns(deadline)})
 	}
 	return got, ds, deadline, next
 }
@@ -544,9 +712,17 @@ func reader(strict bool) history.Reader {
 func (p *proc) op(ctx context.Context, _ events.SQSMessage) (string, error) {
 	w, d := p.w, deliveryOf(ctx)
 	var dur time.Duration
-	var stubborn, fail bool
+	var stubborn, fail, perm bool
 	if !w.step(p, "op_start/"+d, func() {
 		switch t := w.tape; {
+		case !w.cfg.deadline():
+			// A worker without a deadline: operations of up to 14 s,
+			// each honouring its context.
+			if t.Chance(50) {
+				dur = time.Duration(t.Range(5, 300)) * time.Millisecond
+			} else {
+				dur = time.Duration(t.Range(1000, 14000)) * time.Millisecond
+			}
 		case t.Chance(70):
 			dur = time.Duration(t.Range(5, 300)) * time.Millisecond
 		case t.Chance(67):
@@ -555,6 +731,7 @@ func (p *proc) op(ctx context.Context, _ events.SQSMessage) (string, error) {
 			dur, stubborn = time.Duration(t.Range(2000, 6000))*time.Millisecond, true
 		}
 		fail = w.tape.Chance(8)
+		perm = fail && w.cfg.DeadLetter && w.tape.Chance(50)
 		w.record(history.Event{Proc: p.name, Ev: history.KindOpStart, D: d})
 	}) {
 		return "", errDead
@@ -579,6 +756,9 @@ func (p *proc) op(ctx context.Context, _ events.SQSMessage) (string, error) {
 		w.record(history.Event{Proc: p.name, Ev: history.KindOpEnd, D: d, Resp: history.RespOK, Result: res})
 	}) {
 		return "", errDead
+	}
+	if perm {
+		return "", batch.Permanent(errors.New("sim: the operation failed for good"))
 	}
 	if fail {
 		return "", errors.New("sim: the operation failed")

@@ -21,6 +21,7 @@ var (
 	flagHistory = flag.String("sim.history", "", "with -sim.seed: write the seed's history into this directory, one file per process (for test/history/cmd/check)")
 	flagSave    = flag.String("sim.save", "", "save the shrunk tape of a failing seed to this file (TestSim), or the planted defects' tapes to this directory (TestPlanted)")
 	flagShrink  = flag.Int("sim.shrink", 400, "the most runs a shrink takes")
+	flagSurvey  = flag.Bool("sim.survey", false, "TestSim: list every failing seed with its configuration and property, without shrinking, and fail at the end")
 )
 
 func flagSet(name string) bool {
@@ -30,10 +31,10 @@ func flagSet(name string) bool {
 }
 
 // run simulates one tape in a synctest bubble.
-func run(t *testing.T, seed uint64, tape *Tape) *Run {
+func run(t *testing.T, seed uint64, tape *Tape, cfg Config) *Run {
 	t.Helper()
 	var r *Run
-	synctest.Test(t, func(*testing.T) { r = Simulate(seed, tape) })
+	synctest.Test(t, func(*testing.T) { r = Simulate(seed, tape, cfg) })
 	return r
 }
 
@@ -41,12 +42,14 @@ func run(t *testing.T, seed uint64, tape *Tape) *Run {
 type Totals struct {
 	Seeds, Keys, Events, Deliveries, Runs, Acks, Faults, Quarantines, Steps, LinOps int
 	Checked                                                                         map[history.Property]int
+	Configs                                                                         map[string]bool // the distinct configurations run
 }
 
 func (s *Totals) add(r *Run) {
 	if s.Checked == nil {
-		s.Checked = map[history.Property]int{}
+		s.Checked, s.Configs = map[history.Property]int{}, map[string]bool{}
 	}
+	s.Configs[r.Config.String()] = true
 	v := r.Verdict
 	s.Seeds++
 	s.Keys += v.Keys
@@ -64,8 +67,8 @@ func (s *Totals) add(r *Run) {
 }
 
 func (s *Totals) String() string {
-	out := fmt.Sprintf("%d seeds, %d steps, %d events, %d deliveries, %d runs, %d acks, %d faults, %d quarantines, %d store ops linearizable; cases checked:",
-		s.Seeds, s.Steps, s.Events, s.Deliveries, s.Runs, s.Acks, s.Faults, s.Quarantines, s.LinOps)
+	out := fmt.Sprintf("%d seeds (%d configurations), %d steps, %d events, %d deliveries, %d runs, %d acks, %d faults, %d quarantines, %d store ops linearizable; cases checked:",
+		s.Seeds, len(s.Configs), s.Steps, s.Events, s.Deliveries, s.Runs, s.Acks, s.Faults, s.Quarantines, s.LinOps)
 	for _, p := range history.Properties {
 		out += fmt.Sprintf(" %s %d", p.Property, s.Checked[p.Property])
 	}
@@ -77,8 +80,9 @@ func (s *Totals) String() string {
 // shrunk and its schedule printed.
 func TestSim(t *testing.T) {
 	if *flagSeed != 0 {
-		r := run(t, *flagSeed, NewTape(*flagSeed))
-		again := run(t, *flagSeed, NewTape(*flagSeed))
+		cfg := ConfigOf(*flagSeed)
+		r := run(t, *flagSeed, NewTape(*flagSeed), cfg)
+		again := run(t, *flagSeed, NewTape(*flagSeed), cfg)
 		report(t, r)
 		for _, line := range r.Schedule {
 			t.Log("  " + line)
@@ -102,12 +106,16 @@ func TestSim(t *testing.T) {
 		n = raceSeeds
 	}
 	for seed := *flagFirst; seed < *flagFirst+uint64(n); seed++ {
-		r := run(t, seed, NewTape(seed))
+		r := run(t, seed, NewTape(seed), ConfigOf(seed))
 		tot.add(r)
 		if seed%100 == 0 {
-			if again := run(t, seed, NewTape(seed)); again.Digest != r.Digest {
+			if again := run(t, seed, NewTape(seed), ConfigOf(seed)); again.Digest != r.Digest {
 				t.Fatalf("seed %d is not deterministic: %s", seed, firstDiff(r.Events, again.Events))
 			}
+		}
+		if p := r.Failed(); p != "" && *flagSurvey {
+			t.Errorf("seed %d broke %s: %s", seed, p, r.Config)
+			continue
 		}
 		if p := r.Failed(); p != "" {
 			report(t, r)
@@ -130,8 +138,8 @@ func TestSim(t *testing.T) {
 		}
 	}
 	t.Logf("sim: %s", &tot)
-	fmt.Printf("sim: %d seeds, %d histories checked (%d keys, %d events, %d deliveries, %d runs, %d faults), 0 violations; %d store ops linearizable; %d seeds rerun, same digest\n",
-		tot.Seeds, tot.Seeds, tot.Keys, tot.Events, tot.Deliveries, tot.Runs, tot.Faults, tot.LinOps, tot.Seeds/100)
+	fmt.Printf("sim: %d seeds (%d configurations), %d histories checked (%d keys, %d events, %d deliveries, %d runs, %d faults), 0 violations; %d store ops linearizable; %d seeds rerun, same digest\n",
+		tot.Seeds, len(tot.Configs), tot.Seeds, tot.Keys, tot.Events, tot.Deliveries, tot.Runs, tot.Faults, tot.LinOps, tot.Seeds/100)
 }
 
 // TestRegress replays every saved tape: each must break nothing in this
@@ -148,7 +156,7 @@ func TestRegress(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := run(t, rg.Seed, Replay(rg.Tape))
+			r := run(t, rg.Seed, Replay(rg.Tape), rg.config())
 			if p := r.Failed(); p != "" {
 				report(t, r)
 				t.Errorf("the tape breaks %s", p)
@@ -158,7 +166,8 @@ func TestRegress(t *testing.T) {
 }
 
 func regression(r *Run, planted string, p history.Property) Regression {
-	return Regression{Planted: planted, Property: string(p), Seed: r.Seed, Steps: r.Steps, Tape: r.Tape, Schedule: r.Schedule}
+	cfg := r.Config
+	return Regression{Planted: planted, Property: string(p), Seed: r.Seed, Config: &cfg, Steps: r.Steps, Tape: r.Tape, Schedule: r.Schedule}
 }
 
 // shrink looks for a shorter tape that still breaks p: it deletes chunks of
@@ -171,7 +180,7 @@ func shrink(t *testing.T, r *Run, p history.Property) *Run {
 			return false
 		}
 		budget--
-		c := run(t, r.Seed, Replay(vals))
+		c := run(t, r.Seed, Replay(vals), r.Config)
 		if c.Failed() == p && (c.Steps < best.Steps || c.Steps == best.Steps && len(c.Tape) < len(best.Tape)) {
 			best = c
 			return true
@@ -212,7 +221,7 @@ func report(t *testing.T, r *Run) {
 	var b []byte
 	buf := &sliceWriter{&b}
 	r.Verdict.Write(buf, 3)
-	t.Logf("seed %d: %d steps, %d store ops (linearizable: %v), digest %s\n%s", r.Seed, r.Steps, r.LinOps, r.LinOK, r.Digest[:16], b)
+	t.Logf("seed %d: %s\n%d steps, %d store ops (linearizable: %v), digest %s\n%s", r.Seed, r.Config, r.Steps, r.LinOps, r.LinOK, r.Digest[:16], b)
 }
 
 type sliceWriter struct{ b *[]byte }

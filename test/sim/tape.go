@@ -63,13 +63,23 @@ type Regression struct {
 	// Planted names the planted defect the tape exposed ("" for none):
 	// replayed with it on (tag sqsonceplanted), the run must break
 	// Property; without it, the run must break nothing.
-	Planted  string   `json:"planted,omitempty"`
-	Property string   `json:"property"`
-	Seed     uint64   `json:"seed"`
-	Steps    int      `json:"steps"`
-	Tape     []uint64 `json:"tape"`
+	Planted  string `json:"planted,omitempty"`
+	Property string `json:"property"`
+	Seed     uint64 `json:"seed"`
+	// Config is the run's configuration; a tape saved without one
+	// replays Legacy.
+	Config *Config  `json:"config,omitempty"`
+	Steps  int      `json:"steps"`
+	Tape   []uint64 `json:"tape"`
 	// Schedule is the run's steps, for a person; not read back.
 	Schedule []string `json:"schedule"`
+}
+
+func (r Regression) config() Config {
+	if r.Config == nil {
+		return Legacy()
+	}
+	return *r.Config
 }
 
 // ReadRegression reads a tape saved by [Regression.Save].

@@ -144,6 +144,9 @@ func (s *Store) Extend(ctx context.Context, rec driver.Record, now time.Time) er
 	}
 	if rec.Strict() {
 		old.StrictLease = rec.StrictLease
+		if planted.On(planted.StrictExtendReadable) {
+			old.LeaseUntil = rec.StrictLease
+		}
 	} else {
 		old.LeaseUntil = rec.LeaseUntil
 	}

@@ -22,4 +22,7 @@ func main() {
 	h := batch.SQS(idempotency.Wrap(g, idempotency.BodyField("k"), func(context.Context, events.SQSMessage) (int, error) { return 1, nil }), batch.Options{})
 	resp, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: `{"k":"a"}`}}})
 	fmt.Println(len(resp.BatchItemFailures), err)
+	j := batch.SQS(idempotency.WrapJSON(g, idempotency.BodyField("k"), func(context.Context, struct{ K string }, events.SQSMessage) (int, error) { return 1, nil }), batch.Options{})
+	resp, err = j(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "n", Body: `{"K":"b"}`}}})
+	fmt.Println(len(resp.BatchItemFailures), err)
 }
