@@ -23,6 +23,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 )
 
@@ -34,6 +35,7 @@ const (
 	envTable            = envvars.EnvTable            // the DynamoDB table (the app's PostgreSQL table is pgstore's default)
 	envNamespace        = envvars.EnvNamespace        // record id prefix; required
 	envKey              = envvars.EnvKey              // the function's key source (envvars.KeySource)
+	envTenancy          = envvars.EnvTenancy          // the function's tenancy: invocation | message-group | off
 	envDynamoDBEndpoint = envvars.EnvDynamoDBEndpoint // DynamoDB endpoint override
 	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override
 	envRedisURL         = "SQSONCE_REDIS_URL"         // redis:// or rediss:// URL
@@ -54,7 +56,7 @@ const (
 // envNames are the variables the tool reads: the app's, then its own.
 var envNames = []string{
 	envStore, envTable, envNamespace, envDynamoDBEndpoint, envSQSEndpoint, envRedisURL, envPostgresURL,
-	envPartitionKey, envSortKey, envStaticPartition, envKey,
+	envPartitionKey, envSortKey, envStaticPartition, envKey, envTenancy,
 	envRedisCluster, envRedisKeyPrefix, envFormat, envDataFormat,
 }
 
@@ -82,6 +84,7 @@ type globals struct {
 	postgresURL      string
 	namespace        string
 	keySource        string
+	tenancy          string
 	format           string
 	dataFormat       string
 	partitionKey     string
@@ -112,6 +115,7 @@ func defaults(getenv func(string) string) globals {
 		postgresURL:      getenv(envPostgresURL),
 		namespace:        getenv(envNamespace),
 		keySource:        getenv(envKey),
+		tenancy:          or(envTenancy, envvars.TenancyInvocation),
 		format:           or(envFormat, "native"),
 		dataFormat:       or(envDataFormat, "json"),
 		partitionKey:     or(envPartitionKey, driver.AttrID),
@@ -137,6 +141,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.redisKeyPrefix, "redis-key-prefix", g.redisKeyPrefix, "redisstore.WithKeyPrefix ($"+envRedisKeyPrefix+")")
 	fs.StringVar(&g.postgresURL, "postgres-url", g.postgresURL, "postgres:// URL or DSN ($"+envPostgresURL+")")
 	fs.StringVar(&g.namespace, "namespace", g.namespace, "the guard's Namespace, the record ids' prefix ($"+envNamespace+")")
+	fs.StringVar(&g.tenancy, "tenancy", g.tenancy, "the function's tenancy, as the construct's Props.Tenancy: invocation, message-group (a fair queue's MessageGroupId scopes the id) or off ($"+envTenancy+")")
 	fs.StringVar(&g.keySource, "key-source", g.keySource, "the function's key source, as the construct's Props.KeySource: body:FIELD, body:FIELD,FIELD... or jmespath:EXPR ($"+envKey+")")
 	fs.StringVar(&g.format, "format", g.format, "the guard's Format: native, powertools-python or powertools-typescript ($"+envFormat+")")
 	fs.StringVar(&g.dataFormat, "data-format", g.dataFormat, "dynamostore.WithDataFormat: json, powertools-python or powertools-typescript ($"+envDataFormat+")")
@@ -194,6 +199,9 @@ func (g *globals) check() error {
 	}
 	if g.namespace == "" {
 		errs = append(errs, fmt.Errorf("--namespace ($%s) is required: the function's namespace (the construct's Props.Namespace), the prefix of its record ids", envNamespace))
+	}
+	if _, err := lambdaenv.Tenancy(g.tenancy); err != nil {
+		errs = append(errs, fmt.Errorf("--tenancy ($%s): %q is not %s, %s or %s", envTenancy, g.tenancy, envvars.TenancyInvocation, envvars.TenancyMessageGroup, envvars.TenancyOff))
 	}
 	if g.keySource != "" {
 		if _, err := envvars.ParseKey(g.keySource); err != nil {

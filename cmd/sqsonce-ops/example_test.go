@@ -79,7 +79,7 @@ func TestWorkedExample(t *testing.T) {
 	tr.run(t, env, exitOK, "list")
 	// The dead-letter queue: check, then move back.
 	out = tr.run(t, env, exitOK, "redrive", "--dlq", q.dlq.URL, "--queue", q.source.URL, "--rate", "20/s", "--dry-run").stdout
-	if !strings.Contains(out, "   2 will replay") || !strings.Contains(out, "   2 will run") || !strings.Contains(out, "dry run: would send 4") {
+	if !strings.Contains(out, "   2 will replay") || !strings.Contains(out, "   2 will run") || !strings.Contains(out, "dry run: would send all 4") {
 		t.Errorf("redrive --dry-run:\n%s", out)
 	}
 	out = tr.run(t, env, exitOK, "redrive", "--dlq", q.dlq.URL, "--queue", q.source.URL, "--rate", "20/s").stdout

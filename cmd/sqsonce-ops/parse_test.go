@@ -129,8 +129,11 @@ func TestRecordIDs(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("a body without a key: %v", err)
 	}
-	if _, err := (&selector{key: "not json"}).resolve(o, nil); err == nil || strings.Contains(err.Error(), "not json") {
-		t.Errorf("--key not JSON: %v", err)
+	// A plain string is the string key, as its JSON-quoted spelling.
+	plain, err := (&selector{key: "r-2"}).resolve(o, nil)
+	quoted, qerr := (&selector{key: `"r-2"`}).resolve(o, nil)
+	if err != nil || qerr != nil || plain != quoted {
+		t.Errorf("--key r-2: %s, %v; --key '\"r-2\"': %s, %v; want one id", plain, err, quoted, qerr)
 	}
 }
 

@@ -457,6 +457,11 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 			MessageBody:       m.msg.Body,
 			MessageAttributes: sendable(m.msg.MessageAttributes),
 		}
+		if group != "" {
+			// Its group goes back with it, to a standard (fair) queue too:
+			// under message-group tenancy the record id depends on it.
+			in.MessageGroupId = aws.String(group)
+		}
 		if fifo {
 			if group == "" {
 				notSent(m, group, "the message has no MessageGroupId for the FIFO queue")
@@ -464,7 +469,6 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 			}
 			// A message sent again by a later run (this run's delete failed)
 			// within SQS's five-minute deduplication interval is sent once.
-			in.MessageGroupId = aws.String(group)
 			in.MessageDeduplicationId = m.msg.MessageId
 		}
 		if _, err := o.sqs.SendMessage(ctx, in); err != nil {
@@ -557,7 +561,11 @@ func (c *redriveCmd) print(o *ops, r redriveReport) {
 	}
 	switch {
 	case r.DryRun:
-		fmt.Fprintf(w, "dry run: would send %d message(s) to %s; nothing sent or deleted (each message read was received once: its receive count rose by one)\n", r.Read, r.Queue)
+		// Every message read is sent back, those that will fail again too
+		// (they return to the dead-letter queue): say how many of each.
+		again := r.Classes[classBadKey] + r.Classes[classQuarantined]
+		fmt.Fprintf(w, "dry run: would send all %d message(s) read to %s, %d of them to fail again there (bad or missing key, quarantined) and come back here; nothing sent or deleted (each message read was received once: its receive count rose by one)\n",
+			r.Read, r.Queue, again)
 	case r.Classes[classUnreadable] > 0:
 		fmt.Fprintf(w, "nothing sent to %s\n", r.Queue)
 	default:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -152,14 +153,16 @@ type selector struct {
 	body     string
 	id       string
 	tenant   string
+	group    string
 }
 
 func (s *selector) flags(fs *flag.FlagSet) {
-	fs.StringVar(&s.key, "key", "", "the request's key, a JSON value as the producer sends it (e.g. '\"order-17\"'); with a body:A,B key source, a JSON object of those fields")
+	fs.StringVar(&s.key, "key", "", "the request's key: a string as it is (order-17), or a JSON value as the producer sends it (17, '\"17\"'); with a body:A,B key source, a JSON object of those fields")
 	fs.StringVar(&s.keyField, "key-field", "", "the body field the key is in: names joined by dots, or a JSON array of names (default: --key-source, else the reference app's key, "+handler.KeyField+" else the request's canonical subset)")
 	fs.StringVar(&s.body, "body", "", "a file holding the message body, or - for standard input")
 	fs.StringVar(&s.id, "id", "", "the record id, {namespace}#{digest}")
 	fs.StringVar(&s.tenant, "tenant", "", "the invocation's tenant id, for a function in Lambda's tenant isolation mode: the id is scoped to it (idempotency.Guard.ScopedID)")
+	fs.StringVar(&s.group, "group", "", "the message's MessageGroupId, for a function with --tenancy message-group (a fair queue's tenant): the id is scoped to it")
 }
 
 func (s *selector) check() error {
@@ -178,8 +181,8 @@ func (s *selector) check() error {
 			errs = append(errs, err)
 		}
 	}
-	if s.tenant != "" && s.id != "" {
-		errs = append(errs, errors.New("--tenant scopes a key or a body's id: --id names the record already"))
+	if (s.tenant != "" || s.group != "") && s.id != "" {
+		errs = append(errs, errors.New("--tenant and --group scope a key or a body's id: --id names the record already"))
 	}
 	return errors.Join(errs...)
 }
@@ -266,24 +269,46 @@ func (s *selector) resolve(o *ops, stdin io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return o.guard.ScopedID(idempotency.Scope{Tenant: s.tenant}, k)
+	scope := idempotency.Scope{Tenant: s.tenant, MessageGroup: s.group}
+	switch o.g.tenancy {
+	case envvars.TenancyOff:
+		if scope != (idempotency.Scope{}) {
+			return "", fmt.Errorf("--tenancy off ($%s): the function scopes no id, so --tenant and --group do not apply", envTenancy)
+		}
+	case envvars.TenancyMessageGroup:
+	default:
+		if s.group != "" {
+			return "", fmt.Errorf("--group scopes an id only for a function with --tenancy %s ($%s)", envvars.TenancyMessageGroup, envTenancy)
+		}
+	}
+	return o.guard.ScopedID(scope, k)
 }
 
-// messageID is the record id of m's key.
+// messageID is the record id of m's key, scoped as the function scopes it
+// under the configured tenancy: by its MessageGroupId with message-group.
+// (An invocation's tenant is not in the message: a dead-lettered message
+// of a tenant-isolated function is classed by its unscoped id.)
 func messageID(o *ops, kf idempotency.Selector, m events.SQSMessage) (string, error) {
 	k, err := idempotency.Select(kf, m)
 	if err != nil {
 		return "", err
+	}
+	if o.g.tenancy == envvars.TenancyMessageGroup {
+		return o.guard.ScopedID(idempotency.Scope{MessageGroup: m.Attributes["MessageGroupId"]}, k)
 	}
 	return o.guard.ID(k)
 }
 
 // bodyWith is a JSON body holding value at path: what a producer sends.
 func bodyWith(path []string, value string) (string, error) {
-	if !jsonValue(value) {
-		return "", errors.New("--key is not one JSON value: quote a string key as JSON, e.g. '\"order-17\"'")
-	}
 	body := strings.TrimSpace(value)
+	if !jsonValue(value) {
+		// A plain string, as the producer's JSON holds it quoted: r-2 is
+		// "r-2". (A key that reads as JSON, such as 17 or true, is that
+		// value: quote it as JSON for the string.)
+		q, _ := json.Marshal(value)
+		body = string(q)
+	}
 	for i := len(path) - 1; i >= 0; i-- {
 		name, _ := jsonString(path[i])
 		body = "{" + name + ":" + body + "}"

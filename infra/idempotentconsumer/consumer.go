@@ -279,6 +279,9 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	if plan.KeySource != "" {
 		env[EnvKey] = jsii.String(plan.KeySource)
 	}
+	if plan.Tenancy != "" {
+		env[EnvTenancy] = jsii.String(plan.Tenancy)
+	}
 	if plan.MetricsNamespace != DefaultMetricsNamespace {
 		env[EnvMetricsNamespace] = jsii.String(plan.MetricsNamespace)
 	}

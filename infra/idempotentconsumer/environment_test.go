@@ -32,6 +32,7 @@ var environments = []struct {
 	{"three-seconds-min-remaining", idempotentconsumer.Props{Timeout: 3 * time.Second, MinRemaining: 2 * time.Second}},
 	{"metrics-names", idempotentconsumer.Props{MetricsNamespace: "shop", MetricsService: "charges-eu"}},
 	{"key-source", idempotentconsumer.Props{KeySource: "body:order_id"}},
+	{"tenancy", idempotentconsumer.Props{Tenancy: "message-group"}},
 }
 
 func TestEnvironmentSnapshot(t *testing.T) {

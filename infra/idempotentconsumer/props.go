@@ -104,6 +104,9 @@ const (
 	// EnvKey is [Props.KeySource], set only when it is: the function's
 	// and sqsonce-ops's key source.
 	EnvKey = envvars.EnvKey
+	// EnvTenancy is [Props.Tenancy], set only when it is: the function's
+	// idempotency.Config.Tenancy, and how sqsonce-ops scopes a record id.
+	EnvTenancy = envvars.EnvTenancy
 )
 
 // maxPartitionValue is DynamoDB's limit on a partition key value, in bytes.
@@ -269,6 +272,14 @@ type Props struct {
 	// is its own code's.
 	KeySource string
 
+	// Tenancy is what scopes a record id to a tenant, as SQSONCE_TENANCY
+	// spells it: "invocation" (Lambda's tenant id), "message-group" (also
+	// the message's MessageGroupId: a fair queue's tenant) or "off". The
+	// function gets [EnvTenancy], and sqsonce-ops, run with the function's
+	// environment, computes the ids the function does. Default empty: the
+	// guard's default, "invocation".
+	Tenancy string
+
 	// FIFO makes the queue and its dead-letter queue FIFO queues. The
 	// function still keys on the message body, never on the
 	// MessageDeduplicationId. A FIFO event source takes no batching window
@@ -427,6 +438,9 @@ type Plan struct {
 	// KeySource is Props.KeySource as envvars.KeySource spells it; empty:
 	// none.
 	KeySource string
+
+	// Tenancy is Props.Tenancy; empty: the guard's default.
+	Tenancy string
 }
 
 // queueNameChars are the characters SQS allows in a queue name.
@@ -594,6 +608,12 @@ func (p Props) Plan() (Plan, error) {
 		bad("Timeout %v is outside 1s–%v", pl.Timeout, maxTimeout)
 	}
 	seconds("Timeout", pl.Timeout)
+	switch p.Tenancy {
+	case "", envvars.TenancyInvocation, envvars.TenancyMessageGroup, envvars.TenancyOff:
+		pl.Tenancy = p.Tenancy
+	default:
+		bad("Props.Tenancy %q: want %q, %q or %q", p.Tenancy, envvars.TenancyInvocation, envvars.TenancyMessageGroup, envvars.TenancyOff)
+	}
 	if k, err := planKeySource(p.KeySource); err != nil {
 		bad("%v", err)
 	} else {

@@ -1,9 +1,20 @@
 // Package lambdaenv is the contract between infra's construct
 // (infra/idempotentconsumer) and the function it deploys: the construct
 // sets the variables named by package envvars's constants, and [Load] reads
-// them in the function's main and returns the DynamoDB store, the guard's
-// idempotency.Config, the batch.Options and the metrics recorder, as plain
-// values the function may change before use.
+// them in the function's main and returns the store (DynamoDB, or Redis or
+// PostgreSQL with SQSONCE_STORE), the guard's idempotency.Config, the
+// batch.Options and the metrics recorder, as plain values the function may
+// change before use.
+//
+// What the construct grants, the options turn on: a permanent failure
+// goes to the queue's dead-letter queue at once (batch.DeadLetter, through
+// sqsdlq), a record failed because its key is in progress elsewhere comes
+// back just after the holder's lease ends, others after a backoff
+// (batch.Pacing, through sqsvisibility), and the messages of the records
+// that run stay invisible while they run (batch.KeepVisible). Each is one
+// variable away from off: SQSONCE_DEAD_LETTER=off, SQSONCE_PACING=off (which
+// turns keeping invisible off too), SQSONCE_KEEP_VISIBLE=off; with the
+// construct, set them in Props.Environment.
 //
 //	env, err := lambdaenv.Load(ctx) // once, in main
 //	if err != nil {
@@ -25,18 +36,30 @@ package lambdaenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/sqsonce/sqsonce/internal/redact"
 	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
+	"github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 	"github.com/sqsonce/sqsonce/middleware/metrics"
 )
@@ -45,14 +68,16 @@ import (
 // before it builds the guard and the handler.
 type Function struct {
 	Settings envvars.Settings
-	// Store is the DynamoDB store on the table, also Config.Store.
+	// Store is the DynamoDB store on the table, also Config.Store; nil
+	// with another store (Config.Store holds it).
 	Store *dynamostore.Store
 	// Config is the guard's configuration: Store, Namespace, ExpiresAfter,
-	// MinExpiry (the queue's window), Strict, and OnOutcome counting the
-	// metrics when they are on.
+	// MinExpiry (the queue's window), Tenancy, Strict, and OnOutcome
+	// counting the metrics when they are on.
 	Config idempotency.Config
-	// Options is the batch handler's: MinRemaining, and OnRecord counting
-	// the metrics when they are on.
+	// Options is the batch handler's: MinRemaining, DeadLetter, Pacing and
+	// KeepVisible as the variables say, and OnRecord counting the metrics
+	// when they are on.
 	Options batch.Options
 	// Metrics is the recorder writing the EMF lines to standard output;
 	// nil when SQSONCE_METRICS is off.
@@ -61,6 +86,20 @@ type Function struct {
 	// one sqsonce-ops computes record ids with; the zero Selector, which
 	// selects nothing, when the variable is unset.
 	Key idempotency.Selector
+
+	closers []func() error
+}
+
+// Close closes the Redis client or the PostgreSQL pool New opened; it does
+// nothing for DynamoDB. A function need not call it: Lambda ends the
+// process.
+func (f *Function) Close() error {
+	var errs []error
+	for _, c := range f.closers {
+		errs = append(errs, c())
+	}
+	f.closers = nil
+	return errors.Join(errs...)
 }
 
 // Selector returns the selector k names: BodyField, BodySubset, or a
@@ -86,59 +125,213 @@ func Selector(k envvars.KeySource) (idempotency.Selector, error) {
 	return idempotency.Selector{}, fmt.Errorf("lambdaenv: %s: an empty key source", envvars.EnvKey)
 }
 
+// Tenancy returns the idempotency.Tenancy SQSONCE_TENANCY names
+// (envvars.TenancyInvocation, TenancyMessageGroup or TenancyOff; empty is
+// the default, TenancyInvocation).
+func Tenancy(v string) (idempotency.Tenancy, error) {
+	switch v {
+	case "", envvars.TenancyInvocation:
+		return idempotency.TenancyInvocation, nil
+	case envvars.TenancyMessageGroup:
+		return idempotency.TenancyMessageGroup, nil
+	case envvars.TenancyOff:
+		return idempotency.TenancyOff, nil
+	}
+	return 0, fmt.Errorf("lambdaenv: %s is not %q, %q or %q", envvars.EnvTenancy, envvars.TenancyInvocation, envvars.TenancyMessageGroup, envvars.TenancyOff)
+}
+
+// SQSAPI is the part of *sqs.Client that pacing (sqsvisibility) and the
+// dead-letter mover (sqsdlq) call.
+type SQSAPI interface {
+	sqsvisibility.API
+	sqsdlq.API
+}
+
+// Clients are the AWS clients [New] builds on. [Load] makes them from the
+// function's AWS configuration.
+type Clients struct {
+	// DynamoDB is the DynamoDB store's client; unused with another store.
+	DynamoDB dynamostore.API
+	// SQS is pacing's and the dead-letter mover's client; unused when
+	// both are off (SQSONCE_PACING=off, SQSONCE_DEAD_LETTER=off).
+	SQS SQSAPI
+}
+
 // Load reads the variables from the process's environment and builds the
-// DynamoDB client (once: call Load in main, with main's context), the
-// store, the guard's configuration, the batch options and, unless
+// AWS clients (once: call Load in main, with main's context), the store,
+// the guard's configuration, the batch options and, unless
 // SQSONCE_METRICS is off, the metrics recorder wired into both.
 func Load(ctx context.Context) (*Function, error) {
 	s, err := envvars.Read(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("lambdaenv: AWS configuration: %w", err)
-	}
-	return New(s, dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if s.DynamoDBEndpoint != "" {
-			o.BaseEndpoint = aws.String(s.DynamoDBEndpoint)
+	var c Clients
+	needSQS := s.DeadLetter || s.Pacing
+	if s.Store == envvars.StoreDynamoDB || needSQS {
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("lambdaenv: AWS configuration: %w", err)
 		}
-	}))
+		if s.Store == envvars.StoreDynamoDB {
+			c.DynamoDB = dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+				if s.DynamoDBEndpoint != "" {
+					o.BaseEndpoint = aws.String(s.DynamoDBEndpoint)
+				}
+			})
+		}
+		if needSQS {
+			c.SQS = sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+				if s.SQSEndpoint != "" {
+					o.BaseEndpoint = aws.String(s.SQSEndpoint)
+				}
+			})
+		}
+	}
+	return New(ctx, s, c)
 }
 
-// New builds what [Load] builds from settings already read and a DynamoDB
-// client of the caller's.
-func New(s envvars.Settings, db dynamostore.API) (*Function, error) {
-	var opts []dynamostore.Option
-	if k := s.SortKey; k != nil {
-		opts = append(opts, dynamostore.WithAttributes(dynamostore.Attributes{ID: k.PartitionKey}),
-			dynamostore.WithSortKey(dynamostore.SortKey{Attr: k.Attr, Partition: k.Partition}))
-	}
-	store, err := dynamostore.New(db, s.Table, opts...)
+// New builds what [Load] builds from settings already read and clients of
+// the caller's. With the Redis or PostgreSQL store it opens the client or
+// the pool (and creates the PostgreSQL table if it does not exist):
+// [Function.Close] closes them. Its errors name the variable at fault and
+// never quote a connection string.
+func New(ctx context.Context, s envvars.Settings, c Clients) (*Function, error) {
+	tenancy, err := Tenancy(s.Tenancy)
 	if err != nil {
-		return nil, fmt.Errorf("lambdaenv: %s: %w", envvars.EnvTable, err)
+		return nil, err
 	}
-	f := &Function{
-		Settings: s,
-		Store:    store,
-		Config: idempotency.Config{Store: store, Namespace: s.Namespace, ExpiresAfter: s.ExpiresAfter,
-			MinExpiry: s.QueueWindow, Strict: s.Strict},
-		Options: batch.Options{MinRemaining: s.MinRemaining},
+	f := &Function{Settings: s, Options: batch.Options{MinRemaining: s.MinRemaining}}
+	var store driver.Store
+	switch s.Store {
+	case "", envvars.StoreDynamoDB:
+		if c.DynamoDB == nil {
+			return nil, errors.New("lambdaenv: the DynamoDB store needs Clients.DynamoDB")
+		}
+		var opts []dynamostore.Option
+		if k := s.SortKey; k != nil {
+			opts = append(opts, dynamostore.WithAttributes(dynamostore.Attributes{ID: k.PartitionKey}),
+				dynamostore.WithSortKey(dynamostore.SortKey{Attr: k.Attr, Partition: k.Partition}))
+		}
+		ds, err := dynamostore.New(c.DynamoDB, s.Table, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("lambdaenv: %s: %w", envvars.EnvTable, err)
+		}
+		f.Store, store = ds, ds
+	case envvars.StoreRedis:
+		opts, err := redis.ParseURL(s.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("lambdaenv: %s is not a redis:// or rediss:// URL (%s)", envvars.EnvRedisURL, redact.Digest(err.Error()))
+		}
+		opts.ContextTimeoutEnabled = true // a call ends at the invocation's deadline
+		rdb := redis.NewClient(opts)
+		f.closers = append(f.closers, rdb.Close)
+		rs, err := redisstore.New(ctx, rdb)
+		if err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("lambdaenv: %s: %s", envvars.EnvRedisURL, scrub(err, s.RedisURL))
+		}
+		store = rs
+	case envvars.StorePostgres:
+		pool, err := pgxpool.New(ctx, s.PostgresURL)
+		if err != nil {
+			return nil, fmt.Errorf("lambdaenv: %s is not a postgres:// URL or DSN (%s)", envvars.EnvPostgresURL, redact.Digest(err.Error()))
+		}
+		f.closers = append(f.closers, func() error { pool.Close(); return nil })
+		ps, err := pgstore.New(pool)
+		if err == nil {
+			err = ps.CreateSchema(ctx)
+		}
+		if err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("lambdaenv: %s: %s", envvars.EnvPostgresURL, scrub(err, s.PostgresURL))
+		}
+		store = ps
+	default:
+		return nil, fmt.Errorf("lambdaenv: %s is not %q, %q or %q", envvars.EnvStore, envvars.StoreDynamoDB, envvars.StoreRedis, envvars.StorePostgres)
 	}
+	f.Config = idempotency.Config{Store: store, Namespace: s.Namespace, ExpiresAfter: s.ExpiresAfter,
+		MinExpiry: s.QueueWindow, Tenancy: tenancy, Strict: s.Strict}
 	if s.Key != nil {
 		if f.Key, err = Selector(*s.Key); err != nil {
+			_ = f.Close()
 			return nil, err
 		}
+	}
+	if err := f.sqsOptions(s, c.SQS); err != nil {
+		_ = f.Close()
+		return nil, err
 	}
 	if s.Metrics {
 		rec, err := metrics.New(metrics.Config{Writer: os.Stdout, Namespace: s.MetricsNamespace, Service: s.MetricsService})
 		if err != nil {
+			_ = f.Close()
 			return nil, fmt.Errorf("lambdaenv: %w", err)
 		}
 		rec.Instrument(&f.Config, &f.Options)
 		f.Metrics = rec
 	}
 	return f, nil
+}
+
+// sqsOptions sets the dead-letter mover, pacing and keeping invisible as
+// the settings say.
+func (f *Function) sqsOptions(s envvars.Settings, api SQSAPI) error {
+	if (s.DeadLetter || s.Pacing) && api == nil {
+		return fmt.Errorf("lambdaenv: moving permanent failures to the dead-letter queue and pacing need Clients.SQS (or %s=off and %s=off)", envvars.EnvDeadLetter, envvars.EnvPacing)
+	}
+	if s.DeadLetter {
+		// A permanent failure (a body that does not decode, no key) fails
+		// on every delivery: to the dead-letter queue after the first,
+		// not after maxReceiveCount deliveries.
+		mover, err := sqsdlq.New(api)
+		if err != nil {
+			return fmt.Errorf("lambdaenv: %w", err)
+		}
+		f.Options.DeadLetter = batch.DeadLetter{Mover: mover}
+	}
+	if s.Pacing {
+		// A record in progress elsewhere comes back just after the
+		// holder's lease ends; other failures after a backoff: not at the
+		// queue's visibility timeout.
+		changer, err := sqsvisibility.New(api)
+		if err != nil {
+			return fmt.Errorf("lambdaenv: %w", err)
+		}
+		f.Options.Pacing = batch.Pacing{Changer: changer}
+		if !s.KeepVisible {
+			f.Options.KeepVisible.Every = -1
+		}
+	}
+	return nil
+}
+
+// scrub is err's message without the connection string conn, its user
+// information and its password, whichever the message holds.
+func scrub(err error, conn string) string {
+	msg := err.Error()
+	secrets := []string{conn}
+	if u, perr := url.Parse(conn); perr == nil && u.User != nil {
+		secrets = append(secrets, u.User.String())
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p, url.QueryEscape(p))
+		}
+	}
+	for _, field := range strings.Fields(conn) { // a key=value DSN
+		if v, ok := strings.CutPrefix(field, "password="); ok {
+			secrets = append(secrets, v, strings.Trim(v, "'"))
+		}
+	}
+	for _, s := range secrets {
+		switch {
+		case s == "" || !strings.Contains(msg, s):
+		case len(s) < 3: // too short to cut out: the message goes
+			return "an error " + redact.Digest(msg)
+		default:
+			msg = strings.ReplaceAll(msg, s, "[redacted]")
+		}
+	}
+	return msg
 }
 
 // Handler returns h with one metrics line written per invocation, or h

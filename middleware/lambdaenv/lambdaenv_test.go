@@ -8,12 +8,16 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 )
+
+// sqsClient is a client no test call reaches: New only keeps it.
+var sqsClient = sqs.New(sqs.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{}})
 
 // TestNew: the settings land in plain values, the metrics are wired into
 // both hooks by default, and off leaves the hooks and the handler alone.
@@ -26,7 +30,7 @@ func TestNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := lambdaenv.New(s, db)
+	f, err := lambdaenv.New(t.Context(), s, lambdaenv.Clients{DynamoDB: db, SQS: sqsClient})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +42,14 @@ func TestNew(t *testing.T) {
 		t.Errorf("metrics not on by default: recorder %v, OnOutcome set %v, OnRecord set %v", f.Metrics, c.OnOutcome != nil, f.Options.OnRecord != nil)
 	}
 	s.Metrics = false
-	off, err := lambdaenv.New(s, db)
+	off, err := lambdaenv.New(t.Context(), s, lambdaenv.Clients{DynamoDB: db, SQS: sqsClient})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if off.Metrics != nil || off.Config.OnOutcome != nil || off.Options.OnRecord != nil || off.Handler(nil) != nil {
 		t.Error("SQSONCE_METRICS=off still counts")
 	}
-	if _, err := lambdaenv.New(envvars.Settings{Namespace: "n"}, db); err == nil {
+	if _, err := lambdaenv.New(t.Context(), envvars.Settings{Namespace: "n"}, lambdaenv.Clients{DynamoDB: db}); err == nil {
 		t.Error("New without a table accepted")
 	}
 }
@@ -67,7 +71,7 @@ func TestKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := lambdaenv.New(s, db)
+		f, err := lambdaenv.New(t.Context(), s, lambdaenv.Clients{DynamoDB: db, SQS: sqsClient})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -62,7 +62,8 @@ type Config struct {
 	Service string
 	// Counters are metrics of the function's own, counted with
 	// [Recorder.Add] and written in the same lines after the library's.
-	// Each must be a name unlike the others and the library's.
+	// Each must be a name unlike the others and the library's, and
+	// none of the line's own members: Service, Records, request_id, _aws.
 	Counters []string
 	// Now is the clock of the lines' timestamps. Nil means [time.Now].
 	Now func() time.Time
@@ -99,7 +100,7 @@ func New(cfg Config) (*Recorder, error) {
 		switch _, dup := r.index[n]; {
 		case n == "":
 			errs = append(errs, errors.New("metrics: Config.Counters holds an empty name"))
-		case dup || n == Dimension || n == recordsProperty || n == "_aws":
+		case dup || n == Dimension || n == recordsProperty || n == requestIDProperty || n == "_aws":
 			errs = append(errs, fmt.Errorf("metrics: Config.Counters holds %q, a name taken already", n))
 		}
 		r.index[n] = i
@@ -110,8 +111,13 @@ func New(cfg Config) (*Recorder, error) {
 	return r, nil
 }
 
-// recordsProperty is the line's property holding the batch size.
-const recordsProperty = "Records"
+// The line's properties besides the metrics: the batch size, and the
+// invocation's Lambda request id. A counter may take neither name: a line
+// would hold the member twice, and a JSON reader keeps one of them.
+const (
+	recordsProperty   = "Records"
+	requestIDProperty = "request_id"
+)
 
 // countsKey finds the counts of the invocation running in a context, per
 // Recorder: two of them (two namespaces) around one handler count apart.
@@ -266,7 +272,7 @@ func (r *Recorder) line(values []int64, records int, requestID string) ([]byte, 
 	}
 	if requestID != "" {
 		id, _ := json.Marshal(requestID)
-		b = append(append(b, `,"request_id":`...), id...)
+		b = append(append(b, `,"`+requestIDProperty+`":`...), id...)
 	}
 	for i, n := range r.names {
 		name, _ := json.Marshal(n)

@@ -172,6 +172,10 @@ func TestNewRefuses(t *testing.T) {
 		{metrics.Config{Writer: &bytes.Buffer{}}, "Config.Service is required"},
 		{metrics.Config{Writer: &bytes.Buffer{}, Service: "s", Counters: []string{metrics.Failed}}, `holds "Failed", a name taken already`},
 		{metrics.Config{Writer: &bytes.Buffer{}, Service: "s", Counters: []string{"A", "A"}}, `holds "A"`},
+		// Each line of an invocation has a request_id member already: a
+		// counter of that name would make it twice.
+		{metrics.Config{Writer: &bytes.Buffer{}, Service: "s", Counters: []string{"request_id"}}, `holds "request_id", a name taken already`},
+		{metrics.Config{Writer: &bytes.Buffer{}, Service: "s", Counters: []string{"Records"}}, `holds "Records", a name taken already`},
 		{metrics.Config{Writer: &bytes.Buffer{}, Service: "s", Counters: []string{""}}, "an empty name"},
 	} {
 		if _, err := metrics.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -42,8 +42,9 @@
 // [AttrReason] (the record's error message, cut to [MaxReason] bytes),
 // [AttrErrorType], [AttrMessageID], [AttrSourceQueue] and
 // [AttrReceiveCount]. A record function's errors must not quote message
-// content: the reason is sent and logged. To a FIFO dead-letter queue the
-// message goes in its own MessageGroupId. A moved message has no
+// content: the reason is sent and logged. The message goes in its own
+// MessageGroupId, to a standard dead-letter queue too (a fair queue's
+// tenant, which scopes its record id under message-group tenancy). A moved message has no
 // DeadLetterQueueSourceArn: to redrive it (StartMessageMoveTask), name the
 // source queue as the DestinationArn.
 package sqsdlq

@@ -352,3 +352,48 @@ func empty(t *testing.T, client *sqs.Client, url string) bool {
 	}
 	return a.Attributes["ApproximateNumberOfMessages"] == "0" && a.Attributes["ApproximateNumberOfMessagesNotVisible"] == "0"
 }
+
+// TestMoveKeepsGroupOnStandardQueue: a fair queue's message (a standard
+// queue, MessageGroupId set by its producer) goes to a standard
+// dead-letter queue in its group: under message-group tenancy its record
+// id depends on it. (moto keeps a standard queue's MessageGroupId and
+// returns it with the message's attributes, as SQS does.)
+func TestMoveKeepsGroupOnStandardQueue(t *testing.T) {
+	client := moto.SQS(t)
+	ctx := t.Context()
+	dlqURL, dlqARN := newQueue(t, client, "-dlq", nil)
+	srcURL, srcARN := newQueue(t, client, "", map[string]string{
+		"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, dlqARN)})
+	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(srcURL), MessageBody: aws.String(`{"order_id":"o-1"}`),
+		MessageGroupId: aws.String("tenant-a")}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(srcURL),
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("receive: %v, %d messages", err, len(out.Messages))
+	}
+	m := out.Messages[0]
+	if g := m.Attributes["MessageGroupId"]; g != "tenant-a" {
+		t.Fatalf("the standard queue returned MessageGroupId %q", g)
+	}
+	mover, err := sqsdlq.New(client, sqsdlq.WithQueueURL(func(arn string) (string, error) {
+		return map[string]string{srcARN: srcURL, dlqARN: dlqURL}[arn], nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := mover.MoveToDeadLetter(ctx, []batch.DeadLetterMove{{Reason: "permanent", Message: events.SQSMessage{MessageId: aws.ToString(m.MessageId),
+		ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body), EventSourceARN: srcARN, Attributes: m.Attributes}}})
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	moved, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlqURL), WaitTimeSeconds: 2,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}})
+	if err != nil || len(moved.Messages) != 1 {
+		t.Fatalf("the dead-letter queue: %v, %d messages", err, len(moved.Messages))
+	}
+	if g := moved.Messages[0].Attributes["MessageGroupId"]; g != "tenant-a" {
+		t.Errorf("moved to a standard dead-letter queue with MessageGroupId %q, want tenant-a", g)
+	}
+}

@@ -276,15 +276,20 @@ func (m *Mover) move(ctx context.Context, mv *batch.DeadLetterMove) error {
 		MessageBody:       aws.String(msg.Body),
 		MessageAttributes: attributes(mv),
 	}
+	group := msg.Attributes["MessageGroupId"]
+	if group != "" {
+		// Its group goes with it, to a standard (fair) dead-letter queue
+		// too: a record id scoped by it (idempotency.TenancyMessageGroup)
+		// is the same when the message is redriven.
+		in.MessageGroupId = aws.String(group)
+	}
 	if t.fifo {
-		group := msg.Attributes["MessageGroupId"]
 		if group == "" {
 			return fail("send", fmt.Errorf("the FIFO dead-letter queue %s needs a MessageGroupId, and the message has none", t.arn))
 		}
 		// The same message moved twice within SQS's five-minute
 		// deduplication interval (its delete failed, it came back) is
 		// sent once.
-		in.MessageGroupId = aws.String(group)
 		in.MessageDeduplicationId = aws.String(msg.MessageId)
 	}
 	if _, err := m.api.SendMessage(ctx, in); err != nil {

@@ -5,9 +5,10 @@
 //
 // # Variables
 //
-//	SQSONCE_TABLE             required: the idempotency table (dynamostore.New)
+//	SQSONCE_TABLE             required with the DynamoDB store: the idempotency table (dynamostore.New)
 //	SQSONCE_NAMESPACE         required: idempotency.Config.Namespace, and the metrics' Service
-//	SQSONCE_EXPIRES_AFTER     Go duration: idempotency.Config.ExpiresAfter; default the guard's
+//	SQSONCE_EXPIRES_AFTER     positive Go duration: idempotency.Config.ExpiresAfter; unset: the guard's default
+//	SQSONCE_TENANCY           invocation, message-group or off: idempotency.Config.Tenancy; default invocation
 //	SQSONCE_QUEUE_WINDOW      Go duration: idempotency.Config.MinExpiry, the queue's window
 //	SQSONCE_PARTITION_KEY     with SQSONCE_SORT_KEY: the partition key attribute; default driver.AttrID
 //	SQSONCE_SORT_KEY          the sort key attribute (dynamostore.WithSortKey)
@@ -19,6 +20,13 @@
 //	SQSONCE_METRICS_SERVICE   optional: the metrics' Service dimension; default SQSONCE_NAMESPACE
 //	SQSONCE_DYNAMODB_ENDPOINT optional: a DynamoDB endpoint override, such as moto_server's, for local runs
 //	SQSONCE_KEY               the key source (see [KeySource]): body:order_id, body:a,b or jmespath:EXPR
+//	SQSONCE_STORE             optional, dynamodb, redis or postgres: the store; default dynamodb
+//	SQSONCE_REDIS_URL         required with the Redis store: a redis:// or rediss:// URL (a secret: never quoted)
+//	SQSONCE_POSTGRES_URL      required with the PostgreSQL store: a postgres:// URL or DSN (a secret: never quoted)
+//	SQSONCE_DEAD_LETTER       optional, "on" or "off": a permanent failure goes to the queue's dead-letter queue at once (sqsdlq); default on
+//	SQSONCE_PACING            optional, "on" or "off": failed records come back when they can succeed (sqsvisibility); default on
+//	SQSONCE_KEEP_VISIBLE      optional, "on" or "off": with pacing, messages stay invisible while their records run; default on
+//	SQSONCE_SQS_ENDPOINT      optional: an SQS endpoint override for pacing and the dead-letter queue, for local runs
 //
 // The construct sets SQSONCE_TABLE, _NAMESPACE, _EXPIRES_AFTER and
 // _QUEUE_WINDOW always; the sort key ones with Props.SortKey,
@@ -27,11 +35,15 @@
 // Props.MetricsNamespace or MetricsService differ from their defaults (so
 // that the function writes what its alarms watch), and SQSONCE_KEY with
 // Props.KeySource (so that the function and sqsonce-ops take the key one
-// way). SQSONCE_METRICS and
-// SQSONCE_DYNAMODB_ENDPOINT are the function's own, optional.
+// way), and SQSONCE_TENANCY with Props.Tenancy (so that sqsonce-ops scopes
+// a record id as the function does). The others are the function's own,
+// optional: set them with Props.Environment. The construct grants what
+// the defaults use: sqs:SendMessage on the dead-letter queue, and
+// sqs:ChangeMessageVisibility on the queue.
 package envvars
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -60,19 +72,42 @@ const (
 	EnvMetricsService   = "SQSONCE_METRICS_SERVICE"
 	EnvDynamoDBEndpoint = "SQSONCE_DYNAMODB_ENDPOINT"
 	EnvKey              = "SQSONCE_KEY"
+	EnvTenancy          = "SQSONCE_TENANCY"
+	EnvStore            = "SQSONCE_STORE"
+	EnvRedisURL         = "SQSONCE_REDIS_URL"
+	EnvPostgresURL      = "SQSONCE_POSTGRES_URL"
+	EnvDeadLetter       = "SQSONCE_DEAD_LETTER"
+	EnvPacing           = "SQSONCE_PACING"
+	EnvKeepVisible      = "SQSONCE_KEEP_VISIBLE"
+	EnvSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"
+)
+
+// The stores SQSONCE_STORE names.
+const (
+	StoreDynamoDB = "dynamodb"
+	StoreRedis    = "redis"
+	StorePostgres = "postgres"
+)
+
+// The tenancies SQSONCE_TENANCY names: idempotency.TenancyInvocation,
+// TenancyMessageGroup and TenancyOff.
+const (
+	TenancyInvocation   = "invocation"
+	TenancyMessageGroup = "message-group"
+	TenancyOff          = "off"
 )
 
 // Set returns the variables the construct sets, in the package doc's
 // order; [Optional] the ones only the function sets.
 func Set() []string {
 	return []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict, EnvMinRemaining,
-		EnvMetricsNamespace, EnvMetricsService, EnvKey}
+		EnvMetricsNamespace, EnvMetricsService, EnvKey, EnvTenancy}
 }
 
 // Optional returns the variables [Read] reads that the construct does not
 // set.
 func Optional() []string {
-	return []string{EnvMetrics, EnvDynamoDBEndpoint}
+	return []string{EnvMetrics, EnvDynamoDBEndpoint, EnvStore, EnvRedisURL, EnvPostgresURL, EnvDeadLetter, EnvPacing, EnvKeepVisible, EnvSQSEndpoint}
 }
 
 // SortKey is a table's sort key, as the variables give it.
@@ -82,11 +117,13 @@ type SortKey struct {
 	Partition    string // every record's partition value
 }
 
-// Settings is what the variables say, parsed and checked.
+// Settings is what the variables say, parsed and checked. RedisURL and
+// PostgresURL may hold passwords: do not print Settings.
 type Settings struct {
-	Table            string
+	Table            string // empty with another store than DynamoDB
 	Namespace        string
 	ExpiresAfter     time.Duration // zero: the guard's default
+	Tenancy          string        // TenancyInvocation, TenancyMessageGroup or TenancyOff; never empty
 	QueueWindow      time.Duration // zero: none
 	SortKey          *SortKey      // nil: none
 	Strict           bool
@@ -96,6 +133,13 @@ type Settings struct {
 	MetricsService   string
 	DynamoDBEndpoint string
 	Key              *KeySource // nil: the function chooses its own selector
+	Store            string     // StoreDynamoDB, StoreRedis or StorePostgres; never empty
+	RedisURL         string     // StoreRedis's server
+	PostgresURL      string     // StorePostgres's server
+	DeadLetter       bool       // permanent failures to the dead-letter queue at once
+	Pacing           bool       // paced redelivery of failed records
+	KeepVisible      bool       // with Pacing: messages invisible while their records run
+	SQSEndpoint      string
 }
 
 // The kinds of [KeySource].
@@ -137,6 +181,7 @@ func (k KeySource) String() string {
 // JMESPath expression: lambdaenv.Selector does.
 func ParseKey(v string) (KeySource, error) {
 	kind, rest, ok := strings.Cut(v, ":")
+	kind, rest = strings.TrimSpace(kind), strings.TrimSpace(rest)
 	switch {
 	case !ok || rest == "":
 		return KeySource{}, errors.New(`not "body:FIELD", "body:FIELD,FIELD..." or "jmespath:EXPR"`)
@@ -156,6 +201,9 @@ func ParseKey(v string) (KeySource, error) {
 		return KeySource{Kind: KeySubset, Names: names}, nil
 	}
 	path := strings.Split(rest, ".")
+	for i, n := range path {
+		path[i] = strings.TrimSpace(n)
+	}
 	if slices.Contains(path, "") {
 		return KeySource{}, errors.New("an empty member name in the body path")
 	}
@@ -167,17 +215,21 @@ func ParseKey(v string) (KeySource, error) {
 func Read(getenv func(string) string) (Settings, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("lambdaenv: "+format, args...)) }
-	dur := func(name string) time.Duration {
+	// dur reads a duration; zero is refused where it would silently
+	// mean the default (unset is the way to say that).
+	dur := func(name string, zeroOK bool) time.Duration {
 		v := getenv(name)
 		if v == "" {
 			return 0
 		}
 		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
+		switch {
+		case err != nil || d < 0:
 			bad("%s is not a positive Go duration such as 90s", name)
-			return 0
+		case d == 0 && !zeroOK:
+			bad("%s is zero: unset it for the default, or give a positive Go duration such as 360h", name)
 		}
-		return d
+		return max(d, 0)
 	}
 	flag := func(name, on, off string, def bool) bool {
 		switch getenv(name) {
@@ -194,17 +246,46 @@ func Read(getenv func(string) string) (Settings, error) {
 	s := Settings{
 		Table:            getenv(EnvTable),
 		Namespace:        getenv(EnvNamespace),
-		ExpiresAfter:     dur(EnvExpiresAfter),
-		QueueWindow:      dur(EnvQueueWindow),
+		ExpiresAfter:     dur(EnvExpiresAfter, false),
+		QueueWindow:      dur(EnvQueueWindow, true),
+		Tenancy:          cmp.Or(getenv(EnvTenancy), TenancyInvocation),
 		Strict:           flag(EnvStrict, "true", "false", false),
-		MinRemaining:     dur(EnvMinRemaining),
+		MinRemaining:     dur(EnvMinRemaining, false),
 		Metrics:          flag(EnvMetrics, "on", "off", true),
 		MetricsNamespace: getenv(EnvMetricsNamespace),
 		MetricsService:   getenv(EnvMetricsService),
 		DynamoDBEndpoint: getenv(EnvDynamoDBEndpoint),
+		Store:            cmp.Or(getenv(EnvStore), StoreDynamoDB),
+		RedisURL:         getenv(EnvRedisURL),
+		PostgresURL:      getenv(EnvPostgresURL),
+		DeadLetter:       flag(EnvDeadLetter, "on", "off", true),
+		Pacing:           flag(EnvPacing, "on", "off", true),
+		KeepVisible:      flag(EnvKeepVisible, "on", "off", true),
+		SQSEndpoint:      getenv(EnvSQSEndpoint),
 	}
-	if s.Table == "" {
-		bad("%s is required: the idempotency table's name (the construct sets it)", EnvTable)
+	switch s.Tenancy {
+	case TenancyInvocation, TenancyMessageGroup, TenancyOff:
+	default:
+		bad("%s is not %q, %q or %q", EnvTenancy, TenancyInvocation, TenancyMessageGroup, TenancyOff)
+	}
+	switch s.Store {
+	case StoreDynamoDB:
+		if s.Table == "" {
+			bad("%s is required: the idempotency table's name (the construct sets it)", EnvTable)
+		}
+	case StoreRedis:
+		if s.RedisURL == "" {
+			bad("%s is required with %s=%s: the server's redis:// or rediss:// URL", EnvRedisURL, EnvStore, StoreRedis)
+		}
+	case StorePostgres:
+		if s.PostgresURL == "" {
+			bad("%s is required with %s=%s: the server's postgres:// URL or DSN", EnvPostgresURL, EnvStore, StorePostgres)
+		}
+	default:
+		bad("%s is not %q, %q or %q", EnvStore, StoreDynamoDB, StoreRedis, StorePostgres)
+	}
+	if s.Store != StoreRedis && s.RedisURL != "" || s.Store != StorePostgres && s.PostgresURL != "" {
+		bad("%s or %s is set, and %s names another store (%s): set %s to use it", EnvRedisURL, EnvPostgresURL, EnvStore, s.Store, EnvStore)
 	}
 	if s.Namespace == "" {
 		bad("%s is required: the key namespace, a fixed string (the construct sets it from Props.Namespace)", EnvNamespace)
