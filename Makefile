@@ -65,7 +65,7 @@ deploy-local: $(RIE)
 
 ## own-function: issue 27's acceptance: the README's own function, deployed by a CDK app of its own (test/ownfunction/stack) to moto_server, fed from its queue under the RIE at a 3 s timeout (about a minute).
 own-function: $(RIE)
-	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -tags deploylocal -timeout 5m -v -run '^TestOwnFunction$$' ./test/ownfunction
+	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -tags deploylocal -timeout 10m -v -run '^TestOwnFunction' ./test/ownfunction
 
 ## lint: fmt, vet, staticcheck and help-check.
 lint: fmt vet staticcheck help-check

@@ -631,7 +631,6 @@ func TestAlarms(t *testing.T) {
 			}{
 				{"/Consumer/DeadLetterAlarm/", "AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", getAtt(dlqID, "QueueName"), 0},
 				{"/Consumer/OldestMessageAlarm/", "AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", getAtt(queueID, "QueueName"), tc.oldest.Seconds()},
-				{"/Consumer/ErrorsAlarm/", "AWS/Lambda", "Errors", "FunctionName", ref(functionLogicalID), 0},
 			} {
 				_, r := tpl.only(t, "AWS::CloudWatch::Alarm", a.path)
 				p := r.Properties
@@ -649,13 +648,40 @@ func TestAlarms(t *testing.T) {
 				}
 			}
 
+			// Invocation errors as a rate: errors per 100 invocations of
+			// the function, over two periods in a row.
+			{
+				_, r := tpl.only(t, "AWS::CloudWatch::Alarm", "/Consumer/ErrorsAlarm/")
+				p := r.Properties
+				byID, expr := map[string]string{}, ""
+				for _, m := range list(p["Metrics"]) {
+					if e, ok := m.(map[string]any)["Expression"].(string); ok {
+						expr = e
+						continue
+					}
+					stat := get(t, m, "MetricStat")
+					if get(t, stat, "Metric", "Namespace") != "AWS/Lambda" || get(t, stat, "Stat") != "Sum" || get(t, stat, "Period") != float64(300) ||
+						js(get(t, stat, "Metric", "Dimensions")) != js([]any{map[string]any{"Name": "FunctionName", "Value": jsonValue(ref(functionLogicalID))}}) {
+						t.Errorf("ErrorsAlarm: metric %s, want AWS/Lambda of the function, Sum over 300", js(stat))
+					}
+					byID[get(t, m, "Id").(string)] = get(t, stat, "Metric", "MetricName").(string)
+				}
+				if expr != "100 * FILL(errors, 0) / invocations" || byID["errors"] != "Errors" || byID["invocations"] != "Invocations" {
+					t.Errorf("ErrorsAlarm: %q over %v, want 100 * Errors / Invocations", expr, byID)
+				}
+				if p["ComparisonOperator"] != "GreaterThanThreshold" || p["Threshold"] != float64(idempotentconsumer.ErrorRatePercent) ||
+					p["EvaluationPeriods"] != float64(idempotentconsumer.ErrorPeriods) || p["TreatMissingData"] != "notBreaching" {
+					t.Errorf("ErrorsAlarm: %v %v for %v periods, missing data %v", p["ComparisonOperator"], p["Threshold"], p["EvaluationPeriods"], p["TreatMissingData"])
+				}
+			}
+
 			// The idempotency outcomes, from the EMF lines of handler/metrics.
 			service := envOf(t, tpl)["SQSONCE_NAMESPACE"]
 			for _, a := range []struct {
 				path, metric string
 				periods      float64
 			}{
-				{"/Consumer/FailedAlarm/", metrics.Failed, 1},
+				{"/Consumer/FailedAlarm/", metrics.Failed, 2},
 				{"/Consumer/InProgressAlarm/", metrics.InProgressRetried, 3},
 				{"/Consumer/TakenOverAlarm/", metrics.TakenOver, 1},
 				{"/Consumer/DoubleRunAlarm/", metrics.DoubleRuns, 1},

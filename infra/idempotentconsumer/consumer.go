@@ -68,13 +68,29 @@ func TableOperations() []string {
 }
 
 // Alarm shapes. Every alarm fires above its threshold and treats missing
-// data (an idle queue, function or table) as not breaching.
+// data (an idle queue, function or table) as not breaching. They page on
+// what needs a person, not on what SQS retries by itself: a duplicate in
+// progress elsewhere is a partial batch response, not an invocation error
+// (batch.IsRetry), and waiting for a live holder is normal.
 const (
 	alarmPeriod = 5 * time.Minute
+	// ErrorRatePercent is the share of the function's invocations, in
+	// percent, that must fail in each of [ErrorPeriods] periods in a row
+	// for ErrorsAlarm to fire: a lone poison message or a brief outage
+	// downstream is retried (and a poison message reaches the dead-letter
+	// queue and its alarm); errors sustained for 10 minutes need a person.
+	ErrorRatePercent = 10
+	// ErrorPeriods: see [ErrorRatePercent].
+	ErrorPeriods = 2
+	// failedPeriods is how many periods in a row Failed must move before
+	// its alarm fires: a failure that a retry cures needs no one.
+	failedPeriods = 2
 	// inProgressPeriods is how many periods in a row InProgressRetried
-	// must move before its alarm fires: 15 minutes, the longest a Lambda
-	// invocation (and so a lease) can last. A duplicate that waits for a
-	// live holder is normal; keys refused for longer are stuck.
+	// must move before its alarm fires: 15 minutes, as long as a Lambda
+	// invocation can last. A duplicate that waits for a live holder is
+	// normal; keys refused for 15 minutes in a row are stuck or contended,
+	// or their operations run longer than an invocation (a lease kept alive
+	// on Lambda Managed Instances can), which is worth knowing too.
 	inProgressPeriods = 3
 )
 
@@ -109,7 +125,9 @@ type Consumer struct {
 	// OldestMessageAlarm fires when the oldest queued message is older
 	// than Plan.OldestMessageAlarm.
 	OldestMessageAlarm awscloudwatch.Alarm
-	// ErrorsAlarm fires when the function reports an invocation error.
+	// ErrorsAlarm fires when more than [ErrorRatePercent] percent of the
+	// function's invocations fail in each of [ErrorPeriods] five-minute
+	// periods in a row.
 	ErrorsAlarm awscloudwatch.Alarm
 	// TableThrottleAlarm fires when DynamoDB throttled any of the
 	// function's [TableOperations] on the table (ThrottledRequests).
@@ -117,13 +135,13 @@ type Consumer struct {
 	// TableErrorsAlarm fires when DynamoDB reported a system error (HTTP
 	// 500) for any of the function's [TableOperations] on the table.
 	TableErrorsAlarm awscloudwatch.Alarm
-	// FailedAlarm fires when the function's Failed metric moves: a
-	// delivery failed on a key or store error, a payload mismatch, or a
-	// failed operation.
+	// FailedAlarm fires when the function's Failed metric moves in each
+	// of 2 five-minute periods in a row: deliveries failed on a key or
+	// store error, a payload mismatch, or a failed operation.
 	FailedAlarm awscloudwatch.Alarm
 	// InProgressAlarm fires when InProgressRetried moves in each of 3
 	// five-minute periods in a row: keys have been refused as in progress
-	// for longer than any lease can last.
+	// for as long as an invocation can last.
 	InProgressAlarm awscloudwatch.Alarm
 	// TakenOverAlarm fires when TakenOver moves: a run took over a lapsed
 	// lease, so a holder died or timed out after its claim, and the
@@ -368,9 +386,17 @@ func (c *Consumer) addAlarms(plan Plan) {
 	c.OldestMessageAlarm = alarm(c, "OldestMessageAlarm",
 		c.Queue.MetricApproximateAgeOfOldestMessage(maxOver(5)), plan.OldestMessageAlarm.Seconds(), 1,
 		"The oldest queued message is older than expected: the consumer is failing or falling behind.")
-	c.ErrorsAlarm = alarm(c, "ErrorsAlarm",
-		c.Function.MetricErrors(sumOver()), 0, 1,
-		"The consumer function failed whole invocations (not single records).")
+	errorRate := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("100 * FILL(errors, 0) / invocations"),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"errors":      c.Function.MetricErrors(sumOver()),
+			"invocations": c.Function.MetricInvocations(sumOver()),
+		},
+		Label:  jsii.String("Errors per 100 invocations"),
+		Period: awscdk.Duration_Seconds(jsii.Number(alarmPeriod.Seconds())),
+	})
+	c.ErrorsAlarm = alarm(c, "ErrorsAlarm", errorRate, ErrorRatePercent, ErrorPeriods,
+		"More than 10% of the consumer function's invocations failed as a whole for 10 minutes: every record of their batches failed (not only keys in progress elsewhere, which are retried without an error), or the function crashed or timed out.")
 
 	c.TableThrottleAlarm = alarm(c, "TableThrottleAlarm", c.tableSum("ThrottledRequests"), 0, 1,
 		"DynamoDB throttled requests of the consumer on its idempotency table: the records failed and will be retried.")
@@ -386,10 +412,10 @@ func (c *Consumer) addAlarms(plan Plan) {
 			Statistic:     jsii.String("Sum"),
 		})
 	}
-	c.FailedAlarm = alarm(c, "FailedAlarm", outcome(metrics.Failed), 0, 1,
-		"Deliveries failed: a key or store error, a key reused with another payload, or a failed operation. They will be retried, then go to the dead-letter queue.")
+	c.FailedAlarm = alarm(c, "FailedAlarm", outcome(metrics.Failed), 0, failedPeriods,
+		"Deliveries failed for 10 minutes in a row: a key or store error, a key reused with another payload, or a failed operation. They are retried, then go to the dead-letter queue.")
 	c.InProgressAlarm = alarm(c, "InProgressAlarm", outcome(metrics.InProgressRetried), 0, inProgressPeriods,
-		"Deliveries refused as in progress for 15 minutes, longer than any lease: a claim is stuck or keys are contended.")
+		"Deliveries refused as in progress for 15 minutes in a row, as long as a Lambda invocation can last: a claim is stuck, keys are contended, or operations outlast an invocation (a lease kept alive on Managed Instances can).")
 	c.TakenOverAlarm = alarm(c, "TakenOverAlarm", outcome(metrics.TakenOver), 0, 1,
 		"A run took over a lapsed lease: a holder died or timed out after its claim, and its operation may have run twice.")
 	c.DoubleRunAlarm = alarm(c, "DoubleRunAlarm", outcome(metrics.DoubleRuns), 0, 1,

@@ -26,7 +26,8 @@ const (
 	DefaultHandler = "bootstrap"
 	// DefaultMemorySize is the function's memory in MB.
 	DefaultMemorySize = 256
-	// DefaultTimeout is sized for one batch of model calls.
+	// DefaultTimeout is sized for one batch of model calls; it is not
+	// Lambda's own default of 3 s, which the library's defaults also hold at.
 	DefaultTimeout = 3 * time.Minute
 	// VisibilityFactor is AWS's guidance for an SQS event source: the
 	// queue's visibility timeout is at least this many function timeouts,

@@ -90,9 +90,13 @@
 // nil, when all succeed.
 //
 // When every record of a batch failed, the handler returns a
-// [*FullBatchFailureError] with the response, as Powertools for AWS Lambda
-// does by default, so that Lambda counts the invocation as failed and backs
-// off. [Options.NoFullBatchError] turns the error off.
+// [*FullBatchFailureError] with the response, so that Lambda counts the
+// invocation as failed and backs off, unless every failure is a retry
+// ([IsRetry]: a key in progress elsewhere, and the records of its FIFO
+// group behind it): a routine duplicate returns its response alone and does
+// not count in the function's Errors metric. [Options.AlwaysFullBatchError]
+// returns the error for retries too, as Powertools for AWS Lambda does;
+// [Options.NoFullBatchError] never returns it.
 //
 // Every outcome reaches [Options.OnRecord]. Each failure is logged at most
 // once, to [Options.Logger], with the messageId and the error, never the

@@ -24,13 +24,17 @@ var (
 )
 
 // FullBatchFailureError is the error a handler returns when every record of
-// a non-empty batch failed, unless [Options.NoFullBatchError] is set: Lambda
-// then counts the invocation as failed (its Errors metric and alarms see
-// it, and its event source backs off) and delivers every record again, as
-// it would for the failures listed. The response returned with it still
-// lists every record, for callers that read it despite the error. Powertools
-// for AWS Lambda throws FullBatchFailureError (TypeScript) or
-// BatchProcessingError (Python) in the same case.
+// a non-empty batch failed and at least one failure is not a retry (see
+// [IsRetry]): Lambda then counts the invocation as failed (its Errors
+// metric and alarms see it, and its event source backs off) and delivers
+// every record again, as it would for the failures listed. A batch whose
+// every failure is a retry (a lone duplicate in progress elsewhere) returns
+// its response without an error, so that a routine duplicate does not
+// count as an error; [Options.AlwaysFullBatchError] returns this error then
+// too, and [Options.NoFullBatchError] never. The response returned with it
+// still lists every record, for callers that read it despite the error.
+// Powertools for AWS Lambda throws FullBatchFailureError (TypeScript) or
+// BatchProcessingError (Python) whenever every record failed.
 type FullBatchFailureError struct {
 	// Errs holds each record's error, in event order.
 	Errs []error
@@ -70,6 +74,16 @@ func (e *deadlineError) Is(target error) bool { return target == ErrDeadline }
 // tells them apart with it.
 func NotStarted(err error) bool {
 	return errors.Is(err, ErrDeadline) || errors.Is(err, ErrGroupFailed) || errors.Is(err, errNotStarted)
+}
+
+// IsRetry reports whether err is the failure of a record that SQS should
+// simply deliver again later, with nothing wrong: its error wraps a
+// [RetryAtError], as idempotency.InProgressError does for a key whose claim
+// another invocation holds. A batch whose every failure is a retry returns
+// no [*FullBatchFailureError] by default.
+func IsRetry(err error) bool {
+	_, ok := errors.AsType[RetryAtError](err)
+	return ok
 }
 
 // errNotStarted begins the error of a record not started because the

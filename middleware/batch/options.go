@@ -91,10 +91,18 @@ type Options struct {
 
 	// NoFullBatchError, when true, makes a batch in which every record
 	// failed return its response like any other, without an error. By
-	// default such a batch returns a [*FullBatchFailureError], as
-	// Powertools for AWS Lambda does (see "Failures" in the package doc).
-	// Either way every record is delivered again.
+	// default such a batch returns a [*FullBatchFailureError], unless every
+	// failure is a retry ([IsRetry]: a key in progress elsewhere), so that
+	// a routine duplicate does not count in the function's Errors metric
+	// (see "Failures" in the package doc). Either way every record is
+	// delivered again.
 	NoFullBatchError bool
+
+	// AlwaysFullBatchError, when true, returns a [*FullBatchFailureError]
+	// whenever every record of a batch failed, retries included: the
+	// behaviour of Powertools for AWS Lambda. It must not be set with
+	// NoFullBatchError.
+	AlwaysFullBatchError bool
 
 	// DeadLetter, when its Mover is set, moves a message whose record
 	// failed permanently (see [PermanentError]) to its queue's dead-letter
@@ -123,6 +131,9 @@ type Options struct {
 // the environment.
 func (o Options) Validate() error {
 	errs := validateSettings("Options", o.Concurrency, o.MinRemaining, o.Reserve)
+	if o.NoFullBatchError && o.AlwaysFullBatchError {
+		errs = append(errs, errors.New("batch: Options.NoFullBatchError and Options.AlwaysFullBatchError are both set: choose one"))
+	}
 	if o.DeadLetter.OnMove != nil && o.DeadLetter.Mover == nil {
 		errs = append(errs, errors.New("batch: Options.DeadLetter.OnMove is set without a Mover: it would never be called"))
 	}
@@ -168,7 +179,7 @@ func (o Options) CheckTimeout(timeout time.Duration) error {
 
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
-	s := newSettings(o.Concurrency, o.MinRemaining, o.Reserve, o.Logger, o.NoFullBatchError)
+	s := newSettings(o.Concurrency, o.MinRemaining, o.Reserve, o.Logger, fullBatchModeOf(o.NoFullBatchError, o.AlwaysFullBatchError))
 	o.Concurrency, o.MinRemaining, o.Reserve = s.concurrency, s.minRemaining, s.reserve
 	o.Pacing = o.Pacing.withDefaults()
 	return o

@@ -16,11 +16,33 @@ import (
 // settings are what every handler of the package runs with: the fields
 // [Options] and [StreamOptions] share, with their defaults filled in.
 type settings struct {
-	concurrency      int
-	minRemaining     time.Duration // zero: MinRemainingFor's rule, per invocation
-	reserve          time.Duration
-	logger           *slog.Logger // nil: slog.Default at each invocation
-	noFullBatchError bool
+	concurrency  int
+	minRemaining time.Duration // zero: MinRemainingFor's rule, per invocation
+	reserve      time.Duration
+	logger       *slog.Logger // nil: slog.Default at each invocation
+	fullBatch    fullBatchMode
+}
+
+// fullBatchMode is when a batch whose every record failed returns a
+// *FullBatchFailureError.
+type fullBatchMode int
+
+const (
+	fullBatchUnlessRetry fullBatchMode = iota // the default: unless every failure is a retry
+	fullBatchAlways                           // Powertools' behaviour
+	fullBatchNever
+)
+
+// fullBatchModeOf is the mode the two options of [Options] and
+// [StreamOptions] choose (Validate refuses both set).
+func fullBatchModeOf(no, always bool) fullBatchMode {
+	switch {
+	case no:
+		return fullBatchNever
+	case always:
+		return fullBatchAlways
+	}
+	return fullBatchUnlessRetry
 }
 
 // validateSettings reports the problems of the shared fields of the options
@@ -40,14 +62,14 @@ func validateSettings(name string, concurrency int, minRemaining, reserve time.D
 }
 
 // newSettings fills in the defaults of the shared fields.
-func newSettings(concurrency int, minRemaining, reserve time.Duration, logger *slog.Logger, noFullBatchError bool) settings {
+func newSettings(concurrency int, minRemaining, reserve time.Duration, logger *slog.Logger, fullBatch fullBatchMode) settings {
 	if concurrency == 0 {
 		concurrency = DefaultConcurrency
 	}
 	if reserve == 0 {
 		reserve = DefaultReserve
 	}
-	return settings{concurrency, minRemaining, reserve, logger, noFullBatchError}
+	return settings{concurrency, minRemaining, reserve, logger, fullBatch}
 }
 
 // kind is what the engine needs to know of a record type R.
@@ -163,12 +185,34 @@ func (r *run[R]) execute() {
 
 // fullFailure returns the error of an invocation in which failed of its
 // records are reported failed: a *FullBatchFailureError when that is every
-// record of a non-empty batch, unless it is turned off.
+// record of a non-empty batch, unless it is turned off or, by default,
+// every failure is a retry (see [IsRetry]).
 func (r *run[R]) fullFailure(failed int) error {
-	if failed == 0 || failed != len(r.recs) || r.cfg.noFullBatchError {
+	if failed == 0 || failed != len(r.recs) || r.cfg.fullBatch == fullBatchNever {
+		return nil
+	}
+	if r.cfg.fullBatch == fullBatchUnlessRetry && r.allRetries() {
 		return nil
 	}
 	return &FullBatchFailureError{Errs: append([]error(nil), r.errs...)}
+}
+
+// allRetries reports whether every record's failure is one SQS should
+// simply deliver again later: a retry ([IsRetry]), or a record not
+// started behind an earlier record of its group ([ErrGroupFailed]), which
+// failed in this batch too. At least one must be a retry.
+func (r *run[R]) allRetries() bool {
+	retries := 0
+	for _, err := range r.errs {
+		switch {
+		case IsRetry(err):
+			retries++
+		case errors.Is(err, ErrGroupFailed):
+		default:
+			return false
+		}
+	}
+	return retries > 0
 }
 
 // lane runs the records of lane k one after another, in event order. After

@@ -26,8 +26,9 @@ import (
 // cancellation), is one entry in BatchItemFailures, in the event's record
 // order. BatchItemFailures is never nil, so an all-success batch encodes as
 // {"batchItemFailures":[]}. The handler returns an error only when every
-// record of the batch failed: a [*FullBatchFailureError], unless
-// [Options.NoFullBatchError] is set.
+// record of the batch failed and not every failure is a retry ([IsRetry]):
+// a [*FullBatchFailureError] (see [Options.NoFullBatchError] and
+// [Options.AlwaysFullBatchError]).
 //
 // The T results of fn are discarded: fn is generic so that typed record
 // functions, such as the idempotency package's, need no adapter.
@@ -57,7 +58,7 @@ func newProcessor[T any](fn func(context.Context, events.SQSMessage) (T, error),
 	p := &processor{
 		fn:   func(ctx context.Context, msg events.SQSMessage) error { _, err := fn(ctx, msg); return err },
 		opts: opts,
-		cfg:  newSettings(opts.Concurrency, opts.MinRemaining, opts.Reserve, opts.Logger, opts.NoFullBatchError),
+		cfg:  newSettings(opts.Concurrency, opts.MinRemaining, opts.Reserve, opts.Logger, fullBatchModeOf(opts.NoFullBatchError, opts.AlwaysFullBatchError)),
 		now:  now,
 		rand: rnd,
 		kind: kind[events.SQSMessage]{

@@ -37,10 +37,15 @@ type StreamOptions struct {
 
 	// NoFullBatchError, when true, makes a batch in which every record
 	// failed return its response like any other, without an error. By
-	// default such a batch returns a [*FullBatchFailureError], as
-	// Powertools for AWS Lambda does, which Lambda bisects when
-	// BisectBatchOnFunctionError is on.
+	// default such a batch returns a [*FullBatchFailureError] (which Lambda
+	// bisects when BisectBatchOnFunctionError is on), unless every failure
+	// is a retry ([IsRetry]), as in [Options.NoFullBatchError].
 	NoFullBatchError bool
+
+	// AlwaysFullBatchError, when true, returns a [*FullBatchFailureError]
+	// whenever every record failed, retries included, as Powertools for
+	// AWS Lambda does. It must not be set with NoFullBatchError.
+	AlwaysFullBatchError bool
 
 	// OnRecord, if set, is called exactly once for every record of every
 	// event, after the record finished or was reported failed without
@@ -63,7 +68,11 @@ type StreamRecord struct {
 // at once. [Kinesis] and [DynamoDBStream] call it and panic on the error it
 // returns.
 func (o StreamOptions) Validate() error {
-	return errors.Join(validateSettings("StreamOptions", o.Concurrency, o.MinRemaining, o.Reserve)...)
+	errs := validateSettings("StreamOptions", o.Concurrency, o.MinRemaining, o.Reserve)
+	if o.NoFullBatchError && o.AlwaysFullBatchError {
+		errs = append(errs, errors.New("batch: StreamOptions.NoFullBatchError and StreamOptions.AlwaysFullBatchError are both set: choose one"))
+	}
+	return errors.Join(errs...)
 }
 
 // Kinesis returns a Lambda handler for Kinesis Data Streams events that runs
@@ -79,8 +88,9 @@ func (o StreamOptions) Validate() error {
 // or did not start, in event order; Lambda resumes the shard from the
 // lowest of them and delivers every record after it again, those of other
 // keys that succeeded included (see the package doc, "Streams"). It is
-// never nil. The handler returns an error only when every record failed: a
-// [*FullBatchFailureError], unless [StreamOptions.NoFullBatchError] is set.
+// never nil. The handler returns an error only when every record failed and
+// not every failure is a retry ([IsRetry]): a [*FullBatchFailureError] (see
+// [StreamOptions.NoFullBatchError]).
 //
 // Kinesis panics if fn is nil or opts is invalid. The returned handler is
 // safe for concurrent use.
@@ -171,7 +181,7 @@ func newStream[R, T any](fn func(context.Context, R) (T, error), opts StreamOpti
 	}
 	p := &stream[R]{
 		fn:   func(ctx context.Context, rec R) error { _, err := fn(ctx, rec); return err },
-		cfg:  newSettings(opts.Concurrency, opts.MinRemaining, opts.Reserve, opts.Logger, opts.NoFullBatchError),
+		cfg:  newSettings(opts.Concurrency, opts.MinRemaining, opts.Reserve, opts.Logger, fullBatchModeOf(opts.NoFullBatchError, opts.AlwaysFullBatchError)),
 		now:  now,
 		id:   id,
 		desc: desc,

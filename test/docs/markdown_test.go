@@ -2,7 +2,10 @@ package docs_test
 
 import (
 	"fmt"
+	"go/scanner"
+	"go/token"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -355,43 +358,92 @@ func runBy(list string) []string {
 	return out
 }
 
-// TestREADMEShellBlocks checks that every shell block of the README is
-// marked with the files that run it (tests, or the Makefile's checks),
-// each of which exists, or with why nothing here can run it.
+// identifies reports whether the Go source src of a file a mark names
+// reads the block whose code is code, of the page named page: it names the
+// page's file, and one of its string literals of at least 8 characters is
+// part of the block's code (the marker or command the file finds the block
+// by).
+func identifies(src, page, code string) bool {
+	if !strings.Contains(src, path.Base(page)) {
+		return false
+	}
+	var sc scanner.Scanner
+	fset := token.NewFileSet()
+	sc.Init(fset.AddFile("src.go", -1, len(src)), []byte(src), nil, 0)
+	for {
+		_, tok, lit := sc.Scan()
+		if tok == token.EOF {
+			return false
+		}
+		if tok != token.STRING {
+			continue
+		}
+		v, err := strconv.Unquote(lit)
+		if err == nil && len(strings.TrimSpace(v)) >= 8 && strings.Contains(code, v) {
+			return true
+		}
+	}
+}
+
+// TestREADMEShellBlocks checks that every shell block of the README and of
+// the pages of docs/ is marked with the tests that run it, each of which
+// reads that very block (it names the page, and finds the block by a
+// string of its code: see identifies), or with why nothing here can run
+// it.
 func TestREADMEShellBlocks(t *testing.T) {
-	text := read(t, "README.md")
-	lines := strings.Split(text, "\n")
-	n := 0
-	for _, b := range blocks("README.md", text) {
-		if b.lang() != "sh" {
-			continue
-		}
-		n++
-		fence := b.line - 2 // the fence's index in lines
-		prev := ""
-		if fence > 0 {
-			prev = strings.TrimSpace(lines[fence-1])
-		}
-		m := shMark.FindStringSubmatch(prev)
-		if m == nil {
-			t.Errorf("README.md:%d: a sh block without a <!-- sh: run by FILE --> or <!-- sh: not run here: REASON --> line before it", b.line-1)
-			continue
-		}
-		if m[1] != "run by" {
-			continue
-		}
-		for _, f := range runBy(m[2]) {
-			if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(f))); err != nil {
-				t.Errorf("README.md:%d: the block is run by %s, which does not exist", b.line-1, f)
+	pages := []string{"README.md"}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		pages = append(pages, "docs/"+filepath.Base(d))
+	}
+	n, run := 0, 0
+	for _, page := range pages {
+		text := read(t, page)
+		lines := strings.Split(text, "\n")
+		for _, b := range blocks(page, text) {
+			if b.lang() != "sh" {
+				continue
+			}
+			n++
+			fence := b.line - 2 // the fence's index in lines
+			prev := ""
+			if fence > 0 {
+				prev = strings.TrimSpace(lines[fence-1])
+			}
+			m := shMark.FindStringSubmatch(prev)
+			if m == nil {
+				t.Errorf("%s:%d: a sh block without a <!-- sh: run by FILE --> or <!-- sh: not run here: REASON --> line before it", page, b.line-1)
+				continue
+			}
+			if m[1] != "run by" {
+				continue
+			}
+			run++
+			for _, f := range runBy(m[2]) {
+				src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+				if err != nil {
+					t.Errorf("%s:%d: the block is run by %s, which cannot be read: %v", page, b.line-1, f, err)
+					continue
+				}
+				if !identifies(string(src), page, b.code) {
+					t.Errorf("%s:%d: the block is run by %s, which does not read it: it must name %s and find the block by a string of its code", page, b.line-1, f, path.Base(page))
+				}
 			}
 		}
 	}
-	if n == 0 {
-		t.Fatal("README.md has no sh block: the test would check nothing")
+	if n == 0 || run == 0 {
+		t.Fatalf("%d sh blocks, %d run: the test would check nothing", n, run)
 	}
-	t.Logf("%d sh blocks in README.md, each marked", n)
+	t.Logf("%d sh blocks in README.md and docs/, each marked; %d run by a test that reads it", n, run)
 	if got := runBy("Makefile (make help-check; make lint); a/b_test.go (x)"); !slices.Equal(got, []string{"Makefile", "a/b_test.go"}) {
 		t.Errorf("runBy: %v, want [Makefile a/b_test.go]", got)
+	}
+	src := "package x\nvar _ = [2]string{\"README.md\", \"moto_server \"} // `make help`"
+	if !identifies(src, "README.md", "moto_server -p 5000 &") || identifies(src, "README.md", "make help") || identifies(src, "docs/stores.md", "moto_server -p 5000 &") {
+		t.Error("identifies: a file that names the page and finds the block by its code, and only that, reads it")
 	}
 }
 
