@@ -20,7 +20,23 @@ EVENT         ?= events/duplicate-delivery.json
 # ENV_VARS: a `sam local invoke --env-vars` file for make invoke, e.g. events/env/stub.json.
 ENV_VARS      ?=
 
-.PHONY: all help help-check test test-go test-infra deploy-local own-function lint fmt vet staticcheck bench bench-peer fuzz chaos verify build ops demo invoke synth diff deploy destroy bootstrap tools clean
+.PHONY: vuln all help help-check test test-go test-infra deploy-local own-function lint fmt vet staticcheck bench bench-peer fuzz chaos verify build ops demo invoke synth diff deploy destroy bootstrap tools clean
+
+# The Go vulnerability database is the module golang.org/x/vulndb from the Go
+# proxy; its cmd/indexdb lays its OSV files out as govulncheck's -db file://
+# reads them (index/db.json, index/modules.json, ID/GO-*.json).
+VULN_VERSION   := v1.10.0
+VULNDB_VERSION ?= latest
+VULNDB         := $(CURDIR)/build/vulndb
+## vuln: govulncheck (reachable vulnerabilities) on every module and on the built bootstrap, against the vulnerability database taken from the Go proxy; run before a release and after a Go or dependency update.
+vuln: export GOTOOLCHAIN = auto
+vuln: build
+	@set -e; ver=$$($(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/.*"Version": "\(.*\)".*/\1/p'); \
+	dir=$$($(GO) mod download -json golang.org/x/vulndb@$$ver | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'); \
+	rm -rf $(VULNDB); $(GO) run golang.org/x/vulndb/cmd/indexdb@$$ver -vulns $$dir/data/osv -out $(VULNDB); \
+	for m in $$(find . -name go.mod -not -path './infra/node_modules/*' -not -path './.tools/*' -exec dirname {} \;); do \
+	  echo "govulncheck $$m"; (cd $$m && $(GO) run golang.org/x/vuln/cmd/govulncheck@$(VULN_VERSION) -db file://$(VULNDB) ./...); done; \
+	$(GO) run golang.org/x/vuln/cmd/govulncheck@$(VULN_VERSION) -db file://$(VULNDB) -mode binary build/bootstrap
 
 ## all: the default target: the same as test.
 all: test

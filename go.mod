@@ -2,6 +2,8 @@ module github.com/sqsonce/sqsonce
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/aws/aws-lambda-go v1.55.1

@@ -96,9 +96,10 @@ type FileLog struct {
 
 var _ RequestLog = (*FileLog)(nil)
 
-// OpenFileLog opens (creating if needed) the request log file at path.
+// OpenFileLog opens (creating if needed, readable by its owner only: mode
+// 0600) the request log file at path. An existing file keeps its mode.
 func OpenFileLog(path string) (*FileLog, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("handler: request log: %w", err)
 	}

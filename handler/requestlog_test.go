@@ -135,3 +135,21 @@ func TestRequestHash(t *testing.T) {
 		t.Errorf("hashes %s %s %s", a, b, c)
 	}
 }
+
+// TestFileLogOwnerOnly: the request log (record ids, message ids) is
+// created readable by its owner only, whatever the umask lets through.
+func TestFileLogOwnerOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	l, err := handler.OpenFileLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Errorf("request log created with mode %o, want 600", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sqsonce/sqsonce/internal/redact"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
@@ -79,9 +81,13 @@ type globals struct {
 	dynamoDBEndpoint string
 	sqsEndpoint      string
 	redisURL         string
+	redisURLFlag     string // --redis-url, which must carry no password
+	redisURLFile     string // --redis-url-file
 	redisCluster     bool
 	redisKeyPrefix   string
 	postgresURL      string
+	postgresURLFlag  string // --postgres-url, which must carry no password
+	postgresURLFile  string // --postgres-url-file
 	namespace        string
 	keySource        string
 	tenancy          string
@@ -136,10 +142,13 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.store, "store", g.store, "the record store: dynamodb, redis or postgres ($"+envStore+")")
 	fs.StringVar(&g.table, "table", g.table, "the DynamoDB table ($"+envTable+"), or the PostgreSQL table (default "+pgstore.DefaultTable+", as the app's)")
 	fs.StringVar(&g.endpoint, "endpoint", g.endpoint, "DynamoDB and SQS endpoint override, e.g. moto's ($"+envDynamoDBEndpoint+", $"+envSQSEndpoint+")")
-	fs.StringVar(&g.redisURL, "redis-url", g.redisURL, "redis:// or rediss:// URL ($"+envRedisURL+")")
+	// The URLs' defaults are not shown: they may hold a password.
+	fs.StringVar(&g.redisURLFlag, "redis-url", "", "redis:// or rediss:// URL without a password ($"+envRedisURL+", which may hold one)")
+	fs.StringVar(&g.redisURLFile, "redis-url-file", "", "a file holding the redis:// or rediss:// URL, password included")
 	fs.BoolVar(&g.redisCluster, "redis-cluster", g.redisCluster, "the Redis URL names a Redis Cluster ($"+envRedisCluster+"=on)")
 	fs.StringVar(&g.redisKeyPrefix, "redis-key-prefix", g.redisKeyPrefix, "redisstore.WithKeyPrefix ($"+envRedisKeyPrefix+")")
-	fs.StringVar(&g.postgresURL, "postgres-url", g.postgresURL, "postgres:// URL or DSN ($"+envPostgresURL+")")
+	fs.StringVar(&g.postgresURLFlag, "postgres-url", "", "postgres:// URL or DSN without a password ($"+envPostgresURL+", which may hold one; or PGPASSWORD, ~/.pgpass)")
+	fs.StringVar(&g.postgresURLFile, "postgres-url-file", "", "a file holding the postgres:// URL or DSN, password included")
 	fs.StringVar(&g.namespace, "namespace", g.namespace, "the guard's Namespace, the record ids' prefix ($"+envNamespace+")")
 	fs.StringVar(&g.tenancy, "tenancy", g.tenancy, "the function's tenancy, as the construct's Props.Tenancy: invocation, message-group (a fair queue's MessageGroupId scopes the id) or off ($"+envTenancy+")")
 	fs.StringVar(&g.keySource, "key-source", g.keySource, "the function's key source, as the construct's Props.KeySource: body:FIELD, body:FIELD,FIELD... or jmespath:EXPR ($"+envKey+")")
@@ -172,6 +181,8 @@ func (g *globals) check() error {
 	if g.endpoint != "" {
 		g.dynamoDBEndpoint, g.sqsEndpoint = g.endpoint, g.endpoint
 	}
+	errs = append(errs, connFlag("--redis-url", envRedisURL, g.redisURLFlag, g.redisURLFile, &g.redisURL),
+		connFlag("--postgres-url", envPostgresURL, g.postgresURLFlag, g.postgresURLFile, &g.postgresURL))
 	switch g.store {
 	case storeDynamoDB:
 		if g.table == "" {
@@ -218,6 +229,30 @@ func (g *globals) check() error {
 		errs = append(errs, fmt.Errorf("--data-format %q is not one of json, powertools-python, powertools-typescript", g.dataFormat))
 	}
 	return errors.Join(errs...)
+}
+
+// connFlag sets *url from the flag named name (value) or the file it
+// names (file), in place of the environment's: a password on the command
+// line is refused, as every user of the machine reads it (ps) and the
+// shell's history keeps it; in the environment or a file it is not.
+func connFlag(name, env, value, file string, url *string) error {
+	switch {
+	case value != "" && file != "":
+		return fmt.Errorf("%s and %s-file: give one", name, name)
+	case value != "" && redact.HasPassword(value):
+		return fmt.Errorf("%s carries a password, which any user of this machine can read: set $%s, or put the URL in a file (mode 0600) and give %s-file", name, env, name)
+	case value != "":
+		*url = value
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("%s-file: %w", name, err)
+		}
+		if *url = strings.TrimSpace(string(b)); *url == "" {
+			return fmt.Errorf("%s-file %s is empty", name, file)
+		}
+	}
+	return nil
 }
 
 // ops is what a command works with: the store, its inspector, the guard
@@ -272,14 +307,14 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 		if g.redisCluster {
 			opts, err := redis.ParseClusterURL(g.redisURL)
 			if err != nil {
-				return nil, fmt.Errorf("--redis-url: %w", err)
+				return nil, fmt.Errorf("--redis-url: %w", redact.ConnError(g.redisURL, err))
 			}
 			opts.ContextTimeoutEnabled = true
 			rdb = redis.NewClusterClient(opts)
 		} else {
 			opts, err := redis.ParseURL(g.redisURL)
 			if err != nil {
-				return nil, fmt.Errorf("--redis-url: %w", err)
+				return nil, fmt.Errorf("--redis-url: %w", redact.ConnError(g.redisURL, err))
 			}
 			opts.ContextTimeoutEnabled = true
 			rdb = redis.NewClient(opts)
@@ -288,13 +323,13 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 		s, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(g.redisKeyPrefix), redisstore.WithLogger(logger))
 		if err != nil {
 			o.close()
-			return nil, err
+			return nil, fmt.Errorf("--redis-url: %w", redact.ConnError(g.redisURL, err))
 		}
 		o.store, o.inspect = s, s
 	case storePostgres:
 		pool, err := pgxpool.New(ctx, g.postgresURL)
 		if err != nil {
-			return nil, fmt.Errorf("--postgres-url: %w", err)
+			return nil, fmt.Errorf("--postgres-url: %w", redact.ConnError(g.postgresURL, err))
 		}
 		o.closers = append(o.closers, pool.Close)
 		table := g.table

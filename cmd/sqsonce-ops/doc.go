@@ -18,7 +18,9 @@
 // --data-format, --key-source, the sort key's) and --json; each defaults
 // to the environment variable the function reads (SQSONCE_STORE,
 // SQSONCE_TABLE, SQSONCE_NAMESPACE, SQSONCE_KEY, SQSONCE_STATIC_PARTITION,
-// …). The namespace is required. A record id is computed as
+// …). The namespace is required. A --redis-url or --postgres-url that
+// carries a password is refused: give it in the environment, or in a file
+// named by --redis-url-file or --postgres-url-file. A record id is computed as
 // [idempotency.Guard.ID] computes it (Guard.ScopedID with --tenant), with
 // the function's key source (--key-source, $SQSONCE_KEY: see
 // envvars.KeySource), or the body field --key-field names, or else the

@@ -25,6 +25,7 @@ import (
 	"github.com/sqsonce/sqsonce/handler/metrics"
 	"github.com/sqsonce/sqsonce/handler/openai"
 	"github.com/sqsonce/sqsonce/handler/s3docs"
+	"github.com/sqsonce/sqsonce/internal/redact"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility"
@@ -153,19 +154,19 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 	case storeRedis:
 		opts, err := redis.ParseURL(c.RedisURL)
 		if err != nil {
-			return nil, fmt.Errorf("summarise: %s: %w", envRedisURL, err)
+			return nil, fmt.Errorf("summarise: %s: %w", envRedisURL, redact.ConnError(c.RedisURL, err))
 		}
 		opts.ContextTimeoutEnabled = true // a step ends at the invocation's deadline
 		rdb := redis.NewClient(opts)
 		a.onClose(rdb.Close)
 		if store, err = redisstore.New(ctx, rdb, redisstore.WithLogger(out.Logger)); err != nil {
 			_ = a.close()
-			return nil, fmt.Errorf("summarise: %s: %w", envRedisURL, err)
+			return nil, fmt.Errorf("summarise: %s: %w", envRedisURL, redact.ConnError(c.RedisURL, err))
 		}
 	case storePostgres:
 		pool, err := pgxpool.New(ctx, c.PostgresURL)
 		if err != nil {
-			return nil, fmt.Errorf("summarise: %s: %w", envPostgresURL, err)
+			return nil, fmt.Errorf("summarise: %s: %w", envPostgresURL, redact.ConnError(c.PostgresURL, err))
 		}
 		a.onClose(func() error { pool.Close(); return nil })
 		pg, err := pgstore.New(pool)
@@ -175,7 +176,7 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		}
 		if err := pg.CreateSchema(ctx); err != nil {
 			_ = a.close()
-			return nil, fmt.Errorf("summarise: %s: %w", envPostgresURL, err)
+			return nil, fmt.Errorf("summarise: %s: %w", envPostgresURL, redact.ConnError(c.PostgresURL, err))
 		}
 		store = pg
 	}
@@ -247,6 +248,9 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 			return nil, fmt.Errorf("summarise: %w", err)
 		}
 		opts.DeadLetter = batch.DeadLetter{Mover: mover}
+	}
+	if c.testMover != nil {
+		opts.DeadLetter = batch.DeadLetter{Mover: c.testMover}
 	}
 	rec.Instrument(nil, &opts) // records failed and not started; the guard's OnOutcome is rec.Observe
 	if err := opts.Validate(); err != nil {

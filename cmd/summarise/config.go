@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/handler"
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 )
@@ -107,6 +108,9 @@ type config struct {
 	// and the idempotency store named above: the seam for injected faults.
 	testProvider handler.Provider
 	testStore    driver.Store
+	// testMover, set by tests only, takes the permanent failures in place
+	// of the dead-letter queue.
+	testMover batch.DeadLetterMover
 }
 
 // loadConfig reads the environment through getenv. The store is DynamoDB

@@ -56,7 +56,8 @@
 //	                           catches duplicates within one execution environment only: for the emulator), memory outside
 //	SQSONCE_REDIS_URL          the Redis store's server, redis://[user:password@]host:port/db (rediss:// for TLS);
 //	                           required with the Redis store
-//	SQSONCE_POSTGRES_URL       the PostgreSQL store's database, postgres://user:password@host:port/db; required with
+//	SQSONCE_POSTGRES_URL       the PostgreSQL store's database, postgres://user:password@host:port/db?sslmode=verify-full
+//	                           (without sslmode pgx checks no certificate and may fall back to plaintext); required with
 //	                           the PostgreSQL store; the table "idempotency" is created there at start-up if missing
 //	SQSONCE_REQUEST_LOG        request log file (JSON lines, one per provider call); default: log lines
 //	SQSONCE_DYNAMODB_ENDPOINT  DynamoDB endpoint, e.g. moto's http://127.0.0.1:5000

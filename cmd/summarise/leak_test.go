@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +29,8 @@ import (
 const (
 	sentinel        = "SENTINEL customer text 7f3a9c"
 	numericSentinel = "987654321098765432109876543" // as a number: a key beyond 2^53
+	floatSentinel   = "1234567.1234567891234567"    // as a number: more digits than a double keeps
+	floatNearest    = "1234567.1234567892"          // the double it would equal
 )
 
 // faultProvider fails or panics according to the document's text.
@@ -40,9 +43,22 @@ func (faultProvider) Complete(_ context.Context, c handler.Call) (handler.Comple
 	case "fail":
 		return handler.Completion{}, errors.New("provider unavailable")
 	case "panic":
-		panic("provider bug")
+		panic("provider bug on " + sentinel) // a panic value that quotes content
 	}
 	return handler.Completion{Text: "a summary", Model: c.Model}, nil
+}
+
+// capturingMover keeps the dead-letter moves, for their reason and type.
+type capturingMover struct {
+	mu    sync.Mutex
+	moves []batch.DeadLetterMove
+}
+
+func (m *capturingMover) MoveToDeadLetter(_ context.Context, moves []batch.DeadLetterMove) []error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.moves = append(m.moves, moves...)
+	return nil
 }
 
 // failingStore fails every claim, as a store that cannot be reached.
@@ -76,12 +92,13 @@ func TestNoMessageContentInLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	mover := new(capturingMover)
 	build := func(store driver.Store) *app {
 		c, err := loadConfig(localEnv(map[string]string{envDocumentsDir: docs}), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.testProvider, c.testStore = faultProvider{}, store
+		c.testProvider, c.testStore, c.testMover = faultProvider{}, store, mover
 		a, err := build(t.Context(), c, out)
 		if err != nil {
 			t.Fatal(err)
@@ -123,6 +140,7 @@ func TestNoMessageContentInLogs(t *testing.T) {
 		"unknown-param":    strings.Replace(valid("unknown-param", "ok"), `"stop_sequences"`, `"`+s+`":1,"stop_sequences"`, 1),
 		"huge-id":          strings.Replace(valid("huge-id", "ok"), `"id":"ok"`, `"id":"`+strings.Repeat(s, 4000)+`"`, 1),
 		"number-key":       `{"idempotency_key":` + numericSentinel + `,"document":{"id":"ok","version":"1"},"prompt_version":"v1"}`,
+		"float-key":        `{"idempotency_key":` + floatSentinel + `,"document":{"id":"ok","version":"1"},"prompt_version":"v1"}`,
 		"provider-error":   valid("provider-error", "fail"),
 		"provider-panics":  valid("provider-panics", "panic"),
 		"wrong-type-param": strings.Replace(valid("wrong-type-param", "ok"), `"stop_sequences":["`+s+`"]`, `"stop_sequences":"`+s+`"`, 1),
@@ -134,7 +152,7 @@ func TestNoMessageContentInLogs(t *testing.T) {
 	}
 	ev.Records = append(ev.Records, events.SQSMessage{MessageId: "succeeds", Body: valid("succeeds", "ok")})
 	for _, r := range ev.Records {
-		if !strings.Contains(r.Body, s) && !strings.Contains(r.Body, numericSentinel) {
+		if !strings.Contains(r.Body, s) && !strings.Contains(r.Body, numericSentinel) && !strings.Contains(r.Body, floatSentinel) {
 			t.Fatalf("record %s carries no sentinel: %s", r.MessageId, r.Body)
 		}
 	}
@@ -142,13 +160,23 @@ func TestNoMessageContentInLogs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // above the app's 90s margin
 	defer cancel()
 	a := build(nil)
+	movedBefore := 0
 	for pass := range 2 { // the second pass replays the success
 		resp, err := a.handle(ctx, ev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := failed(resp); !slices.Equal(slices.Sorted(slices.Values(got)), ids) {
-			t.Errorf("pass %d: failed %v, want every failure path %v", pass, got, ids)
+		// A permanent failure goes to the dead-letter queue (the mover),
+		// every other one is reported failed.
+		mover.mu.Lock()
+		got := failed(resp)
+		for _, mv := range mover.moves[movedBefore:] {
+			got = append(got, mv.Message.MessageId)
+		}
+		movedBefore = len(mover.moves)
+		mover.mu.Unlock()
+		if !slices.Equal(slices.Sorted(slices.Values(got)), ids) {
+			t.Errorf("pass %d: failed or moved %v, want every failure path %v", pass, got, ids)
 		}
 	}
 	storeFails := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "store-error", Body: valid("store-error", "ok")}}}
@@ -157,7 +185,16 @@ func TestNoMessageContentInLogs(t *testing.T) {
 		t.Fatalf("store error: %v, %v; want the record failed, and so the batch", resp, err)
 	}
 
-	all := logs.String() + deflt.String() + metricsOut.String()
+	// The dead-letter message's sqsonce.reason and sqsonce.error-type
+	// attributes: what SQS keeps with the message.
+	var attrs strings.Builder
+	for _, mv := range mover.moves {
+		fmt.Fprintf(&attrs, "%s %s %s\n", mv.Message.MessageId, mv.Reason, mv.ErrorType)
+	}
+	if len(mover.moves) < 4 {
+		t.Errorf("%d messages moved to the dead-letter queue, want every permanent failure:\n%s", len(mover.moves), attrs.String())
+	}
+	all := logs.String() + deflt.String() + metricsOut.String() + attrs.String()
 	for id := range failing {
 		if !strings.Contains(logs.String(), `"input_id":"`+id+`"`) {
 			t.Errorf("the failure of %s was not logged", id)
@@ -166,7 +203,10 @@ func TestNoMessageContentInLogs(t *testing.T) {
 	if !strings.Contains(logs.String(), `"input_id":"store-error"`) || !strings.Contains(logs.String(), `"outcome":"replayed"`) {
 		t.Error("the store error or the replay was not logged")
 	}
-	for _, leak := range []string{sentinel, numericSentinel} {
+	if !strings.Contains(logs.String(), "batch: panic: a string (sha256:") {
+		t.Error("the panic was not logged by its type")
+	}
+	for _, leak := range []string{sentinel, numericSentinel, floatSentinel, floatNearest, "provider bug"} {
 		if i := strings.Index(all, leak); i >= 0 {
 			t.Errorf("message content %q in the logs:\n%s", leak, excerpt(all, i))
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -29,7 +30,10 @@ type Config struct {
 	// provider posts to BaseURL + "/chat/completions". Required.
 	BaseURL string
 	// APIKey is sent as "Authorization: Bearer {APIKey}". Empty sends no
-	// Authorization header (for local servers that need none).
+	// Authorization header (for local servers that need none). With a key,
+	// an http:// BaseURL is refused unless its host is a loopback address
+	// (127.0.0.0/8, ::1, localhost): the key would cross the network in
+	// plaintext.
 	APIKey string
 	// HTTPClient sends the requests. Nil means a client with
 	// [DefaultTimeout]. It must not retry POST requests on its own.
@@ -57,6 +61,9 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("openai: Config.BaseURL %q is not an http(s) URL", cfg.BaseURL)
 	}
+	if u.Scheme == "http" && cfg.APIKey != "" && !loopback(u.Hostname()) {
+		return nil, fmt.Errorf("openai: Config.BaseURL %q is http://, which would send Config.APIKey in plaintext: use https:// (http:// is for a server on this host)", cfg.BaseURL)
+	}
 	client := cfg.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: DefaultTimeout}
@@ -66,6 +73,16 @@ func New(cfg Config) (*Provider, error) {
 		apiKey:   cfg.APIKey,
 		client:   client,
 	}, nil
+}
+
+// loopback reports whether host names this machine: localhost or a
+// loopback address.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Name implements [handler.Provider]: "openai".

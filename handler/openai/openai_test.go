@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -124,6 +125,32 @@ func TestNewRejectsBadURL(t *testing.T) {
 	for _, u := range []string{"", "api.openai.com/v1", "ftp://x/v1", "http://"} {
 		if _, err := openai.New(openai.Config{BaseURL: u}); err == nil {
 			t.Errorf("New(%q) accepted", u)
+		}
+	}
+}
+
+// TestNewRefusesKeyOverHTTP: a key is never sent in plaintext over the
+// network; http:// stays usable without a key, and with one on this host.
+func TestNewRefusesKeyOverHTTP(t *testing.T) {
+	for _, tt := range []struct {
+		url, key string
+		ok       bool
+	}{
+		{"http://api.example.com/v1", "sk-secret", false},
+		{"http://10.0.0.7:8080/v1", "sk-secret", false},
+		{"http://127.0.0.1.example.com/v1", "sk-secret", false},
+		{"http://api.example.com/v1", "", true},
+		{"https://api.example.com/v1", "sk-secret", true},
+		{"http://127.0.0.1:11434/v1", "sk-secret", true},
+		{"http://[::1]:11434/v1", "sk-secret", true},
+		{"http://localhost:11434/v1", "sk-secret", true},
+	} {
+		_, err := openai.New(openai.Config{BaseURL: tt.url, APIKey: tt.key})
+		if (err == nil) != tt.ok {
+			t.Errorf("New(%s, key %t) = %v, want ok %t", tt.url, tt.key != "", err, tt.ok)
+		}
+		if err != nil && strings.Contains(err.Error(), tt.key) {
+			t.Errorf("New(%s): error %q shows the key", tt.url, err)
 		}
 	}
 }

@@ -50,8 +50,9 @@ func exactNumber(n string, bits int) error {
 	}
 	nearest := strconv.FormatFloat(f, 'g', -1, bits)
 	if !sameDecimal(n, nearest) {
-		return fmt.Errorf("%w: number %s has more precision than a key keeps (it would equal %s): send it as a string",
-			ErrInexactNumber, redact.String(n), nearest)
+		// Not the nearest double: it would show the value.
+		return fmt.Errorf("%w: number %s has more significant digits than a key keeps: send it as a string",
+			ErrInexactNumber, redact.String(n))
 	}
 	return nil
 }

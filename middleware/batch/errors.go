@@ -3,7 +3,10 @@ package batch
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
+
+	"github.com/sqsonce/sqsonce/internal/redact"
 )
 
 // The reasons a record is reported failed without being started. They reach
@@ -114,9 +117,17 @@ type PanicError struct {
 	Stack []byte
 }
 
-// Error returns the panic value; the stack is logged separately.
+// Error names the panic value by its type and a digest of its text, never
+// by the text itself, which may hold message content (a panic in a
+// handler is often fmt.Sprint of what it was given): "batch: panic: a
+// string (sha256:5f1d2a0c)". A runtime error, whose text the Go runtime
+// writes, is shown as it is: "batch: panic: runtime error: index out of
+// range [3] with length 3". The stack is logged separately.
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("batch: panic: %v", e.Value)
+	if re, ok := e.Value.(runtime.Error); ok {
+		return "batch: panic: " + re.Error()
+	}
+	return fmt.Sprintf("batch: panic: a %T (%s)", e.Value, redact.Digest(fmt.Sprint(e.Value)))
 }
 
 // Unwrap returns the panic value if it is an error, so that [errors.Is] and

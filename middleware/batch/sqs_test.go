@@ -20,6 +20,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/sqsonce/sqsonce/internal/redact"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -1094,7 +1096,7 @@ func TestCallEach(t *testing.T) {
 			slices.Repeat([]string{"batch: Thing returned 1 errors for 3 items"}, 3)},
 		{"too many", func([]string) []error { return make([]error, 4) },
 			slices.Repeat([]string{"batch: Thing returned 4 errors for 3 items"}, 3)},
-		{"panic", func([]string) []error { panic("down") }, slices.Repeat([]string{"batch: panic: down"}, 3)},
+		{"panic", func([]string) []error { panic("down") }, slices.Repeat([]string{"batch: panic: a string (" + redact.Digest("down") + ")"}, 3)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := callEach(items, tc.call, "Thing", "items")

@@ -3,11 +3,13 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sqsonce/sqsonce/internal/redact"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -70,7 +72,7 @@ func TestErrorMessagesReadOnce(t *testing.T) {
 		{"panic with an error of the package", func() error {
 			_, err := idempotency.Do(t.Context(), g, idempotency.Raw([]byte(`"p"`)), func(context.Context) (int, error) { panic(idempotency.ErrNotClaimed) })
 			return err
-		}, `batch: panic: idempotency: not inside a claimed operation`},
+		}, fmt.Sprintf("batch: panic: a %T (%s)", idempotency.ErrNotClaimed, redact.Digest(idempotency.ErrNotClaimed.Error()))},
 		{"store error wrapping a sentinel", func() error {
 			return &idempotency.StoreError{Op: "complete", ID: "ns#1", Err: driver.ErrLeaseLost}
 		}, `idempotency: store complete ns#1: lease lost`},

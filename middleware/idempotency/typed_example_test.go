@@ -66,7 +66,7 @@ func ExampleWrapJSON() {
 	// m-1: "charged 1250 cents for o-17 (message m-1)" <nil>
 	// m-2: "charged 1250 cents for o-17 (message m-1)" <nil>
 	// m-3: "" idempotency: body of message m-3 is not a valid idempotency_test.Charge: field amount_cents is a JSON string, want int
-	// m-4: "" idempotency: body of message m-4 is not a valid idempotency_test.Charge: unknown field "coupon" (6 bytes, sha256:72309c04)
+	// m-4: "" idempotency: body of message m-4 is not a valid idempotency_test.Charge: unknown field (6 bytes, sha256:72309c04)
 	// m-5: "" idempotency: key from idempotency_test.Charge of input m-5: no idempotency key
 	// m-6: "" idempotency: key reused with a different payload: payments#9f75777c4c8dd7518891df799321e4b1ad5c1658f5ad9bc940c53ee2d17894a9
 	// charges: 1

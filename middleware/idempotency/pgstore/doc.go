@@ -2,10 +2,17 @@
 // github.com/jackc/pgx/v5: one statement per step, completions fenced by a
 // lease owner token, and completion atomic with the operation's own SQL.
 //
+//	// databaseURL: postgres://app@db.example.internal:5432/app?sslmode=verify-full
 //	pool, err := pgxpool.New(ctx, databaseURL) // built once, by main
 //	store, err := pgstore.New(pool)            // or pgstore.New(pool, pgstore.WithTable("records"))
 //	err = store.CreateSchema(ctx)              // or run schema.sql in a migration
 //	guard, err := idempotency.New(idempotency.Config{Store: store, Namespace: "summarise"})
+//
+// Name sslmode=verify-full in the URL (with sslrootcert= where the server's
+// CA is not in the system's pool): without sslmode pgx uses "prefer", which
+// checks no certificate and falls back to plaintext, and the records carry
+// the operations' results. The password belongs in PGPASSWORD, ~/.pgpass or
+// a secret, not in a URL that a log may show.
 //
 // The store calls only the methods of [DB], which *pgxpool.Pool satisfies;
 // it never reads configuration or opens connections.

@@ -2,6 +2,8 @@ module example.com/orders/stack
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.276.0
 	github.com/aws/jsii-runtime-go v1.142.0
