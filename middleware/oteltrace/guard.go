@@ -10,17 +10,18 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
-// Instrument returns cfg traced: each call's decision is written on the
-// span of the call's context (the record's, under SQS, Kinesis,
-// DynamoDBStream or Wrap), each store call gets a span under it, and so
-// does each run of the operation, whose context carries its span. The
+// Instrument returns cfg traced: each call's decision, and each store call
+// with its latency, is written on the span of the call's context (the
+// record's, under SQS, Kinesis, DynamoDBStream or Wrap), and each run of
+// the operation gets a span under it, which the operation's context
+// carries. The
 // OnOutcome and OnRun already in cfg are still called. Give the result to
 // idempotency.New.
 func Instrument(cfg idempotency.Config, o ...Option) idempotency.Config {
 	c := newConfig(o)
 	if cfg.Store != nil {
 		if _, done := cfg.Store.(interface{ traced() }); !done {
-			cfg.Store = wrapStore(c, cfg.Store)
+			cfg.Store = wrapStore(cfg.Store)
 		}
 	}
 	next := cfg.OnOutcome
@@ -39,7 +40,7 @@ func Instrument(cfg idempotency.Config, o ...Option) idempotency.Config {
 		if !sampled(ctx) {
 			return ctx, done
 		}
-		ctx, span := c.tracer.Start(ctx, "sqsonce.operation", trace.WithAttributes(attribute.String("sqsonce.record_id", idempotency.RecordID(ctx))))
+		ctx, span := c.tracer.Start(ctx, "sqsonce.operation")
 		return ctx, func(err error) {
 			endSpan(span, err)
 			if done != nil {

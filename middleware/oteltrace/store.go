@@ -2,7 +2,6 @@ package oteltrace
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -13,14 +12,12 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-// store is a driver.Store whose calls each get a span, a child of the
-// call's (the record's): "sqsonce.store <op>", with the record id and the
-// call's result, never a record's data. A claim and each lease extension
-// also write the lease's end on the record's span, with an event.
+// store is a driver.Store whose calls each add an event to the span of
+// the call's context (the record's): "sqsonce.store <op>", with its latency
+// and result, never a record's data. A claim and each lease extension also
+// write the lease's end on that span.
 type store struct {
-	s     driver.Store
-	c     *config
-	class attribute.KeyValue // the store's Go type
+	s driver.Store
 }
 
 // extender traces an Extender's Extend.
@@ -31,8 +28,8 @@ type extender struct {
 
 // wrapStore is s traced, with the optional interfaces s implements and no
 // other, so that the guard and tools find in it what they find in s.
-func wrapStore(c *config, s driver.Store) driver.Store {
-	t := &store{s: s, c: c, class: attribute.String("sqsonce.store", fmt.Sprintf("%T", s))}
+func wrapStore(s driver.Store) driver.Store {
+	t := &store{s: s}
 	e, isE := s.(driver.Extender)
 	a, isA := s.(driver.AttachValidator)
 	i, isI := s.(driver.Inspector)
@@ -87,100 +84,111 @@ func (*store) traced() {}
 // Unwrap returns the store traced.
 func (t *store) Unwrap() driver.Store { return t.s }
 
-// start starts the span of one store call, unless its parent was not
-// sampled (then span is nil).
-func (t *store) start(ctx context.Context, op, id string) (context.Context, trace.Span) {
-	if !sampled(ctx) {
-		return ctx, nil
-	}
-	return t.c.tracer.Start(ctx, "sqsonce.store "+op, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(semconv.DBOperationName(op), t.class, attribute.String("sqsonce.record_id", id)))
+// call is one store call in progress: the span of the call's context,
+// where its event goes, and when it started; zero when the span records
+// nothing.
+type call struct {
+	span  trace.Span
+	start time.Time
 }
 
-// end ends span with err; a panic ends it too, and goes on.
-func end(span trace.Span, err *error) {
-	if span == nil {
+func begin(ctx context.Context) call {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return call{}
+	}
+	return call{span: span, start: time.Now()}
+}
+
+// done adds the call's event, "sqsonce.store <op>", with its latency, its
+// error's class and attrs.
+func (c call) done(op string, err error, attrs ...attribute.KeyValue) {
+	if c.span == nil {
 		return
 	}
+	attrs = append(attrs, attribute.Float64("sqsonce.store.ms", float64(time.Since(c.start).Microseconds())/1000))
+	if err != nil {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errorClass(err)))
+	}
+	c.span.AddEvent("sqsonce.store "+op, trace.WithAttributes(attrs...))
+}
+
+// panicked adds a panicking call's event; the panic goes on.
+func (c call) panicked(op string) {
 	if p := recover(); p != nil {
-		endSpan(span, &batch.PanicError{Value: p})
+		c.done(op, &batch.PanicError{Value: p})
 		panic(p)
 	}
-	endSpan(span, *err)
 }
 
 // Acquire implements driver.Store.
 func (t *store) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (actual driver.Record, loaded bool, err error) {
-	parent := trace.SpanFromContext(ctx)
-	ctx, span := t.start(ctx, "acquire", rec.ID)
-	if span == nil {
+	c := begin(ctx)
+	if c.span == nil {
 		return t.s.Acquire(ctx, rec, now, mode)
 	}
-	defer end(span, &err)
+	defer c.panicked("acquire")
 	actual, loaded, err = t.s.Acquire(ctx, rec, now, mode)
-	if err != nil {
-		return actual, loaded, err
+	switch {
+	case err != nil:
+		c.done("acquire", err)
+	case loaded:
+		c.done("acquire", nil, attribute.String("sqsonce.found", string(actual.Status)))
+	default:
+		lease := leaseAttr(rec.LeaseEnd())
+		c.span.SetAttributes(lease)
+		c.done("acquire", nil, attribute.Bool("sqsonce.claimed", true), attribute.Bool("sqsonce.took_over", actual.ID != ""), lease)
 	}
-	span.SetAttributes(attribute.Bool("sqsonce.claimed", !loaded))
-	if loaded {
-		span.SetAttributes(attribute.String("sqsonce.found", string(actual.Status)))
-		return actual, loaded, err
-	}
-	lease := leaseAttr(rec.LeaseEnd())
-	parent.SetAttributes(lease)
-	parent.AddEvent("sqsonce.claimed", trace.WithAttributes(lease, attribute.Bool("sqsonce.took_over", actual.ID != "")))
 	return actual, loaded, err
 }
 
 // Complete implements driver.Store.
 func (t *store) Complete(ctx context.Context, rec driver.Record) (stored []byte, err error) {
-	ctx, span := t.start(ctx, "complete", rec.ID)
-	if span == nil {
+	c := begin(ctx)
+	if c.span == nil {
 		return t.s.Complete(ctx, rec)
 	}
-	defer end(span, &err)
-	span.SetAttributes(attribute.Int("sqsonce.result_bytes", len(rec.Data)), attribute.Int("sqsonce.attached", len(rec.Attached)))
-	return t.s.Complete(ctx, rec)
+	defer c.panicked("complete")
+	stored, err = t.s.Complete(ctx, rec)
+	c.done("complete", err, attribute.Int("sqsonce.result_bytes", len(stored)))
+	return stored, err
 }
 
 // Release implements driver.Store.
 func (t *store) Release(ctx context.Context, id, owner string) (err error) {
-	ctx, span := t.start(ctx, "release", id)
-	if span == nil {
+	c := begin(ctx)
+	if c.span == nil {
 		return t.s.Release(ctx, id, owner)
 	}
-	defer end(span, &err)
-	return t.s.Release(ctx, id, owner)
+	defer c.panicked("release")
+	err = t.s.Release(ctx, id, owner)
+	c.done("release", err)
+	return err
 }
 
 // Quarantine implements driver.Store.
 func (t *store) Quarantine(ctx context.Context, found driver.Record, now time.Time) (got driver.Record, err error) {
-	parent := trace.SpanFromContext(ctx)
-	ctx, span := t.start(ctx, "quarantine", found.ID)
-	if span == nil {
+	c := begin(ctx)
+	if c.span == nil {
 		return t.s.Quarantine(ctx, found, now)
 	}
-	defer end(span, &err)
+	defer c.panicked("quarantine")
 	got, err = t.s.Quarantine(ctx, found, now)
-	if err == nil {
-		parent.AddEvent("sqsonce.quarantined")
-	}
+	c.done("quarantine", err)
 	return got, err
 }
 
 // Extend implements driver.Extender.
 func (x *extender) Extend(ctx context.Context, rec driver.Record, now time.Time) (err error) {
-	parent := trace.SpanFromContext(ctx)
-	ctx, span := x.t.start(ctx, "extend", rec.ID)
-	if span == nil {
+	c := begin(ctx)
+	if c.span == nil {
 		return x.e.Extend(ctx, rec, now)
 	}
-	defer end(span, &err)
+	defer c.panicked("extend")
 	lease := leaseAttr(rec.LeaseEnd())
-	span.SetAttributes(lease)
 	if err = x.e.Extend(ctx, rec, now); err == nil {
-		parent.SetAttributes(lease)
-		parent.AddEvent("sqsonce.lease_extended", trace.WithAttributes(lease))
+		c.span.SetAttributes(lease)
 	}
+	c.done("extend", err, lease)
 	return err
 }
