@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -22,7 +22,9 @@ import (
 // freshStore is memstore, emptied by the benchmark now and then, so that
 // the live heap stays as small as a function's: a store that grows without
 // end makes every collection, and so every allocation, dearer.
-type freshStore struct{ cur atomic.Pointer[memstore.Store] }
+type freshStore struct {
+	cur atomic.Pointer[memstore.Store]
+}
 
 func (f *freshStore) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
 	return f.cur.Load().Acquire(ctx, rec, now, mode)
