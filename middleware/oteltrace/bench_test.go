@@ -12,34 +12,47 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 	"github.com/sqsonce/sqsonce/middleware/oteltrace"
 )
 
-// freshStore is memstore, emptied by the benchmark now and then, so that
-// the live heap stays as small as a function's: a store that grows without
-// end makes every collection, and so every allocation, dearer.
+// freshStore is a store the benchmark replaces with an empty one now and
+// then, so that the live heap stays as small as a function's: a memstore
+// that grows without end makes every collection, and so every allocation,
+// dearer.
 type freshStore struct {
-	cur atomic.Pointer[memstore.Store]
+	cur atomic.Pointer[storeExtender]
+}
+
+type storeExtender interface {
+	driver.Store
+	driver.Extender
+}
+
+func (f *freshStore) set(s driver.Store) {
+	se := s.(storeExtender)
+	f.cur.Store(&se)
 }
 
 func (f *freshStore) Acquire(ctx context.Context, rec driver.Record, now time.Time, mode driver.ClaimMode) (driver.Record, bool, error) {
-	return f.cur.Load().Acquire(ctx, rec, now, mode)
+	return (*f.cur.Load()).Acquire(ctx, rec, now, mode)
 }
 func (f *freshStore) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
-	return f.cur.Load().Complete(ctx, rec)
+	return (*f.cur.Load()).Complete(ctx, rec)
 }
 func (f *freshStore) Release(ctx context.Context, id, owner string) error {
-	return f.cur.Load().Release(ctx, id, owner)
+	return (*f.cur.Load()).Release(ctx, id, owner)
 }
 func (f *freshStore) Quarantine(ctx context.Context, found driver.Record, now time.Time) (driver.Record, error) {
-	return f.cur.Load().Quarantine(ctx, found, now)
+	return (*f.cur.Load()).Quarantine(ctx, found, now)
 }
 func (f *freshStore) Extend(ctx context.Context, rec driver.Record, now time.Time) error {
-	return f.cur.Load().Extend(ctx, rec, now)
+	return (*f.cur.Load()).Extend(ctx, rec, now)
 }
 
 // discard is an exporter that drops what it is given.
@@ -55,22 +68,38 @@ func (discard) Shutdown(context.Context) error                             { ret
 //
 //	cd middleware/oteltrace && go test -run '^$' -bench BenchmarkRecord -benchmem -count 6 .
 func BenchmarkRecord(b *testing.B) {
-	for _, mode := range []string{"off", "unsampled", "sampled", "syncer"} {
+	benchmarkRecord(b, func(testing.TB) driver.Store { return memstore.New() })
+}
+
+// BenchmarkRecordDynamoDB is BenchmarkRecord on dynamostore, on a moto
+// server: the CPU a function spends per record on a real store's client.
+//
+//	cd middleware/oteltrace && go test -run '^$' -bench BenchmarkRecordDynamoDB -benchmem -count 6 -cpu 1 .
+func BenchmarkRecordDynamoDB(b *testing.B) {
+	db := moto.DynamoDB(b)
+	table := motoserver.NewTable(b, db)
+	benchmarkRecord(b, func(t testing.TB) driver.Store {
+		s, err := dynamostore.New(db, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func benchmarkRecord(b *testing.B, newStore func(testing.TB) driver.Store) {
+	for _, mode := range []string{"off", "unsampled", "sampled"} {
 		b.Run(mode, func(b *testing.B) {
 			st := &freshStore{}
-			st.cur.Store(memstore.New())
+			st.set(newStore(b))
 			cfg := idempotency.Config{Store: st, Namespace: "orders", Logger: discardLogger()}
 			var opts []oteltrace.Option
 			if mode != "off" {
 				sampler := sdktrace.NeverSample()
-				if mode == "sampled" || mode == "syncer" {
+				if mode == "sampled" {
 					sampler = sdktrace.AlwaysSample()
 				}
-				proc := sdktrace.WithBatcher(discard{})
-				if mode == "syncer" {
-					proc = sdktrace.WithSyncer(discard{})
-				}
-				tp := sdktrace.NewTracerProvider(proc, sdktrace.WithSampler(sampler))
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}), sdktrace.WithSampler(sampler))
 				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 				opts = append(opts, oteltrace.WithTracerProvider(tp))
 				cfg = oteltrace.Instrument(cfg, opts...)
@@ -91,7 +120,7 @@ func BenchmarkRecord(b *testing.B) {
 			cpu0 := cpuTime()
 			for b.Loop() {
 				if seq%1000 == 0 {
-					st.cur.Store(memstore.New()) // keep the live heap a function's, not the benchmark's
+					st.set(newStore(b)) // keep the live heap a function's, not the benchmark's
 				}
 				for i := range ev.Records {
 					seq++

@@ -31,12 +31,11 @@
 //     in_progress, mismatch, released, failed, double_run, quarantined),
 //     sqsonce.source (store, cache or shared for a replay), sqsonce.ran,
 //     sqsonce.record_id (the namespace and the key's digest, never the key),
-//     sqsonce.lease_until and sqsonce.extensions, with an event per claim and
-//     per lease extension;
-//   - under it, one CLIENT span per store call ("sqsonce.store acquire",
-//     complete, release, quarantine, extend), its latency, and the operation
-//     ("sqsonce.operation"), present only when the operation ran in this
-//     delivery.
+//     sqsonce.lease_until and sqsonce.extensions, and an event per store
+//     call ("sqsonce.store acquire", complete, release, quarantine, extend)
+//     with its latency (sqsonce.store.ms) and result;
+//   - under it, the operation ("sqsonce.operation"), present only when the
+//     operation ran in this delivery.
 //
 // A record that failed has an error status and error.type, its error's
 // class: a sentinel's name (idempotency.ErrInProgress) or the error's Go

@@ -73,17 +73,30 @@ func sqsRecord[T any](c *config, fn func(context.Context, events.SQSMessage) (T,
 			links = producerLinks(&m)
 		}
 		q := lastField(m.EventSourceARN)
-		attrs := []attribute.KeyValue{
-			semconv.FaaSTriggerPubSub, semconv.MessagingSystemAWSSQS, semconv.MessagingOperationTypeProcess,
-			semconv.MessagingOperationName("process"), semconv.MessagingMessageID(m.MessageId),
-		}
+		attrs := make([]attribute.KeyValue, 0, 12) // room for the guard's decision too
+		attrs = append(attrs, sqsAttrs...)
+		attrs = append(attrs, semconv.MessagingMessageID(m.MessageId))
 		if q != "" {
 			attrs = append(attrs, semconv.MessagingDestinationName(q))
 		}
 		ctx, span := c.tracer.Start(ctx, spanName(q), trace.WithSpanKind(trace.SpanKindConsumer),
 			trace.WithLinks(links...), trace.WithAttributes(attrs...))
-		return run(ctx, span, func(ctx context.Context) (T, error) { return fn(ctx, m) })
+		defer func() {
+			if p := recover(); p != nil {
+				endSpan(span, &batch.PanicError{Value: p})
+				panic(p)
+			}
+		}()
+		v, err := fn(ctx, m)
+		endSpan(span, err)
+		return v, err
 	}
+}
+
+// sqsAttrs are the attributes every SQS span has.
+var sqsAttrs = []attribute.KeyValue{
+	semconv.FaaSTriggerPubSub, semconv.MessagingSystemAWSSQS, semconv.MessagingOperationTypeProcess,
+	semconv.MessagingOperationName("process"),
 }
 
 // run calls fn under span and ends it with fn's error; a panic ends it too,
