@@ -87,18 +87,18 @@ func leaks(s tracetest.SpanStub) []string {
 	check("name", s.Name)
 	check("status", s.Status.Description)
 	for _, a := range s.Attributes {
-		check("attribute "+string(a.Key), string(a.Key)+"="+a.Value.Emit())
+		check("attribute "+string(a.Key), string(a.Key)+"="+a.Value.String())
 	}
 	for _, e := range s.Events {
 		check("event", e.Name)
 		for _, a := range e.Attributes {
-			check("event "+e.Name+" attribute", string(a.Key)+"="+a.Value.Emit())
+			check("event "+e.Name+" attribute", string(a.Key)+"="+a.Value.String())
 		}
 	}
 	for _, l := range s.Links {
 		check("link", l.SpanContext.TraceState().String())
 		for _, a := range l.Attributes {
-			check("link attribute", string(a.Key)+"="+a.Value.Emit())
+			check("link attribute", string(a.Key)+"="+a.Value.String())
 		}
 	}
 	return out
