@@ -62,11 +62,12 @@ test: lint test-go test-infra deploy-local own-function
 
 # tools/testreport shows go test -json as plain go test shows it, then the
 # skipped tests; build/test-go.json keeps the run.
-## test-go: every Go test of the root module with the race detector (then the skipped ones), then the memory ceilings and the allocation gate without it (the race detector changes what allocates).
+## test-go: every Go test of the root module with the race detector (then the skipped ones), then the memory ceilings and the allocation gate without it (the race detector changes what allocates), then middleware/oteltrace's module.
 test-go: $(RIE) $(PTNODE)
 	@mkdir -p build
 	set -o pipefail; SQSONCE_RIE=$(RIE) $(GO) test -json -race -count=1 -timeout 20m ./... | tee build/test-go.json | $(GO) run ./tools/testreport
 	$(GO) test -count=1 -run '^(TestMemoryCeilings|TestAllocationGate|TestAllocationGateCatchesOneMore)$$' ./middleware/idempotency/
+	cd middleware/oteltrace && SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -timeout 10m ./...
 	$(GO) test -count=1 -run '^(TestSim|TestRegress)$$' ./test/sim/ -sim.seeds 300
 
 ## test-infra: infra's tests: CDK synth assertions and cfn-lint on the templates.

@@ -90,7 +90,15 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 
 	att := &attachments{id: id, store: g.cfg.Store}
 	octx, stop := g.opContext(ctx, claimed, now, rec)
-	val, err := callOp(context.WithValue(octx, attachKey{}, att), op)
+	octx = context.WithValue(octx, attachKey{}, att)
+	var done func(error)
+	if g.cfg.OnRun != nil {
+		octx, done = g.cfg.OnRun(octx)
+	}
+	val, err := callOp(octx, op)
+	if done != nil {
+		done(err)
+	}
 	extensions, keepErr := stop()
 	defer func() { out.ev.Extensions = extensions }()
 	attached := att.close()

@@ -116,6 +116,14 @@ type Config struct {
 	// OnOutcome, if set, gets every call's Report after its log line, for
 	// metrics. It must be safe for concurrent use.
 	OnOutcome func(context.Context, Report)
+
+	// OnRun, if set, is called each time the operation is about to run
+	// under this call's claim (never for a replay, a key in progress or a
+	// call that failed before its claim), with the operation's context: the
+	// operation runs under the context it returns, and done gets the
+	// operation's error (a panic as a *batch.PanicError) once it returned.
+	// For tracing (package oteltrace). It must be safe for concurrent use.
+	OnRun func(ctx context.Context) (_ context.Context, done func(error))
 }
 
 // withDefaults is c with the default of every zero optional field.

@@ -45,6 +45,7 @@ var imports = map[string]string{
 	"sqsdlq":        "github.com/sqsonce/sqsonce/middleware/batch/sqsdlq",
 	"lambdaenv":     "github.com/sqsonce/sqsonce/middleware/lambdaenv",
 	"metrics":       "github.com/sqsonce/sqsonce/middleware/metrics",
+	"oteltrace":     "github.com/sqsonce/sqsonce/middleware/oteltrace",
 
 	"awscdk":             "github.com/aws/aws-cdk-go/awscdk/v2",
 	"awslambda":          "github.com/aws/aws-cdk-go/awscdk/v2/awslambda",
@@ -58,11 +59,17 @@ func inInfra(path string) bool {
 		strings.HasPrefix(path, "github.com/sqsonce/sqsonce/infra")
 }
 
+// inOteltrace reports whether an import path is only in oteltrace's module.
+func inOteltrace(path string) bool {
+	return strings.HasPrefix(path, "github.com/sqsonce/sqsonce/middleware/oteltrace") || strings.HasPrefix(path, "go.opentelemetry.io/")
+}
+
 // snippet is a Go block made into a file of a package of its own.
 type snippet struct {
 	block
 	fragment bool
 	infra    bool              // it needs infra's module (the CDK)
+	otel     bool              // it needs oteltrace's module (OpenTelemetry)
 	src      string            // the file, with //line directives pointing at the Markdown
 	stubs    map[string]string // the stub files of its package, by name
 }
@@ -136,6 +143,7 @@ func makeSnippet(b block) (snippet, error) {
 		}
 		for _, im := range f.Imports {
 			s.infra = s.infra || inInfra(strings.Trim(im.Path.Value, `"`))
+			s.otel = s.otel || inOteltrace(strings.Trim(im.Path.Value, `"`))
 		}
 		s.src = line + b.code + "\n"
 		return s, nil
@@ -193,6 +201,7 @@ func makeSnippet(b block) (snippet, error) {
 			return s, fmt.Errorf("the fragment uses %s., which is no package the test knows (add it to imports, or name=path to the info string)", name)
 		}
 		s.infra = s.infra || inInfra(path)
+		s.otel = s.otel || inOteltrace(path)
 		if filepath.Base(path) == name {
 			paths = append(paths, fmt.Sprintf("\t%q\n", path))
 		} else {
@@ -359,7 +368,7 @@ func vet(t *testing.T, modDir string, snippets []snippet) ([]byte, error) {
 func TestGoSnippets(t *testing.T) {
 	t.Parallel()
 	snippets := goSnippets(t)
-	var inRoot, inInfra []snippet
+	var inRoot, inInfra, inOtel []snippet
 	perFile := map[string]int{}
 	fragments := 0
 	for _, s := range snippets {
@@ -369,6 +378,8 @@ func TestGoSnippets(t *testing.T) {
 		}
 		if s.infra {
 			inInfra = append(inInfra, s)
+		} else if s.otel {
+			inOtel = append(inOtel, s)
 		} else {
 			inRoot = append(inRoot, s)
 		}
@@ -381,7 +392,7 @@ func TestGoSnippets(t *testing.T) {
 	for _, run := range []struct {
 		name, modDir string
 		snippets     []snippet
-	}{{"root", root, inRoot}, {"infra", filepath.Join(root, "infra"), inInfra}} {
+	}{{"root", root, inRoot}, {"infra", filepath.Join(root, "infra"), inInfra}, {"oteltrace", filepath.Join(root, "middleware", "oteltrace"), inOtel}} {
 		if len(run.snippets) == 0 {
 			continue
 		}

@@ -1,0 +1,44 @@
+package oteltrace
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of the spans this package makes.
+const ScopeName = "github.com/sqsonce/sqsonce/middleware/oteltrace"
+
+// Option configures SQS, Kinesis, DynamoDBStream, Wrap and Instrument.
+type Option func(*config)
+
+// WithTracerProvider makes the spans with tp instead of the global
+// provider. When tp has a ForceFlush method (the SDK's provider does), each
+// invocation flushes it before returning.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tp = tp }
+}
+
+type config struct {
+	tp     trace.TracerProvider
+	tracer trace.Tracer
+	flush  func(context.Context) error
+}
+
+func newConfig(opts []Option) *config {
+	c := &config{}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	if c.tp == nil {
+		c.tp = otel.GetTracerProvider()
+	}
+	c.tracer = c.tp.Tracer(ScopeName)
+	if f, ok := c.tp.(interface{ ForceFlush(context.Context) error }); ok {
+		c.flush = f.ForceFlush
+	}
+	return c
+}
