@@ -51,11 +51,11 @@ test: lint test-go test-infra deploy-local own-function
 
 # tools/testreport shows go test -json as plain go test shows it, then the
 # skipped tests; build/test-go.json keeps the run.
-## test-go: every Go test of every module with the race detector (then the skipped ones), then the memory ceilings without it (the race detector changes what allocates).
+## test-go: every Go test of every module with the race detector (then the skipped ones), then the memory ceilings and the allocation gate without it (the race detector changes what allocates).
 test-go: $(RIE) $(PTNODE)
 	@mkdir -p build
 	set -o pipefail; SQSONCE_RIE=$(RIE) $(GO) test -json -race -count=1 -timeout 20m $(GO_PKGS) | tee build/test-go.json | $(GO) run ./tools/testreport
-	$(GO) test -count=1 -run '^TestMemoryCeilings$$' ./middleware/idempotency/
+	$(GO) test -count=1 -run '^(TestMemoryCeilings|TestAllocationGate|TestAllocationGateCatchesOneMore)$$' ./middleware/idempotency/
 	$(GO) test -count=1 -run '^(TestSim|TestRegress)$$' ./test/sim/ -sim.seeds 300
 
 ## test-infra: infra's tests: CDK synth assertions and cfn-lint on the templates.
@@ -98,7 +98,7 @@ staticcheck: $(STATICCHECK)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./middleware/...
 
-## bench-peer: one SQS workload through Powertools TS (pinned) and sqsonce, alternately (≥3 rounds), on moto behind a 5 ms proxy; prints medians with min–max, the floor and the machine's load (not in test).
+## bench-peer: one SQS workload through Powertools TS (pinned), sqsonce and the same DynamoDB calls written by hand (the floor), each first in turn (≥3 rounds), on moto behind a 5 ms proxy; prints medians with min–max, sqsonce / Powertools and sqsonce / by hand, moto's own CPU and the machine's load (not in test).
 BENCHPEER_FLAGS ?=
 bench-peer: $(PTNODE)
 	$(GO) run ./tools/benchpeer -driver $(PTDIR) $(BENCHPEER_FLAGS)

@@ -63,7 +63,11 @@ type Config struct {
 	// alive: the operation's context ends a reserve before it, with a
 	// cause wrapping ErrLeaseNotExtended (never before the claimed
 	// lease). Default 12 h, the longest SQS keeps a received message
-	// invisible; at most ExpiresAfter.
+	// invisible; at most ExpiresAfter. Whatever the limit, the context
+	// ends a reserve before ExpiresAfter less SkewMargin after the claim
+	// (and so does a claimed lease that would reach past it): a worker
+	// whose clock runs SkewMargin ahead takes the record as expired from
+	// then, and may claim it.
 	KeepAliveLimit time.Duration
 
 	// SkewMargin is added to every stored lease end, so that workers whose
@@ -175,6 +179,9 @@ func (c Config) validate() error {
 	}
 	if c.SkewMargin < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.SkewMargin %v is negative", c.SkewMargin))
+	} else if c.ExpiresAfter > 0 && c.ExpiresAfter <= c.SkewMargin {
+		errs = append(errs, fmt.Errorf("idempotency: Config.ExpiresAfter %v is not longer than Config.SkewMargin %v: "+
+			"a worker whose clock runs ahead would take a claim as expired when it is made", c.ExpiresAfter, c.SkewMargin))
 	}
 	if c.CacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.CacheBytes %d is negative", c.CacheBytes))

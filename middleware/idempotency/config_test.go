@@ -32,6 +32,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"keep-alive limit negative", idempotency.Config{Store: store, Namespace: "n", KeepAliveLimit: -time.Second}, "KeepAliveLimit"},
 		{"keep-alive limit longer than expiry", idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: time.Hour, Lease: time.Minute,
 			KeepAliveLimit: 2 * time.Hour}, "KeepAliveLimit"},
+		{"expiry within the skew margin", idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: 5 * time.Second, Lease: time.Second}, "SkewMargin"},
 		{"negative cache", idempotency.Config{Store: store, Namespace: "n", CacheBytes: -1}, "CacheBytes"},
 		{"unknown format", idempotency.Config{Store: store, Namespace: "n", Format: 7}, "Format"},
 	}

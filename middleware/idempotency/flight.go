@@ -17,7 +17,7 @@ type calls struct {
 	cache *cache // nil when Config.CacheBytes is 0
 
 	mu      sync.Mutex
-	flights map[string]*flight // calls running now, by id, payload digest and mode
+	flights map[flightID]*flight // calls running now
 }
 
 // flight is one run of an operation that other calls of the same key and
@@ -55,6 +55,13 @@ func (f *flight) leaseEnd() time.Time {
 // at its own invocation's deadline); the run it waited for goes on, and the
 // waiter's key is in progress, with the run's lease, as another process
 // would find it in the store.
+// flightID is a run's key among the calls running now: its record id,
+// payload digest and mode.
+type flightID struct {
+	id, validation string
+	strict         bool
+}
+
 func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op func(context.Context) (any, error)) outcome {
 	if a, _ := ctx.Value(attachKey{}).(*attachments); a != nil && a.id == id {
 		err := fmt.Errorf("idempotency: %s called again from inside its own operation: it would wait for itself", id)
@@ -66,11 +73,9 @@ func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op 
 	// A strict call never shares a run that may take a lapsed claim over, so
 	// it has flights of its own; a default call shares either kind, since a
 	// strict run takes nothing over (and must not be taken over from here).
-	fk := id + "\x00" + planted.If(planted.FlightIgnoresPayload, "", validation)
-	strictKey := fk + "\x00strict"
-	if strict {
-		fk = strictKey
-	}
+	fk := flightID{id: id, validation: planted.If(planted.FlightIgnoresPayload, "", validation), strict: strict}
+	strictKey := fk
+	strictKey.strict = true
 	for {
 		g.mu.Lock()
 		f, running := g.flights[fk]

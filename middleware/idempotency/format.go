@@ -8,7 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
-	"io"
+	"sync"
 
 	"github.com/sqsonce/sqsonce/internal/jsonkey"
 )
@@ -76,31 +76,91 @@ func (f Format) Hash(k Selection) (string, error) {
 // material of a key with a selector is canonical JSON, which begins with '{'.
 const rawDomain = "raw\x00"
 
-func (f Format) appendHash(dst []byte, k Selection) ([]byte, error) {
-	var h hash.Hash
-	switch f {
-	case FormatNative:
-		h = sha256.New()
-	case FormatPowertoolsPython, FormatPowertoolsTypeScript:
-		h = md5.New()
-	default:
-		return nil, fmt.Errorf("unknown format %d", int(f))
-	}
-	if err := f.write(h, k); err != nil {
-		return nil, err
-	}
-	if f == FormatPowertoolsTypeScript {
-		return base64.StdEncoding.AppendEncode(dst, h.Sum(nil)), nil
-	}
-	return hex.AppendEncode(dst, h.Sum(nil)), nil
+// spelling is what format f hashes for a key, as it is written: held in
+// a buffer and hashed at once (sum) while it is small, as keys are, and
+// streamed into the hash past maxHeldSpelling, so that a large key costs no
+// copy of itself. With keep, all of it is held (spell).
+type spelling struct {
+	f    Format
+	keep bool
+	buf  bytes.Buffer
+	h    hash.Hash // past maxHeldSpelling
 }
 
-// write writes the bytes format f hashes for k to w: for the Powertools
+const maxHeldSpelling = 64 << 10
+
+// spellings holds the spellings appendHash uses: a record id costs no
+// buffer of its own.
+var spellings = sync.Pool{New: func() any { return new(spelling) }}
+
+func (s *spelling) Write(p []byte) (int, error) {
+	if s.h == nil && (s.keep || s.buf.Len()+len(p) <= maxHeldSpelling) {
+		return s.buf.Write(p)
+	}
+	if s.h == nil {
+		if s.f == FormatNative {
+			s.h = sha256.New()
+		} else {
+			s.h = md5.New()
+		}
+		s.h.Write(s.buf.Bytes())
+		s.buf.Reset()
+	}
+	return s.h.Write(p)
+}
+
+func (s *spelling) WriteString(p string) {
+	if s.h == nil && (s.keep || s.buf.Len()+len(p) <= maxHeldSpelling) {
+		s.buf.WriteString(p)
+		return
+	}
+	s.Write([]byte(p))
+}
+
+// appendSum appends the spelling's digest to dst, in format f.
+func (s *spelling) appendSum(dst []byte) []byte {
+	var sum []byte
+	switch {
+	case s.h != nil:
+		sum = s.h.Sum(nil)
+	case s.f == FormatNative:
+		d := sha256.Sum256(s.buf.Bytes())
+		sum = d[:]
+	default:
+		d := md5.Sum(s.buf.Bytes())
+		sum = d[:]
+	}
+	if s.f == FormatPowertoolsTypeScript {
+		return base64.StdEncoding.AppendEncode(dst, sum)
+	}
+	return hex.AppendEncode(dst, sum)
+}
+
+func (f Format) appendHash(dst []byte, k Selection) ([]byte, error) {
+	if !f.valid() {
+		return nil, fmt.Errorf("unknown format %d", int(f))
+	}
+	s := spellings.Get().(*spelling)
+	defer func() {
+		*s = spelling{buf: s.buf}
+		if s.buf.Cap() <= maxHeldSpelling {
+			s.buf.Reset()
+			spellings.Put(s)
+		}
+	}()
+	s.f = f
+	if err := f.write(s, k); err != nil {
+		return nil, err
+	}
+	return s.appendSum(dst), nil
+}
+
+// write writes the bytes format f hashes for k to s: for the Powertools
 // formats, the value as that runtime spells it before hashing; for the
 // native format, the canonical JSON (RFC 8785) of
 // {"selector": k.Selector, "value": k.Value}, or raw material behind
 // rawDomain.
-func (f Format) write(w io.Writer, k Selection) error {
+func (f Format) write(s *spelling, k Selection) error {
 	switch f {
 	case FormatNative:
 		if k.Selector == "" {
@@ -108,32 +168,33 @@ func (f Format) write(w io.Writer, k Selection) error {
 			// behind rawDomain, which no canonical JSON of a selector's key
 			// begins with, so raw material spelling another request's
 			// {"selector":…,"value":…} never gets that request's id.
-			w.Write([]byte(rawDomain))
-			w.Write(k.Value)
+			s.WriteString(rawDomain)
+			s.Write(k.Value)
 			return nil
 		}
 		// RFC 8785 orders the two members by name and writes strings as
 		// JavaScript does, so the document is written as is.
-		w.Write(jsonkey.AppendString([]byte(`{"selector":`), k.Selector))
-		w.Write([]byte(`,"value":`))
-		if err := jsonkey.WriteCanonical(w, string(k.Value)); err != nil {
+		s.WriteString(`{"selector":`)
+		s.Write(jsonkey.AppendString(s.buf.AvailableBuffer(), k.Selector)) // s holds 12 bytes: the buffer's own
+		s.WriteString(`,"value":`)
+		if err := jsonkey.WriteCanonical(s, string(k.Value)); err != nil {
 			return err
 		}
-		w.Write([]byte("}"))
+		s.WriteString("}")
 		return nil
 	case FormatPowertoolsPython:
-		return jsonkey.WritePython(w, string(k.Value))
+		return jsonkey.WritePython(s, string(k.Value))
 	case FormatPowertoolsTypeScript:
-		return jsonkey.WriteTypeScript(w, string(k.Value))
+		return jsonkey.WriteTypeScript(s, string(k.Value))
 	}
 	return fmt.Errorf("unknown format %d", int(f))
 }
 
 // spell returns the bytes format f hashes for k (see write).
 func (f Format) spell(k Selection) ([]byte, error) {
-	var b bytes.Buffer
-	err := f.write(&b, k)
-	return b.Bytes(), err
+	s := spelling{f: f, keep: true}
+	err := f.write(&s, k)
+	return s.buf.Bytes(), err
 }
 
 // ID returns the record id of k: "{Namespace}#{digest}", the digest in the

@@ -14,7 +14,7 @@ func New(cfg Config) (*Guard, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	g := &Guard{cfg: cfg, calls: &calls{flights: make(map[string]*flight)}}
+	g := &Guard{cfg: cfg, calls: &calls{flights: make(map[flightID]*flight)}}
 	if cfg.CacheBytes > 0 {
 		g.cache = newCache(cfg.CacheBytes)
 	}

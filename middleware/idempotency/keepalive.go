@@ -43,16 +43,24 @@ type keeper struct {
 	horizon time.Time // no lease the worker relies on goes past it: the claim plus Config.KeepAliveLimit
 	flight  *flight   // the in-process run the claim is made for, if any: its waiters see each extended lease
 
-	cancel  context.CancelCauseFunc // ends the operation's context
-	kcancel context.CancelFunc      // ends an extension in flight when the operation returned
-	kctx    context.Context
-	done    chan struct{}
+	cancel context.CancelCauseFunc // ends the operation's context
+	parent context.Context         // the call's context, whose values extensions keep
+	tick   *time.Timer             // the next extension (fire)
+
+	// inflight counts the extension in progress (fire), so that the
+	// operation's return waits for it.
+	inflight sync.WaitGroup
 
 	mu      sync.Mutex
+	stopped bool      // the operation returned: no extension starts
 	end     time.Time // the lease this worker relies on (without the skew margin)
 	lastErr error
 	n       int // extensions applied
-	dog     *time.Timer
+	// Made when the first extension is due, so that an operation that
+	// returns before it costs no goroutine, context or watchdog:
+	kctx    context.Context    // the extensions' context
+	kcancel context.CancelFunc // ends an extension in flight when the operation returned
+	dog     *time.Timer        // the watchdog (lapsing)
 }
 
 // opContext is the context an operation runs with, and the function to
@@ -70,12 +78,22 @@ type keeper struct {
 // With it, the lease is extended while the operation runs, and the
 // context ends a reserve before the last extended lease would lapse (a
 // refused or failed extension), at the claim's Config.KeepAliveLimit, or
-// at ctx's own end, whichever comes first. The reserve is a tenth of the
-// lease, at most maxCompleteReserve.
+// at ctx's own end, whichever comes first. Either way no lease it relies
+// on goes past Config.ExpiresAfter less Config.SkewMargin after claimed:
+// the record expires, for a reader whose clock runs SkewMargin ahead,
+// no sooner. The reserve is a tenth of the lease, at most
+// maxCompleteReserve.
 func (g *Guard) opContext(ctx context.Context, claimed, now time.Time, rec driver.Record) (context.Context, func() (int, error)) {
 	end, span := claimed.Add(g.cfg.Lease), g.cfg.Lease
 	if d, ok := ctx.Deadline(); ok && d.After(now) { // as claim decides
 		end, span = d, d.Sub(claimed)
+	}
+	// A reader whose clock runs up to SkewMargin ahead takes the record as
+	// expired that much before its expiry (written after claimed): no
+	// lease the worker relies on, claimed or extended, goes past that.
+	ceiling := claimed.Add(g.cfg.ExpiresAfter - g.cfg.SkewMargin)
+	if ceiling.Before(end) {
+		end = ceiling
 	}
 	reserve := max(min(span/10, maxCompleteReserve), 0)
 	ext, ok := g.cfg.Store.(driver.Extender)
@@ -95,32 +113,51 @@ func (g *Guard) opContext(ctx context.Context, claimed, now time.Time, rec drive
 	if horizon.Before(end) {
 		horizon = end // the limit bounds extensions, never the claimed lease
 	}
-	base, bcancel := ctx, context.CancelFunc(func() {})
-	if d, ok := ctx.Deadline(); ok {
-		base, bcancel = context.WithDeadline(ctx, d.Add(-reserve)) // the invocation's end, as without keep-alive
+	limitedByExpiry := ceiling.Before(horizon)
+	if limitedByExpiry {
+		horizon = ceiling
 	}
-	limited := fmt.Errorf("%w: it reached Config.KeepAliveLimit (%v)", ErrLeaseNotExtended, g.cfg.KeepAliveLimit)
-	lctx, lcancel := context.WithDeadlineCause(base, horizon.Add(-reserve), limited)
+	// The context ends a reserve before the invocation's end, as without
+	// keep-alive, or before the horizon, whichever comes first: one
+	// deadline, with the horizon's cause only when the horizon is first.
+	var lctx context.Context
+	var lcancel context.CancelFunc
+	if d, ok := ctx.Deadline(); ok && !horizon.Before(d) {
+		lctx, lcancel = context.WithDeadline(ctx, d.Add(-reserve))
+	} else {
+		limited := fmt.Errorf("%w: it reached Config.KeepAliveLimit (%v)", ErrLeaseNotExtended, g.cfg.KeepAliveLimit)
+		if limitedByExpiry {
+			limited = fmt.Errorf("%w: it reached the record's expiry (Config.ExpiresAfter, %v) less Config.SkewMargin (%v)", ErrLeaseNotExtended, g.cfg.ExpiresAfter, g.cfg.SkewMargin)
+		}
+		lctx, lcancel = context.WithDeadlineCause(ctx, horizon.Add(-reserve), limited)
+	}
 	octx, cancel := context.WithCancelCause(lctx)
-	kctx, kcancel := context.WithCancel(context.WithoutCancel(ctx))
 	k := &keeper{
 		g: g, ext: ext, rec: rec, span: span, every: every, reserve: reserve, horizon: horizon,
-		cancel: cancel, kctx: kctx, kcancel: kcancel, done: make(chan struct{}), end: end,
+		cancel: cancel, parent: ctx, end: end,
 	}
 	k.flight, _ = ctx.Value(flightKey{}).(*flight)
-	k.dog = time.AfterFunc(time.Until(end.Add(-reserve)), k.lapsing)
-	go k.run(claimed.Add(every))
+	k.mu.Lock() // fire reads k.tick under k.mu
+	k.tick = time.AfterFunc(time.Until(claimed.Add(every)), k.fire)
+	k.mu.Unlock()
 	return octx, func() (int, error) {
 		cause := context.Cause(octx) // as the operation returned
-		kcancel()
-		<-k.done
 		k.mu.Lock()
-		k.dog.Stop()
+		k.stopped = true
+		k.tick.Stop()
+		if k.kcancel != nil {
+			k.kcancel()
+		}
+		k.mu.Unlock()
+		k.inflight.Wait()
+		k.mu.Lock()
+		if k.dog != nil {
+			k.dog.Stop()
+		}
 		n := k.n
 		k.mu.Unlock()
 		cancel(nil)
 		lcancel()
-		bcancel()
 		if !errors.Is(cause, ErrLeaseNotExtended) {
 			cause = nil
 		}
@@ -143,66 +180,80 @@ func (k *keeper) lapsing() {
 	}
 }
 
-// run extends the lease at next, and after each extension every k.every,
-// until the operation returned or the lease reached the horizon. An
-// extension that failed with an error that may pass is tried again soon,
-// until the watchdog ends the context; one refused ends it at once.
-func (k *keeper) run(next time.Time) {
-	defer close(k.done)
-	t := time.NewTimer(time.Until(next))
-	defer t.Stop()
-	for {
-		select {
-		case <-k.kctx.Done():
-			return
-		case <-t.C:
+// fire is one extension, due now: the tick's function. The first arms the
+// watchdog. After an extension it sets the tick to every k.every from the
+// extension's start; after an extension that failed with an error that may
+// pass, to soon, until the watchdog ends the context; none after one
+// refused, or once the lease reached the horizon.
+func (k *keeper) fire() {
+	k.mu.Lock()
+	if k.stopped {
+		k.mu.Unlock()
+		return
+	}
+	k.inflight.Add(1)
+	defer k.inflight.Done()
+	if k.kctx == nil {
+		k.kctx, k.kcancel = context.WithCancel(context.WithoutCancel(k.parent))
+		k.dog = time.AfterFunc(time.Until(k.end.Add(-k.reserve)), k.lapsing)
+	}
+	end, rec := k.end, k.rec
+	k.mu.Unlock()
+	next, ok := k.step(end, rec)
+	if !ok {
+		return
+	}
+	k.mu.Lock()
+	if !k.stopped {
+		k.tick.Reset(next)
+	}
+	k.mu.Unlock()
+}
+
+// step extends the lease the worker relies on (end) unless it reached the
+// horizon, and returns when the next extension is due, if any.
+func (k *keeper) step(end time.Time, rec driver.Record) (time.Duration, bool) {
+	if !end.Before(k.horizon) {
+		return 0, false // at the limit: the context ends there
+	}
+	start := time.Now()
+	length := min(k.span, k.horizon.Sub(start))
+	if length <= 0 {
+		return 0, false
+	}
+	until := k.g.cfg.Now().Add(length + k.g.cfg.SkewMargin)
+	if rec.Strict() {
+		rec.StrictLease = until
+	} else {
+		rec.LeaseUntil = until
+	}
+	err := k.extend(rec)
+	switch {
+	case err == nil:
+		k.mu.Lock()
+		k.rec, k.n, k.lastErr = rec, k.n+1, nil
+		if newEnd := start.Add(length); newEnd.After(k.end) {
+			k.end = newEnd
+			k.dog.Reset(time.Until(newEnd.Add(-k.reserve)))
+		}
+		k.mu.Unlock()
+		if k.flight != nil {
+			// Waiters that stop at their own deadline report the
+			// lease as it is now, for their records' pacing.
+			k.flight.claimed(rec.LeaseEnd())
+		}
+		return time.Until(start.Add(k.every)), true
+	case errors.Is(err, driver.ErrLeaseLost):
+		k.cancel(fmt.Errorf("%w: the extension was refused: %w", ErrLeaseNotExtended, err))
+		return 0, false
+	default:
+		if k.kctx.Err() != nil {
+			return 0, false
 		}
 		k.mu.Lock()
-		end := k.end
+		k.lastErr = err
 		k.mu.Unlock()
-		if !end.Before(k.horizon) {
-			return // at the limit: the context ends there
-		}
-		start := time.Now()
-		length := min(k.span, k.horizon.Sub(start))
-		if length <= 0 {
-			return
-		}
-		rec := k.rec
-		until := k.g.cfg.Now().Add(length + k.g.cfg.SkewMargin)
-		if rec.Strict() {
-			rec.StrictLease = until
-		} else {
-			rec.LeaseUntil = until
-		}
-		err := k.extend(rec)
-		switch {
-		case err == nil:
-			k.mu.Lock()
-			k.rec, k.n, k.lastErr = rec, k.n+1, nil
-			if newEnd := start.Add(length); newEnd.After(k.end) {
-				k.end = newEnd
-				k.dog.Reset(time.Until(newEnd.Add(-k.reserve)))
-			}
-			k.mu.Unlock()
-			if k.flight != nil {
-				// Waiters that stop at their own deadline report the
-				// lease as it is now, for their records' pacing.
-				k.flight.claimed(rec.LeaseEnd())
-			}
-			t.Reset(time.Until(start.Add(k.every)))
-		case errors.Is(err, driver.ErrLeaseLost):
-			k.cancel(fmt.Errorf("%w: the extension was refused: %w", ErrLeaseNotExtended, err))
-			return
-		default:
-			if k.kctx.Err() != nil {
-				return
-			}
-			k.mu.Lock()
-			k.lastErr = err
-			k.mu.Unlock()
-			t.Reset(min(k.every/4, 100*time.Millisecond))
-		}
+		return min(k.every/4, 100*time.Millisecond), true
 	}
 }
 

@@ -3,9 +3,11 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
@@ -20,6 +22,18 @@ import (
 // and PostgreSQL in their packages).
 func TestKeepAliveLiveOwner(t *testing.T) {
 	storetest.KeepAliveLiveOwner(t, memstore.New())
+}
+
+// TestKeepAliveSkewedReader: the keep-alive ends an owner's context
+// before a reader whose clock runs 3 s ahead (inside the default 5 s
+// SkewMargin) takes its record as expired, on memstore and synctest's
+// clock (dynamostore runs the same on moto).
+func TestKeepAliveSkewedReader(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { storetest.KeepAliveSkewedReader(t, memstore.New(), strict) })
+		})
+	}
 }
 
 // extendStore is memstore whose Extend fails with err, or blocks until

@@ -28,7 +28,10 @@ const (
 	// TenancyMessageGroup scopes by the invocation's tenant and, for an SQS
 	// message, by its MessageGroupId: the tenant of an SQS fair queue (a
 	// standard queue whose producers set MessageGroupId). A message without
-	// one is scoped by the invocation's tenant only. On a FIFO queue a
+	// one is scoped by the invocation's tenant only. Wrap (of an
+	// events.SQSMessage) and WrapJSON read the group from the message and
+	// give it the same id; Do takes no message, so it scopes by the
+	// invocation's tenant only (put the group in its key). On a FIFO queue a
 	// message group is an ordering group, not a tenant: a key re-sent in
 	// another group then runs again.
 	TenancyMessageGroup

@@ -48,7 +48,7 @@ func WrapJSON[Req, T any](g *Guard, key Selector, fn func(context.Context, Req, 
 	typeName := reqType.String()
 	return func(ctx context.Context, m events.SQSMessage) (T, error) {
 		var zero T
-		c := call{source: typeName, strict: w.strict, inputID: m.MessageId}
+		c := call{source: typeName, strict: w.strict, inputID: m.MessageId, group: messageGroup(&m)}
 		// The body keeps the rules of key material, and decodes into Req
 		// without a loss: two bodies that decode alike are alike.
 		tree, err := jsonkey.Index(m.Body)

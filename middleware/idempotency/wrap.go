@@ -186,7 +186,7 @@ func (w *wrapper[In, T]) call(st *inputState[In]) (call, error) {
 		c.inputID = w.inputID(&st.in)
 	}
 	if m, ok := any(&st.in).(*events.SQSMessage); ok {
-		c.group = m.Attributes["MessageGroupId"]
+		c.group = messageGroup(m)
 	}
 	var err error
 	if c.key, err = w.key(st); err == nil && len(c.key.Value) == 0 {
@@ -203,6 +203,10 @@ func (w *wrapper[In, T]) call(st *inputState[In]) (call, error) {
 	}
 	return c, err
 }
+
+// messageGroup is m's MessageGroupId: what scopes its record id under
+// TenancyMessageGroup, for every wrapper that takes an SQS message.
+func messageGroup(m *events.SQSMessage) string { return m.Attributes["MessageGroupId"] }
 
 // payloadError is a payload selector's error, said to be about the payload.
 func payloadError(err error) error {

@@ -3,11 +3,14 @@
 // behind a proxy of its own that adds a fixed latency to every DynamoDB call
 // and counts the calls by operation. make bench-peer runs it.
 //
-// It prints a Markdown table, Powertools and sqsonce side by side with
-// their ratio: process CPU and peak RSS per 1,000 records, the batch p50 of
+// A third side, "by hand", does the same work with the DynamoDB calls any
+// implementation on aws-sdk-go-v2 needs, written by hand (bare.go): the
+// floor. It prints a Markdown table, the three side by side with sqsonce's
+// ratio to Powertools and to the floor: process CPU and peak RSS per 1,000 records, the batch p50 of
 // new keys, the time until every record of a batch with in-batch duplicates
 // is acknowledged through a real queue (Powertools' redelivery included),
-// DynamoDB round trips per record and batch item failures. Every measured
+// DynamoDB round trips per record, moto's own CPU on each side's requests,
+// heap allocations per record of the Go sides and batch item failures. Every measured
 // row is the median of the rounds with its range (min–max), flagged when the
 // range exceeds 20 % of the median; latency rows show their floor (model
 // time + 2 × store latency); a ratio is shown only where the two sides'
@@ -35,6 +38,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -75,9 +79,10 @@ type settings struct {
 func main() {
 	worker := flag.Bool("worker", false, "run as the sqsonce worker: a driver request on stdin, a report on stdout")
 	stream := flag.Bool("stream", false, "with -worker: a request line, then one event a line, one reply a line")
+	flag.BoolVar(&bareArm, "bare", false, "with -worker: the bare arm, the same DynamoDB calls written by hand (the floor), instead of sqsonce")
 	var s settings
 	flag.StringVar(&s.driver, "driver", defaultDriver, "the folder of driver.mjs and its installed packages")
-	flag.IntVar(&s.rounds, "rounds", 5, "rounds, at least 3; each runs both sides, in alternating order")
+	flag.IntVar(&s.rounds, "rounds", 5, "rounds, at least 3; each runs every side, in rotating order")
 	flag.IntVar(&s.batches, "batches", 20, "batches of 10 records per phase")
 	flag.IntVar(&s.ackBatches, "ack-batches", 3, "batches with in-batch duplicates sent through the queue, per side and round")
 	flag.DurationVar(&s.model, "model", 200*time.Millisecond, "the model call's duration")
@@ -208,6 +213,10 @@ type round struct {
 	records  int
 	procs    int           // processes that ran events
 	cpu      time.Duration // theirs, summed
+	storeCPU time.Duration // moto's, while they ran
+	phaseCPU map[string]time.Duration
+	phaseN   map[string]int
+	mallocs  uint64        // heap allocations while they ran events (Go sides only)
 	idleCPU  time.Duration // a process that ran no event: start-up and exit
 	maxRSS   int64
 	newBatch []float64 // ms of each batch of new keys
@@ -253,6 +262,10 @@ func bench(w io.Writer, s settings) (err error) {
 	if err != nil {
 		return err
 	}
+	motoPID, err := serverPID(target.Port())
+	if err != nil {
+		return err
+	}
 	px := &proxy{next: httputil.NewSingleHostReverseProxy(target), delay: s.latency, ops: map[string]int{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -293,18 +306,22 @@ func bench(w io.Writer, s settings) (err error) {
 		}},
 		{"sqsonce", func(ctx context.Context) *exec.Cmd { return exec.CommandContext(ctx, self, "-worker") },
 			func(ctx context.Context) *exec.Cmd { return exec.CommandContext(ctx, self, "-worker", "-stream") }},
+		{"by hand", func(ctx context.Context) *exec.Cmd { return exec.CommandContext(ctx, self, "-worker", "-bare") },
+			func(ctx context.Context) *exec.Cmd {
+				return exec.CommandContext(ctx, self, "-worker", "-stream", "-bare")
+			}},
 	}
 	base := powertools.Request{Endpoint: proxied, Table: table, KeyPrefix: keyPrefix, EventKeyJMESPath: keyJMESPath,
 		RemainingMs: 120_000, ModelMs: int(s.model / time.Millisecond)}
-	tallies := []*tally{newTally(), newTally()}
+	tallies := make([]*tally, len(sides))
+	for i := range tallies {
+		tallies[i] = newTally()
+	}
 	for r := range s.rounds {
-		order := []int{0, 1}
-		if r%2 == 1 {
-			order = []int{1, 0}
-		}
-		for _, si := range order {
-			run := randomText(8) // keys new to the table, whichever side ran first
-			rd, err := measure(sides[si], tallies[si], px, base, run, r, s.batches)
+		for j := range sides {
+			si := (r + j) % len(sides) // each side first in turn
+			run := randomText(8)       // keys new to the table, whichever side ran first
+			rd, err := measure(sides[si], tallies[si], px, motoPID, base, run, r, s.batches)
 			if err != nil {
 				return err
 			}
@@ -321,24 +338,40 @@ func bench(w io.Writer, s settings) (err error) {
 	if err := stopMoto(); err != nil {
 		return err
 	}
-	report(w, s, loadLines(start, snapshot()), tallies[0], tallies[1])
+	report(w, s, loadLines(start, snapshot()), tallies[0], tallies[1], tallies[2])
 	return nil
 }
 
 // measure runs round r's three phases and one process with no event on sd.
-func measure(sd side, t *tally, px *proxy, base powertools.Request, run string, r, batches int) (round, error) {
+func measure(sd side, t *tally, px *proxy, motoPID int, base powertools.Request, run string, r, batches int) (round, error) {
 	var rd round
 	for _, ph := range workload(run, r, batches) {
 		req := base
 		req.Events = ph.events
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		px.take()
+		motoBefore, err := processCPU(motoPID)
+		if err != nil {
+			cancel()
+			return rd, err
+		}
 		rep, err := powertools.RunProcess(sd.cmd(ctx), req)
 		ops := px.take()
 		cancel()
 		if err != nil {
 			return rd, fmt.Errorf("%s, round %d, phase %s: %w", sd.name, r, ph.name, err)
 		}
+		motoAfter, err := processCPU(motoPID)
+		if err != nil {
+			return rd, err
+		}
+		rd.storeCPU += motoAfter - motoBefore
+		rd.mallocs += rep.Mallocs
+		if rd.phaseCPU == nil {
+			rd.phaseCPU, rd.phaseN = map[string]time.Duration{}, map[string]int{}
+		}
+		rd.phaseCPU[ph.name] += rep.Usage.CPU
+		rd.phaseN[ph.name] += len(ph.events) * batchSize
 		n := len(ph.events) * batchSize
 		rd.records += n
 		rd.procs++
@@ -419,20 +452,38 @@ func failuresOf(rep powertools.Report) int {
 type row struct {
 	name, format string
 	latency      bool // its floor is model + 2 × store latency
+	goOnly       bool // measured on the Go sides only
 	of           func(round) float64
 }
 
 var rows = []row{
-	{"process CPU per 1,000 records (ms)", "%.0f", false, func(r round) float64 {
+	{"process CPU per 1,000 records (ms)", "%.0f", false, false, func(r round) float64 {
 		return ms(r.cpu) * 1000 / float64(r.records)
 	}},
-	{"process CPU per 1,000 records, start-up excluded (ms)", "%.0f", false, func(r round) float64 {
+	{"process CPU per 1,000 records, start-up excluded (ms)", "%.0f", false, false, func(r round) float64 {
 		return (ms(r.cpu) - ms(r.idleCPU)*float64(r.procs)) * 1000 / float64(r.records)
 	}},
-	{"process start-up and exit, no event (ms CPU)", "%.0f", false, func(r round) float64 { return ms(r.idleCPU) }},
-	{"peak RSS (MiB)", "%.1f", false, func(r round) float64 { return float64(r.maxRSS) / (1 << 20) }},
-	{"batch p50, new keys (ms)", "%.0f", true, func(r round) float64 { return median(r.newBatch) }},
-	{"batch with in-batch duplicates, until every record is acknowledged (ms)", "%.0f", true, func(r round) float64 { return median(r.ack) }},
+	phaseRow("new"),
+	phaseRow("replay"),
+	phaseRow("dup"),
+	{"process start-up and exit, no event (ms CPU)", "%.0f", false, false, func(r round) float64 { return ms(r.idleCPU) }},
+	{"peak RSS (MiB)", "%.1f", false, false, func(r round) float64 { return float64(r.maxRSS) / (1 << 20) }},
+	{"the store's CPU (moto) per 1,000 records (ms)", "%.0f", false, false, func(r round) float64 {
+		return ms(r.storeCPU) * 1000 / float64(r.records)
+	}},
+	{"heap allocations per record (Go sides)", "%.0f", false, true, func(r round) float64 {
+		return float64(r.mallocs) / float64(r.records)
+	}},
+	{"batch p50, new keys (ms)", "%.0f", true, false, func(r round) float64 { return median(r.newBatch) }},
+	{"batch with in-batch duplicates, until every record is acknowledged (ms)", "%.0f", true, false, func(r round) float64 { return median(r.ack) }},
+}
+
+// phaseRow is the process CPU per 1,000 records of one phase, start-up
+// excluded.
+func phaseRow(ph string) row {
+	return row{"process CPU per 1,000 records, " + ph + " phase, start-up excluded (ms)", "%.0f", false, false, func(r round) float64 {
+		return (ms(r.phaseCPU[ph]) - ms(r.idleCPU)) * 1000 / float64(r.phaseN[ph])
+	}}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -446,38 +497,43 @@ func (rw row) stats(t *tally) stat {
 	return summarize(xs)
 }
 
-func report(w io.Writer, s settings, load []string, pt, sq *tally) {
-	fmt.Fprintf(w, "%d rounds × (Powertools TS, sqsonce), alternating; per side and round: 3 phases (new, replay, dup) × %d batches of %d records, one process each, "+
+func report(w io.Writer, s settings, load []string, pt, sq, bare *tally) {
+	fmt.Fprintf(w, "%d rounds × (Powertools TS, sqsonce, by hand), each first in turn; per side and round: 3 phases (new, replay, dup) × %d batches of %d records, one process each, "+
 		"then %d batches whose 5 keys each come twice through an SQS queue on the same moto (visibility timeout %v, polled every %v) to one warm process; model %v, store latency %v\n",
 		s.rounds, s.batches, batchSize, s.ackBatches, s.visibility, pollEvery, s.model, s.latency)
 	for _, l := range load {
 		fmt.Fprintln(w, l)
 	}
 	fmt.Fprintf(w, "\nEach measured cell: the median of the %d rounds (min–max); ⚠ where max − min exceeds %.0f %% of the median. "+
-		"Floor: model + 2 × store latency. A ratio only where the two ranges do not overlap.\n\n", s.rounds, maxSpread*100)
-	fmt.Fprintln(w, "| per side | Powertools TS | sqsonce | floor | sqsonce / Powertools |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
+		"Floor: model + 2 × store latency. \"By hand\": the same DynamoDB calls written by hand (a conditional PutItem, the model, an UpdateItem), the floor of any implementation. "+
+		"A ratio only where the two ranges do not overlap.\n\n", s.rounds, maxSpread*100)
+	fmt.Fprintln(w, "| per side | Powertools TS | sqsonce | by hand | floor | sqsonce / Powertools | sqsonce / by hand |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
 	floor := fmt.Sprintf("%.0f", ms(latencyFloor(s.model, s.latency)))
 	var warnings []string
 	for _, rw := range rows {
-		a, b := rw.stats(pt), rw.stats(sq)
+		a, b, c := rw.stats(pt), rw.stats(sq), rw.stats(bare)
 		f := ""
 		if rw.latency {
 			f = floor
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", rw.name, cell(a, rw.format), cell(b, rw.format), f, ratioCell(a, b))
+		ptCell, ptRatio := cell(a, rw.format), ratioCell(a, b)
+		if rw.goOnly {
+			ptCell, ptRatio = "—", ""
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", rw.name, ptCell, cell(b, rw.format), cell(c, rw.format), f, ptRatio, ratioCell(c, b))
 		for _, x := range []struct {
 			side string
 			st   stat
-		}{{"Powertools TS", a}, {"sqsonce", b}} {
-			if x.st.wide() {
+		}{{"Powertools TS", a}, {"sqsonce", b}, {"by hand", c}} {
+			if x.st.wide() && !(rw.goOnly && x.side == "Powertools TS") {
 				warnings = append(warnings, fmt.Sprintf("warning: %s, %s: max − min is %.0f %% of the median (over %.0f %%): this row does not reproduce at this load",
 					rw.name, x.side, x.st.spread()*100, maxSpread*100))
 			}
 		}
 	}
-	count := func(name, format string, a, b float64) {
-		fmt.Fprintf(w, "| %s | "+format+" | "+format+" |  | %s |\n", name, a, b, ratio(a, b))
+	count := func(name, format string, a, b, c float64) {
+		fmt.Fprintf(w, "| %s | "+format+" | "+format+" | "+format+" |  | %s | %s |\n", name, a, b, c, ratio(a, b), ratio(c, b))
 	}
 	rate := func(t *tally, ph string) float64 { return float64(t.calls[ph]) / float64(t.phaseRecords[ph]) }
 	// A duplicate's own round trips: the phase's calls less those of its
@@ -485,18 +541,18 @@ func report(w io.Writer, s settings, load []string, pt, sq *tally) {
 	dup := func(t *tally) float64 {
 		return (float64(t.calls["dup"]) - rate(t, "new")*float64(t.unique["dup"])) / float64(t.dups["dup"])
 	}
-	count("DynamoDB calls per new record", "%.2f", rate(pt, "new"), rate(sq, "new"))
-	count("DynamoDB calls per replayed record", "%.2f", rate(pt, "replay"), rate(sq, "replay"))
-	count("DynamoDB calls per in-batch duplicate", "%.2f", dup(pt), dup(sq))
+	count("DynamoDB calls per new record", "%.2f", rate(pt, "new"), rate(sq, "new"), rate(bare, "new"))
+	count("DynamoDB calls per replayed record", "%.2f", rate(pt, "replay"), rate(sq, "replay"), rate(bare, "replay"))
+	count("DynamoDB calls per in-batch duplicate", "%.2f", dup(pt), dup(sq), dup(bare))
 	for _, ph := range []string{"new", "replay", "dup"} {
 		of := fmt.Sprintf("of %d records", pt.phaseRecords[ph])
 		if pt.dups[ph] > 0 {
 			of += fmt.Sprintf(", %d duplicates", pt.dups[ph])
 		}
-		count(fmt.Sprintf("batch item failures, %s phase (%s)", ph, of), "%.0f", float64(pt.failures[ph]), float64(sq.failures[ph]))
+		count(fmt.Sprintf("batch item failures, %s phase (%s)", ph, of), "%.0f", float64(pt.failures[ph]), float64(sq.failures[ph]), float64(bare.failures[ph]))
 	}
 	count(fmt.Sprintf("batch item failures, queued batches with duplicates (of %d records, %d duplicates)", pt.ackRecords, pt.ackRecords/2),
-		"%.0f", float64(pt.ackFailures), float64(sq.ackFailures))
+		"%.0f", float64(pt.ackFailures), float64(sq.ackFailures), float64(bare.ackFailures))
 	if len(warnings) > 0 {
 		fmt.Fprintln(w)
 		for _, l := range warnings {
@@ -536,7 +592,19 @@ type worker struct {
 	ran       []string
 }
 
+// bareArm makes the worker the bare arm (newBareHandler) instead of sqsonce.
+var bareArm bool
+
 func newWorker(req powertools.Request) (*worker, error) {
+	if bareArm {
+		w := &worker{remaining: time.Duration(req.RemainingMs) * time.Millisecond, ran: []string{}}
+		w.handler = newBareHandler(req, func(id string) {
+			w.mu.Lock()
+			w.ran = append(w.ran, id)
+			w.mu.Unlock()
+		})
+		return w, nil
+	}
 	store, err := dynamostore.New(client(req.Endpoint), req.Table, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript))
 	if err != nil {
 		return nil, err
@@ -594,6 +662,8 @@ func runWorker(in io.Reader, out io.Writer) error {
 		return err
 	}
 	rep := powertools.Report{}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	for _, ev := range req.Events {
 		failures, ms, err := w.run(ev)
 		if err != nil {
@@ -601,6 +671,8 @@ func runWorker(in io.Reader, out io.Writer) error {
 		}
 		rep.Events = append(rep.Events, powertools.EventReport{BatchItemFailures: failures, Ms: ms})
 	}
+	runtime.ReadMemStats(&after)
+	rep.Mallocs = after.Mallocs - before.Mallocs
 	rep.Ran = w.ran
 	return json.NewEncoder(out).Encode(rep)
 }

@@ -40,6 +40,7 @@ type Report struct {
 	Events  []EventReport `json:"events"`
 	Ran     []string      `json:"ran"`               // messageIds whose handler ran
 	Crashed string        `json:"crashed,omitempty"` // the messageId whose handler exited the process
+	Mallocs uint64        `json:"mallocs,omitempty"` // heap allocations while the events ran (Go workers only)
 	Usage   Usage         `json:"-"`
 }
 

@@ -19,7 +19,9 @@
 // 200 goroutines racing to claim one key exactly one wins. Through two
 // guards on the store, it checks that a claimant whose clock runs ahead
 // cannot take over a live claim before its holder's deadline
-// ([idempotency.Config.SkewMargin]).
+// ([idempotency.Config.SkewMargin]), and that under
+// [idempotency.TenancyMessageGroup] two message groups that send one key
+// get a run and a result each, through Wrap and WrapJSON alike.
 //
 // Strict mode: a claim with [driver.NoTakeover] never takes over a lapsed
 // lease; Quarantine writes only on the lapsed claim it was given, and once;

@@ -129,3 +129,118 @@ func KeepAliveLiveOwner(t *testing.T, s driver.Store) {
 		})
 	}
 }
+
+// Figures of [KeepAliveSkewedReader]: the record's expiry
+// (Config.ExpiresAfter), the initial lease, and how far the reader's
+// clock runs ahead of the owner's, inside the default SkewMargin (5 s).
+const (
+	SkewedReaderExpiry = 8 * time.Second
+	SkewedReaderLease  = time.Second
+	SkewedReaderAhead  = 3 * time.Second
+)
+
+// KeepAliveSkewedReader checks that the keep-alive never keeps an owner
+// working past the point where a worker whose clock runs ahead, by less
+// than the SkewMargin, takes its record as expired: the owner's
+// operation runs until its context ends, with SkewedReaderExpiry as
+// ExpiresAfter and the default KeepAliveLimit (at most ExpiresAfter),
+// while a second guard whose clock runs SkewedReaderAhead ahead calls the
+// key every 100 ms. No call of the second guard's operation starts while
+// the owner's runs; the owner's context ends with a cause wrapping
+// ErrLeaseNotExtended, never with its claim lost, after at least two
+// extensions. The claims are strict when strict is set. s must implement
+// [driver.Extender]. It takes about SkewedReaderExpiry less the
+// SkewMargin, in real time, or in a testing/synctest bubble (it runs no
+// subtests) on a store that lives in memory.
+func KeepAliveSkewedReader(t *testing.T, s driver.Store, strict bool) {
+	t.Helper()
+	if _, ok := s.(driver.Extender); !ok {
+		t.Fatalf("%T does not implement driver.Extender", s)
+	}
+	var (
+		mu       sync.Mutex
+		running  bool // the owner's operation runs
+		overlaps int  // the reader's operation started while it ran
+		reports  []idempotency.Report
+	)
+	newGuard := func(ahead time.Duration, record bool) *idempotency.Guard {
+		cfg := idempotency.Config{Store: s, Namespace: "storetest-skewed-reader", ExpiresAfter: SkewedReaderExpiry,
+			Lease: SkewedReaderLease, Strict: strict, Logger: slog.New(slog.DiscardHandler),
+			Now: func() time.Time { return time.Now().Add(ahead) }}
+		if record {
+			cfg.OnOutcome = func(_ context.Context, r idempotency.Report) {
+				mu.Lock()
+				reports = append(reports, r)
+				mu.Unlock()
+			}
+		}
+		g, err := idempotency.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	owner, reader := newGuard(0, true), newGuard(SkewedReaderAhead, false)
+	k := idempotency.Raw([]byte(`"` + rand.Text() + `"`))
+
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := idempotency.Do(context.Background(), owner, k, func(ctx context.Context) (string, error) {
+			mu.Lock()
+			running = true
+			mu.Unlock()
+			close(started)
+			defer func() {
+				mu.Lock()
+				running = false
+				mu.Unlock()
+			}()
+			select {
+			case <-time.After(2 * SkewedReaderExpiry):
+				return "owner's", nil
+			case <-ctx.Done():
+				return "", context.Cause(ctx)
+			}
+		})
+		done <- err
+	}()
+	<-started
+
+	readerRuns := 0
+	poll := func() {
+		_, _ = idempotency.Do(context.Background(), reader, k, func(context.Context) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			readerRuns++
+			if running {
+				overlaps++
+			}
+			return "reader's", nil
+		})
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var ownerErr error
+wait:
+	for {
+		select {
+		case ownerErr = <-done:
+			break wait
+		case <-tick.C:
+			poll()
+		}
+	}
+	poll() // the owner gave its claim up: the reader may run now
+	mu.Lock()
+	defer mu.Unlock()
+	if overlaps != 0 {
+		t.Errorf("the reader whose clock runs %v ahead ran the key %d times while its owner's operation ran (%d runs in all)", SkewedReaderAhead, overlaps, readerRuns)
+	}
+	if !errors.Is(ownerErr, idempotency.ErrLeaseNotExtended) || errors.Is(ownerErr, driver.ErrLeaseLost) {
+		t.Errorf("the owner's call: %v; want its context ended by the keep-alive's limit (ErrLeaseNotExtended), its claim not lost", ownerErr)
+	}
+	if len(reports) != 1 || reports[0].Extensions < 2 {
+		t.Errorf("the owner's reports %+v: want one, with at least 2 extensions", reports)
+	}
+}

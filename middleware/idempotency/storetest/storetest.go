@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore func(t *testing.T) driver.Store) {
 		{"RaceQuarantine", testRaceQuarantine},
 		{"StrictClaimOutlivesLease", testStrictClaimOutlivesLease},
 		{"StrictLeaseNotLeftBehind", testStrictLeaseNotLeftBehind},
+		{"MessageGroupTenants", testMessageGroupTenants},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
