@@ -11,6 +11,12 @@ STATICCHECK         := $(TOOLS)/staticcheck
 RIE                 := $(TOOLS)/aws-lambda-rie
 PTDIR               := internal/testenv/powertools/testdata
 PTNODE              := $(PTDIR)/node_modules/.package-lock.json
+# The Go modules go.work joins (infra's tests run in test-infra; the CDK app
+# test/ownfunction/stack in own-function); GO_PKGS is every package of them.
+export GOWORK := $(CURDIR)/go.work
+.DEFAULT_GOAL := all
+GO_MODULES := . middleware/idempotency/dynamostore middleware/idempotency/redisstore middleware/idempotency/pgstore middleware/idempotency/storetest/linearize middleware/batch/sqsdlq middleware/batch/sqsvisibility middleware/oteltrace middleware/lambdaenv middleware/lambdaenv/envvars internal/testenv/esm internal/testenv/pgserver handler cmd/summarise cmd/sqsonce-esm cmd/sqsonce-ops events samples test tools
+GO_PKGS    := $(foreach m,$(GO_MODULES),./$(m)/...)
 GOFILES              = $(shell find . \( -path ./infra/node_modules -o -path ./.tools -o -path ./build \) -prune -o -name '*.go' -print)
 
 # The function is built for Lambda's provided.al2023 runtime on Graviton.
@@ -62,12 +68,11 @@ test: lint test-go test-infra deploy-local own-function
 
 # tools/testreport shows go test -json as plain go test shows it, then the
 # skipped tests; build/test-go.json keeps the run.
-## test-go: every Go test of the root module with the race detector (then the skipped ones), then the memory ceilings and the allocation gate without it (the race detector changes what allocates), then middleware/oteltrace's module.
+## test-go: every Go test of every module with the race detector (then the skipped ones), then the memory ceilings and the allocation gate without it (the race detector changes what allocates).
 test-go: $(RIE) $(PTNODE)
 	@mkdir -p build
-	set -o pipefail; SQSONCE_RIE=$(RIE) $(GO) test -json -race -count=1 -timeout 20m ./... | tee build/test-go.json | $(GO) run ./tools/testreport
+	set -o pipefail; SQSONCE_RIE=$(RIE) $(GO) test -json -race -count=1 -timeout 20m $(GO_PKGS) | tee build/test-go.json | $(GO) run ./tools/testreport
 	$(GO) test -count=1 -run '^(TestMemoryCeilings|TestAllocationGate|TestAllocationGateCatchesOneMore)$$' ./middleware/idempotency/
-	cd middleware/oteltrace && SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -timeout 10m ./...
 	$(GO) test -count=1 -run '^(TestSim|TestRegress)$$' ./test/sim/ -sim.seeds 300
 
 ## test-infra: infra's tests: CDK synth assertions and cfn-lint on the templates.
@@ -93,16 +98,17 @@ fmt:
 
 # -tags deploylocal: the files of make deploy-local's test too; -tags
 # sqsonceplanted: the build with the planted defects' sites (make verify).
-## vet: go vet, root module and infra, with and without the planted defects.
+## vet: go vet, every module and infra, with and without the planted defects; fails if a module's go.mod is not tidy on its own (GOWORK=off).
 vet:
-	$(GO) vet -tags deploylocal ./...
-	$(GO) vet -tags sqsonceplanted ./...
+	$(GO) vet -tags deploylocal $(GO_PKGS)
+	$(GO) vet -tags sqsonceplanted $(GO_PKGS)
+	for m in $(GO_MODULES) infra; do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "vet: $$m/go.mod is not tidy: cd $$m && GOWORK=off go mod tidy"; exit 1; }; done
 	cd infra && $(GO) vet ./...
 
-## staticcheck: staticcheck, root module and infra, with and without the planted defects.
+## staticcheck: staticcheck, every module and infra, with and without the planted defects.
 staticcheck: $(STATICCHECK)
-	$(STATICCHECK) -tags deploylocal ./...
-	$(STATICCHECK) -tags sqsonceplanted ./...
+	$(STATICCHECK) -tags deploylocal $(GO_PKGS)
+	$(STATICCHECK) -tags sqsonceplanted $(GO_PKGS)
 	cd infra && $(STATICCHECK) ./...
 
 ## bench: measure the decorator's overhead per record (BenchmarkBare vs BenchmarkIdempotent).

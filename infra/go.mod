@@ -8,17 +8,14 @@ require (
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.276.0
 	github.com/aws/constructs-go/constructs/v10 v10.8.1
 	github.com/aws/jsii-runtime-go v1.142.0
-	github.com/sqsonce/sqsonce v0.0.0
 )
 
 require (
 	github.com/Masterminds/semver/v3 v3.5.0 // indirect
-	github.com/aws/aws-lambda-go v1.55.1 // indirect
 	github.com/cdklabs/awscdk-asset-awscli-go/awscliv1/v2 v2.2.292 // indirect
 	github.com/cdklabs/awscdk-asset-node-proxy-agent-go/nodeproxyagentv6/v2 v2.1.3 // indirect
 	github.com/cdklabs/cloud-assembly-schema-go/awscdkcloudassemblyschema/v55 v55.3.0 // indirect
 	github.com/fatih/color v1.19.0 // indirect
-	github.com/gowebpki/jcs v1.0.2 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
@@ -33,4 +30,30 @@ require (
 	golang.org/x/tools/godoc v0.1.0-deprecated // indirect
 )
 
-replace github.com/sqsonce/sqsonce => ../
+require (
+	github.com/aws/aws-lambda-go v1.55.1
+	github.com/sqsonce/sqsonce v0.9.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
+)
+
+replace (
+	github.com/sqsonce/sqsonce => ..
+	github.com/sqsonce/sqsonce/cmd/sqsonce-esm => ../cmd/sqsonce-esm
+	github.com/sqsonce/sqsonce/cmd/sqsonce-ops => ../cmd/sqsonce-ops
+	github.com/sqsonce/sqsonce/cmd/summarise => ../cmd/summarise
+	github.com/sqsonce/sqsonce/events => ../events
+	github.com/sqsonce/sqsonce/handler => ../handler
+	github.com/sqsonce/sqsonce/internal/testenv/esm => ../internal/testenv/esm
+	github.com/sqsonce/sqsonce/internal/testenv/pgserver => ../internal/testenv/pgserver
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq => ../middleware/batch/sqsdlq
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility => ../middleware/batch/sqsvisibility
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore => ../middleware/idempotency/dynamostore
+	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore => ../middleware/idempotency/pgstore
+	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore => ../middleware/idempotency/redisstore
+	github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize => ../middleware/idempotency/storetest/linearize
+	github.com/sqsonce/sqsonce/middleware/lambdaenv => ../middleware/lambdaenv
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars => ../middleware/lambdaenv/envvars
+	github.com/sqsonce/sqsonce/samples => ../samples
+	github.com/sqsonce/sqsonce/test => ../test
+	github.com/sqsonce/sqsonce/tools => ../tools
+)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/internal/testenv/rie"
 	"github.com/sqsonce/sqsonce/internal/testenv/testproc"
 )
@@ -136,10 +136,10 @@ func TestDeployLocalPage(t *testing.T) {
 		testproc.Unavailable(t, "aws", err, "install the AWS CLI (pip install awscli)")
 	}
 	endpoint := moto.Endpoint(t)
-	client := moto.SQS(t)
+	client := esm.SQSClient(t, moto)
 	// A short visibility timeout: a record the function missed while the
 	// emulator was starting comes back within --idle.
-	q := motoserver.NewQueue(t, client, map[string]string{"VisibilityTimeout": "2"})
+	q := esm.NewQueue(t, client, map[string]string{"VisibilityTimeout": "2"})
 
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "function.env"), []byte("SQSONCE_NAMESPACE=orders\n"), 0o644); err != nil {

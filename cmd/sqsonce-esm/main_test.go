@@ -20,6 +20,7 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/internal/testenv/rie"
 	"github.com/sqsonce/sqsonce/internal/testenv/testproc"
@@ -89,17 +90,17 @@ func function(t *testing.T) *rie.Function {
 
 // queues creates a queue whose messages come back after 1 s and move to
 // a dead-letter queue after 2 receives.
-func queues(t *testing.T, client *sqs.Client) (q, dlq motoserver.Queue) {
+func queues(t *testing.T, client *sqs.Client) (q, dlq esm.Queue) {
 	t.Helper()
-	dlq = motoserver.NewQueue(t, client, nil)
-	q = motoserver.NewQueue(t, client, map[string]string{
+	dlq = esm.NewQueue(t, client, nil)
+	q = esm.NewQueue(t, client, map[string]string{
 		"VisibilityTimeout": "1",
 		"RedrivePolicy":     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"2"}`, dlq.ARN),
 	})
 	return q, dlq
 }
 
-func send(t *testing.T, client *sqs.Client, q motoserver.Queue, body string) string {
+func send(t *testing.T, client *sqs.Client, q esm.Queue, body string) string {
 	t.Helper()
 	out, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(body)})
 	if err != nil {
@@ -109,7 +110,7 @@ func send(t *testing.T, client *sqs.Client, q motoserver.Queue, body string) str
 }
 
 // drain returns the bodies on q, deleting them.
-func drain(t *testing.T, client *sqs.Client, q motoserver.Queue) []string {
+func drain(t *testing.T, client *sqs.Client, q esm.Queue) []string {
 	t.Helper()
 	var bodies []string
 	for {
@@ -163,7 +164,7 @@ func lines(log string, subs ...string) []string {
 // says so by message id and never quotes a body.
 func TestPartialBatchResponse(t *testing.T) {
 	awsEnv(t)
-	client := moto.SQS(t)
+	client := esm.SQSClient(t, moto)
 	fn := function(t)
 	q, dlq := queues(t, client)
 	marker := rand.Text()
@@ -204,7 +205,7 @@ func TestPartialBatchResponse(t *testing.T) {
 // is found through AWS_ENDPOINT_URL, as the SDK reads it.
 func TestFailedInvocationDeletesNothing(t *testing.T) {
 	awsEnv(t)
-	client := moto.SQS(t)
+	client := esm.SQSClient(t, moto)
 	fn := function(t)
 	for _, first := range []string{"error", "bogus"} {
 		t.Run(first, func(t *testing.T) {
@@ -261,7 +262,7 @@ func TestBadFlags(t *testing.T) {
 // twice.
 func TestWindowNotBelowVisibility(t *testing.T) {
 	awsEnv(t)
-	q, _ := queues(t, moto.SQS(t))
+	q, _ := queues(t, esm.SQSClient(t, moto))
 	code, log := runCmd(t, "--queue-url", q.URL, "--endpoint", moto.Endpoint(t), "--window", "1s")
 	if code != exitUsage || !strings.Contains(log, "--window 1s is not below the queue's visibility timeout of 1s") {
 		t.Errorf("exit %d, %q; want %d and the two durations", code, log, exitUsage)
@@ -274,9 +275,9 @@ func TestWindowNotBelowVisibility(t *testing.T) {
 // command exits (it is not left in flight to use up a receive).
 func TestIdleWaitsForTheBatchInHand(t *testing.T) {
 	awsEnv(t)
-	client := moto.SQS(t)
+	client := esm.SQSClient(t, moto)
 	fn := function(t)
-	q := motoserver.NewQueue(t, client, map[string]string{"VisibilityTimeout": "30"})
+	q := esm.NewQueue(t, client, map[string]string{"VisibilityTimeout": "30"})
 	id := send(t, client, q, "ok")
 	code, log := runCmd(t, "--queue-url", q.URL, "--endpoint", moto.Endpoint(t), "--invoke", fn.URL(), "--window", "3s", "--idle", "1s")
 	if code != exitOK || len(lines(log, "acknowledged and deleted", "message_id="+id)) != 1 ||
@@ -300,7 +301,7 @@ func TestUnreadableQueue(t *testing.T) {
 // deployFunction creates, on moto, a function (its code is never run:
 // moto cannot run it) with an SQS event source mapping of batch size 2
 // on q, and returns the function's name and the mapping's UUID.
-func deployFunction(t *testing.T, q motoserver.Queue, mapping bool) (string, string) {
+func deployFunction(t *testing.T, q esm.Queue, mapping bool) (string, string) {
 	t.Helper()
 	ctx := context.Background()
 	cfg := moto.Config(t)
@@ -341,7 +342,7 @@ func deployFunction(t *testing.T, q motoserver.Queue, mapping bool) (string, str
 // mapping, and warns while the mapping is enabled, naming its UUID.
 func TestFunctionMapping(t *testing.T) {
 	awsEnv(t)
-	client := moto.SQS(t)
+	client := esm.SQSClient(t, moto)
 	fn := function(t)
 	q, _ := queues(t, client)
 	name, uuid := deployFunction(t, q, true)

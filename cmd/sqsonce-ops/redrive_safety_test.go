@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 )
 
 // policy is a RedrivePolicy to the queue arn.
@@ -29,7 +29,7 @@ func policy(arn string, maxReceives int) string {
 // fifoQueues are a FIFO dead-letter queue and its source queue.
 func fifoQueues(t *testing.T) (client *sqs.Client, dlq, source string) {
 	t.Helper()
-	client = moto.SQS(t)
+	client = esm.SQSClient(t, moto)
 	ctx := context.Background()
 	create := func(name string, attrs map[string]string) (string, string) {
 		attrs["FifoQueue"] = "true"
@@ -162,7 +162,7 @@ func TestRedriveChecksQueues(t *testing.T) {
 	if s, d := q.count(t, q.source.URL), q.count(t, q.dlq.URL); s != 5 || d != 2 {
 		t.Errorf("after the refused swap: queue %d, dead-letter queue %d; want 5 and 2", s, d)
 	}
-	other := motoserver.NewQueue(t, q.client, nil)
+	other := esm.NewQueue(t, q.client, nil)
 	send(other.URL, 1)
 	r = cli(t, env, "redrive", "--dlq", other.URL, "--queue", q.source.URL, "--wait", "0s").want(t, exitRefused)
 	if !strings.Contains(r.stderr, q.dlq.ARN) || q.count(t, other.URL) != 1 {
@@ -211,10 +211,10 @@ func TestRedriveRateRefused(t *testing.T) {
 // nothing, unless --force says why, and then the run says what it cost.
 func TestRedriveDryRunCounts(t *testing.T) {
 	env, _, _, _ := dynamoEnv(t, "orders")
-	client := moto.SQS(t)
-	last := motoserver.NewQueue(t, client, nil)
-	dlq := motoserver.NewQueue(t, client, map[string]string{"RedrivePolicy": policy(last.ARN, 3)})
-	source := motoserver.NewQueue(t, client, map[string]string{"RedrivePolicy": policy(dlq.ARN, 1)})
+	client := esm.SQSClient(t, moto)
+	last := esm.NewQueue(t, client, nil)
+	dlq := esm.NewQueue(t, client, map[string]string{"RedrivePolicy": policy(last.ARN, 3)})
+	source := esm.NewQueue(t, client, map[string]string{"RedrivePolicy": policy(dlq.ARN, 1)})
 	ctx := context.Background()
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq.URL), MessageBody: aws.String(`{"idempotency_key":"k"}`)}); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
 )
 
@@ -25,20 +25,20 @@ import (
 // after MaxReceiveCount.
 type queues struct {
 	client      *sqs.Client
-	source, dlq motoserver.Queue
+	source, dlq esm.Queue
 }
 
 func newQueues(t *testing.T) queues {
 	t.Helper()
-	client := moto.SQS(t)
-	dlq := motoserver.NewQueue(t, client, nil)
+	client := esm.SQSClient(t, moto)
+	dlq := esm.NewQueue(t, client, nil)
 	arn, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(dlq.URL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dlq.ARN = arn.Attributes[string(types.QueueAttributeNameQueueArn)]
-	source := motoserver.NewQueue(t, client, map[string]string{
+	source := esm.NewQueue(t, client, map[string]string{
 		"RedrivePolicy":     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, dlq.ARN),
 		"VisibilityTimeout": "0", // a message received is visible again at once
 	})

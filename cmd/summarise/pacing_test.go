@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
 )
@@ -22,9 +22,9 @@ import (
 // received sends n copies of the fixture's message to a new queue on moto
 // (visibility timeout 300 s) and returns them as Lambda would deliver them:
 // real receipt handles, the queue's ARN.
-func received(t *testing.T, client *sqs.Client, n int) (events.SQSEvent, motoserver.Queue) {
+func received(t *testing.T, client *sqs.Client, n int) (events.SQSEvent, esm.Queue) {
 	t.Helper()
-	q := motoserver.NewQueue(t, client, map[string]string{"VisibilityTimeout": "300"})
+	q := esm.NewQueue(t, client, map[string]string{"VisibilityTimeout": "300"})
 	tmpl := loadFixture(t, "duplicate-delivery.json").Records[0]
 	for range n {
 		if _, err := client.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(tmpl.Body)}); err != nil {
@@ -70,7 +70,7 @@ func receive(t *testing.T, client *sqs.Client, url string, want int, within time
 // stay hidden.
 func TestPacingWired(t *testing.T) {
 	awsEnv(t)
-	client := moto.SQS(t)
+	client := esm.SQSClient(t, moto)
 	for _, tc := range []struct {
 		pacing    string
 		wantAgain int
@@ -112,9 +112,9 @@ func TestPacingWired(t *testing.T) {
 // with its reason, and gone from the queue; the good one ran.
 func TestDeadLetterWired(t *testing.T) {
 	awsEnv(t)
-	client := moto.SQS(t)
-	dlq := motoserver.NewQueue(t, client, nil)
-	q := motoserver.NewQueue(t, client, map[string]string{
+	client := esm.SQSClient(t, moto)
+	dlq := esm.NewQueue(t, client, nil)
+	q := esm.NewQueue(t, client, map[string]string{
 		"VisibilityTimeout": "300", "RedrivePolicy": `{"deadLetterTargetArn":"` + dlq.ARN + `","maxReceiveCount":5}`,
 	})
 	good := loadFixture(t, "duplicate-delivery.json").Records[0]

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/internal/testenv/powertools"
 )
@@ -67,8 +68,8 @@ func TestAckBatch(t *testing.T) {
 	}
 	db := moto.DynamoDB(t)
 	table := motoserver.NewTable(t, db)
-	sqsc := moto.SQS(t)
-	mq := motoserver.NewQueue(t, sqsc, map[string]string{"VisibilityTimeout": "1"})
+	sqsc := esm.SQSClient(t, moto)
+	mq := esm.NewQueue(t, sqsc, map[string]string{"VisibilityTimeout": "1"})
 	q := queue{client: sqsc, url: mq.URL, arn: mq.ARN}
 	req := powertools.Request{Endpoint: moto.Endpoint(t), Table: table, KeyPrefix: keyPrefix, EventKeyJMESPath: keyJMESPath,
 		RemainingMs: 60_000, ModelMs: int(model / time.Millisecond)}

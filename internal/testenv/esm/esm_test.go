@@ -23,9 +23,17 @@ import (
 	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/internal/testenv/poll"
+	"github.com/sqsonce/sqsonce/internal/testenv/rie"
+	"github.com/sqsonce/sqsonce/internal/testenv/runtimeapi"
 )
 
 var moto = motoserver.New()
+
+// The test harness's two function runners are Invokers.
+var (
+	_ esm.Invoker = (*rie.Function)(nil)
+	_ esm.Invoker = (*runtimeapi.Function)(nil)
+)
 
 func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
 
@@ -71,7 +79,7 @@ func start(t *testing.T, p *esm.Poller) {
 	})
 }
 
-func send(t *testing.T, client *sqs.Client, q motoserver.Queue, bodies ...string) {
+func send(t *testing.T, client *sqs.Client, q esm.Queue, bodies ...string) {
 	t.Helper()
 	for _, b := range bodies {
 		if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(b)}); err != nil {
@@ -80,7 +88,7 @@ func send(t *testing.T, client *sqs.Client, q motoserver.Queue, bodies ...string
 	}
 }
 
-func visible(t *testing.T, client *sqs.Client, q motoserver.Queue) int {
+func visible(t *testing.T, client *sqs.Client, q esm.Queue) int {
 	t.Helper()
 	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(q.URL),
@@ -100,8 +108,8 @@ func visible(t *testing.T, client *sqs.Client, q motoserver.Queue) int {
 // Lambda's documented example with other values), field for field, and the
 // values SQS gave.
 func TestEventShape(t *testing.T) {
-	client := moto.SQS(t)
-	q := motoserver.NewQueue(t, client, nil)
+	client := esm.SQSClient(t, moto)
+	q := esm.NewQueue(t, client, nil)
 	body := `{"idempotency_key":"k1"}`
 	if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{
 		QueueUrl: aws.String(q.URL), MessageBody: aws.String(body),
@@ -228,8 +236,8 @@ func TestAcknowledged(t *testing.T) {
 // invocation come back after the visibility timeout, with a higher
 // receive count.
 func TestPollerSettles(t *testing.T) {
-	client := moto.SQS(t)
-	q := motoserver.NewQueue(t, client, map[string]string{"VisibilityTimeout": "1"})
+	client := esm.SQSClient(t, moto)
+	q := esm.NewQueue(t, client, map[string]string{"VisibilityTimeout": "1"})
 	var calls atomic.Int32
 	rec := &recorder{}
 	start(t, &esm.Poller{
@@ -292,8 +300,8 @@ func TestPollerSettles(t *testing.T) {
 // A batch is gathered for the window after its first record; without a
 // window it is what one receive returns.
 func TestPollerBatchingWindow(t *testing.T) {
-	client := moto.SQS(t)
-	q := motoserver.NewQueue(t, client, nil)
+	client := esm.SQSClient(t, moto)
+	q := esm.NewQueue(t, client, nil)
 	sizes := make(chan int, 10)
 	start(t, &esm.Poller{
 		Mapping: esm.Mapping{QueueURL: q.URL, QueueARN: q.ARN, BatchSize: 10, MaxBatchingWindow: 2 * time.Second},
@@ -319,8 +327,8 @@ func TestPollerBatchingWindow(t *testing.T) {
 
 // At most MaxConcurrency invocations run at once, each on its own invoker.
 func TestPollerMaxConcurrency(t *testing.T) {
-	client := moto.SQS(t)
-	q := motoserver.NewQueue(t, client, nil)
+	client := esm.SQSClient(t, moto)
+	q := esm.NewQueue(t, client, nil)
 	var inFlight, peak atomic.Int32
 	var acked atomic.Int32
 	busy := func(id int, seen *sync.Map) esm.Invoker {
@@ -365,8 +373,8 @@ func TestPollerMaxConcurrency(t *testing.T) {
 
 // A lost acknowledgement makes SQS deliver the same message again.
 func TestPollerLoseAck(t *testing.T) {
-	client := moto.SQS(t)
-	q := motoserver.NewQueue(t, client, nil)
+	client := esm.SQSClient(t, moto)
+	q := esm.NewQueue(t, client, nil)
 	rec := &recorder{}
 	var lost atomic.Bool
 	start(t, &esm.Poller{

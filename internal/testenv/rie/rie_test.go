@@ -12,12 +12,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/internal/testenv/rie"
 	"github.com/sqsonce/sqsonce/internal/testenv/testproc"
 )
-
-var _ esm.Invoker = (*rie.Function)(nil)
 
 // start builds testdata/fn and runs it under the emulator.
 func start(t *testing.T, c rie.Config) *rie.Function {

@@ -13,11 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/internal/testenv/runtimeapi"
 )
-
-var _ esm.Invoker = (*runtimeapi.Function)(nil)
 
 var (
 	buildOnce sync.Once

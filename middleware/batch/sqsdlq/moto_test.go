@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
@@ -124,7 +125,7 @@ func TestMovesUnderFaults(t *testing.T) {
 }
 
 func moveUnderFaults(t *testing.T, fifo bool, before, after float64) {
-	client := moto.SQS(t)
+	client := esm.SQSClient(t, moto)
 	ctx := t.Context()
 	suffix, attrs := "", map[string]string{}
 	if fifo {

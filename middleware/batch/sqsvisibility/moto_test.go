@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility"
@@ -57,8 +58,8 @@ func receiveAll(t *testing.T, client *sqs.Client, url string, want int, within t
 // the real client, and sees them delivered again although the queue's
 // visibility timeout would hide them for five minutes.
 func TestMoto(t *testing.T) {
-	client := moto.SQS(t)
-	q := motoserver.NewQueue(t, client, map[string]string{"VisibilityTimeout": "300"})
+	client := esm.SQSClient(t, moto)
+	q := esm.NewQueue(t, client, map[string]string{"VisibilityTimeout": "300"})
 	ctx := context.Background()
 	const n = 12
 	for i := range n {
@@ -117,7 +118,7 @@ func TestMoto(t *testing.T) {
 // refuses a queue whose timeout is below the function's, as this one
 // is), the second consumer receives it while the record runs.
 func TestMotoKeepVisible(t *testing.T) {
-	client := moto.SQS(t)
+	client := esm.SQSClient(t, moto)
 	changer, err := sqsvisibility.New(client)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestMotoKeepVisible(t *testing.T) {
 		{"off (control)", batch.KeepVisible{Every: -1}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := motoserver.NewQueue(t, client, map[string]string{"VisibilityTimeout": "2"})
+			q := esm.NewQueue(t, client, map[string]string{"VisibilityTimeout": "2"})
 			if _, err := client.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String("long")}); err != nil {
 				t.Fatal(err)
 			}

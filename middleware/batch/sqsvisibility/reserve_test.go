@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
+	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility"
 )
@@ -61,8 +61,8 @@ func (s *slowAPI) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Chan
 // answer the deadline cut short may or may not have been applied (SQS got
 // it): its messages may come back, and only those.
 func TestDeadlineMidPacing(t *testing.T) {
-	client := moto.SQS(t)
-	q := motoserver.NewQueue(t, client, map[string]string{"VisibilityTimeout": "300"})
+	client := esm.SQSClient(t, moto)
+	q := esm.NewQueue(t, client, map[string]string{"VisibilityTimeout": "300"})
 	ctx := t.Context()
 	const n = 35 // four calls of at most ten
 	for i := range n {

@@ -1,3 +1,6 @@
+// Package redact_test holds the connection-string masking test, which parses
+// with the Redis and PostgreSQL clients: in the test module, so that the
+// library's own go.mod does not require them.
 package redact_test
 
 import (

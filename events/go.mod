@@ -1,0 +1,36 @@
+module github.com/sqsonce/sqsonce/events
+
+go 1.26.0
+
+require (
+	github.com/aws/aws-lambda-go v1.55.1
+	github.com/sqsonce/sqsonce v0.9.0
+	github.com/sqsonce/sqsonce/handler v0.9.0
+)
+
+require (
+	github.com/gowebpki/jcs v1.0.2 // indirect
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+)
+
+replace (
+	github.com/sqsonce/sqsonce => ..
+	github.com/sqsonce/sqsonce/cmd/sqsonce-esm => ../cmd/sqsonce-esm
+	github.com/sqsonce/sqsonce/cmd/sqsonce-ops => ../cmd/sqsonce-ops
+	github.com/sqsonce/sqsonce/cmd/summarise => ../cmd/summarise
+	github.com/sqsonce/sqsonce/handler => ../handler
+	github.com/sqsonce/sqsonce/infra => ../infra
+	github.com/sqsonce/sqsonce/internal/testenv/esm => ../internal/testenv/esm
+	github.com/sqsonce/sqsonce/internal/testenv/pgserver => ../internal/testenv/pgserver
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq => ../middleware/batch/sqsdlq
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility => ../middleware/batch/sqsvisibility
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore => ../middleware/idempotency/dynamostore
+	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore => ../middleware/idempotency/pgstore
+	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore => ../middleware/idempotency/redisstore
+	github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize => ../middleware/idempotency/storetest/linearize
+	github.com/sqsonce/sqsonce/middleware/lambdaenv => ../middleware/lambdaenv
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars => ../middleware/lambdaenv/envvars
+	github.com/sqsonce/sqsonce/samples => ../samples
+	github.com/sqsonce/sqsonce/test => ../test
+	github.com/sqsonce/sqsonce/tools => ../tools
+)

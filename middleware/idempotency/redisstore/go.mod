@@ -1,0 +1,38 @@
+module github.com/sqsonce/sqsonce/middleware/idempotency/redisstore
+
+go 1.26.0
+
+require (
+	github.com/aws/aws-lambda-go v1.55.1
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/sqsonce/sqsonce v0.9.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
+
+replace (
+	github.com/sqsonce/sqsonce => ../../..
+	github.com/sqsonce/sqsonce/cmd/sqsonce-esm => ../../../cmd/sqsonce-esm
+	github.com/sqsonce/sqsonce/cmd/sqsonce-ops => ../../../cmd/sqsonce-ops
+	github.com/sqsonce/sqsonce/cmd/summarise => ../../../cmd/summarise
+	github.com/sqsonce/sqsonce/events => ../../../events
+	github.com/sqsonce/sqsonce/handler => ../../../handler
+	github.com/sqsonce/sqsonce/infra => ../../../infra
+	github.com/sqsonce/sqsonce/internal/testenv/esm => ../../../internal/testenv/esm
+	github.com/sqsonce/sqsonce/internal/testenv/pgserver => ../../../internal/testenv/pgserver
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq => ../../batch/sqsdlq
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility => ../../batch/sqsvisibility
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore => ../dynamostore
+	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore => ../pgstore
+	github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize => ../storetest/linearize
+	github.com/sqsonce/sqsonce/middleware/lambdaenv => ../../lambdaenv
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars => ../../lambdaenv/envvars
+	github.com/sqsonce/sqsonce/samples => ../../../samples
+	github.com/sqsonce/sqsonce/test => ../../../test
+	github.com/sqsonce/sqsonce/tools => ../../../tools
+)

@@ -1,0 +1,32 @@
+module github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars
+
+go 1.26.0
+
+require github.com/sqsonce/sqsonce v0.9.0
+
+require (
+	github.com/aws/aws-lambda-go v1.55.1 // indirect
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+)
+
+replace (
+	github.com/sqsonce/sqsonce => ../../..
+	github.com/sqsonce/sqsonce/cmd/sqsonce-esm => ../../../cmd/sqsonce-esm
+	github.com/sqsonce/sqsonce/cmd/sqsonce-ops => ../../../cmd/sqsonce-ops
+	github.com/sqsonce/sqsonce/cmd/summarise => ../../../cmd/summarise
+	github.com/sqsonce/sqsonce/events => ../../../events
+	github.com/sqsonce/sqsonce/handler => ../../../handler
+	github.com/sqsonce/sqsonce/infra => ../../../infra
+	github.com/sqsonce/sqsonce/internal/testenv/esm => ../../../internal/testenv/esm
+	github.com/sqsonce/sqsonce/internal/testenv/pgserver => ../../../internal/testenv/pgserver
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq => ../../batch/sqsdlq
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility => ../../batch/sqsvisibility
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore => ../../idempotency/dynamostore
+	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore => ../../idempotency/pgstore
+	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore => ../../idempotency/redisstore
+	github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize => ../../idempotency/storetest/linearize
+	github.com/sqsonce/sqsonce/middleware/lambdaenv => ..
+	github.com/sqsonce/sqsonce/samples => ../../../samples
+	github.com/sqsonce/sqsonce/test => ../../../test
+	github.com/sqsonce/sqsonce/tools => ../../../tools
+)
