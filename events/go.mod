@@ -2,6 +2,8 @@ module github.com/sqsonce/sqsonce/events
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/sqsonce/sqsonce v0.9.0
@@ -34,3 +36,11 @@ replace (
 	github.com/sqsonce/sqsonce/test => ../test
 	github.com/sqsonce/sqsonce/tools => ../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../middleware/lambdaenv/pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../middleware/lambdaenv/redisenv
+
+replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../middleware/oteltrace
+
+replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../test/ownfunction/stack

@@ -57,3 +57,11 @@ replace (
 	github.com/sqsonce/sqsonce/test => ../test
 	github.com/sqsonce/sqsonce/tools => ../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../middleware/lambdaenv/pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../middleware/lambdaenv/redisenv
+
+replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../middleware/oteltrace
+
+replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../test/ownfunction/stack

@@ -2,6 +2,8 @@ module github.com/sqsonce/sqsonce/samples
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
@@ -30,6 +32,8 @@ require (
 	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/gowebpki/jcs v1.0.2 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.0.0-00010101000000-000000000000 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0 // indirect
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0 // indirect
 )
 
@@ -54,3 +58,11 @@ replace (
 	github.com/sqsonce/sqsonce/test => ../test
 	github.com/sqsonce/sqsonce/tools => ../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../middleware/lambdaenv/pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../middleware/lambdaenv/redisenv
+
+replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../middleware/oteltrace
+
+replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../test/ownfunction/stack

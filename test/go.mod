@@ -2,6 +2,8 @@ module github.com/sqsonce/sqsonce/test
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/aws/aws-lambda-go v1.55.1
@@ -21,12 +23,16 @@ require (
 	github.com/sqsonce/sqsonce/handler v0.9.0
 	github.com/sqsonce/sqsonce/internal/testenv/esm v0.9.0
 	github.com/sqsonce/sqsonce/internal/testenv/pgserver v0.9.0
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.0.0-00010101000000-000000000000
 	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv v0.0.0-00010101000000-000000000000
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv v0.0.0-00010101000000-000000000000
 )
 
 require (
@@ -51,7 +57,6 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
@@ -79,3 +84,11 @@ replace (
 	github.com/sqsonce/sqsonce/samples => ../samples
 	github.com/sqsonce/sqsonce/tools => ../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../middleware/lambdaenv/pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../middleware/lambdaenv/redisenv
+
+replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../middleware/oteltrace
+
+replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ./ownfunction/stack

@@ -2,6 +2,8 @@ module github.com/sqsonce/sqsonce/cmd/summarise
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
@@ -74,3 +76,11 @@ replace (
 	github.com/sqsonce/sqsonce/test => ../../test
 	github.com/sqsonce/sqsonce/tools => ../../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../../middleware/lambdaenv/pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../../middleware/lambdaenv/redisenv
+
+replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../../middleware/oteltrace
+
+replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../../test/ownfunction/stack

@@ -2,12 +2,17 @@ module github.com/sqsonce/sqsonce/middleware/lambdaenv
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.21
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
+	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/sqsonce/sqsonce v0.9.0
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.0.0-00010101000000-000000000000
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
 )
@@ -50,3 +55,11 @@ replace (
 	github.com/sqsonce/sqsonce/test => ../../test
 	github.com/sqsonce/sqsonce/tools => ../../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ./pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ./redisenv
+
+replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../oteltrace
+
+replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../../test/ownfunction/stack

@@ -1,8 +1,8 @@
 // Package lambdaenv is the contract between infra's construct
 // (infra/idempotentconsumer) and the function it deploys: the construct
 // sets the variables named by package envvars's constants, and [Load] reads
-// them in the function's main and returns the store (DynamoDB, or Redis or
-// PostgreSQL with SQSONCE_STORE), the guard's idempotency.Config, the
+// them in the function's main and returns the store (DynamoDB; Redis or
+// PostgreSQL with SQSONCE_STORE and one import, below), the guard's idempotency.Config, the
 // batch.Options and the metrics recorder, as plain values the function may
 // change before use.
 //
@@ -30,6 +30,16 @@
 // anything. A missing or bad variable is an error naming it, never quoting
 // its value when the value may be a secret (none of these is).
 //
+// The Redis and PostgreSQL stores live in modules of their own, so that a
+// function on DynamoDB does not require their clients: with
+// SQSONCE_STORE=redis or postgres, main imports the store's opener for
+// its side effect, as database/sql's drivers are imported:
+//
+//	import _ "github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv"
+//	import _ "github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv"
+//
+// Without it, Load's error names the import.
+//
 // The variables and what each sets are listed in package
 // middleware/lambdaenv/envvars, whose constants the construct uses.
 package lambdaenv
@@ -38,19 +48,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"strings"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/sqsonce/sqsonce/internal/redact"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility"
@@ -58,8 +64,6 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
-	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
-	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 	"github.com/sqsonce/sqsonce/middleware/metrics"
 )
@@ -192,10 +196,10 @@ func Load(ctx context.Context) (*Function, error) {
 }
 
 // New builds what [Load] builds from settings already read and clients of
-// the caller's. With the Redis or PostgreSQL store it opens the client or
-// the pool (and creates the PostgreSQL table if it does not exist):
-// [Function.Close] closes them. Its errors name the variable at fault and
-// never quote a connection string.
+// the caller's. With another store than DynamoDB it calls the opener
+// registered for SQSONCE_STORE (package redisenv or pgenv), which opens a
+// client or a pool: [Function.Close] closes it. Its errors name the
+// variable at fault and never quote a connection string.
 func New(ctx context.Context, s envvars.Settings, c Clients) (*Function, error) {
 	tenancy, err := Tenancy(s.Tenancy)
 	if err != nil {
@@ -218,37 +222,22 @@ func New(ctx context.Context, s envvars.Settings, c Clients) (*Function, error) 
 			return nil, fmt.Errorf("lambdaenv: %s: %w", envvars.EnvTable, err)
 		}
 		f.Store, store = ds, ds
-	case envvars.StoreRedis:
-		opts, err := redis.ParseURL(s.RedisURL)
-		if err != nil {
-			return nil, fmt.Errorf("lambdaenv: %s is not a redis:// or rediss:// URL (%s)", envvars.EnvRedisURL, redact.Digest(err.Error()))
-		}
-		opts.ContextTimeoutEnabled = true // a call ends at the invocation's deadline
-		rdb := redis.NewClient(opts)
-		f.closers = append(f.closers, rdb.Close)
-		rs, err := redisstore.New(ctx, rdb)
-		if err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("lambdaenv: %s: %s", envvars.EnvRedisURL, scrub(err, s.RedisURL))
-		}
-		store = rs
-	case envvars.StorePostgres:
-		pool, err := pgxpool.New(ctx, s.PostgresURL)
-		if err != nil {
-			return nil, fmt.Errorf("lambdaenv: %s is not a postgres:// URL or DSN (%s)", envvars.EnvPostgresURL, redact.Digest(err.Error()))
-		}
-		f.closers = append(f.closers, func() error { pool.Close(); return nil })
-		ps, err := pgstore.New(pool)
-		if err == nil {
-			err = ps.CreateSchema(ctx)
-		}
-		if err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("lambdaenv: %s: %s", envvars.EnvPostgresURL, scrub(err, s.PostgresURL))
-		}
-		store = ps
 	default:
-		return nil, fmt.Errorf("lambdaenv: %s is not %q, %q or %q", envvars.EnvStore, envvars.StoreDynamoDB, envvars.StoreRedis, envvars.StorePostgres)
+		open, ok := opener(s.Store)
+		if !ok {
+			if imp, known := storeImports[s.Store]; known {
+				return nil, fmt.Errorf("lambdaenv: %s=%s needs the store's opener in main: import _ %q", envvars.EnvStore, s.Store, imp)
+			}
+			return nil, fmt.Errorf("lambdaenv: %s is not %q, %q or %q", envvars.EnvStore, envvars.StoreDynamoDB, envvars.StoreRedis, envvars.StorePostgres)
+		}
+		st, closer, err := open(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		if closer != nil {
+			f.closers = append(f.closers, closer)
+		}
+		store = st
 	}
 	f.Config = idempotency.Config{Store: store, Namespace: s.Namespace, ExpiresAfter: s.ExpiresAfter,
 		MinExpiry: s.QueueWindow, Tenancy: tenancy, Strict: s.Strict}
@@ -306,32 +295,44 @@ func (f *Function) sqsOptions(s envvars.Settings, api SQSAPI) error {
 	return nil
 }
 
-// scrub is err's message without the connection string conn, its user
-// information and its password, whichever the message holds.
-func scrub(err error, conn string) string {
-	msg := err.Error()
-	secrets := []string{conn}
-	if u, perr := url.Parse(conn); perr == nil && u.User != nil {
-		secrets = append(secrets, u.User.String())
-		if p, ok := u.User.Password(); ok {
-			secrets = append(secrets, p, url.QueryEscape(p))
-		}
+// StoreOpener opens the store SQSONCE_STORE names from the settings
+// (their RedisURL or PostgresURL), returning it and what closes its client
+// or pool (nil if nothing). Its errors name the variable at fault and never
+// quote a connection string or its password.
+type StoreOpener func(ctx context.Context, s envvars.Settings) (store driver.Store, closer func() error, err error)
+
+var (
+	openersMu sync.RWMutex
+	openers   = map[string]StoreOpener{}
+	// storeImports names the package that registers each store this
+	// repository ships an opener for.
+	storeImports = map[string]string{
+		envvars.StoreRedis:    "github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv",
+		envvars.StorePostgres: "github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv",
 	}
-	for _, field := range strings.Fields(conn) { // a key=value DSN
-		if v, ok := strings.CutPrefix(field, "password="); ok {
-			secrets = append(secrets, v, strings.Trim(v, "'"))
-		}
+)
+
+// RegisterStore makes SQSONCE_STORE=name open its store with open; the
+// packages redisenv and pgenv call it from their init. It panics, as
+// database/sql's Register does, when open is nil, when name is empty or
+// envvars.StoreDynamoDB (built in), or when name is registered twice.
+func RegisterStore(name string, open StoreOpener) {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	if open == nil || name == "" || name == envvars.StoreDynamoDB {
+		panic("lambdaenv: RegisterStore of " + name + ": a nil opener or a reserved name")
 	}
-	for _, s := range secrets {
-		switch {
-		case s == "" || !strings.Contains(msg, s):
-		case len(s) < 3: // too short to cut out: the message goes
-			return "an error " + redact.Digest(msg)
-		default:
-			msg = strings.ReplaceAll(msg, s, "[redacted]")
-		}
+	if _, dup := openers[name]; dup {
+		panic("lambdaenv: RegisterStore called twice for " + name)
 	}
-	return msg
+	openers[name] = open
+}
+
+func opener(name string) (StoreOpener, bool) {
+	openersMu.RLock()
+	defer openersMu.RUnlock()
+	o, ok := openers[name]
+	return o, ok
 }
 
 // Handler returns h with one metrics line written per invocation, or h

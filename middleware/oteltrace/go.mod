@@ -2,11 +2,14 @@ module github.com/sqsonce/sqsonce/middleware/oteltrace
 
 go 1.26.0
 
+toolchain go1.26.10
+
 replace github.com/sqsonce/sqsonce => ../..
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1
-	github.com/sqsonce/sqsonce v0.0.0
+	github.com/sqsonce/sqsonce v0.9.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/contrib/propagators/aws v1.47.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0
@@ -18,13 +21,12 @@ require (
 
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0 // indirect
-	github.com/aws/aws-sdk-go-v2/credentials v1.21.0 // indirect
+	github.com/aws/aws-sdk-go-v2/credentials v1.21.3 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.12 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.12 // indirect
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.25 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.12 // indirect
-	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0 // indirect
 	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -44,3 +46,47 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/grpc v1.84.0 // indirect
 )
+
+replace github.com/sqsonce/sqsonce/cmd/sqsonce-esm => ../../cmd/sqsonce-esm
+
+replace github.com/sqsonce/sqsonce/cmd/sqsonce-ops => ../../cmd/sqsonce-ops
+
+replace github.com/sqsonce/sqsonce/cmd/summarise => ../../cmd/summarise
+
+replace github.com/sqsonce/sqsonce/events => ../../events
+
+replace github.com/sqsonce/sqsonce/handler => ../../handler
+
+replace github.com/sqsonce/sqsonce/infra => ../../infra
+
+replace github.com/sqsonce/sqsonce/internal/testenv/esm => ../../internal/testenv/esm
+
+replace github.com/sqsonce/sqsonce/internal/testenv/pgserver => ../../internal/testenv/pgserver
+
+replace github.com/sqsonce/sqsonce/middleware/batch/sqsdlq => ../batch/sqsdlq
+
+replace github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility => ../batch/sqsvisibility
+
+replace github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore => ../idempotency/dynamostore
+
+replace github.com/sqsonce/sqsonce/middleware/idempotency/pgstore => ../idempotency/pgstore
+
+replace github.com/sqsonce/sqsonce/middleware/idempotency/redisstore => ../idempotency/redisstore
+
+replace github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize => ../idempotency/storetest/linearize
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv => ../lambdaenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars => ../lambdaenv/envvars
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../lambdaenv/pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../lambdaenv/redisenv
+
+replace github.com/sqsonce/sqsonce/samples => ../../samples
+
+replace github.com/sqsonce/sqsonce/test => ../../test
+
+replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../../test/ownfunction/stack
+
+replace github.com/sqsonce/sqsonce/tools => ../../tools

@@ -2,6 +2,8 @@ module github.com/sqsonce/sqsonce/internal/testenv/pgserver
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/sqsonce/sqsonce v0.9.0
@@ -35,3 +37,11 @@ replace (
 	github.com/sqsonce/sqsonce/test => ../../../test
 	github.com/sqsonce/sqsonce/tools => ../../../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../../../middleware/lambdaenv/pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../../../middleware/lambdaenv/redisenv
+
+replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../../../middleware/oteltrace
+
+replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../../../test/ownfunction/stack

@@ -360,7 +360,7 @@ func empty(t *testing.T, client *sqs.Client, url string) bool {
 // id depends on it. (moto keeps a standard queue's MessageGroupId and
 // returns it with the message's attributes, as SQS does.)
 func TestMoveKeepsGroupOnStandardQueue(t *testing.T) {
-	client := moto.SQS(t)
+	client := esm.SQSClient(t, moto)
 	ctx := t.Context()
 	dlqURL, dlqARN := newQueue(t, client, "-dlq", nil)
 	srcURL, srcARN := newQueue(t, client, "", map[string]string{

@@ -2,6 +2,8 @@ module github.com/sqsonce/sqsonce/middleware/idempotency/pgstore
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/jackc/pgx/v5 v5.13.0
@@ -39,3 +41,11 @@ replace (
 	github.com/sqsonce/sqsonce/test => ../../../test
 	github.com/sqsonce/sqsonce/tools => ../../../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../../lambdaenv/pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../../lambdaenv/redisenv
+
+replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../../oteltrace
+
+replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../../../test/ownfunction/stack

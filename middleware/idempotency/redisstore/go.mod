@@ -2,6 +2,8 @@ module github.com/sqsonce/sqsonce/middleware/idempotency/redisstore
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/redis/go-redis/v9 v9.23.0
@@ -36,3 +38,11 @@ replace (
 	github.com/sqsonce/sqsonce/test => ../../../test
 	github.com/sqsonce/sqsonce/tools => ../../../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../../lambdaenv/pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../../lambdaenv/redisenv
+
+replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../../oteltrace
+
+replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../../../test/ownfunction/stack

@@ -2,6 +2,8 @@ module github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require github.com/sqsonce/sqsonce v0.9.0
 
 require (
@@ -30,3 +32,11 @@ replace (
 	github.com/sqsonce/sqsonce/test => ../../../test
 	github.com/sqsonce/sqsonce/tools => ../../../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../redisenv
+
+replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../../oteltrace
+
+replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../../../test/ownfunction/stack

@@ -58,3 +58,9 @@ replace (
 	github.com/sqsonce/sqsonce/test => ../..
 	github.com/sqsonce/sqsonce/tools => ../../../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../../../middleware/lambdaenv/pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../../../middleware/lambdaenv/redisenv
+
+replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../../../middleware/oteltrace

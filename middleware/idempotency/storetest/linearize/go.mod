@@ -2,6 +2,8 @@ module github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require github.com/anishathalye/porcupine v1.3.1
 
 replace (
@@ -25,3 +27,11 @@ replace (
 	github.com/sqsonce/sqsonce/test => ../../../../test
 	github.com/sqsonce/sqsonce/tools => ../../../../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../../../lambdaenv/pgenv
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../../../lambdaenv/redisenv
+
+replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../../../oteltrace
+
+replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../../../../test/ownfunction/stack

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/internal/testenv/pgserver"
 	"github.com/sqsonce/sqsonce/internal/testenv/redisserver"
@@ -22,6 +23,8 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
+	_ "github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv"
+	_ "github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv"
 )
 
 var (
@@ -139,9 +142,9 @@ func TestLoadNeverQuotesSecrets(t *testing.T) {
 // near the holder's lease end, well before the queue's visibility
 // timeout; each is one variable away from off.
 func TestDefaultsUseWhatTheConstructGrants(t *testing.T) {
-	client := moto.SQS(t)
-	dlq := motoserver.NewQueue(t, client, nil)
-	source := motoserver.NewQueue(t, client, map[string]string{
+	client := esm.SQSClient(t, moto)
+	dlq := esm.NewQueue(t, client, nil)
+	source := esm.NewQueue(t, client, map[string]string{
 		"RedrivePolicy":     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, dlq.ARN),
 		"VisibilityTimeout": "60",
 	})
