@@ -44,7 +44,7 @@ func blocks(t *testing.T) []block {
 		t.Fatal(err)
 	}
 	var out []block
-	var prev string
+	var marks []string
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for n := 1; sc.Scan(); n++ {
 		l := sc.Text()
@@ -53,9 +53,15 @@ func blocks(t *testing.T) []block {
 				t.Errorf("%s:%d: a %q block; shell blocks are ```sh", page, n, lang)
 			}
 			bl := block{line: n}
-			if m := markerRE.FindStringSubmatch(prev); m != nil {
-				bl.marker = m[1]
-			} else {
+			// The marks stand on the comment lines just before the
+			// fence (the docs test's <!-- sh: … --> may stand beside
+			// this test's own).
+			for _, c := range marks {
+				if m := markerRE.FindStringSubmatch(c); m != nil {
+					bl.marker = m[1]
+				}
+			}
+			if bl.marker == "" {
 				t.Errorf("%s:%d: a shell block without a <!-- run: … --> or <!-- not run here: … --> line before it", page, n)
 			}
 			var text []string
@@ -69,8 +75,11 @@ func blocks(t *testing.T) []block {
 			bl.text = strings.Join(text, "\n") + "\n"
 			out = append(out, bl)
 		}
-		if strings.TrimSpace(l) != "" {
-			prev = l
+		switch {
+		case strings.HasPrefix(l, "<!--"):
+			marks = append(marks, l)
+		case strings.TrimSpace(l) != "":
+			marks = nil
 		}
 	}
 	return out
@@ -172,6 +181,10 @@ func TestDeployLocalPage(t *testing.T) {
 		}
 	}
 	text := script.String()
+	// The page installs the tool from the checkout, as a user of it does.
+	if !strings.Contains(text, "go install ./cmd/sqsonce-esm") {
+		t.Error("the page's run blocks no longer install the tool from the checkout")
+	}
 	for _, s := range subst {
 		if !strings.Contains(text, s.old) {
 			t.Errorf("the page's run blocks no longer hold %q, which the test replaces", s.old)

@@ -67,8 +67,10 @@ func TestPasswordNotOnCommandLine(t *testing.T) {
 		t.Errorf("--redis-url-file: stderr %q; want the server's refusal of the file's URL", r.stderr)
 	}
 	// A URL without a password is still taken from the flag.
+	// (Exit 0, or the refusal of a namespace the shared server holds no
+	// record of: either way the tool reached the server with the URL.)
 	r := cli(t, base, "list", "--redis-url", redisS.URL(t))
-	if r.code != 0 {
+	if r.code != 0 && !strings.Contains(r.stderr, "no record of namespace") {
 		t.Errorf("--redis-url without a password: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -6,23 +6,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sqsonce/sqsonce/internal/testenv/workspace"
 )
 
 // TestNoOpenTelemetryWithoutIt: a function's module that imports
 // idempotency, dynamostore and batch, but not this package, has no
 // OpenTelemetry module in its build list.
 func TestNoOpenTelemetryWithoutIt(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	write := func(name, text string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write("go.mod", "module example.com/fn\n\ngo 1.26.0\n\nrequire github.com/sqsonce/sqsonce v0.0.0\n\nreplace github.com/sqsonce/sqsonce => "+root+"\n")
+	write("go.mod", "module example.com/fn\n\ngo 1.26.0\n\n"+workspace.Replaces(t))
+	write("go.sum", string(workspace.Sums(t)))
 	write("main.go", `package main
 
 import (

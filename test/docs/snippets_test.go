@@ -10,7 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+
+	"github.com/sqsonce/sqsonce/internal/testenv/workspace"
 	"slices"
 	"sort"
 	"strings"
@@ -291,41 +292,15 @@ func readStubs(files ...string) (map[string]string, map[string]bool, error) {
 	return out, names, nil
 }
 
-// module writes a module in dir that requires the module at modDir (the
-// root's or infra's) as itself, through a replace to the checkout, with
-// that module's requirements and go.sum, so that nothing is downloaded.
-func module(t *testing.T, dir, modDir string) {
+// module writes a module in dir that may import every module of the
+// workspace, each replaced by its directory in the checkout, with every
+// module's requirements and go.sum lines, so that nothing is downloaded.
+func module(t *testing.T, dir string) {
 	t.Helper()
-	abs, err := filepath.Abs(modDir)
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(workspace.GoMod(t, "snippets.test")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gomod, err := os.ReadFile(filepath.Join(abs, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := os.ReadFile(filepath.Join(abs, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	modLine := regexp.MustCompile(`(?m)^module (\S+)$`)
-	m := modLine.FindSubmatch(gomod)
-	if m == nil {
-		t.Fatalf("%s/go.mod has no module line", modDir)
-	}
-	path := string(m[1])
-	// Relative replacements are relative to modDir.
-	rel := regexp.MustCompile(`(?m)^(replace \S+ => )(\.\.?/\S*)$`)
-	gomod = rel.ReplaceAllFunc(gomod, func(l []byte) []byte {
-		p := rel.FindSubmatch(l)
-		return append(append([]byte{}, p[1]...), filepath.Join(abs, string(p[2]))...)
-	})
-	gomod = modLine.ReplaceAll(gomod, []byte("module snippets.test"))
-	gomod = fmt.Appendf(gomod, "\nrequire %s v0.0.0\n\nreplace %s => %s\n", path, path, abs)
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), gomod, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), workspace.Sums(t), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -336,7 +311,7 @@ func module(t *testing.T, dir, modDir string) {
 func vet(t *testing.T, modDir string, snippets []snippet) ([]byte, error) {
 	t.Helper()
 	dir := t.TempDir()
-	module(t, dir, modDir)
+	module(t, dir)
 	for i, s := range snippets {
 		pkg := filepath.Join(dir, fmt.Sprintf("s%03d", i))
 		if err := os.Mkdir(pkg, 0o755); err != nil {

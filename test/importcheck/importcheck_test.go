@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sqsonce/sqsonce/internal/testenv/workspace"
 )
 
 const dynamoOnly = `package main
@@ -36,16 +38,9 @@ func main() {}
 // only file, and returns the packages go list -deps reports for it.
 func deps(t *testing.T, main string) []string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	gomod := "module example.com/consumer\n\ngo 1.26.0\n\nrequire github.com/sqsonce/sqsonce v0.0.0\n\nreplace github.com/sqsonce/sqsonce => " + root + "\n"
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	gomod := "module example.com/consumer\n\ngo 1.26.0\n\n" + workspace.Replaces(t)
+	sum := workspace.Sums(t)
 	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": []byte(main)} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -54,7 +49,7 @@ func deps(t *testing.T, main string) []string {
 	// go test puts its own GOROOT/bin first in PATH.
 	cmd := exec.Command("go", "list", "-mod=mod", "-deps", ".")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GOPROXY=off")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps in %s: %v\n%s", dir, err, out)

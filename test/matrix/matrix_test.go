@@ -257,7 +257,7 @@ func (w *worker) invoke(t *testing.T, m msg) bool {
 	return len(resp.BatchItemFailures) == 0
 }
 
-// TestMatrix runs the article's cases in every row of the all-pairs
+// TestMatrix runs the redelivery cases in every row of the all-pairs
 // matrix, on the real stores.
 func TestMatrix(t *testing.T) {
 	rows := Pairs(dims)

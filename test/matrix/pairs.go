@@ -1,4 +1,4 @@
-// Package matrix runs the article's cases (the same message twice, a
+// Package matrix runs the redelivery cases (the same message twice, a
 // re-send with a new message id, two tenants with one key, a duplicate
 // while the first runs, a poison message) in every row of an all-pairs
 // matrix over the guard's configuration (wrapper × tenancy × keep-alive ×

@@ -11,6 +11,7 @@ import (
 	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/internal/testenv/powertools"
+	"github.com/sqsonce/sqsonce/internal/testenv/workspace"
 )
 
 var moto = motoserver.New()
@@ -30,25 +31,6 @@ func TestMain(m *testing.M) {
 	os.Exit(moto.Run(m))
 }
 
-// moduleRoot is the folder of go.mod, where benchpeer's default -driver is.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = up
-	}
-}
-
 // TestAckBatch sends a batch whose five keys each come twice through a real
 // queue with a 1 s visibility timeout, to each side's streamer: sqsonce
 // acknowledges all ten records in one delivery; Powertools fails second
@@ -61,7 +43,7 @@ func TestAckBatch(t *testing.T) {
 		visibility = time.Second
 		model      = 300 * time.Millisecond
 	)
-	driver := filepath.Join(moduleRoot(t), defaultDriver)
+	driver := filepath.Join(workspace.Root(t), defaultDriver)
 	nodeOK := powertools.Available(driver)
 	if nodeOK != nil && os.Getenv("CI") == "true" {
 		t.Fatal(nodeOK)
