@@ -139,16 +139,28 @@ func TestManaged(t *testing.T) {
 		t.Fatalf("%d concurrent invocations never all succeeded", n)
 	}
 
+	// A worker goes back to /next only after its answer is sent: a burst
+	// right after another may find one not yet idle, and see two refused.
+	// Such an attempt is measured again (at most 5), after a pause.
 	var ok []echoed
 	var refused []error
-	for _, r := range burst(time.Second, n+1, 300*time.Millisecond) {
-		switch {
-		case r.err == nil:
-			ok = append(ok, r.e)
-		case strings.Contains(r.err.Error(), "status 400") && strings.Contains(r.err.Error(), "Runtime.Unavailable"):
-			refused = append(refused, r.err)
-		default:
-			t.Errorf("invocation: %v", r.err)
+	for attempt := range 5 {
+		if attempt > 0 {
+			time.Sleep(500 * time.Millisecond)
+		}
+		ok, refused = nil, nil
+		for _, r := range burst(time.Second, n+1, 300*time.Millisecond) {
+			switch {
+			case r.err == nil:
+				ok = append(ok, r.e)
+			case strings.Contains(r.err.Error(), "status 400") && strings.Contains(r.err.Error(), "Runtime.Unavailable"):
+				refused = append(refused, r.err)
+			default:
+				t.Errorf("invocation: %v", r.err)
+			}
+		}
+		if len(ok) == n || len(ok)+len(refused) != n+1 {
+			break
 		}
 	}
 	if len(ok) != n || len(refused) != 1 {
