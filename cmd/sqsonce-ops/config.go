@@ -49,17 +49,18 @@ const (
 
 // The tool's own variables: settings the app does not have.
 const (
-	envRedisCluster   = "SQSONCE_REDIS_CLUSTER"    // on | off: SQSONCE_REDIS_URL names a Redis Cluster
-	envRedisKeyPrefix = "SQSONCE_REDIS_KEY_PREFIX" // redisstore.WithKeyPrefix
-	envFormat         = "SQSONCE_FORMAT"           // native | powertools-python | powertools-typescript
-	envDataFormat     = "SQSONCE_DATA_FORMAT"      // json | powertools-python | powertools-typescript
+	envRedisCluster     = "SQSONCE_REDIS_CLUSTER"                // on | off: SQSONCE_REDIS_URL names a Redis Cluster
+	envRedisKeyPrefix   = "SQSONCE_REDIS_KEY_PREFIX"             // redisstore.WithKeyPrefix
+	envRedisUnseparated = "SQSONCE_REDIS_KEY_PREFIX_UNSEPARATED" // on: redisstore.WithUnseparatedKeyPrefix
+	envFormat           = "SQSONCE_FORMAT"                       // native | powertools-python | powertools-typescript
+	envDataFormat       = "SQSONCE_DATA_FORMAT"                  // json | powertools-python | powertools-typescript
 )
 
 // envNames are the variables the tool reads: the app's, then its own.
 var envNames = []string{
 	envStore, envTable, envNamespace, envDynamoDBEndpoint, envSQSEndpoint, envRedisURL, envPostgresURL,
 	envPartitionKey, envSortKey, envStaticPartition, envKey, envTenancy,
-	envRedisCluster, envRedisKeyPrefix, envFormat, envDataFormat,
+	envRedisCluster, envRedisKeyPrefix, envRedisUnseparated, envFormat, envDataFormat,
 }
 
 // envRenamed are variables earlier releases of the tool read, by the name
@@ -85,6 +86,7 @@ type globals struct {
 	redisURLFile     string // --redis-url-file
 	redisCluster     bool
 	redisKeyPrefix   string
+	redisUnseparated bool
 	postgresURL      string
 	postgresURLFlag  string // --postgres-url, which must carry no password
 	postgresURLFile  string // --postgres-url-file
@@ -118,6 +120,7 @@ func defaults(getenv func(string) string) globals {
 		redisURL:         getenv(envRedisURL),
 		redisCluster:     getenv(envRedisCluster) == "on",
 		redisKeyPrefix:   getenv(envRedisKeyPrefix),
+		redisUnseparated: getenv(envRedisUnseparated) == "on",
 		postgresURL:      getenv(envPostgresURL),
 		namespace:        getenv(envNamespace),
 		keySource:        getenv(envKey),
@@ -147,6 +150,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.redisURLFile, "redis-url-file", "", "a file holding the redis:// or rediss:// URL, password included")
 	fs.BoolVar(&g.redisCluster, "redis-cluster", g.redisCluster, "the Redis URL names a Redis Cluster ($"+envRedisCluster+"=on)")
 	fs.StringVar(&g.redisKeyPrefix, "redis-key-prefix", g.redisKeyPrefix, "redisstore.WithKeyPrefix ($"+envRedisKeyPrefix+")")
+	fs.BoolVar(&g.redisUnseparated, "redis-key-prefix-unseparated", g.redisUnseparated, "the prefix is joined to the record id with no \"#\", as by redisstore.WithUnseparatedKeyPrefix (records of releases before v0.10.0; $"+envRedisUnseparated+"=on)")
 	fs.StringVar(&g.postgresURLFlag, "postgres-url", "", "postgres:// URL or DSN without a password ($"+envPostgresURL+", which may hold one; or PGPASSWORD, ~/.pgpass)")
 	fs.StringVar(&g.postgresURLFile, "postgres-url-file", "", "a file holding the postgres:// URL or DSN, password included")
 	fs.StringVar(&g.namespace, "namespace", g.namespace, "the guard's Namespace, the record ids' prefix ($"+envNamespace+")")
@@ -320,7 +324,11 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 			rdb = redis.NewClient(opts)
 		}
 		o.closers = append(o.closers, func() { _ = rdb.Close() })
-		s, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(g.redisKeyPrefix), redisstore.WithLogger(logger))
+		prefix := redisstore.WithKeyPrefix(g.redisKeyPrefix)
+		if g.redisUnseparated {
+			prefix = redisstore.WithUnseparatedKeyPrefix(g.redisKeyPrefix)
+		}
+		s, err := redisstore.New(ctx, rdb, prefix, redisstore.WithLogger(logger))
 		if err != nil {
 			o.close()
 			return nil, fmt.Errorf("--redis-url: %w", redact.ConnError(g.redisURL, err))

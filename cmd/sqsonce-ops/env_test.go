@@ -28,7 +28,7 @@ var envvarsByName = map[string]string{
 }
 
 // toolOwn are the tool's variables for settings the app does not have.
-var toolOwn = []string{envRedisCluster, envRedisKeyPrefix, envFormat, envDataFormat}
+var toolOwn = []string{envRedisCluster, envRedisKeyPrefix, envRedisUnseparated, envFormat, envDataFormat}
 
 // notRecords are the construct's variables that do not say where records
 // are or how they are read: the tool has no use for them.

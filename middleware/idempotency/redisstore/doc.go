@@ -26,7 +26,7 @@
 //
 // # Records
 //
-// A record is a Redis hash at the record id (after [WithKeyPrefix]), whose
+// A record is a Redis hash at the record id (after [WithKeyPrefix]'s prefix and "#"), whose
 // fields bear the names of the attributes of dynamostore's items:
 //
 //	status                  INPROGRESS or COMPLETED

@@ -18,7 +18,7 @@ func TestConformancePatternPrefix(t *testing.T) {
 	// A prefix with pattern characters: SCAN's MATCH must take it literally.
 	s := newStore(t, rdb, redisstore.WithKeyPrefix("ops*[1]:"))
 	// A key of other data beside the records, and one of another prefix.
-	if err := rdb.Set(context.Background(), "ops*[1]:not-a-hash", "x", 0).Err(); err != nil {
+	if err := rdb.Set(context.Background(), "ops*[1]:#not-a-hash", "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	storetest.Run(t, func(*testing.T) driver.Store { return s })

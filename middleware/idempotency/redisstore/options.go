@@ -40,12 +40,33 @@ func defaults() options {
 	return options{compressAbove: DefaultCompressAbove, maxData: DefaultMaxData}
 }
 
-// WithKeyPrefix puts prefix before every record id to make its Redis key,
-// for example "idempotency:" on a server shared with other data. Default
-// none: the key is the record id, "{namespace}#{digest}". A prefix holding a
-// hash tag ("{...}") puts every record on one Cluster slot: leave braces out
-// unless that is what you want.
+// WithKeyPrefix puts prefix and a "#" before every record id to make its
+// Redis key, for example "idempotency" on a server shared with other data
+// gives "idempotency#{namespace}#{digest}". Default none: the key is the
+// record id, "{namespace}#{digest}". A namespace never holds a "#", so two
+// stores with different prefixes or namespaces never share a key. A prefix
+// holding a hash tag ("{...}") puts every record on one Cluster slot: leave
+// braces out unless that is what you want.
+//
+// Releases before v0.10.0 joined the prefix and the record id with no
+// separator; records written by them are found with
+// [WithUnseparatedKeyPrefix].
 func WithKeyPrefix(prefix string) Option {
+	return func(o *options) {
+		o.prefix = ""
+		if prefix != "" {
+			o.prefix = prefix + "#"
+		}
+	}
+}
+
+// WithUnseparatedKeyPrefix puts prefix before every record id with no
+// separator, as [WithKeyPrefix] did before v0.10.0: it keeps finding the
+// records an earlier release wrote. With it, prefix "a" and namespace "bc"
+// share keys with prefix "ab" and namespace "c": give each store on a
+// server a prefix that is not the start of another's, or move to
+// [WithKeyPrefix] once the queue's window has passed (see docs/upgrading.md).
+func WithUnseparatedKeyPrefix(prefix string) Option {
 	return func(o *options) { o.prefix = prefix }
 }
 
