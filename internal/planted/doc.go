@@ -67,4 +67,12 @@ const (
 	// LeaseUntil too, where a default guard reads a lapsing lease (strict
 	// mode × keep-alive).
 	StrictExtendReadable = "strict-extend-readable"
+	// DLQDropsGroup: package sqsdlq's mover sends a message to a standard
+	// dead-letter queue without its MessageGroupId (dead-letter path ×
+	// message-group tenancy).
+	DLQDropsGroup = "dlq-drops-group"
+	// KeepAliveToExpiry: the keep-alive keeps an owner's lease up to the
+	// record's expiry, without Config.SkewMargin (keep-alive limit × a
+	// short ExpiresAfter × clock skew).
+	KeepAliveToExpiry = "keepalive-to-expiry"
 )

@@ -17,7 +17,7 @@ var names = []string{
 	planted.InProgressReplayed, planted.StrictLeaseReadable, planted.FlightIgnoresPayload,
 	planted.QuarantineLapses, planted.ReleaseUnfenced, planted.LostAsClaimed, planted.LoggedAsSuccess,
 	planted.JSONGroupUnscoped, planted.JSONIgnoresPayload, planted.JSONDropsStrict, planted.CacheIgnoresPayload,
-	planted.TenantUnscoped, planted.StrictExtendReadable,
+	planted.TenantUnscoped, planted.StrictExtendReadable, planted.DLQDropsGroup, planted.KeepAliveToExpiry,
 }
 
 // TestNoPlantedInBuild builds a program that links every package with a

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sqsonce/sqsonce/internal/planted"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
@@ -91,7 +92,7 @@ func (g *Guard) opContext(ctx context.Context, claimed, now time.Time, rec drive
 	// A reader whose clock runs up to SkewMargin ahead takes the record as
 	// expired that much before its expiry (written after claimed): no
 	// lease the worker relies on, claimed or extended, goes past that.
-	ceiling := claimed.Add(g.cfg.ExpiresAfter - g.cfg.SkewMargin)
+	ceiling := claimed.Add(g.cfg.ExpiresAfter - planted.If(planted.KeepAliveToExpiry, 0, g.cfg.SkewMargin))
 	if ceiling.Before(end) {
 		end = ceiling
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsonce/sqsonce/internal/planted"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility"
 )
@@ -277,7 +278,7 @@ func (m *Mover) move(ctx context.Context, mv *batch.DeadLetterMove) error {
 		MessageAttributes: attributes(mv),
 	}
 	group := msg.Attributes["MessageGroupId"]
-	if group != "" {
+	if group != "" && (t.fifo || !planted.On(planted.DLQDropsGroup)) {
 		// Its group goes with it, to a standard (fair) dead-letter queue
 		// too: a record id scoped by it (idempotency.TenancyMessageGroup)
 		// is the same when the message is redriven.
