@@ -53,6 +53,9 @@ func TestNoPlantedInBuild(t *testing.T) {
 	}
 	tagged := build("-tags", "sqsonceplanted")
 	for _, n := range names {
+		if n == planted.DLQDropsGroup {
+			continue // its site is in module middleware/batch/sqsdlq, which the probe's module does not require
+		}
 		if !bytes.Contains(tagged, []byte(n)) {
 			t.Errorf("the tagged build lacks the planted name %q: its site is gone, or the scan sees nothing", n)
 		}

@@ -70,17 +70,11 @@ func Legacy() Config {
 
 // The values of each dimension, in the order ConfigOf draws them.
 var (
-	Wrappers   = []string{"wrap", "json", "do"}
-	Tenancies  = []string{"none", "off", "invocation", "group"}
-	KeepAlives = []string{"off", "default", "limit"}
-	// drawnKeepAlives are the keep-alive modes ConfigOf draws: "limit"
-	// (short expiries, no deadline) is not drawn yet: in 1,500 seeds four
-	// of its runs broke strict_once or ack_saw_stored around a record's
-	// expiry, not yet told apart as a checker's gap or a defect
-	// (go test ./test/sim -run TestSim -sim.survey with it drawn).
-	drawnKeepAlives = []string{"off", "default"}
-	SkewMargins     = []time.Duration{idempotency.DefaultSkewMargin, 2 * time.Second, time.Second}
-	StrictMix       = []int{0, 35, 100}
+	Wrappers    = []string{"wrap", "json", "do"}
+	Tenancies   = []string{"none", "off", "invocation", "group"}
+	KeepAlives  = []string{"off", "default", "limit"}
+	SkewMargins = []time.Duration{idempotency.DefaultSkewMargin, 2 * time.Second, time.Second}
+	StrictMix   = []int{0, 35, 100}
 )
 
 // ConfigOf draws seed's configuration, from a generator of its own (so that
@@ -95,19 +89,13 @@ func ConfigOf(seed uint64) Config {
 	c := Config{
 		Wrapper:    Wrappers[pick(len(Wrappers))],
 		Tenancy:    Tenancies[pick(len(Tenancies))],
-		KeepAlive:  drawnKeepAlives[pick(len(drawnKeepAlives))],
+		KeepAlive:  KeepAlives[pick(len(KeepAlives))],
 		SkewMargin: SkewMargins[pick(len(SkewMargins))],
 		Strict:     StrictMix[pick(len(StrictMix))],
 		Cache:      pick(2) == 1,
 		Payload:    pick(2) == 1,
 		Pacing:     pick(2) == 1,
 		DeadLetter: pick(2) == 1,
-	}
-	if c.Tenancy == "group" && c.DeadLetter {
-		// sqsdlq's mover drops MessageGroupId when it moves a message to
-		// a standard dead-letter queue (the simulation finds the double
-		// run): not drawn until the mover keeps it.
-		c.DeadLetter = false
 	}
 	if c.KeepAlive == "limit" {
 		// At least 4 s beyond the margin: two 2 s leases fit before the
