@@ -843,7 +843,7 @@ func (c *checker) checkReports(ep *epoch, storedRun *run, extra []*run) {
 		case o.Outcome == OutcomeDoubleRun && !r.ok():
 			c.violate(DoubleRunReported, ep.key, []*Event{d.start, d.end, o}, "%s's call reported double_run, yet its run did not complete", d.id)
 			c.blame(DoubleRunReported, o)
-		case r == storedRun && slices.Contains([]string{OutcomeDoubleRun, OutcomeReplayed, OutcomeInProgress, OutcomeQuarantined, OutcomeMismatch, OutcomeReleased}, o.Outcome):
+		case r == storedRun && !c.sawLater(d, r) && slices.Contains([]string{OutcomeDoubleRun, OutcomeReplayed, OutcomeInProgress, OutcomeQuarantined, OutcomeMismatch, OutcomeReleased}, o.Outcome):
 			c.violate(DoubleRunReported, ep.key, []*Event{d.end, o}, "%s's run's result is the stored one, yet its call reported %s", d.id, o.Outcome)
 			c.blame(DoubleRunReported, o)
 		case r.ok() && r != storedRun && !c.storedRuns[r] && success && (o.Outcome == OutcomeClaimed || o.Outcome == OutcomeTakenOver):
@@ -854,6 +854,14 @@ func (c *checker) checkReports(ep *epoch, storedRun *run, extra []*run) {
 			c.blame(DoubleRunReported, o)
 		}
 	}
+}
+
+// sawLater reports whether d, after r stored its result, last saw its
+// key's record in a later epoch (the record expired and another run's
+// result was stored): a double_run it reports is then the truth.
+func (c *checker) sawLater(d *delivery, r *run) bool {
+	ev := ownEvidence(d, len(c.events)+1)
+	return ev != nil && c.epAt[ev.Pos] > r.epoch
 }
 
 // checkAck holds an acknowledged delivery against its outcome, its evidence
@@ -884,9 +892,10 @@ func (c *checker) checkAck(d *delivery) {
 	ep := c.epochs[d.key][max(d.epoch, 0)]
 	c.checked(AckCompleted)
 	ev := c.evidence(d, a.Pos)
-	if ev != nil && ev.D != d.id {
-		// An outcome shared in its process, or served from its cache:
-		// the record it saw is the epoch of the delivery that saw it.
+	if ev != nil {
+		// The record as the delivery last saw it (or, for an outcome
+		// shared in its process or served from its cache, as the
+		// delivery that saw it did): the epoch of that event.
 		ep = c.epochs[d.key][c.epAt[ev.Pos]]
 	}
 	if ev == nil {
@@ -952,23 +961,31 @@ func (c *checker) evidence(d *delivery, pos int) *Event {
 	return nil
 }
 
+// ownEvidence returns d's latest event before pos that shows its key's
+// record COMPLETED: a delivery is judged against the record as it last saw
+// it (a completion whose response was lost, then a claim that found the
+// record completed anew after it expired, replays the later record).
 func ownEvidence(d *delivery, pos int) *Event {
+	var latest *Event
+	see := func(e *Event) {
+		if e.Pos < pos && (latest == nil || e.Pos > latest.Pos) {
+			latest = e
+		}
+	}
 	for _, e := range d.completes {
-		if e.Resp == RespOK && e.Pos < pos {
-			return e
+		if e.Resp == RespOK {
+			see(e)
 		}
 	}
 	for _, e := range d.claims {
-		if e.Resp == RespReplayed && e.Pos < pos {
-			return e
+		if e.Resp == RespReplayed {
+			see(e)
 		}
 	}
 	for _, e := range d.refusals {
-		if e.Pos < pos {
-			return e
-		}
+		see(e)
 	}
-	return nil
+	return latest
 }
 
 func last(es []*Event) *Event {
