@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,6 +92,13 @@ func (a *sqsAPI) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ..
 		w.msgs[id] = dm
 		w.dlq = append(w.dlq, dm)
 		w.note("dead-letter %s as %s", src, id)
+		// The send is the move: the message is in the dead-letter queue
+		// whether or not its delete from the queue succeeds (a stale
+		// receipt handle), and the batch does not report it failed.
+		if d := w.deliveryOf(p, src); d != "" && !w.moved[d] {
+			w.moved[d] = true
+			w.record(history.Event{Proc: p.name, Ev: history.KindMove, D: d, Msg: m.id, Key: w.hkey(m), Op: "sqsdlq"})
+		}
 	}) {
 		return nil, errDead
 	}
@@ -111,8 +119,10 @@ func (a *sqsAPI) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, 
 		}
 		ok = true
 		m.deleted = true
-		w.moved[d] = true
-		w.record(history.Event{Proc: p.name, Ev: history.KindMove, D: d, Msg: m.id, Key: w.hkey(m), Op: "sqsdlq"})
+		if !w.moved[d] {
+			w.moved[d] = true
+			w.record(history.Event{Proc: p.name, Ev: history.KindMove, D: d, Msg: m.id, Key: w.hkey(m), Op: "sqsdlq"})
+		}
 	}) {
 		return nil, errDead
 	}
@@ -120,6 +130,22 @@ func (a *sqsAPI) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, 
 		return nil, errStale
 	}
 	return &sqs.DeleteMessageOutput{}, nil
+}
+
+// deliveryOf returns p's latest delivery of message id (the one its batch
+// is moving), or "".
+func (w *world) deliveryOf(p *proc, id string) string {
+	best, bn := "", -1
+	for d, m := range w.dmsg {
+		rest, ok := strings.CutPrefix(d, p.name+"/")
+		if !ok || m.id != id {
+			continue
+		}
+		if n, err := strconv.Atoi(rest); err == nil && n > bn {
+			best, bn = d, n
+		}
+	}
+	return best
 }
 
 // redrive is the operator's redrive of the dead-letter queue (sqsonce-ops
