@@ -163,6 +163,12 @@ func (r *run) owner() string {
 	return r.d.start.Owner
 }
 
+// at is where the run stands in its epoch's order: the later of its start
+// and its claim. A run that completed after its record expired and claimed
+// the key again stores its result under that later claim (reclaimed), so
+// it counts from there, after the runs of the epoch before it.
+func (r *run) at() int { return max(r.d.start.Pos, r.claimPos()) }
+
 // pos is where the run's claim is, or its start when no claim was recorded.
 func (r *run) claimPos() int {
 	if r.claim != nil {
@@ -736,7 +742,7 @@ func (c *checker) event(pos int) *Event { return &c.events[pos-1] }
 
 func (c *checker) checkStrict(ep *epoch) {
 	runs := slices.Clone(ep.runs)
-	slices.SortFunc(runs, func(a, b *run) int { return a.d.start.Pos - b.d.start.Pos })
+	slices.SortFunc(runs, func(a, b *run) int { return a.at() - b.at() })
 	strictBefore := false
 	for i, r := range runs {
 		if !r.strict() && !strictBefore {
