@@ -20,6 +20,7 @@ const (
 	QuarantineHolds   Property = "quarantine_holds"
 	FailureNotAcked   Property = "failure_not_acked"
 	DoubleRunReported Property = "double_run_reported"
+	ExpiryHeld        Property = "expiry_held"
 )
 
 // Properties lists every property with what it requires, in order.
@@ -36,6 +37,7 @@ var Properties = []struct {
 	{QuarantineHolds, "no run of a quarantined key after the quarantine, until the record is released"},
 	{FailureNotAcked, "a call that failed (in progress, quarantined, mismatch, released, error) is never acknowledged"},
 	{DoubleRunReported, "a run whose result is not stored is reported so (double_run, or a failed call), and only such a run"},
+	{ExpiryHeld, "no claim takes a record as expired while its owner's run still relies on it, unless their clocks disagree by SkewMargin or more"},
 }
 
 // Cause is a documented reason for a run whose result is not the stored
@@ -251,7 +253,52 @@ func Check(h *History) *Verdict {
 	for _, d := range c.order {
 		c.checkAck(d)
 	}
+	c.checkExpiry()
 	return c.v
+}
+
+// checkExpiry holds every claim that took its key's record as expired to
+// the owner it replaced: the owner's run must have ended (or its worker
+// died) before, unless the claimer's clock ran SkewMargin or more ahead of
+// the owner's. An owner relies on its lease only up to the point where a
+// reader whose clock runs less than SkewMargin ahead may take the record
+// as expired; the keep-alive must end the operation's context before it.
+func (c *checker) checkExpiry() {
+	for i := range c.events {
+		e := &c.events[i]
+		if e.Ev != KindClaim || !e.Expired || e.Prev == "" || (e.Resp != RespClaimed && e.Resp != RespTakenOver) {
+			continue
+		}
+		key := e.Key
+		for _, ep := range c.epochs[key] {
+			for _, r := range ep.runs {
+				if r.owner() != e.Prev || r.d.start == nil || r.d.start.Pos > e.Pos {
+					continue
+				}
+				c.checked(ExpiryHeld)
+				if r.d.end != nil && r.d.end.Pos < e.Pos || c.killedBetween(r.d.proc, r.d.start.Pos, e.Pos) {
+					continue
+				}
+				if skew := c.off[e.Pos] - c.off[r.claimPos()]; skew >= c.margin {
+					continue
+				}
+				c.violate(ExpiryHeld, key, []*Event{r.claim, r.d.start, e},
+					"%s took the record of %s as expired while its run (%s) still ran, under a clock skew within SkewMargin", who(e), e.Prev, r.d.id)
+				c.blame(ExpiryHeld, e)
+			}
+		}
+	}
+}
+
+// killedBetween reports whether proc was killed between positions from
+// and to.
+func (c *checker) killedBetween(proc string, from, to int) bool {
+	for _, p := range c.kills[proc] {
+		if p > from && p < to {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *checker) result(p Property) *Result {
@@ -863,11 +910,15 @@ func (c *checker) checkReports(ep *epoch, storedRun *run, extra []*run) {
 }
 
 // sawLater reports whether d, after r stored its result, last saw its
-// key's record in a later epoch (the record expired and another run's
-// result was stored): a double_run it reports is then the truth.
+// key's record in a later epoch (the record expired, and another run
+// claimed it or stored its result): a double_run it reports is then the
+// truth as the guard can know it.
 func (c *checker) sawLater(d *delivery, r *run) bool {
-	ev := ownEvidence(d, len(c.events)+1)
-	return ev != nil && c.epAt[ev.Pos] > r.epoch
+	if ev := ownEvidence(d, len(c.events)+1); ev != nil && c.epAt[ev.Pos] > r.epoch {
+		return true
+	}
+	cl := last(d.claims) // a claim after a lost completion, that found the later record in progress
+	return cl != nil && c.epAt[cl.Pos] > r.epoch
 }
 
 // checkAck holds an acknowledged delivery against its outcome, its evidence

@@ -54,6 +54,13 @@ type Config struct {
 	// sqsonce-ops redrive does: each message sent anew with its body,
 	// attributes and MessageGroupId).
 	DeadLetter bool `json:"dead_letter,omitempty"`
+	// FullBatchError sets batch.Options.AlwaysFullBatchError (Powertools'
+	// behaviour): a batch whose every record failed returns an error, and
+	// Lambda deletes none of its messages.
+	FullBatchError bool `json:"full_batch_error,omitempty"`
+	// QueueTimeout, with Pacing, sets KeepVisible.QueueTimeout to the
+	// queue's visibility timeout: no change ends before it.
+	QueueTimeout bool `json:"queue_timeout,omitempty"`
 	// Legacy: the one configuration the simulation ran before it drew
 	// one, with its draws (tapes saved then replay it).
 	Legacy bool `json:"legacy,omitempty"`
@@ -97,6 +104,9 @@ func ConfigOf(seed uint64) Config {
 		Pacing:     pick(2) == 1,
 		DeadLetter: pick(2) == 1,
 	}
+	// Drawn last, so that the draws above are those of earlier releases.
+	c.FullBatchError = pick(2) == 1
+	c.QueueTimeout = c.Pacing && pick(2) == 1
 	if c.KeepAlive == "limit" {
 		// At least 4 s beyond the margin: two 2 s leases fit before the
 		// point where a skewed reader takes the record as expired.
@@ -116,6 +126,12 @@ func (c Config) String() string {
 		s += fmt.Sprintf(" expires=%v limit=%v", c.ExpiresAfter, c.KeepAliveLimit)
 	}
 	s += fmt.Sprintf(" skew_margin=%v strict=%d%% cache=%v payload=%v pacing=%v dead_letter=%v", c.SkewMargin, c.Strict, c.Cache, c.Payload, c.Pacing, c.DeadLetter)
+	if c.FullBatchError {
+		s += " full_batch_error=true"
+	}
+	if c.QueueTimeout {
+		s += " queue_timeout=true"
+	}
 	if c.Legacy {
 		s += " (legacy)"
 	}

@@ -350,7 +350,11 @@ func (w *world) newProc(slot, inc int, strict bool) *proc {
 	if c.Pacing {
 		// A practically zero jitter: a seed's run is deterministic.
 		bo.Pacing.Changer, bo.Pacing.Jitter = &changer{p: p}, 1e-9
+		if c.QueueTimeout {
+			bo.KeepVisible.QueueTimeout = VisibilityTimeout
+		}
 	}
+	bo.AlwaysFullBatchError = c.FullBatchError
 	if c.DeadLetter {
 		mv, err := sqsdlq.New(&sqsAPI{p: p}, sqsdlq.WithQueueURL(func(arn string) (string, error) { return arn, nil }),
 			sqsdlq.WithDeadLetterQueue(queueARN, deadLetterARN))
@@ -609,7 +613,15 @@ func (w *world) runProc(p *proc, delay time.Duration) {
 		}
 		done := make(chan events.SQSEventResponse, 1)
 		w.spawn(func() {
-			resp, _ := p.handler(ctx, ev)
+			resp, err := p.handler(ctx, ev)
+			if err != nil {
+				// The invocation failed: Lambda deletes none of its
+				// messages.
+				resp.BatchItemFailures = nil
+				for _, m := range ev.Records {
+					resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+				}
+			}
 			done <- resp
 		})
 		var resp events.SQSEventResponse

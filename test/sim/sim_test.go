@@ -76,7 +76,7 @@ func (s *Totals) String() string {
 }
 
 // TestSim runs seeds through the simulation and checks every history; every
-// 100th seed runs twice and must give the same history. A failing seed is
+// 50th seed runs twice and must give the same history. A failing seed is
 // shrunk and its schedule printed.
 func TestSim(t *testing.T) {
 	if *flagSeed != 0 {
@@ -108,7 +108,7 @@ func TestSim(t *testing.T) {
 	for seed := *flagFirst; seed < *flagFirst+uint64(n); seed++ {
 		r := run(t, seed, NewTape(seed), ConfigOf(seed))
 		tot.add(r)
-		if seed%100 == 0 {
+		if seed%50 == 0 {
 			if again := run(t, seed, NewTape(seed), ConfigOf(seed)); again.Digest != r.Digest {
 				t.Fatalf("seed %d is not deterministic: %s", seed, firstDiff(r.Events, again.Events))
 			}
