@@ -769,8 +769,13 @@ func (c *checker) takenOverBySkew(ep *epoch, r *run, lost *Event) (Cause, []*Eve
 	if t == nil || c.margin <= 0 {
 		return "", nil
 	}
-	if d := c.off[t.Pos] - c.off[lost.Pos]; d >= c.margin || -d >= c.margin {
-		return CauseClockSkew, []*Event{t, lost}
+	// The owner's clock as it wrote its lease (its claim) or as it found
+	// the lease lost: a process's clock may jump between its claim and a
+	// completion still on the network.
+	for _, pos := range []int{lost.Pos, r.claimPos()} {
+		if d := c.off[t.Pos] - c.off[pos]; d >= c.margin || -d >= c.margin {
+			return CauseClockSkew, []*Event{t, lost}
+		}
 	}
 	return "", nil
 }
