@@ -52,6 +52,7 @@ const (
 	dCache
 	dPayload
 	dStore
+	dBatch
 )
 
 var dims = []Dim{
@@ -62,6 +63,10 @@ var dims = []Dim{
 	{"cache", []string{"off", "on"}},
 	{"payload", []string{"off", "on"}},
 	{"store", []string{"memstore", "dynamodb", "redis", "postgres"}},
+	// batch.Options: the zero value; AlwaysFullBatchError (Powertools'
+	// full-batch error); pacing and KeepVisible with the queue's
+	// QueueTimeout (18 s).
+	{"batch", []string{"default", "full_batch_error", "keep_visible"}},
 }
 
 func describe(r Row) string {
@@ -227,8 +232,28 @@ func newWorker(t *testing.T, row Row, store driver.Store, ns string, r *runs) *w
 			return idempotency.Do(ctx, g, key, func(ctx context.Context) (string, error) { return r.op(ctx, q.K) }, o...)
 		}
 	}
-	return &worker{handler: batch.SQS(h, batch.Options{})}
+	var bo batch.Options
+	switch dims[dBatch].Values[row[dBatch]] {
+	case "full_batch_error":
+		bo.AlwaysFullBatchError = true
+	case "keep_visible":
+		bo.Pacing.Changer = queueChanger{}
+		bo.KeepVisible.QueueTimeout = queueTimeout
+	}
+	return &worker{handler: batch.SQS(h, bo)}
 }
+
+// queueTimeout is the matrix's queue's visibility timeout: six times
+// Lambda's default 3 s, the construct's minimum.
+const queueTimeout = 18 * time.Second
+
+// queueChanger is a batch.VisibilityChanger that applies nothing: the
+// matrix holds the cases to their outcome with KeepVisible and pacing on
+// (the held duplicate's invocation makes changes), not the timeouts
+// (package batch's tests and the simulation do).
+type queueChanger struct{}
+
+func (queueChanger) ChangeVisibility(context.Context, []batch.VisibilityChange) []error { return nil }
 
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
