@@ -270,6 +270,9 @@ func (c *checker) checkExpiry() {
 			continue
 		}
 		key := e.Key
+		if d := c.deliveries[e.D]; key == "" && d != nil {
+			key = d.key
+		}
 		for _, ep := range c.epochs[key] {
 			for _, r := range ep.runs {
 				if r.owner() != e.Prev || r.d.start == nil || r.d.start.Pos > e.Pos {

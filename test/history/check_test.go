@@ -647,3 +647,42 @@ func TestStrictAfterDefaultTakeover(t *testing.T) {
 		}
 	}
 }
+
+// TestExpiryHeld: a claim that takes a record as expired while its owner's
+// run still runs breaks expiry_held, unless the claimer's clock ran
+// SkewMargin or more ahead of the owner's, or the run had ended first.
+func TestExpiryHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		skew    time.Duration // w2's clock, ahead of w1's
+		endedAt int64         // when w1's run ends (ms)
+		want    int           // expiry_held violations
+	}{
+		{"skew within the margin, owner running", 500 * time.Millisecond, 9000, 1},
+		{"no skew, owner running", 0, 9000, 1},
+		{"skew at the margin", margin, 9000, 0},
+		{"the owner's run ended first", 0, 4000, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScript("synthetic")
+			s.proc("w1", ReaderSqsonce).proc("w2", ReaderSqsonce)
+			if tc.skew != 0 {
+				s.fault("harness", FaultClockSkew, "w2", tc.skew)
+			}
+			s.at(1000).deliver("w1", "d1", "k1").claim("w1", "d1", ReaderSqsonce, RespClaimed, "o1", "")
+			s.at(1100).start("w1", "d1", "o1")
+			s.at(tc.endedAt).end("w1", "d1", RespError, "")
+			s.at(5000).deliver("w2", "d2", "k1").claim("w2", "d2", ReaderSqsonce, RespTakenOver, "o2", "o1")
+			s.set("d2", KindClaim, func(e *Event) { e.Expired = true })
+			s.at(5100).start("w2", "d2", "o2")
+			s.at(5200).end("w2", "d2", RespOK, "r2").complete("w2", "d2", "o2", RespOK, "r2").
+				outcome("w2", "d2", OutcomeTakenOver, true, "").ack("w2", "d2", "r2")
+			s.at(9500).final("k1", StatusCompleted, "r2", "o2")
+			v := Check(s.history())
+			r := v.Result(ExpiryHeld)
+			if r.Checked == 0 || len(r.Violations) != tc.want {
+				t.Errorf("expiry_held: %d checked, %d violations, want %d\n%s", r.Checked, len(r.Violations), tc.want, report(t, v))
+			}
+		})
+	}
+}

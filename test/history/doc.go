@@ -67,6 +67,10 @@
 //   - double_run_reported: a run whose result is not stored is reported
 //     double_run or as a failure, never as claimed; a double_run outcome
 //     belongs to a run that completed and is not the stored one.
+//   - expiry_held: no claim takes a record as expired while its owner's
+//     run still runs, unless the claimer's clock runs SkewMargin or more
+//     ahead of the owner's: the keep-alive ends an operation's context
+//     before a reader within the margin may take the record as expired.
 //
 // The [Verdict] counts the cases each property checked, the violations with
 // the events that show them, and the explained double runs by cause.
