@@ -33,7 +33,7 @@ require (
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv v0.9.0
-	golang.org/x/mod v0.43.0
+	golang.org/x/mod v0.42.0
 )
 
 require (
