@@ -116,14 +116,9 @@ func buildProxy(t *testing.T, root string) proxy {
 		if modPath != lib && !strings.HasPrefix(modPath, lib+"/") {
 			continue // an example module of the docs' own (test/ownfunction/stack)
 		}
-		var siblings []string
-		for _, r := range f.Require {
-			if r.Mod.Path == lib || strings.HasPrefix(r.Mod.Path, lib+"/") {
-				if r.Mod.Version != release {
-					t.Errorf("%s requires %s at %s, not at the release %s: a user would get that version", gomod, r.Mod.Path, r.Mod.Version, release)
-				}
-				siblings = append(siblings, r.Mod.Path)
-			}
+		siblings, bad := siblingRequires(f)
+		for _, b := range bad {
+			t.Errorf("%s: %s", gomod, b)
 		}
 		for _, s := range siblings {
 			if err := f.AddRequire(s, p.version); err != nil {
@@ -178,6 +173,39 @@ func buildProxy(t *testing.T, root string) proxy {
 		t.Fatalf("the tree has %d modules under %s: the proxy would test nothing", len(p.modules), lib)
 	}
 	return p
+}
+
+// siblingRequires returns the modules of the tree f requires, and a
+// complaint for each required at another version than the release.
+func siblingRequires(f *modfile.File) (siblings, bad []string) {
+	for _, r := range f.Require {
+		if r.Mod.Path == lib || strings.HasPrefix(r.Mod.Path, lib+"/") {
+			if r.Mod.Version != release {
+				bad = append(bad, fmt.Sprintf("requires %s at %s, not at the release %s: a user would get that version", r.Mod.Path, r.Mod.Version, release))
+			}
+			siblings = append(siblings, r.Mod.Path)
+		}
+	}
+	return siblings, bad
+}
+
+// TestSiblingRequires: a go.mod that requires a sibling module at the zero
+// pseudo-version (what go mod tidy writes for a replaced module) is refused,
+// one at the release is not.
+func TestSiblingRequires(t *testing.T) {
+	const gomod = "module " + lib + "/middleware/oteltrace\n\ngo 1.26.0\n\nrequire (\n\t" + lib + " " + release +
+		"\n\t" + lib + "/middleware/idempotency/dynamostore v0.0.0-00010101000000-000000000000\n\tgithub.com/aws/aws-lambda-go v1.55.1\n)\n"
+	f, err := modfile.Parse("go.mod", []byte(gomod), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	siblings, bad := siblingRequires(f)
+	if len(siblings) != 2 {
+		t.Errorf("siblings %q, want the root and dynamostore", siblings)
+	}
+	if len(bad) != 1 || !strings.Contains(bad[0], "dynamostore at v0.0.0-") {
+		t.Errorf("complaints %q, want one, on dynamostore's pseudo-version", bad)
+	}
 }
 
 // goEnv is the environment of a user's go command: no workspace, modules
