@@ -23,7 +23,7 @@ require (
 	github.com/sqsonce/sqsonce/handler v0.9.0
 	github.com/sqsonce/sqsonce/internal/testenv/esm v0.9.0
 	github.com/sqsonce/sqsonce/internal/testenv/pgserver v0.9.0
-	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.0.0-00010101000000-000000000000
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0
 	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore v0.9.0
@@ -31,8 +31,9 @@ require (
 	github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv v0.0.0-00010101000000-000000000000
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv v0.0.0-00010101000000-000000000000
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv v0.9.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv v0.9.0
+	golang.org/x/mod v0.42.0
 )
 
 require (
