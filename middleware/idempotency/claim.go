@@ -127,8 +127,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 	}
 	kept := data // what the store is given: data, or its seal
 	if g.cfg.Sealer != nil && data != nil {
-		step = "seal"
-		if kept, err = driver.SealData(ctx, g.cfg.Sealer, id, data); err != nil {
+		if kept, err = g.seal(ctx, id, data); err != nil {
 			// As for a result that cannot be encoded: the operation ran,
 			// the record completes without its result and this delivery
 			// fails.
@@ -280,6 +279,17 @@ func (g *Guard) claim(ctx context.Context, id, validation string, strict bool, n
 		rec.StrictLease, rec.LeaseUntil = rec.LeaseUntil, planted.If(planted.StrictLeaseReadable, rec.LeaseUntil, rec.ExpiresAt)
 	}
 	return rec
+}
+
+// seal is data sealed by Config.Sealer for record id, with a panic of the
+// Sealer turned into a *batch.PanicError.
+func (g *Guard) seal(ctx context.Context, id string, data []byte) (sealed []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &batch.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return driver.SealData(ctx, g.cfg.Sealer, id, data)
 }
 
 // encode is the JSON encoding of val, with a panic in a MarshalJSON method

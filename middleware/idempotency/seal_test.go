@@ -239,3 +239,19 @@ func TestSealValidator(t *testing.T) {
 		t.Errorf("with a Sealer: %v, want the store's refusal", err)
 	}
 }
+
+type panickingSealer struct{ *gcmSealer }
+
+func (panickingSealer) Seal(context.Context, string, []byte) ([]byte, error) { panic("sealer bug") }
+
+// TestSealerPanic: a Sealer that panics is a result that cannot be sealed:
+// the record completes without it and the call fails.
+func TestSealerPanic(t *testing.T) {
+	f := sealedFixture(t, panickingSealer{newGCMSealer(t)}, nil)
+	if _, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (string, error) { return secret, nil }); err == nil {
+		t.Fatal("no error")
+	}
+	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != driver.StatusCompleted || rec.Data != nil {
+		t.Errorf("record %+v: want COMPLETED without a result", rec)
+	}
+}
