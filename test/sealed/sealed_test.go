@@ -270,6 +270,8 @@ func TestSealedOnEveryStore(t *testing.T) {
 			if err != nil || !driver.IsSealed(found.Data) {
 				t.Fatalf("Inspect: %v, sealed %v", err, driver.IsSealed(found.Data))
 			}
+			plain, _ := json.Marshal(result{secret, 42})
+			t.Logf("a %d-byte result is stored sealed in %d bytes", len(plain), len(found.Data))
 			moved, tampered := idempotency.Raw([]byte(`"order-2"`)), idempotency.Raw([]byte(`"order-3"`))
 			changed := bytes.Clone(found.Data)
 			i := len(changed) - 10 // a base64 letter of the tag
