@@ -7,9 +7,11 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -253,5 +255,49 @@ func TestSealerPanic(t *testing.T) {
 	}
 	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != driver.StatusCompleted || rec.Data != nil {
 		t.Errorf("record %+v: want COMPLETED without a result", rec)
+	}
+}
+
+// TestSealedSharedRun: a call that waits for a run of its key in this
+// process gets the run's result, not its sealed form.
+func TestSealedSharedRun(t *testing.T) {
+	s := newGCMSealer(t)
+	f := sealedFixture(t, s, nil)
+	started, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	op := func(context.Context) (string, error) {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return secret, nil
+	}
+	first := make(chan error, 1)
+	go func() { _, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, op); first <- err }()
+	<-started
+	second := make(chan string, 1)
+	go func() {
+		got, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, op)
+		if err != nil {
+			got = err.Error()
+		}
+		second <- got
+	}()
+	time.Sleep(100 * time.Millisecond) // the second call waits for the first's run
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if got := <-second; got != secret || runs.Load() != 1 {
+		t.Errorf("the waiting call got %q (%d runs), want the result and 1 run", got, runs.Load())
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var sources []string
+	for _, ev := range f.events {
+		sources = append(sources, ev.Source)
+	}
+	if !slices.Contains(sources, "shared") {
+		t.Logf("sources %v: the second call did not wait (a slow machine); it replayed from the store", sources)
 	}
 }
