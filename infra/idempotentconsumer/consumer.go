@@ -54,6 +54,15 @@ func ItemActions() []string {
 // (ChangeMessageVisibilityBatch is authorised by this action).
 const VisibilityAction = "sqs:ChangeMessageVisibility"
 
+// EventSourceActions returns the actions Lambda's poller needs on the
+// queue, through the function's role: receive, delete and read the
+// queue's attributes. The CDK's consume grant adds sqs:GetQueueUrl, which
+// nothing calls, and sqs:ChangeMessageVisibility, which the function's own
+// statement holds ([VisibilityAction]); the construct grants neither.
+func EventSourceActions() []string {
+	return []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
+}
+
 // DeadLetterAction is the one action the function gets on its dead-letter
 // queue: the runtime sends a message whose record failed permanently
 // there at once (package sqsdlq), and then deletes it from the queue with
@@ -244,7 +253,7 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		EnforceSSL:         jsii.Bool(true),
 		RedriveAllowPolicy: allow,
 	})
-	c.Queue = awssqs.NewQueue(this, jsii.String("Queue"), &awssqs.QueueProps{
+	queue := newConsumerQueue(this, "Queue", &awssqs.QueueProps{
 		QueueName:                 queueName,
 		Fifo:                      fifo,
 		ContentBasedDeduplication: contentDedup,
@@ -257,6 +266,7 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 			MaxReceiveCount: jsii.Number(plan.MaxReceiveCount),
 		},
 	})
+	c.Queue = queue
 
 	c.LogGroup = awslogs.NewLogGroup(this, jsii.String("Logs"), &awslogs.LogGroupProps{
 		Retention: plan.LogRetention,
@@ -350,10 +360,13 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		}
 	}
 	c.EventSource = awslambdaeventsources.NewSqsEventSource(c.Queue, sourceProps)
+	// The event source grants its consumer what Lambda's poller calls
+	// ([EventSourceActions]), not the CDK's wider set.
+	queue.eventSource = true
 	c.Function.AddEventSource(c.EventSource)
-	// The event source's grant holds this action too, for Lambda's poller.
-	// The function's own statement keeps it when the event source changes,
-	// and says why it is there.
+	queue.eventSource = false
+	// The runtime paces redelivery with this action, in a statement of the
+	// function's own that says why it is there.
 	c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("PaceRedelivery"),
 		Actions:   jsii.Strings(VisibilityAction),
@@ -456,6 +469,29 @@ func (c *Consumer) GrantItems(table awsdynamodb.ITable) {
 		Actions:   jsii.Strings(ItemActions()...),
 		Resources: jsii.Strings(*table.TableArn()),
 	}))
+}
+
+// consumerQueue is the consumer's queue. While the event source binds
+// (eventSource set), its consume grant is [EventSourceActions] only (the
+// construct grants the key's actions itself); any other
+// GrantConsumeMessages is the CDK's own.
+type consumerQueue struct {
+	awssqs.Queue
+	eventSource bool
+}
+
+func newConsumerQueue(scope constructs.Construct, id string, props *awssqs.QueueProps) *consumerQueue {
+	q := &consumerQueue{}
+	awssqs.NewQueue_Override(q, scope, jsii.String(id), props)
+	return q
+}
+
+// GrantConsumeMessages: see [consumerQueue].
+func (q *consumerQueue) GrantConsumeMessages(grantee awsiam.IGrantable) awsiam.Grant {
+	if !q.eventSource {
+		return q.Queue.GrantConsumeMessages(grantee)
+	}
+	return q.Grant(grantee, *jsii.Strings(EventSourceActions()...)...)
 }
 
 // warmThroughput is w as the table's prop: nil for none, and a zero
