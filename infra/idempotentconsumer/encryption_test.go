@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
@@ -201,5 +202,42 @@ func TestEncryptionKeyRefusals(t *testing.T) {
 		EncryptionKey: awskms.Key_FromKeyArn(awscdk.NewStack(nil, nil, nil), jsii.String("K"), jsii.String("arn:aws:kms:eu-west-1:111122223333:key/x"))}.Plan()
 	if err == nil || !strings.Contains(err.Error(), "CreateEncryptionKey") {
 		t.Errorf("Plan with both keys: %v, want a refusal", err)
+	}
+}
+
+// TestGrantItemsTableKey: GrantItems on a table encrypted with its own
+// customer-managed key grants KeyActions on that key too.
+func TestGrantItemsTableKey(t *testing.T) {
+	const arn = "arn:aws:kms:eu-west-1:111122223333:key/abcd1234-12ab-34cd-56ef-1234567890ab"
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	stack := awscdk.NewStack(app, jsii.String("KeyGrantItems"), nil)
+	c, err := idempotentconsumer.New(stack, "Consumer", idempotentconsumer.Props{
+		Namespace: "orders", Code: awslambda.Code_FromAsset(jsii.String(zipPath), nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.GrantItems(awsdynamodb.Table_FromTableAttributes(stack, jsii.String("Summaries"), &awsdynamodb.TableAttributes{
+		TableName:     jsii.String("summaries"),
+		EncryptionKey: awskms.Key_FromKeyArn(stack, jsii.String("SummariesKey"), jsii.String(arn)),
+	}))
+	var tpl assertions.Template
+	check(t, "synth", func() { tpl = assertions.Template_FromStack(stack, nil) })
+	if tpl == nil {
+		t.FailNow()
+	}
+	var got []string
+	for g := range grantSet(t, tpl) {
+		if strings.Contains(g, "kms:") {
+			got = append(got, g)
+		}
+	}
+	sort.Strings(got)
+	var want []string
+	for _, a := range idempotentconsumer.KeyActions() {
+		want = append(want, js(arn)+" "+a)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("kms grants %v, want exactly %v", got, want)
 	}
 }
