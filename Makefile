@@ -15,7 +15,7 @@ PTNODE              := $(PTDIR)/node_modules/.package-lock.json
 # test/ownfunction/stack in own-function); GO_PKGS is every package of them.
 export GOWORK := $(CURDIR)/go.work
 .DEFAULT_GOAL := all
-GO_MODULES := . middleware/idempotency/dynamostore middleware/idempotency/redisstore middleware/idempotency/pgstore middleware/idempotency/storetest/linearize middleware/batch/sqsdlq middleware/batch/sqsvisibility middleware/oteltrace middleware/lambdaenv middleware/lambdaenv/envvars middleware/lambdaenv/redisenv middleware/lambdaenv/pgenv internal/testenv/esm internal/testenv/pgserver handler cmd/summarise cmd/sqsonce-esm cmd/sqsonce-ops events samples test tools
+GO_MODULES := . middleware/idempotency/dynamostore middleware/idempotency/kmsseal middleware/idempotency/redisstore middleware/idempotency/pgstore middleware/idempotency/storetest/linearize middleware/batch/sqsdlq middleware/batch/sqsvisibility middleware/oteltrace middleware/lambdaenv middleware/lambdaenv/envvars middleware/lambdaenv/redisenv middleware/lambdaenv/pgenv internal/testenv/esm internal/testenv/pgserver handler cmd/summarise cmd/sqsonce-esm cmd/sqsonce-ops events samples test tools
 GO_PKGS    := $(foreach m,$(GO_MODULES),./$(m)/...)
 GOFILES              = $(shell find . \( -path ./infra/node_modules -o -path ./.tools -o -path ./build \) -prune -o -name '*.go' -print)
 
@@ -26,7 +26,7 @@ EVENT         ?= events/duplicate-delivery.json
 # ENV_VARS: a `sam local invoke --env-vars` file for make invoke, e.g. events/env/stub.json.
 ENV_VARS      ?=
 
-.PHONY: vuln all help help-check test test-go test-infra deploy-local own-function lint fmt vet staticcheck bench bench-peer fuzz chaos verify build ops demo invoke synth diff deploy destroy bootstrap tools clean
+.PHONY: vuln all help help-check test test-go test-infra release-check deploy-local own-function lint fmt vet staticcheck bench bench-peer fuzz chaos verify build ops demo invoke synth diff deploy destroy bootstrap tools clean
 
 # The Go vulnerability database is the module golang.org/x/vulndb from the Go
 # proxy; its cmd/indexdb lays its OSV files out as govulncheck's -db file://
@@ -62,8 +62,8 @@ help-check:
 # Moto_server and the Lambda Runtime Interface Emulator are started by the
 # tests themselves; infra's tests synthesise the stack and run cfn-lint on it;
 # deploy-local deploys it to moto_server.
-## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), infra's tests and deploy-local; ends with the Go tests skipped and what to install for each.
-test: lint test-go test-infra deploy-local own-function
+## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), infra's tests, release-check and deploy-local; ends with the Go tests skipped and what to install for each.
+test: lint test-go test-infra release-check deploy-local own-function
 	@$(GO) run ./tools/testreport -skipped build/test-go.json
 
 # tools/testreport shows go test -json as plain go test shows it, then the
@@ -78,6 +78,12 @@ test-go: $(RIE) $(PTNODE)
 ## test-infra: infra's tests: CDK synth assertions and cfn-lint on the templates.
 test-infra:
 	$(MAKE) -C infra test
+
+# After test-infra, whose build of infra leaves the CDK for Go in the shared
+# build cache (cold, the CDK app's build takes about 9 minutes).
+## release-check: the release path (test/release): every module from a module proxy built from the tree, go get from fresh modules outside it with no replace, go list -m all counted per user, and the README's CDK app built against it.
+release-check:
+	SQSONCE_RELEASE_CDK=1 $(GO) test -count=1 -timeout 30m -v -run '^TestRelease$$' ./test/release/
 
 # The test starts moto_server on loopback and installs the pinned CDK CLI
 # (npm) outside the repository; see test/deploy.

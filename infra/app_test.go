@@ -492,7 +492,13 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	partition, region, account := pseudo("Partition"), pseudo("Region"), pseudo("AccountId")
 	items := sorted(idempotentconsumer.ItemActions()...)
 	records := sorted(idempotentconsumer.RecordActions()...)
-	consume := sorted("sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
+	// Lambda's poller: receive, delete, read the attributes. Neither
+	// sqs:GetQueueUrl (nothing calls it) nor ChangeMessageVisibility, which
+	// PaceRedelivery below holds once.
+	consume := sorted("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
+	if got := sorted(idempotentconsumer.EventSourceActions()...); !reflect.DeepEqual(got, consume) {
+		t.Errorf("EventSourceActions %v, want %v", got, consume)
+	}
 	xray := sorted("xray:PutTraceSegments", "xray:PutTelemetryRecords")
 	logs := sorted("logs:CreateLogStream", "logs:PutLogEvents")
 	read := sorted("s3:GetObject", "s3:GetObjectVersion")
@@ -549,7 +555,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			logsID, _ := tpl.only(t, "AWS::Logs::LogGroup", "/Consumer/Logs/")
 			want := map[string][]string{
 				getAtt(idemID, "Arn"):  records,
-				getAtt(sumID, "Arn"):   items,
+				getAtt(sumID, "Arn"):   {"dynamodb:PutItem"}, // the sink only puts
 				getAtt(queueID, "Arn"): consume,
 				getAtt(logsID, "Arn"):  logs,
 			}
@@ -568,7 +574,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			}
 			// The runtime paces redelivery with ChangeMessageVisibilityBatch,
 			// which needs exactly this action on its queue, in a statement
-			// of the function's own (the event source's grant has it too).
+			// of the function's own (the event source's grant leaves it out).
 			// Permanent failures go to the dead-letter queue at once:
 			// SendMessage there, in a statement of its own.
 			wantSids := map[string]string{"PaceRedelivery": js(map[string]any{

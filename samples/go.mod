@@ -32,7 +32,7 @@ require (
 	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/gowebpki/jcs v1.0.2 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
-	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.0.0-00010101000000-000000000000 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0 // indirect
 	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0 // indirect
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0 // indirect
 )

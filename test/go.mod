@@ -13,6 +13,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs v1.92.2
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/aws-sdk-go-v2/service/iam v1.66.0
+	github.com/aws/aws-sdk-go-v2/service/kms v1.63.0
 	github.com/aws/aws-sdk-go-v2/service/lambda v1.115.0
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
@@ -23,16 +24,18 @@ require (
 	github.com/sqsonce/sqsonce/handler v0.9.0
 	github.com/sqsonce/sqsonce/internal/testenv/esm v0.9.0
 	github.com/sqsonce/sqsonce/internal/testenv/pgserver v0.9.0
-	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.0.0-00010101000000-000000000000
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0
 	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv v0.0.0-00010101000000-000000000000
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv v0.0.0-00010101000000-000000000000
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv v0.9.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv v0.9.0
+	golang.org/x/mod v0.42.0
 )
 
 require (
@@ -76,6 +79,7 @@ replace (
 	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq => ../middleware/batch/sqsdlq
 	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility => ../middleware/batch/sqsvisibility
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore => ../middleware/idempotency/dynamostore
+	github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal => ../middleware/idempotency/kmsseal
 	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore => ../middleware/idempotency/pgstore
 	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore => ../middleware/idempotency/redisstore
 	github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize => ../middleware/idempotency/storetest/linearize

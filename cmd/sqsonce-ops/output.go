@@ -60,6 +60,7 @@ type recordView struct {
 	DataFormat  string     `json:"data_format,omitempty"`
 	Encoding    string     `json:"data_encoding,omitempty"`
 	DataOmitted bool       `json:"data_omitted,omitempty"`
+	Sealed      bool       `json:"sealed,omitempty"` // the result is sealed (idempotency.Config.Sealer)
 	Validation  bool       `json:"validation"`
 	Problem     string     `json:"problem,omitempty"`
 }
@@ -89,6 +90,7 @@ func view(o *ops, id string, rec driver.StoredRecord, err error, t time.Time) re
 	v.Owner = rec.Owner
 	v.DataBytes, v.StoredBytes = len(rec.Data), rec.Size
 	v.DataFormat, v.Encoding, v.DataOmitted = rec.DataMark, rec.Encoding, rec.Omitted
+	v.Sealed = driver.IsSealed(rec.Data)
 	v.Validation = rec.Validation != ""
 	var problems []string
 	if err != nil {
@@ -147,8 +149,11 @@ func printRecord(w io.Writer, v recordView, at time.Time) {
 	line("owner", orDash(v.Owner))
 	line("quarantined", when(v.Quarantined, at))
 	data := fmt.Sprintf("%d bytes of JSON, %d stored", v.DataBytes, v.StoredBytes)
-	if v.DataOmitted {
+	switch {
+	case v.DataOmitted:
 		data = "omitted: the result was too large to store"
+	case v.Sealed:
+		data = fmt.Sprintf("sealed: %d bytes stored, readable only with the guard's Sealer", v.StoredBytes)
 	}
 	line("data", data)
 	line("data format", orDash(v.DataFormat)+", encoding "+orDash(v.Encoding))

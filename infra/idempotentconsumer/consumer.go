@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -53,6 +54,27 @@ func ItemActions() []string {
 // changing the visibility of the messages it hands back
 // (ChangeMessageVisibilityBatch is authorised by this action).
 const VisibilityAction = "sqs:ChangeMessageVisibility"
+
+// EventSourceActions returns the actions Lambda's poller needs on the
+// queue, through the function's role: receive, delete and read the
+// queue's attributes. The CDK's consume grant adds sqs:GetQueueUrl, which
+// nothing calls, and sqs:ChangeMessageVisibility, which the function's own
+// statement holds ([VisibilityAction]); the construct grants neither.
+func EventSourceActions() []string {
+	return []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
+}
+
+// KeyActions returns the KMS actions the function gets on a
+// customer-managed key ([Props.EncryptionKey], or the key of a table it
+// reads and writes), and nothing else: kms:Decrypt to receive from an
+// encrypted queue and to read its own environment, and kms:Decrypt with
+// kms:GenerateDataKey to send to an encrypted dead-letter queue and to read
+// and write an encrypted table. Never Encrypt, ReEncrypt, CreateGrant or
+// key administration; CloudWatch Logs encrypts the log group itself, under
+// the key policy's statement for its service principal.
+func KeyActions() []string {
+	return []string{"kms:Decrypt", "kms:GenerateDataKey"}
+}
 
 // DeadLetterAction is the one action the function gets on its dead-letter
 // queue: the runtime sends a message whose record failed permanently
@@ -113,6 +135,10 @@ type Consumer struct {
 	DeadLetterQueue awssqs.Queue
 	// Function is the consumer.
 	Function awslambda.Function
+	// EncryptionKey is the customer-managed key of the table, the queues,
+	// the log group and the function's environment: [Props.EncryptionKey],
+	// the key the construct created ([Props.CreateEncryptionKey]), or nil.
+	EncryptionKey awskms.IKey
 	// Role is the function's role. It starts with no managed policy.
 	Role awsiam.Role
 	// LogGroup is the function's log group.
@@ -185,6 +211,42 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	this := constructs.NewConstruct(scope, jsii.String(id))
 	c := &Consumer{Construct: this, Plan: plan}
 
+	c.EncryptionKey = props.EncryptionKey
+	if props.CreateEncryptionKey {
+		c.EncryptionKey = awskms.NewKey(this, jsii.String("Key"), &awskms.KeyProps{
+			Description:       jsii.String("sqsonce: the consumer's table, queues, log group and function environment"),
+			EnableKeyRotation: jsii.Bool(true),
+			RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+		})
+	}
+	if key := c.EncryptionKey; key != nil {
+		// CloudWatch Logs encrypts with the key under its own principal, for
+		// log groups of this account and region only. The log group's ARN
+		// itself would be a cycle (the log group names the key). A no-op on
+		// an imported key, whose policy its owner keeps.
+		stack := awscdk.Stack_Of(this)
+		key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("CloudWatchLogs"),
+			Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("logs."+*stack.Region()+"."+*stack.UrlSuffix()), nil)},
+			Actions:    jsii.Strings("kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"),
+			Resources:  jsii.Strings("*"),
+			Conditions: &map[string]any{"ArnLike": map[string]any{
+				"kms:EncryptionContext:aws:logs:arn": stack.FormatArn(&awscdk.ArnComponents{
+					Service:      jsii.String("logs"),
+					Resource:     jsii.String("log-group"),
+					ResourceName: jsii.String("*"),
+					ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
+				}),
+			}},
+		}), jsii.Bool(true))
+	}
+	tableEncryption := awsdynamodb.TableEncryption_AWS_MANAGED
+	queueEncryption := awssqs.QueueEncryption_SQS_MANAGED
+	if c.EncryptionKey != nil {
+		tableEncryption = awsdynamodb.TableEncryption_CUSTOMER_MANAGED
+		queueEncryption = awssqs.QueueEncryption_KMS
+	}
+
 	if plan.NewTable {
 		partitionKey := driver.AttrID
 		var sortKey *awsdynamodb.Attribute
@@ -203,7 +265,8 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 			PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 				PointInTimeRecoveryEnabled: jsii.Bool(true),
 			},
-			Encryption:         awsdynamodb.TableEncryption_AWS_MANAGED,
+			Encryption:         tableEncryption,
+			EncryptionKey:      c.EncryptionKey,
 			RemovalPolicy:      plan.TableRemovalPolicy,
 			DeletionProtection: jsii.Bool(plan.DeletionProtection),
 			WarmThroughput:     warmThroughput(plan.WarmThroughput),
@@ -238,28 +301,32 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		}
 	}
 	c.DeadLetterQueue = awssqs.NewQueue(this, jsii.String("DeadLetterQueue"), &awssqs.QueueProps{
-		Fifo:               fifo,
-		RetentionPeriod:    seconds(plan.DeadLetterRetention),
-		Encryption:         awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:         jsii.Bool(true),
-		RedriveAllowPolicy: allow,
+		Fifo:                fifo,
+		RetentionPeriod:     seconds(plan.DeadLetterRetention),
+		Encryption:          queueEncryption,
+		EncryptionMasterKey: c.EncryptionKey,
+		EnforceSSL:          jsii.Bool(true),
+		RedriveAllowPolicy:  allow,
 	})
-	c.Queue = awssqs.NewQueue(this, jsii.String("Queue"), &awssqs.QueueProps{
+	queue := newConsumerQueue(this, "Queue", &awssqs.QueueProps{
 		QueueName:                 queueName,
 		Fifo:                      fifo,
 		ContentBasedDeduplication: contentDedup,
 		RetentionPeriod:           seconds(plan.Retention),
 		VisibilityTimeout:         seconds(plan.VisibilityTimeout),
-		Encryption:                awssqs.QueueEncryption_SQS_MANAGED,
+		Encryption:                queueEncryption,
+		EncryptionMasterKey:       c.EncryptionKey,
 		EnforceSSL:                jsii.Bool(true),
 		DeadLetterQueue: &awssqs.DeadLetterQueue{
 			Queue:           c.DeadLetterQueue,
 			MaxReceiveCount: jsii.Number(plan.MaxReceiveCount),
 		},
 	})
+	c.Queue = queue
 
 	c.LogGroup = awslogs.NewLogGroup(this, jsii.String("Logs"), &awslogs.LogGroupProps{
-		Retention: plan.LogRetention,
+		Retention:     plan.LogRetention,
+		EncryptionKey: c.EncryptionKey,
 	})
 	// An explicit role: the default one carries the managed
 	// AWSLambdaBasicExecutionRole policy, whose log actions are on "*".
@@ -327,11 +394,21 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		LoggingFormat: awslambda.LoggingFormat_JSON,
 		LogGroup:      c.LogGroup,
 		Environment:   &env,
+		// nil: Lambda's own key.
+		EnvironmentEncryption: c.EncryptionKey,
 	})
 	c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(RecordActions()...),
 		Resources: jsii.Strings(*c.Table.TableArn()),
 	}))
+	if key := c.EncryptionKey; key != nil {
+		c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("EncryptionKey"),
+			Actions:   jsii.Strings(KeyActions()...),
+			Resources: jsii.Strings(*key.KeyArn()),
+		}))
+	}
+	c.grantTableKey(c.Table)
 
 	sourceProps := &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(plan.BatchSize),
@@ -350,18 +427,21 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		}
 	}
 	c.EventSource = awslambdaeventsources.NewSqsEventSource(c.Queue, sourceProps)
+	// The event source grants its consumer what Lambda's poller calls
+	// ([EventSourceActions]), not the CDK's wider set.
+	queue.eventSource = true
 	c.Function.AddEventSource(c.EventSource)
-	// The event source's grant holds this action too, for Lambda's poller.
-	// The function's own statement keeps it when the event source changes,
-	// and says why it is there.
+	queue.eventSource = false
+	// The runtime paces redelivery with this action, in a statement of the
+	// function's own that says why it is there.
 	c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("PaceRedelivery"),
 		Actions:   jsii.Strings(VisibilityAction),
 		Resources: jsii.Strings(*c.Queue.QueueArn()),
 	}))
 	// Permanent failures go to the dead-letter queue after one receive:
-	// sending there is all the function may do to it. The queues are
-	// encrypted with SQS-managed keys, so no KMS action is needed.
+	// sending there is all the function may do to it. With SQS-managed
+	// keys no KMS action is needed; with EncryptionKey, KeyActions above.
 	c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("DeadLetterPermanentFailures"),
 		Actions:   jsii.Strings(DeadLetterAction),
@@ -451,11 +531,51 @@ func (c *Consumer) tableSum(metricName string) awscloudwatch.IMetric {
 // GrantItems lets the function read and write single items of table, with
 // exactly [ItemActions] on the table's ARN: what writes attached to a
 // completion ([idempotency.Attach]) need, and nothing more.
+//
+// A table encrypted with a customer-managed key other than
+// [Consumer.EncryptionKey] also gets [KeyActions] on that key.
 func (c *Consumer) GrantItems(table awsdynamodb.ITable) {
 	c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(ItemActions()...),
 		Resources: jsii.Strings(*table.TableArn()),
 	}))
+	c.grantTableKey(table)
+}
+
+// grantTableKey grants [KeyActions] on table's customer-managed key, when
+// it has one and it is not c.EncryptionKey (granted already).
+func (c *Consumer) grantTableKey(table awsdynamodb.ITable) {
+	key := table.EncryptionKey()
+	if key == nil || (c.EncryptionKey != nil && *key.KeyArn() == *c.EncryptionKey.KeyArn()) {
+		return
+	}
+	c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(KeyActions()...),
+		Resources: jsii.Strings(*key.KeyArn()),
+	}))
+}
+
+// consumerQueue is the consumer's queue. While the event source binds
+// (eventSource set), its consume grant is [EventSourceActions] only (the
+// construct grants the key's actions itself); any other
+// GrantConsumeMessages is the CDK's own.
+type consumerQueue struct {
+	awssqs.Queue
+	eventSource bool
+}
+
+func newConsumerQueue(scope constructs.Construct, id string, props *awssqs.QueueProps) *consumerQueue {
+	q := &consumerQueue{}
+	awssqs.NewQueue_Override(q, scope, jsii.String(id), props)
+	return q
+}
+
+// GrantConsumeMessages: see [consumerQueue].
+func (q *consumerQueue) GrantConsumeMessages(grantee awsiam.IGrantable) awsiam.Grant {
+	if !q.eventSource {
+		return q.Queue.GrantConsumeMessages(grantee)
+	}
+	return q.Grant(grantee, *jsii.Strings(EventSourceActions()...)...)
 }
 
 // warmThroughput is w as the table's prop: nil for none, and a zero

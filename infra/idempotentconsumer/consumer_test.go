@@ -206,6 +206,24 @@ func TestConstructDefaults(t *testing.T) {
 		})
 	})
 
+	// The event source's grant: what Lambda's poller calls, once; neither
+	// sqs:GetQueueUrl nor a second sqs:ChangeMessageVisibility.
+	check(t, "event source grant", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
+			"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{map[string]any{
+				"Effect":   "Allow",
+				"Action":   idempotentconsumer.EventSourceActions(),
+				"Resource": map[string]any{"Fn::GetAtt": []any{queueID, "Arn"}},
+			}})},
+		})
+	})
+	for _, p := range *tpl.FindResources(jsii.String("AWS::IAM::Policy"), nil) {
+		doc := js(props(t, *p)["PolicyDocument"])
+		if strings.Contains(doc, "sqs:GetQueueUrl") || strings.Count(doc, idempotentconsumer.VisibilityAction) != 1 {
+			t.Errorf("policy %s: want no sqs:GetQueueUrl and %s once", doc, idempotentconsumer.VisibilityAction)
+		}
+	}
+
 	// The function's own grant for permanent failures: exactly SendMessage
 	// on its dead-letter queue.
 	dlqID, _ := resourceOf(t, tpl, "AWS::SQS::Queue", "ConsumerDeadLetterQueue")

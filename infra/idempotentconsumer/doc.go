@@ -56,12 +56,15 @@
 // # Permissions
 //
 // The role starts empty: no managed policy. It gets logs:CreateLogStream and
-// logs:PutLogEvents on its log group, the SQS event source's actions on its
-// queue, [VisibilityAction] on its queue in a statement of its own (the
-// runtime paces redelivery with ChangeMessageVisibilityBatch), and
-// [RecordActions] on the table. [Consumer.GrantItems] gives [ItemActions]
-// on another table (for writes attached to a record's completion); add
-// anything else with Consumer.Role.AddToPolicy.
+// logs:PutLogEvents on its log group, [EventSourceActions] on its queue,
+// [VisibilityAction] on its queue in a statement of its own (the runtime
+// paces redelivery with ChangeMessageVisibilityBatch), [DeadLetterAction] on
+// the dead-letter queue, and [RecordActions] on the table. With
+// [Props.EncryptionKey] (or [Props.CreateEncryptionKey]) it also gets
+// [KeyActions] on the key, and a table's own customer-managed key gets the
+// same. [Consumer.GrantItems] gives [ItemActions] on another table (for
+// writes attached to a record's completion); add anything else with
+// Consumer.Role.AddToPolicy.
 //
 // # Errors
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
@@ -226,7 +227,8 @@ type Props struct {
 	// one: partition key driver.AttrID (string), or the keys of
 	// SortKey, and TTL on driver.AttrExpiration, which the construct
 	// cannot check. The
-	// construct only grants [RecordActions] on it, so TableRemovalPolicy and
+	// construct only grants [RecordActions] on it (and [KeyActions] on its
+	// key, when it names a customer-managed one), so TableRemovalPolicy and
 	// DisableDeletionProtection may not be set with it. Default: a new table.
 	Table awsdynamodb.ITable
 
@@ -372,6 +374,21 @@ type Props struct {
 
 	// AlarmTopic, if set, is notified by every alarm when it fires.
 	AlarmTopic awssns.ITopic
+
+	// EncryptionKey, if set, is a customer-managed KMS key that encrypts
+	// the new table, both queues, the log group and the function's
+	// environment, and the function gets exactly [KeyActions] on it. Its key
+	// policy must let CloudWatch Logs (logs.<region>.amazonaws.com) use it:
+	// the construct adds that statement to a key of the same app, and
+	// cannot to an imported one. Producers then need kms:GenerateDataKey
+	// and kms:Decrypt on it to send to the queue. Default: none, AWS- and
+	// SQS-managed keys.
+	EncryptionKey awskms.IKey
+
+	// CreateEncryptionKey has the construct create that key (rotation on,
+	// retained on delete) and use it as EncryptionKey. Not with
+	// EncryptionKey.
+	CreateEncryptionKey bool
 }
 
 // Plan is the figures a [Consumer] is built from: [Props] with its defaults
@@ -475,6 +492,9 @@ func (p Props) Plan() (Plan, error) {
 
 	if p.Namespace == "" {
 		bad("Props.Namespace is required: a fixed string, not the function name")
+	}
+	if p.EncryptionKey != nil && p.CreateEncryptionKey {
+		bad("Props.EncryptionKey and Props.CreateEncryptionKey: give a key or have one created, not both")
 	}
 	if strings.Contains(p.Namespace, "#") {
 		bad("Props.Namespace %q holds a \"#\", which ends the namespace in a record id ({Namespace}#{digest}): "+

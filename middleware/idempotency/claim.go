@@ -70,7 +70,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 			break
 		}
 		if !(strict || prev.Strict()) || !lapsed(prev, validation, now) {
-			return g.existing(prev, validation, false)
+			return g.existing(ctx, prev, validation, false)
 		}
 		// A lapsed claim found in strict mode, or a lapsed strict claim, is
 		// quarantined, never taken over.
@@ -125,37 +125,53 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 		}
 		result = OutcomeFailed
 	}
+	kept := data // what the store is given: data, or its seal
+	if g.cfg.Sealer != nil && data != nil {
+		if kept, err = g.seal(ctx, id, data); err != nil {
+			// As for a result that cannot be encoded: the operation ran,
+			// the record completes without its result and this delivery
+			// fails.
+			data, kept, val = nil, nil, nil
+			encErr, result = fmt.Errorf("idempotency: seal result of %s: %w", id, err), OutcomeFailed
+		}
+	}
 	step = "complete"
-	rec.Status, rec.Data, rec.Attached = driver.StatusCompleted, data, attached
+	rec.Status, rec.Data, rec.Attached = driver.StatusCompleted, kept, attached
 	rec.ExpiresAt = g.cfg.Now().Add(g.cfg.ExpiresAfter)
 	stored, err := g.complete(ctx, rec)
 	if errors.Is(err, driver.ErrLeaseLost) {
 		step = "acquire"
-		return g.lost(ctx, rec, strict, val, result, encErr)
+		return g.lost(ctx, rec, data, strict, val, result, encErr)
 	}
 	if err != nil {
 		return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", id, err)}}
 	}
-	return g.completed(rec, stored, val, Report{Outcome: result, Ran: true, Err: encErr})
+	return g.completed(ctx, rec, stored, data, val, Report{Outcome: result, Ran: true, Err: encErr})
 }
 
-// completed is the outcome of a completion that stored stored as the
-// result. When the store kept less than the operation returned (a result too
-// large for it), every delivery, this one included, gets what it kept.
-func (g *Guard) completed(rec driver.Record, stored []byte, val any, ev Report) outcome {
+// completed is the outcome of a completion that gave the store rec.Data
+// (data, or its seal) and stored stored as the result. When the store kept
+// less than the operation returned (a result too large for it), every
+// delivery, this one included, gets what it kept; a sealed result it kept
+// otherwise (an earlier attempt's) is opened.
+func (g *Guard) completed(ctx context.Context, rec driver.Record, stored, data []byte, val any, ev Report) outcome {
 	if !bytes.Equal(stored, rec.Data) {
 		val = nil
+		var err error
+		if data, err = driver.OpenData(ctx, g.cfg.Sealer, rec.ID, stored); err != nil {
+			return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: err}}
+		}
 	}
-	rec.Data, rec.Attached = stored, nil
+	rec.Data, rec.Attached = data, nil
 	g.remember(rec)
-	return outcome{val: val, data: stored, rec: rec, ev: ev}
+	return outcome{val: val, data: data, rec: rec, ev: ev}
 }
 
 // lost handles a completion that found the lease taken over: the winner's
 // outcome stands if it completed (or it still runs), and this call reports
 // the double run; if the record is free again, this call's result is
 // recorded under a new claim.
-func (g *Guard) lost(ctx context.Context, done driver.Record, strict bool, val any, result Outcome, encErr error) outcome {
+func (g *Guard) lost(ctx context.Context, done driver.Record, data []byte, strict bool, val any, result Outcome, encErr error) outcome {
 	ctx, cancel := writeContext(ctx)
 	defer cancel()
 	now := g.cfg.Now()
@@ -165,7 +181,7 @@ func (g *Guard) lost(ctx context.Context, done driver.Record, strict bool, val a
 		return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: storeError("acquire", done.ID, errors.Join(driver.ErrLeaseLost, err))}}
 	}
 	if loaded {
-		out := g.existing(prev, done.Validation, true)
+		out := g.existing(ctx, prev, done.Validation, true)
 		if out.ev.Outcome == OutcomeReplayed || out.ev.Outcome == OutcomeInProgress {
 			out.ev.Outcome = planted.If(planted.LostAsClaimed, result, OutcomeDoubleRun) // another worker ran it too
 		}
@@ -176,7 +192,7 @@ func (g *Guard) lost(ctx context.Context, done driver.Record, strict bool, val a
 	if err != nil {
 		return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: storeError("complete", done.ID, err)}}
 	}
-	return g.completed(rec, stored, val, Report{Outcome: result, Ran: true, Err: encErr})
+	return g.completed(ctx, rec, stored, data, val, Report{Outcome: result, Ran: true, Err: encErr})
 }
 
 // lapsed reports whether a claim that found prev must quarantine it (see
@@ -207,13 +223,15 @@ func (g *Guard) quarantine(ctx context.Context, prev driver.Record, validation s
 	case !errors.Is(err, driver.ErrLeaseLost):
 		return outcome{ev: Report{Outcome: OutcomeFailed, Err: storeError("quarantine", prev.ID, err)}}, false
 	case got.ID != "" && (got.Status != driver.StatusInProgress || !got.Quarantined.IsZero() || mismatch(got, validation)):
-		return g.existing(got, validation, false), false
+		return g.existing(ctx, got, validation, false), false
 	}
 	return outcome{ev: Report{Outcome: OutcomeFailed, Err: storeError("quarantine", prev.ID, err)}}, true
 }
 
-// existing is the outcome of finding a record that blocked the claim.
-func (g *Guard) existing(prev driver.Record, validation string, ran bool) outcome {
+// existing is the outcome of finding a record that blocked the claim. A
+// sealed result is opened (see Config.Sealer); one that does not open
+// fails the call.
+func (g *Guard) existing(ctx context.Context, prev driver.Record, validation string, ran bool) outcome {
 	if mismatch(prev, validation) {
 		return outcome{ev: Report{Outcome: OutcomeMismatch, Ran: ran, Err: &PayloadMismatchError{ID: prev.ID}}}
 	}
@@ -223,6 +241,11 @@ func (g *Guard) existing(prev driver.Record, validation string, ran bool) outcom
 	}
 	switch planted.If(planted.InProgressReplayed, driver.StatusCompleted, prev.Status) {
 	case driver.StatusCompleted:
+		data, err := driver.OpenData(ctx, g.cfg.Sealer, prev.ID, prev.Data)
+		if err != nil {
+			return outcome{ev: Report{Outcome: OutcomeFailed, Ran: ran, Err: err}}
+		}
+		prev.Data = data
 		g.remember(prev)
 		return outcome{data: prev.Data, rec: prev, ev: Report{Outcome: OutcomeReplayed, Source: "store", Ran: ran}}
 	case driver.StatusInProgress:
@@ -256,6 +279,17 @@ func (g *Guard) claim(ctx context.Context, id, validation string, strict bool, n
 		rec.StrictLease, rec.LeaseUntil = rec.LeaseUntil, planted.If(planted.StrictLeaseReadable, rec.LeaseUntil, rec.ExpiresAt)
 	}
 	return rec
+}
+
+// seal is data sealed by Config.Sealer for record id, with a panic of the
+// Sealer turned into a *batch.PanicError.
+func (g *Guard) seal(ctx context.Context, id string, data []byte) (sealed []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &batch.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return driver.SealData(ctx, g.cfg.Sealer, id, data)
 }
 
 // encode is the JSON encoding of val, with a panic in a MarshalJSON method

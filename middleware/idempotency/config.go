@@ -83,6 +83,20 @@ type Config struct {
 
 	Format Format // the record id's recipe; default FormatNative
 
+	// Sealer, if set, encrypts every result the guard stores, with the
+	// record id bound to it (package kmsseal: AES-GCM under a data key
+	// from AWS KMS), and opens the sealed results it reads; nothing else
+	// of a record is sealed. Default none: results are stored as JSON,
+	// readable by Powertools. Whatever the setting, a sealed result that
+	// cannot be opened (no Sealer, tampered, sealed for another record)
+	// fails its call with an error wrapping [driver.ErrUnsealed]: never
+	// replayed, never run again. Results stored unsealed (before the
+	// Sealer was set) are still replayed. A result that cannot be sealed
+	// is not stored, as one that cannot be encoded. New refuses a Sealer
+	// on a store whose other readers would misread a sealed result (see
+	// [driver.SealValidator]).
+	Sealer driver.Sealer
+
 	// Tenancy scopes record ids to a tenant: by default, to the
 	// invocation's TenantID, so that a tenant never replays another's
 	// result (see [Tenancy]); calls without a tenant keep their ids.
@@ -199,6 +213,13 @@ func (c Config) validate() error {
 	}
 	if !c.Tenancy.valid() {
 		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Tenancy %d", int(c.Tenancy)))
+	}
+	if c.Sealer != nil && c.Store != nil {
+		if v, ok := c.Store.(driver.SealValidator); ok {
+			if err := v.ValidateSealed(); err != nil {
+				errs = append(errs, fmt.Errorf("idempotency: Config.Sealer: %w", err))
+			}
+		}
 	}
 	if c.CompleteAttempts < 0 {
 		errs = append(errs, fmt.Errorf("idempotency: Config.CompleteAttempts %d is negative", c.CompleteAttempts))

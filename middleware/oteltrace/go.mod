@@ -9,7 +9,7 @@ replace github.com/sqsonce/sqsonce => ../..
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.0.0-00010101000000-000000000000
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
 	go.opentelemetry.io/contrib/propagators/aws v1.47.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0

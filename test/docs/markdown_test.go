@@ -447,13 +447,31 @@ func TestREADMEShellBlocks(t *testing.T) {
 	}
 }
 
-// TestREADMEIsATour holds the README to a tour's length: the manual is
-// docs/.
+// TestREADMEIsATour holds the README to a tour's length (issue 33: at
+// most 250 lines, `wc -l README.md`): the manual is docs/.
 func TestREADMEIsATour(t *testing.T) {
-	const most = 400
+	const most = 250
 	n := strings.Count(read(t, "README.md"), "\n")
 	if n > most {
 		t.Errorf("README.md has %d lines, want at most %d: move the detail to a page of docs/", n, most)
 	}
 	t.Logf("README.md: %d lines", n)
+}
+
+// TestManualWordBudget holds the pages of docs/ to issue 33's budget: at
+// most 20,000 words in all, counted as `wc -w docs/*.md` counts them
+// (runs of non-space characters). A page that grows takes words from
+// another, or moves detail to a package doc.
+func TestManualWordBudget(t *testing.T) {
+	const most = 20000
+	total := 0
+	for _, page := range manual(t)[1:] {
+		n := len(strings.Fields(read(t, page)))
+		total += n
+		t.Logf("%5d %s", n, page)
+	}
+	if total > most {
+		t.Errorf("docs/*.md hold %d words, want at most %d: cut a page (its common case and example first, edge cases short)", total, most)
+	}
+	t.Logf("%d words in docs/*.md (at most %d)", total, most)
 }

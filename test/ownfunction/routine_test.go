@@ -163,7 +163,14 @@ func TestOwnFunctionRoutineDuplicatesPageNoOne(t *testing.T) {
 	body := `{"order_id":"o-routine-1","amount_cents":1299}`
 	held := make(chan error, 1)
 	go func() {
-		_, err := holder(context.Background(), events.SQSMessage{MessageId: "m-holder", Body: body})
+		// The other worker runs at Lambda's default timeout, 3 s, as the
+		// function does: its lease, and so the pacing of the duplicate it
+		// holds, ends a few seconds on (with no deadline the lease would be
+		// the guard's longest, and the paced duplicate would come back only
+		// then).
+		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, err := holder(hctx, events.SQSMessage{MessageId: "m-holder", Body: body})
 		held <- err
 	}()
 	<-claimed
@@ -193,6 +200,20 @@ func TestOwnFunctionRoutineDuplicatesPageNoOne(t *testing.T) {
 	// It comes back and is answered with the stored receipt.
 	waitFor(t, 90*time.Second, func() bool { return find(true) })
 	elapsed := time.Since(sent) // the metrics' span, from the first send
+	// Paced: the duplicate came back near the holder's lease end, not at
+	// the queue's visibility timeout (six times the function's).
+	va, err := sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameVisibilityTimeout}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vt, err := time.ParseDuration(va.Attributes[string(sqstypes.QueueAttributeNameVisibilityTimeout)] + "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elapsed >= vt {
+		t.Errorf("the in-progress duplicate was answered %v after it was sent, not before the queue's visibility timeout (%v): its redelivery was not paced to the holder's lease", elapsed.Round(time.Second), vt)
+	}
 
 	// Invocation errors: none, so the Errors rate is 0.
 	mu.Lock()

@@ -32,6 +32,9 @@
 //     the operation runs within the lease it claimed, as inside Lambda,
 //     where the lease already ends at the invocation's deadline. It is
 //     optional so that a store written before it still builds and works.
+//   - [SealValidator]: the store refuses a guard that seals results
+//     (idempotency.Config.Sealer, a [Sealer]) when its other readers would
+//     misread a sealed result ([SealedPrefix]).
 //
 // storetest.Run finds the optional interfaces itself and runs their cases
 // too.

@@ -38,7 +38,7 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.0.0-00010101000000-000000000000 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0 // indirect
 	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0 // indirect
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect

@@ -1,0 +1,6 @@
+//go:build !race
+
+package release_test
+
+// raceEnabled: this build has the race detector.
+const raceEnabled = false
