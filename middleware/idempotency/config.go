@@ -92,7 +92,7 @@ type Config struct {
 	// CompleteAttempts bounds the tries of a completion that fails with an
 	// error that may pass (not one wrapping [driver.ErrLeaseLost],
 	// [driver.ErrAttachUnsupported], [context.Canceled] or a
-	// [batch.PermanentError] that reports true), within the context's
+	// [failure.PermanentError] that reports true), within the context's
 	// deadline. Default 3.
 	CompleteAttempts int
 
@@ -121,7 +121,7 @@ type Config struct {
 	// under this call's claim (never for a replay, a key in progress or a
 	// call that failed before its claim), with the operation's context: the
 	// operation runs under the context it returns, and done gets the
-	// operation's error (a panic as a *batch.PanicError) once it returned.
+	// operation's error (a panic as a *failure.PanicError) once it returned.
 	// For tracing (package oteltrace). It must be safe for concurrent use.
 	OnRun func(ctx context.Context) (_ context.Context, done func(error))
 }

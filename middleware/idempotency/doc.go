@@ -94,7 +94,7 @@
 // [Report] and logged once, at its level, to [Config.Logger]. The errors the
 // guard returns wrap one of [*KeyError] or [*BodyError] (nothing claimed),
 // [*InProgressError], [*PayloadMismatchError], [*QuarantinedError] (nothing
-// ran), [*StoreError], a [*batch.PanicError], the operation's own error, an
+// ran), [*StoreError], a [*failure.PanicError], the operation's own error, an
 // encoding/json error for a result that could not be encoded or decoded, a
 // replay hook's error, or the context's: find it with [errors.As] or
 // [errors.Is]. They tell package batch they were logged, so that a failed

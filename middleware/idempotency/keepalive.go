@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/failure"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
@@ -271,7 +271,7 @@ func (k *keeper) extend(rec driver.Record) (err error) {
 	defer cancel()
 	defer func() {
 		if v := recover(); v != nil {
-			err = &batch.PanicError{Value: v, Stack: debug.Stack()}
+			err = &failure.PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	if err := k.ext.Extend(ctx, rec, k.g.cfg.Now()); err != nil {

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/failure"
 )
 
 // Outcome names what the guard did with one call. Each call has one,
@@ -117,7 +117,7 @@ func (g *Guard) report(ctx context.Context, ev Report) {
 		}
 		if ev.Err != nil {
 			attrs = append(attrs, slog.String("error", ev.Err.Error()))
-			if pe, ok := errors.AsType[*batch.PanicError](ev.Err); ok {
+			if pe, ok := errors.AsType[*failure.PanicError](ev.Err); ok {
 				attrs = append(attrs, slog.String("stack", string(pe.Stack)))
 			}
 		}
@@ -130,7 +130,7 @@ func (g *Guard) report(ctx context.Context, ev Report) {
 
 // reported is an error the guard has reported: logged at its outcome's
 // level (or not, as the logger's handler chose) and passed to
-// [Config.OnOutcome]. It is a batch.LoggedError: its Logged method tells
+// [Config.OnOutcome]. It is a failure.LoggedError: its Logged method tells
 // package batch, which does not import this package, not to log it a
 // second time (asserted in contracts_test.go).
 type reported struct{ err error }

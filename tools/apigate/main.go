@@ -308,11 +308,14 @@ func typeParams(tps *types.TypeParamList, qual types.Qualifier) string {
 func describeType(api API, key string, o *types.TypeName, qual types.Qualifier) {
 	str := func(t types.Type) string { return types.TypeString(t, qual) }
 	name := o.Name()
-	if o.IsAlias() {
+	// An alias of a named type is described as that type under the alias's
+	// name, so that moving a type to another package behind an alias is
+	// compatible.
+	named, ok := types.Unalias(o.Type()).(*types.Named)
+	if o.IsAlias() && (!ok || named.TypeParams().Len() > 0) {
 		api[key] = fmt.Sprintf("type %s = %s", name, str(types.Unalias(o.Type())))
 		return
 	}
-	named, ok := o.Type().(*types.Named)
 	if !ok {
 		api[key] = "type " + name + " " + str(o.Type())
 		return
