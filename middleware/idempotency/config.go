@@ -11,11 +11,11 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-// Defaults of the zero values of [Config].
+// Defaults of the zero values of [Config], stated on its fields.
 const (
-	DefaultExpiresAfter = 15 * 24 * time.Hour // above SQS's longest retention, 14 days
-	DefaultLease        = 15 * time.Minute    // a lease when the context has no deadline
-	DefaultSkewMargin   = 5 * time.Second     // added to every lease
+	defaultExpiresAfter = 15 * 24 * time.Hour // above SQS's longest retention, 14 days
+	defaultLease        = 15 * time.Minute    // a lease when the context has no deadline
+	defaultSkewMargin   = 5 * time.Second     // added to every lease
 )
 
 // Config configures a [Guard]. Store and Namespace are required; every
@@ -30,14 +30,14 @@ type Config struct {
 	Namespace string
 
 	// ExpiresAfter is how long a record counts after it is claimed or
-	// completed (the table's TTL). Default DefaultExpiresAfter. New
+	// completed (the table's TTL). Default 15 days (above SQS's longest retention). New
 	// refuses one below MinExpiry: the longest a message lives in its
 	// queue ([QueueWindow]); zero checks nothing.
 	ExpiresAfter, MinExpiry time.Duration
 
 	// Lease is how long a claim is held when the context has no deadline,
 	// counted from before the claim is written; with one (inside Lambda)
-	// the lease ends at the deadline. Default DefaultLease.
+	// the lease ends at the deadline. Default 15 minutes.
 	Lease time.Duration
 
 	// KeepAliveEvery is how often, while an operation runs, the guard
@@ -52,7 +52,7 @@ type Config struct {
 	// was lost) or none is applied in time, the operation's context ends
 	// a reserve before the lease would lapse, with a cause wrapping
 	// [ErrLeaseNotExtended]. Default: a third of the lease (1 s at
-	// Lambda's default 3 s timeout, 5 minutes with DefaultLease); an
+	// Lambda's default 3 s timeout, 5 minutes with the default lease); an
 	// operation shorter than that makes no extra write. A value above
 	// half the lease counts as half. Negative turns keep-alive off: the
 	// operation's context then ends a reserve before the claimed lease,
@@ -72,7 +72,7 @@ type Config struct {
 
 	// SkewMargin is added to every stored lease end, so that workers whose
 	// clocks disagree by less never take over a live claim; a dead holder's
-	// key waits that much longer. Default DefaultSkewMargin; for none, set
+	// key waits that much longer. Default 5 s; for none, set
 	// a nanosecond.
 	SkewMargin time.Duration
 
@@ -129,13 +129,13 @@ type Config struct {
 // withDefaults is c with the default of every zero optional field.
 func (c Config) withDefaults() Config {
 	if c.ExpiresAfter == 0 {
-		c.ExpiresAfter = DefaultExpiresAfter
+		c.ExpiresAfter = defaultExpiresAfter
 	}
 	if c.Lease == 0 {
-		c.Lease = DefaultLease
+		c.Lease = defaultLease
 	}
 	if c.SkewMargin == 0 {
-		c.SkewMargin = DefaultSkewMargin
+		c.SkewMargin = defaultSkewMargin
 	}
 	if c.KeepAliveLimit == 0 {
 		c.KeepAliveLimit = defaultKeepAliveLimit
