@@ -243,7 +243,7 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 		return zero, g.fail(ctx, c, &KeyError{InputID: c.inputID, Source: c.source, Err: ErrNoKey})
 	}
 	scope := g.scope(ctx, c)
-	id, err := g.ScopedID(scope, c.key)
+	id, err := g.scopedID(scope, c.key)
 	var validation string
 	if err == nil && c.validate {
 		if validation, err = g.cfg.Format.Hash(c.payload); err != nil {
