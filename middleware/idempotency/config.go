@@ -32,7 +32,7 @@ type Config struct {
 	// ExpiresAfter is how long a record counts after it is claimed or
 	// completed (the table's TTL). Default 15 days (above SQS's longest retention). New
 	// refuses one below MinExpiry: the longest a message lives in its
-	// queue ([QueueWindow]); zero checks nothing.
+	// queue (batch.QueueWindow); zero checks nothing.
 	ExpiresAfter, MinExpiry time.Duration
 
 	// Lease is how long a claim is held when the context has no deadline,
@@ -204,15 +204,4 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("idempotency: Config.CompleteAttempts %d is negative", c.CompleteAttempts))
 	}
 	return errors.Join(errs...)
-}
-
-// QueueWindow is the longest an SQS message can keep being delivered: its
-// retention, plus a visibility timeout for each receive before it moves to
-// the dead-letter queue; QueueWindow(4*24*time.Hour, 5, 18*time.Minute) is
-// 4 days and 90 minutes. Set [Config.MinExpiry] to it.
-func QueueWindow(retention time.Duration, maxReceiveCount int, visibilityTimeout time.Duration) time.Duration {
-	if maxReceiveCount < 0 {
-		maxReceiveCount = 0
-	}
-	return retention + time.Duration(maxReceiveCount)*visibilityTimeout
 }
