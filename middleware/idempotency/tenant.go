@@ -12,13 +12,10 @@ import (
 	"github.com/sqsonce/sqsonce/internal/planted"
 )
 
-// Tenancy says what scopes a record id to a tenant ([Config.Tenancy]). A
-// scoped id is "{Namespace}#t-{digest}": the digest is SHA-256, in hex, of
-// the scope and of what the [Format] hashes for the key, so that two
-// tenants with one key never share a record and one never replays the
-// other's result. A call without a scope (no tenant, and no message group
-// when one counts) keeps the unscoped id "{Namespace}#{digest}", byte for
-// byte. Powertools does not scope: see [TenancyOff].
+// Tenancy says what scopes a record id to a tenant ([Config.Tenancy]), so
+// that two tenants with one key never share a record. A scoped id is
+// "{Namespace}#t-{digest}", SHA-256 of the scope and the key; a call
+// without a scope keeps the unscoped id, byte for byte.
 type Tenancy int
 
 const (
@@ -28,22 +25,14 @@ const (
 	TenancyInvocation Tenancy = iota
 
 	// TenancyMessageGroup scopes by the invocation's tenant and, for an SQS
-	// message, by its MessageGroupId: the tenant of an SQS fair queue (a
-	// standard queue whose producers set MessageGroupId). A message without
-	// one is scoped by the invocation's tenant only. Wrap (of an
-	// events.SQSMessage) and WrapJSON read the group from the message and
-	// give it the same id; Do takes no message, so it scopes by the
-	// invocation's tenant only (put the group in its key). On a FIFO queue a
-	// message group is an ordering group, not a tenant: a key re-sent in
-	// another group then runs again.
+	// message (Wrap, WrapJSON; not Do), by its MessageGroupId: the tenant
+	// of an SQS fair queue. On a FIFO queue a group is not a tenant: a key
+	// re-sent in another group runs again.
 	TenancyMessageGroup
 
-	// TenancyOff scopes nothing: every call gets the unscoped id, whatever
-	// its tenant. It is for a table shared with Powertools, whose record ids
-	// ignore the tenant. Its risk: a tenant whose producer picks another
-	// tenant's key gets that tenant's stored result, so use it only where
-	// keys cannot collide across tenants (such as keys that embed the
-	// tenant).
+	// TenancyOff scopes nothing, as Powertools does, for a table shared
+	// with it: a tenant that sends another's key gets its stored result, so
+	// use it only where keys cannot collide across tenants.
 	TenancyOff
 )
 
