@@ -26,7 +26,7 @@ EVENT         ?= events/duplicate-delivery.json
 # ENV_VARS: a `sam local invoke --env-vars` file for make invoke, e.g. events/env/stub.json.
 ENV_VARS      ?=
 
-.PHONY: vuln all help help-check test test-go test-infra release-check deploy-local own-function lint fmt vet staticcheck bench bench-peer fuzz chaos verify build ops demo invoke synth diff deploy destroy bootstrap tools clean
+.PHONY: vuln all help help-check api test test-go test-infra release-check deploy-local own-function lint fmt vet staticcheck bench bench-peer fuzz chaos verify build ops demo invoke synth diff deploy destroy bootstrap tools clean
 
 # The Go vulnerability database is the module golang.org/x/vulndb from the Go
 # proxy; its cmd/indexdb lays its OSV files out as govulncheck's -db file://
@@ -95,8 +95,12 @@ deploy-local: $(RIE)
 own-function: $(RIE)
 	SQSONCE_RIE=$(RIE) $(GO) test -race -count=1 -tags deploylocal -timeout 10m -v -run '^TestOwnFunction' ./test/ownfunction
 
-## lint: fmt, vet, staticcheck and help-check.
-lint: fmt vet staticcheck help-check
+## lint: fmt, vet, staticcheck, help-check and api.
+lint: fmt vet staticcheck help-check api
+
+## api: fail if the library's exported API changed incompatibly since api/baseline.txt (the last release) and CHANGELOG.md's Unreleased section does not name the change; after a release, `go run ./tools/apigate -record`.
+api:
+	$(GO) run ./tools/apigate
 
 ## fmt: fail if gofmt would change a file.
 fmt:

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
 	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/metrics"
 )
@@ -348,7 +348,7 @@ func TestEnvironment(t *testing.T) {
 			}
 
 			retention, visibility, maxReceive := queueFigures(t, tpl)
-			window := idempotency.QueueWindow(retention, maxReceive, visibility)
+			window := batch.QueueWindow(retention, maxReceive, visibility)
 			parse := func(k string) time.Duration {
 				s, _ := env[k].(string)
 				d, err := time.ParseDuration(s)

@@ -78,7 +78,7 @@ func TestKeySource(t *testing.T) {
 		}
 		// --tenant: the id the guard scopes to the tenant.
 		k, _ := idempotency.Select(tc.sel, events.SQSMessage{Body: body})
-		want, _ := g.ScopedID(idempotency.Scope{Tenant: "acme"}, k)
+		want, _ := g.ScopedID("acme", "", k)
 		if got, err := (&selector{body: path, tenant: "acme"}).resolve(o, nil); err != nil || got != want || got == written[0] {
 			t.Errorf("%s: --tenant acme: %s, %v; want %s", tc.source, got, err, want)
 		}

@@ -12,7 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
@@ -354,7 +353,7 @@ func (c *resolveCmd) exec(ctx context.Context, o *ops) int {
 	if !c.dryRun {
 		expires := rec.ExpiresAt
 		if expires.IsZero() {
-			expires = now().Add(idempotency.DefaultExpiresAfter)
+			expires = now().Add(defaultExpiresAfter)
 		}
 		// The claim's own owner; a claim without one (written by
 		// Powertools) is completed under a new token, so that the store
@@ -379,3 +378,6 @@ func stamp(t *time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+// defaultExpiresAfter is the guard's default Config.ExpiresAfter.
+const defaultExpiresAfter = 15 * 24 * time.Hour

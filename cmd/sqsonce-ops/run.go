@@ -269,10 +269,9 @@ func (s *selector) resolve(o *ops, stdin io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	scope := idempotency.Scope{Tenant: s.tenant, MessageGroup: s.group}
 	switch o.g.tenancy {
 	case envvars.TenancyOff:
-		if scope != (idempotency.Scope{}) {
+		if s.tenant != "" || s.group != "" {
 			return "", fmt.Errorf("--tenancy off ($%s): the function scopes no id, so --tenant and --group do not apply", envTenancy)
 		}
 	case envvars.TenancyMessageGroup:
@@ -281,7 +280,7 @@ func (s *selector) resolve(o *ops, stdin io.Reader) (string, error) {
 			return "", fmt.Errorf("--group scopes an id only for a function with --tenancy %s ($%s)", envvars.TenancyMessageGroup, envTenancy)
 		}
 	}
-	return o.guard.ScopedID(scope, k)
+	return o.guard.ScopedID(s.tenant, s.group, k)
 }
 
 // messageID is the record id of m's key, scoped as the function scopes it
@@ -294,7 +293,7 @@ func messageID(o *ops, kf idempotency.Selector, m events.SQSMessage) (string, er
 		return "", err
 	}
 	if o.g.tenancy == envvars.TenancyMessageGroup {
-		return o.guard.ScopedID(idempotency.Scope{MessageGroup: m.Attributes["MessageGroupId"]}, k)
+		return o.guard.ScopedID("", m.Attributes["MessageGroupId"], k)
 	}
 	return o.guard.ID(k)
 }

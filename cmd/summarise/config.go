@@ -18,7 +18,7 @@ const (
 	envTable            = envvars.EnvTable            // idempotency table (DynamoDB store); required inside Lambda
 	envSummariesTable   = "SQSONCE_SUMMARIES_TABLE"   // summaries table, partition key "id" (S); optional
 	envNamespace        = envvars.EnvNamespace        // record id prefix; default "summarise"
-	envExpiresAfter     = envvars.EnvExpiresAfter     // Go duration; default idempotency.DefaultExpiresAfter
+	envExpiresAfter     = envvars.EnvExpiresAfter     // Go duration; default 15 days (idempotency.Config.ExpiresAfter)
 	envQueueWindow      = envvars.EnvQueueWindow      // Go duration: the queue's window; a shorter expiry is refused
 	envProvider         = "SQSONCE_PROVIDER"          // stub | bedrock | openai; default stub
 	envModel            = "SQSONCE_MODEL"             // default model for requests that name none

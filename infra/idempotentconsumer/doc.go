@@ -45,7 +45,7 @@
 // after a redrive from the dead-letter queue: a redriven message is a new
 // message, and its key may have been completed meanwhile by a producer's
 // re-send. [Props.Plan] computes the queue's window with
-// [idempotency.QueueWindow] (retention + MaxReceiveCount × visibility
+// [batch.QueueWindow] (retention + MaxReceiveCount × visibility
 // timeout) and the dead-letter window ([Plan.DeadLetterWindow]: the time a
 // message can wait in the dead-letter queue, plus a window of its own),
 // adds [Props.ExpiryMargin], and passes the expiry and the queue's window to

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 
 	"github.com/sqsonce/sqsonce/middleware/batch"
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 	"github.com/sqsonce/sqsonce/middleware/metrics"
@@ -81,7 +80,7 @@ const (
 	// EnvExpiresAfter is the record expiry as a Go duration in whole
 	// seconds ("1647000s"), at least [Plan.DeadLetterWindow].
 	EnvExpiresAfter = envvars.EnvExpiresAfter
-	// EnvQueueWindow is the queue's window ([idempotency.QueueWindow]) as a
+	// EnvQueueWindow is the queue's window ([batch.QueueWindow]) as a
 	// Go duration in whole seconds. The runtime refuses an expiry below it.
 	EnvQueueWindow = envvars.EnvQueueWindow
 	// EnvPartitionKey, EnvSortKey and EnvStaticPartition are
@@ -405,7 +404,7 @@ type Plan struct {
 	MaxReceiveCount     int
 
 	// QueueWindow is the longest a message can keep being delivered from
-	// the queue: idempotency.QueueWindow(Retention, MaxReceiveCount,
+	// the queue: batch.QueueWindow(Retention, MaxReceiveCount,
 	// VisibilityTimeout).
 	QueueWindow time.Duration
 	// DeadLetterWindow is the longest a message can keep being delivered
@@ -725,7 +724,7 @@ func (p Props) Plan() (Plan, error) {
 	}
 	seconds("OldestMessageAlarm", pl.OldestMessageAlarm)
 
-	pl.QueueWindow = idempotency.QueueWindow(pl.Retention, pl.MaxReceiveCount, pl.VisibilityTimeout)
+	pl.QueueWindow = batch.QueueWindow(pl.Retention, pl.MaxReceiveCount, pl.VisibilityTimeout)
 	pl.DeadLetterWindow = pl.DeadLetterRetention + pl.QueueWindow
 	deadLetterWait := "DeadLetterRetention " + pl.DeadLetterRetention.String()
 	if pl.FIFO {

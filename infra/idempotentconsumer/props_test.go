@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/batch"
 )
 
 func TestPlanDefaults(t *testing.T) {
@@ -29,7 +29,7 @@ func TestPlanDefaults(t *testing.T) {
 		Retention:           DefaultRetention,
 		DeadLetterRetention: DefaultDeadLetterRetention,
 		MaxReceiveCount:     DefaultMaxReceiveCount,
-		QueueWindow:         idempotency.QueueWindow(DefaultRetention, DefaultMaxReceiveCount, VisibilityFactor*DefaultTimeout),
+		QueueWindow:         batch.QueueWindow(DefaultRetention, DefaultMaxReceiveCount, VisibilityFactor*DefaultTimeout),
 		BatchSize:           DefaultBatchSize,
 		MaxBatchingWindow:   DefaultMaxBatchingWindow,
 		MaxConcurrency:      DefaultMaxConcurrency,
@@ -110,8 +110,8 @@ func TestPlanDerivesFromSettings(t *testing.T) {
 				t.Errorf("visibility %v window %v dead-letter window %v expires %v, want %v %v %v %v",
 					pl.VisibilityTimeout, pl.QueueWindow, pl.DeadLetterWindow, pl.ExpiresAfter, tc.visibility, tc.window, tc.dlWindow, tc.expires)
 			}
-			if want := idempotency.QueueWindow(pl.Retention, pl.MaxReceiveCount, pl.VisibilityTimeout); pl.QueueWindow != want {
-				t.Errorf("window %v, idempotency.QueueWindow says %v", pl.QueueWindow, want)
+			if want := batch.QueueWindow(pl.Retention, pl.MaxReceiveCount, pl.VisibilityTimeout); pl.QueueWindow != want {
+				t.Errorf("window %v, batch.QueueWindow says %v", pl.QueueWindow, want)
 			}
 			if pl.MaxBatchingWindow != tc.batchingWindow {
 				t.Errorf("batching window %v, want %v", pl.MaxBatchingWindow, tc.batchingWindow)

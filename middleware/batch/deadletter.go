@@ -7,38 +7,18 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sqsonce/sqsonce/middleware/failure"
 )
 
-// PermanentError is an error that tells whether trying again can help:
-// Permanent reports true when nothing can. With [Options.DeadLetter] set,
-// a message whose record failed with an error wrapping a PermanentError
-// that reports true is moved to its queue's dead-letter queue at once.
-// Package idempotency's BodyError, KeyError, PayloadMismatchError and
-// QuarantinedError report true; a record function marks an error of its
-// own with [Permanent]. Package idempotency's guard does not retry a store
-// completion whose error reports true, and stores implement it on their
-// errors. The first PermanentError in the chain decides.
-type PermanentError interface {
-	error
-	Permanent() bool
-}
+// PermanentError is [failure.PermanentError]: an error whose Permanent
+// reports whether trying again can help. With [Options.DeadLetter] set, a
+// message whose record failed with one that reports true is moved to its
+// queue's dead-letter queue at once.
+type PermanentError = failure.PermanentError
 
-// Permanent returns err marked as permanent (see [PermanentError]): its
-// message and its chain are err's. Permanent(nil) is nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{err: err}
-}
-
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string   { return e.err.Error() }
-func (e *permanentError) Unwrap() error   { return e.err }
-func (e *permanentError) Permanent() bool { return true }
-
-var _ PermanentError = (*permanentError)(nil)
+// Permanent returns err marked as permanent; it is [failure.Permanent].
+func Permanent(err error) error { return failure.Permanent(err) }
 
 // permanent returns the PermanentError that makes err permanent, or nil.
 func permanent(err error) PermanentError {
@@ -52,8 +32,9 @@ func permanent(err error) PermanentError {
 // permanent, as Lambda names error types: the marked error's for one
 // marked by [Permanent].
 func errorType(p PermanentError) string {
-	if m, ok := p.(*permanentError); ok {
-		return fmt.Sprintf("%T", m.err)
+	marked := fmt.Sprintf("%T", Permanent(errors.ErrUnsupported))
+	if fmt.Sprintf("%T", p) == marked {
+		return fmt.Sprintf("%T", errors.Unwrap(p))
 	}
 	return fmt.Sprintf("%T", p)
 }

@@ -3,10 +3,9 @@ package batch
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
-	"github.com/sqsonce/sqsonce/internal/redact"
+	"github.com/sqsonce/sqsonce/middleware/failure"
 )
 
 // The reasons a record is reported failed without being started. They reach
@@ -93,46 +92,14 @@ func IsRetry(err error) bool {
 // context was canceled.
 var errNotStarted = errors.New("batch: record not started")
 
-// LoggedError is an error that its record function logged already, or
-// deliberately did not log: the handler does not log a failure whose error
-// wraps one whose Logged reports true. The errors package idempotency's
-// guard returns are LoggedErrors.
-type LoggedError interface {
-	error
-	Logged() bool
-}
+// LoggedError is [failure.LoggedError]: an error its record function
+// logged already, or deliberately did not log; the handler does not log it.
+type LoggedError = failure.LoggedError
 
 // errIncomplete marks a record whose run never returned: the goroutine
 // running it exited (runtime.Goexit) before the record function returned.
 var errIncomplete = errors.New("batch: record did not complete")
 
-// PanicError is returned in place of a panic: the error a record fails
-// with when its function panics, and the one package idempotency returns
-// when the operation it runs (or the operation's result's MarshalJSON, or
-// the store) panics.
-type PanicError struct {
-	// Value is the value passed to panic.
-	Value any
-	// Stack is the panicking goroutine's stack, as [debug.Stack] formats it.
-	Stack []byte
-}
-
-// Error names the panic value by its type and a digest of its text, never
-// by the text itself, which may hold message content (a panic in a
-// handler is often fmt.Sprint of what it was given): "batch: panic: a
-// string (sha256:5f1d2a0c)". A runtime error, whose text the Go runtime
-// writes, is shown as it is: "batch: panic: runtime error: index out of
-// range [3] with length 3". The stack is logged separately.
-func (e *PanicError) Error() string {
-	if re, ok := e.Value.(runtime.Error); ok {
-		return "batch: panic: " + re.Error()
-	}
-	return fmt.Sprintf("batch: panic: a %T (%s)", e.Value, redact.Digest(fmt.Sprint(e.Value)))
-}
-
-// Unwrap returns the panic value if it is an error, so that [errors.Is] and
-// [errors.As] see through the panic.
-func (e *PanicError) Unwrap() error {
-	err, _ := e.Value.(error)
-	return err
-}
+// PanicError is [failure.PanicError]: the error a record fails with when
+// its function panics.
+type PanicError = failure.PanicError

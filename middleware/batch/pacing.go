@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sqsonce/sqsonce/middleware/failure"
 )
 
 // Defaults for the zero values of [Pacing], and SQS's limit.
@@ -164,13 +166,10 @@ func (p Pacing) withDefaults() Pacing {
 	return p
 }
 
-// RetryAtError is an error that tells when a new attempt of its record can
-// succeed: [Pacing] has the message delivered again just after RetryAt,
-// unless RetryAt is the zero time. idempotency.InProgressError is one.
-type RetryAtError interface {
-	error
-	RetryAt() time.Time
-}
+// RetryAtError is [failure.RetryAtError]: an error that tells when a new
+// attempt of its record can succeed; [Pacing] has the message delivered
+// again just after RetryAt, unless RetryAt is the zero time.
+type RetryAtError = failure.RetryAtError
 
 // timeout is the visibility timeout of a failed record, as of now; rnd
 // draws from [0, 1).

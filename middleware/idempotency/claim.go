@@ -12,7 +12,7 @@ import (
 
 	"github.com/sqsonce/sqsonce/internal/planted"
 	"github.com/sqsonce/sqsonce/internal/redact"
-	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/failure"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
@@ -43,7 +43,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 		// A panicking Store must fail this call, not the process, and not
 		// the calls sharing it. The record is left as it is.
 		if v := recover(); v != nil {
-			err := &StoreError{Op: step, ID: id, Err: &batch.PanicError{Value: v, Stack: debug.Stack()}}
+			err := &StoreError{Op: step, ID: id, Err: &failure.PanicError{Value: v, Stack: debug.Stack()}}
 			out = outcome{ev: Report{Outcome: OutcomeFailed, Ran: ran, Err: err}}
 		}
 	}()
@@ -120,7 +120,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 		// The operation ran; never run it again for want of a result. The
 		// record completes without one and this delivery fails.
 		data, val = nil, nil
-		if _, ok := encErr.(*batch.PanicError); !ok {
+		if _, ok := encErr.(*failure.PanicError); !ok {
 			encErr = fmt.Errorf("idempotency: encode result of %s: %w", id, encErr)
 		}
 		result = OutcomeFailed
@@ -282,32 +282,32 @@ func (g *Guard) claim(ctx context.Context, id, validation string, strict bool, n
 }
 
 // seal is data sealed by Config.Sealer for record id, with a panic of the
-// Sealer turned into a *batch.PanicError.
+// Sealer turned into a *failure.PanicError.
 func (g *Guard) seal(ctx context.Context, id string, data []byte) (sealed []byte, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &batch.PanicError{Value: v, Stack: debug.Stack()}
+			err = &failure.PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	return driver.SealData(ctx, g.cfg.Sealer, id, data)
 }
 
 // encode is the JSON encoding of val, with a panic in a MarshalJSON method
-// turned into a *batch.PanicError.
+// turned into a *failure.PanicError.
 func encode(val any) (data []byte, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &batch.PanicError{Value: v, Stack: debug.Stack()}
+			err = &failure.PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	return json.Marshal(val)
 }
 
-// callOp runs op, turning a panic into a *batch.PanicError.
+// callOp runs op, turning a panic into a *failure.PanicError.
 func callOp(ctx context.Context, op func(context.Context) (any, error)) (val any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &batch.PanicError{Value: v, Stack: debug.Stack()}
+			err = &failure.PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	return op(ctx)

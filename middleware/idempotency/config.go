@@ -11,11 +11,11 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-// Defaults of the zero values of [Config].
+// Defaults of the zero values of [Config], stated on its fields.
 const (
-	DefaultExpiresAfter = 15 * 24 * time.Hour // above SQS's longest retention, 14 days
-	DefaultLease        = 15 * time.Minute    // a lease when the context has no deadline
-	DefaultSkewMargin   = 5 * time.Second     // added to every lease
+	defaultExpiresAfter = 15 * 24 * time.Hour // above SQS's longest retention, 14 days
+	defaultLease        = 15 * time.Minute    // a lease when the context has no deadline
+	defaultSkewMargin   = 5 * time.Second     // added to every lease
 )
 
 // Config configures a [Guard]. Store and Namespace are required; every
@@ -30,126 +30,88 @@ type Config struct {
 	Namespace string
 
 	// ExpiresAfter is how long a record counts after it is claimed or
-	// completed (the table's TTL). Default DefaultExpiresAfter. New
-	// refuses one below MinExpiry: the longest a message lives in its
-	// queue ([QueueWindow]); zero checks nothing.
+	// completed (the table's TTL); default 15 days. New refuses one below
+	// MinExpiry, the longest a message lives in its queue
+	// (batch.QueueWindow); zero checks nothing.
 	ExpiresAfter, MinExpiry time.Duration
 
 	// Lease is how long a claim is held when the context has no deadline,
 	// counted from before the claim is written; with one (inside Lambda)
-	// the lease ends at the deadline. Default DefaultLease.
+	// the lease ends at the deadline. Default 15 minutes.
 	Lease time.Duration
 
 	// KeepAliveEvery is how often, while an operation runs, the guard
-	// extends its claim's lease on a store that implements
-	// [driver.Extender] (every store of this module does), each time to
-	// the claimed lease's length from then (plus SkewMargin): one write
-	// fenced on the claim's owner, which Powertools sees as a later
-	// in_progress_expiration (a strict claim's strict lease moves
-	// instead, so it is never quarantined while its owner lives). A
-	// live owner is then never taken over, however long its operation
-	// runs within KeepAliveLimit. If an extension is refused (the claim
-	// was lost) or none is applied in time, the operation's context ends
-	// a reserve before the lease would lapse, with a cause wrapping
-	// [ErrLeaseNotExtended]. Default: a third of the lease (1 s at
-	// Lambda's default 3 s timeout, 5 minutes with DefaultLease); an
-	// operation shorter than that makes no extra write. A value above
-	// half the lease counts as half. Negative turns keep-alive off: the
-	// operation's context then ends a reserve before the claimed lease,
-	// as it does on a store without Extend.
+	// extends its lease by the claimed length (on a [driver.Extender], one
+	// write fenced on the owner): a live owner is never taken over within
+	// KeepAliveLimit. If an extension is refused or late, the context ends
+	// a reserve before the lease lapses ([ErrLeaseNotExtended]). Default a
+	// third of the lease, at most half; negative turns keep-alive off.
 	KeepAliveEvery time.Duration
 
 	// KeepAliveLimit bounds how long after its claim a lease is kept
-	// alive: the operation's context ends a reserve before it, with a
-	// cause wrapping ErrLeaseNotExtended (never before the claimed
-	// lease). Default 12 h, the longest SQS keeps a received message
-	// invisible; at most ExpiresAfter. Whatever the limit, the context
-	// ends a reserve before ExpiresAfter less SkewMargin after the claim
-	// (and so does a claimed lease that would reach past it): a worker
-	// whose clock runs SkewMargin ahead takes the record as expired from
-	// then, and may claim it.
+	// alive (never below the claimed lease); the context then ends as for
+	// a refused extension. Default 12 h, the longest SQS keeps a message
+	// invisible; it never reaches past ExpiresAfter less SkewMargin.
 	KeepAliveLimit time.Duration
 
 	// SkewMargin is added to every stored lease end, so that workers whose
-	// clocks disagree by less never take over a live claim; a dead holder's
-	// key waits that much longer. Default DefaultSkewMargin; for none, set
-	// a nanosecond.
+	// clocks disagree by less never take over a live claim. Default 5 s;
+	// for none, set a nanosecond.
 	SkewMargin time.Duration
 
-	// CacheBytes bounds the completed records served from memory until they
-	// expire, least recently used out first (a record counts for its result,
-	// id and digests, and 256 bytes). Zero turns the cache off.
+	// CacheBytes bounds the completed records served from memory (each
+	// counts its result, id, digests and 256 bytes); zero: no cache.
 	CacheBytes int
 
 	Format Format // the record id's recipe; default FormatNative
 
-	// Sealer, if set, encrypts every result the guard stores, with the
-	// record id bound to it (package kmsseal: AES-GCM under a data key
-	// from AWS KMS), and opens the sealed results it reads; nothing else
-	// of a record is sealed. Default none: results are stored as JSON,
-	// readable by Powertools. Whatever the setting, a sealed result that
-	// cannot be opened (no Sealer, tampered, sealed for another record)
-	// fails its call with an error wrapping [driver.ErrUnsealed]: never
-	// replayed, never run again. Results stored unsealed (before the
-	// Sealer was set) are still replayed. A result that cannot be sealed
-	// is not stored, as one that cannot be encoded. New refuses a Sealer
-	// on a store whose other readers would misread a sealed result (see
-	// [driver.SealValidator]).
+	// Sealer, if set, encrypts each stored result bound to its record id
+	// (package kmsseal); a sealed result it cannot open fails its call
+	// with [driver.ErrUnsealed], never replayed or run. Default none.
 	Sealer driver.Sealer
 
-	// Tenancy scopes record ids to a tenant: by default, to the
-	// invocation's TenantID, so that a tenant never replays another's
-	// result (see [Tenancy]); calls without a tenant keep their ids.
-	// TenancyOff shares a table with Powertools, at a risk its doc states.
+	// Tenancy scopes record ids to a tenant; by default, to the
+	// invocation's TenantID (see [Tenancy]).
 	Tenancy Tenancy
 
 	// CompleteAttempts bounds the tries of a completion that fails with an
-	// error that may pass (not one wrapping [driver.ErrLeaseLost],
-	// [driver.ErrAttachUnsupported], [context.Canceled] or a
-	// [batch.PermanentError] that reports true), within the context's
-	// deadline. Default 3.
+	// error that may pass (not a lost lease, a cancellation or a
+	// [failure.PermanentError]), within the deadline. Default 3.
 	CompleteAttempts int
 
 	// Strict puts every call in strict mode (the option [Strict] puts one
 	// wrapper's): a claim whose lease lapsed with the operation's outcome
-	// unknown is never taken over. The call that finds it quarantines the
-	// record and fails with a [*QuarantinedError], and so does every call of
-	// the key, strict or not, until an operator releases it (the next
-	// delivery runs the operation) or resolves it with a result, or it
-	// expires. For operations where running twice is worse than not running:
-	// a payment, an e-mail. A strict claim is written so that no reader
-	// takes it over (see [driver.Record.StrictLease]).
+	// unknown is never taken over, but quarantined: every call of the key
+	// fails with a [*QuarantinedError] until an operator releases or
+	// resolves it, or it expires. For operations where running twice is
+	// worse than not running: a payment, an e-mail.
 	Strict bool
 
 	Now func() time.Time // the clock; default time.Now
 
-	// Logger gets one line per call, at its outcome's level (see [Outcome]).
-	// Default slog.Default().
-	Logger *slog.Logger
+	Logger *slog.Logger // one line per call at its outcome's level; default slog.Default()
 
-	// OnOutcome, if set, gets every call's Report after its log line, for
-	// metrics. It must be safe for concurrent use.
+	// OnOutcome, if set, gets every call's Report after its log line (for
+	// metrics); it must be safe for concurrent use.
 	OnOutcome func(context.Context, Report)
 
 	// OnRun, if set, is called each time the operation is about to run
-	// under this call's claim (never for a replay, a key in progress or a
-	// call that failed before its claim), with the operation's context: the
-	// operation runs under the context it returns, and done gets the
-	// operation's error (a panic as a *batch.PanicError) once it returned.
-	// For tracing (package oteltrace). It must be safe for concurrent use.
+	// under a claim: the operation runs under the context it returns, and
+	// done gets its error. For tracing (package oteltrace); it must be
+	// safe for concurrent use.
 	OnRun func(ctx context.Context) (_ context.Context, done func(error))
 }
 
 // withDefaults is c with the default of every zero optional field.
 func (c Config) withDefaults() Config {
 	if c.ExpiresAfter == 0 {
-		c.ExpiresAfter = DefaultExpiresAfter
+		c.ExpiresAfter = defaultExpiresAfter
 	}
 	if c.Lease == 0 {
-		c.Lease = DefaultLease
+		c.Lease = defaultLease
 	}
 	if c.SkewMargin == 0 {
-		c.SkewMargin = DefaultSkewMargin
+		c.SkewMargin = defaultSkewMargin
 	}
 	if c.KeepAliveLimit == 0 {
 		c.KeepAliveLimit = defaultKeepAliveLimit
@@ -225,15 +187,4 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("idempotency: Config.CompleteAttempts %d is negative", c.CompleteAttempts))
 	}
 	return errors.Join(errs...)
-}
-
-// QueueWindow is the longest an SQS message can keep being delivered: its
-// retention, plus a visibility timeout for each receive before it moves to
-// the dead-letter queue; QueueWindow(4*24*time.Hour, 5, 18*time.Minute) is
-// 4 days and 90 minutes. Set [Config.MinExpiry] to it.
-func QueueWindow(retention time.Duration, maxReceiveCount int, visibilityTimeout time.Duration) time.Duration {
-	if maxReceiveCount < 0 {
-		maxReceiveCount = 0
-	}
-	return retention + time.Duration(maxReceiveCount)*visibilityTimeout
 }

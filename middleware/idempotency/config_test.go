@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -25,9 +26,9 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"no namespace", idempotency.Config{Store: store}, "Namespace is required"},
 		{"negative expiry", idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: -time.Second}, "negative"},
 		{"expiry below the queue window", idempotency.Config{Store: store, Namespace: "n",
-			ExpiresAfter: time.Hour, MinExpiry: idempotency.QueueWindow(4*24*time.Hour, 5, 18*time.Minute)}, "shorter than the queue's window"},
+			ExpiresAfter: time.Hour, MinExpiry: batch.QueueWindow(4*24*time.Hour, 5, 18*time.Minute)}, "shorter than the queue's window"},
 		{"default expiry below a 14-day window", idempotency.Config{Store: store, Namespace: "n",
-			MinExpiry: idempotency.QueueWindow(14*24*time.Hour, 1000, time.Hour)}, "shorter than the queue's window"},
+			MinExpiry: batch.QueueWindow(14*24*time.Hour, 1000, time.Hour)}, "shorter than the queue's window"},
 		{"lease longer than expiry", idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: time.Minute, Lease: time.Hour}, "longer than"},
 		{"keep-alive limit negative", idempotency.Config{Store: store, Namespace: "n", KeepAliveLimit: -time.Second}, "KeepAliveLimit"},
 		{"keep-alive limit longer than expiry", idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: time.Hour, Lease: time.Minute,
@@ -45,20 +46,11 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		})
 	}
 	if _, err := idempotency.New(idempotency.Config{Store: store, Namespace: "n",
-		MinExpiry: idempotency.QueueWindow(4*24*time.Hour, 5, 18*time.Minute)}); err != nil {
+		MinExpiry: batch.QueueWindow(4*24*time.Hour, 5, 18*time.Minute)}); err != nil {
 		t.Errorf("default expiry over a 4-day queue: %v", err)
 	}
 	if _, err := idempotency.New(idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: time.Hour, Lease: time.Minute}); err != nil {
 		t.Errorf("an expiry below DefaultKeepAliveLimit, with the limit's zero value: %v", err)
-	}
-}
-
-func TestQueueWindow(t *testing.T) {
-	if got, want := idempotency.QueueWindow(4*24*time.Hour, 5, 18*time.Minute), 4*24*time.Hour+90*time.Minute; got != want {
-		t.Errorf("QueueWindow = %v, want %v", got, want)
-	}
-	if got, want := idempotency.QueueWindow(time.Hour, -1, time.Minute), time.Hour; got != want {
-		t.Errorf("QueueWindow with a negative count = %v, want %v", got, want)
 	}
 }
 

@@ -58,35 +58,23 @@
 // [FirstOf] the first of several, [SelectorFunc] a function of your own,
 // package jmespath a Powertools JMESPath expression. [Do] takes a
 // [Selection] its caller holds. A [Format] turns the selection into the
-// record id "{Namespace}#{digest}". When the invocation carries a tenant
-// (Lambda's tenant isolation mode), the id is scoped to it,
-// "{Namespace}#t-{digest}", so that a tenant never replays another's result
-// ([Config.Tenancy]). A message without a key fails with a [*KeyError]:
-// the operation never runs unprotected.
+// record id "{Namespace}#{digest}", scoped to the invocation's tenant when
+// it has one ([Config.Tenancy]). A message without a key fails with a
+// [*KeyError]: the operation never runs unprotected.
 //
 // # Inputs and options
 //
-// [Wrap] is generic over its input: an SQS message for package batch's SQS,
-// a Kinesis or DynamoDB stream record, an API Gateway request, an
-// EventBridge event, a type of your own. [Option] values configure one
-// wrapper: [WithPayload], [OnReplay], [WithInputID], [Strict]. [WrapJSON]
-// decodes each SQS body once into the operation's request type, and takes
-// [WithCheck] and [DisallowUnknownFields] too.
+// [Wrap] is generic over its input. [Option] values configure one wrapper.
+// [WrapJSON] decodes each SQS body once into the operation's request type.
 //
 // # Claims
 //
 // One call claims its key ([driver.Store.Acquire]); finds a COMPLETED
 // record and returns its result, or a live claim and fails with
 // ErrInProgress; or runs the operation under a context that ends a reserve
-// before the lease (a tenth of it, at most a second), a lease that the
-// guard extends while the operation runs (see [Config.KeepAliveEvery]). A failed or panicking
-// operation releases its claim, so that a retry can run it; a result is
-// stored only while the call still owns its lease. A call whose lease was
-// taken over claims again, and returns the winner's result, fails with
-// ErrInProgress while the winner runs, or stores its own if the key was
-// freed: [OutcomeDoubleRun] counts the first two. Calls of one key at the
-// same time in one process run once and share the outcome; with
-// [Config.CacheBytes], completed records are served from memory.
+// before the lease. A failed or panicking operation releases its claim; a
+// result is stored only while the call still owns its lease. Calls of one
+// key at the same time in one process run once and share the outcome.
 //
 // # Outcomes and errors
 //
@@ -94,7 +82,7 @@
 // [Report] and logged once, at its level, to [Config.Logger]. The errors the
 // guard returns wrap one of [*KeyError] or [*BodyError] (nothing claimed),
 // [*InProgressError], [*PayloadMismatchError], [*QuarantinedError] (nothing
-// ran), [*StoreError], a [*batch.PanicError], the operation's own error, an
+// ran), [*StoreError], a [*failure.PanicError], the operation's own error, an
 // encoding/json error for a result that could not be encoded or decoded, a
 // replay hook's error, or the context's: find it with [errors.As] or
 // [errors.Is]. They tell package batch they were logged, so that a failed

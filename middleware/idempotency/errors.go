@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/failure"
 )
 
 // prefix begins every error message of the package, once: an error of the
@@ -54,7 +54,7 @@ func (e *InProgressError) Error() string {
 func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
 
 // RetryAt returns LeaseUntil, with which package batch paces the input's
-// next delivery ([batch.RetryAtError]).
+// next delivery ([failure.RetryAtError]).
 func (e *InProgressError) RetryAt() time.Time { return e.LeaseUntil }
 
 // QuarantinedError ([ErrQuarantined]) is the error of a call whose key's
@@ -128,12 +128,12 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // rather than silently turning single logging, pacing or dead-lettering
 // off.
 var (
-	_ batch.LoggedError    = (*reported)(nil)
-	_ batch.RetryAtError   = (*InProgressError)(nil)
-	_ batch.PermanentError = (*BodyError)(nil)
-	_ batch.PermanentError = (*KeyError)(nil)
-	_ batch.PermanentError = (*PayloadMismatchError)(nil)
-	_ batch.PermanentError = (*QuarantinedError)(nil)
+	_ failure.LoggedError    = (*reported)(nil)
+	_ failure.RetryAtError   = (*InProgressError)(nil)
+	_ failure.PermanentError = (*BodyError)(nil)
+	_ failure.PermanentError = (*KeyError)(nil)
+	_ failure.PermanentError = (*PayloadMismatchError)(nil)
+	_ failure.PermanentError = (*QuarantinedError)(nil)
 )
 
 // Permanent reports true: the same body fails the same way on every

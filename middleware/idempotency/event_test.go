@@ -265,14 +265,14 @@ func TestWrapAPIRequestNoContentInErrors(t *testing.T) {
 // TypeScript default is checked against the real runtime in test/ptinterop.
 func TestPowertoolsPrefix(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
-		{idempotency.PowertoolsTypeScriptPrefix("", "orders-api"), "orders-api"},
-		{idempotency.PowertoolsTypeScriptPrefix("orders", "orders-api"), "orders"},
-		{idempotency.PowertoolsTypeScriptPrefix(" \u00a0orders\ufeff\n", "orders-api"), "orders"},
-		{idempotency.PowertoolsTypeScriptPrefix("  ", "orders-api"), "orders-api"},
-		{idempotency.PowertoolsTypeScriptPrefix("\u0085x", "f"), "\u0085x"}, // NEL is not white space in JavaScript
-		{idempotency.PowertoolsPythonPrefix("", "orders-api", "app.lambda_handler"), "orders-api.app.lambda_handler"},
-		{idempotency.PowertoolsPythonPrefix("", "", "app.lambda_handler"), "test-func.app.lambda_handler"},
-		{idempotency.PowertoolsPythonPrefix(" orders ", "orders-api", "app.lambda_handler"), " orders "},
+		{idempotency.FormatPowertoolsTypeScript.Namespace("", "orders-api", ""), "orders-api"},
+		{idempotency.FormatPowertoolsTypeScript.Namespace("orders", "orders-api", ""), "orders"},
+		{idempotency.FormatPowertoolsTypeScript.Namespace(" \u00a0orders\ufeff\n", "orders-api", ""), "orders"},
+		{idempotency.FormatPowertoolsTypeScript.Namespace("  ", "orders-api", ""), "orders-api"},
+		{idempotency.FormatPowertoolsTypeScript.Namespace("\u0085x", "f", ""), "\u0085x"}, // NEL is not white space in JavaScript
+		{idempotency.FormatPowertoolsPython.Namespace("", "orders-api", "app.lambda_handler"), "orders-api.app.lambda_handler"},
+		{idempotency.FormatPowertoolsPython.Namespace("", "", "app.lambda_handler"), "test-func.app.lambda_handler"},
+		{idempotency.FormatPowertoolsPython.Namespace(" orders ", "orders-api", "app.lambda_handler"), " orders "},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("prefix %q, want %q", tc.got, tc.want)

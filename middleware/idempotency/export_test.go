@@ -28,3 +28,10 @@ const (
 	MaxScopeBytes         = maxScopeBytes
 	DefaultKeepAliveLimit = defaultKeepAliveLimit
 )
+
+// The defaults of Config's zero values, for tests.
+const (
+	DefaultExpiresAfter = defaultExpiresAfter
+	DefaultLease        = defaultLease
+	DefaultSkewMargin   = defaultSkewMargin
+)

@@ -21,29 +21,20 @@ type Format int
 const (
 	// FormatNative hashes the canonical JSON (RFC 8785) of
 	// {"selector": …, "value": …} with SHA-256, in hex: field order, white
-	// space and number spelling (0.7, 0.70, 7e-1) do not change it, and
-	// values of different selectors never share a digest. Raw material is
-	// hashed as given, behind a prefix of its own. A number a double does
-	// not hold exactly (an integer beyond ±2^53 by size, a decimal with
-	// more digits than a double keeps) is refused, not rounded into another
-	// request's key: send such ids as strings.
+	// space and number spelling do not change it. A number a double does
+	// not hold exactly is refused, not rounded: send such ids as strings.
 	FormatNative Format = iota
 
 	// FormatPowertoolsPython is Powertools for AWS Lambda (Python)'s recipe,
-	// byte for byte: md5 of json.dumps(value, sort_keys=True) of the value
-	// json.loads reads (integers as sent, other numbers as Python's float
-	// repr), in hex. The selector is not hashed, so Powertools' collisions
-	// are kept: use it only to share a table with Powertools Python.
+	// byte for byte (md5 of json.dumps(value, sort_keys=True), in hex), for
+	// a table shared with it: the selector is not hashed.
 	FormatPowertoolsPython
 
 	// FormatPowertoolsTypeScript is Powertools for AWS Lambda
-	// (TypeScript)'s recipe, byte for byte: md5 of
-	// JSON.stringify(deepSort(value)) of the value JSON.parse reads
-	// (numbers as doubles, keys sorted as V8 lower-cases them), in base64.
-	// An object is refused whose key order another Unicode version would
-	// sort otherwise (a character unassigned in Unicode 15.0, or whose case
-	// changed since; a final sigma after ª, Ⓐ, ‘). The selector is not
-	// hashed, as for FormatPowertoolsPython.
+	// (TypeScript)'s recipe, byte for byte (md5 of
+	// JSON.stringify(deepSort(value)), in base64), for a table shared with
+	// it. An object whose key order depends on the Unicode version is
+	// refused.
 	FormatPowertoolsTypeScript
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sqsonce/sqsonce/internal/planted"
-	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/failure"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
@@ -18,13 +18,9 @@ import (
 const defaultKeepAliveLimit = 12 * time.Hour
 
 // ErrLeaseNotExtended is the cause ([context.Cause]) of an operation's
-// context that the guard ended because it could not keep the claim alive
-// (see [Config.KeepAliveEvery]): an extension was refused, the claim lost
-// (the cause wraps [driver.ErrLeaseLost] too); none could be made before
-// the lease would lapse (it wraps the store's last error); or the claim
-// reached [Config.KeepAliveLimit]. The context ends a reserve before the
-// lease does, so that an operation that honours it returns before any
-// other worker may take the key over. The call's error wraps it too.
+// context that the guard ended, a reserve before the lease, because it
+// could not keep the claim alive (see [Config.KeepAliveEvery]). The call's
+// error wraps it too.
 var ErrLeaseNotExtended = errors.New("idempotency: the claim's lease was not kept alive")
 
 // keeper keeps one claim alive while its operation runs: it extends the
@@ -272,7 +268,7 @@ func (k *keeper) extend(rec driver.Record) (err error) {
 	defer cancel()
 	defer func() {
 		if v := recover(); v != nil {
-			err = &batch.PanicError{Value: v, Stack: debug.Stack()}
+			err = &failure.PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	if err := k.ext.Extend(ctx, rec, k.g.cfg.Now()); err != nil {

@@ -59,13 +59,10 @@ func Raw(material []byte) Selection {
 // [Wrap] or [WrapJSON]: its key, or with [WithPayload] its payload. The
 // zero Selector selects nothing.
 //
-// [BodyField], [BodySubset] and [FirstOf] read the input's JSON body, in
-// place, without decoding it: an SQS message's body, a Kinesis record's
-// data, an API Gateway, ALB or function URL request's body (decoded from
-// base64 when so marked), an EventBridge event's detail, an SNS message,
-// []byte, json.RawMessage, string, or a type with a method JSONBody()
-// []byte. They hold what they read to the rules of Selection: the members
-// on the path, each of which must appear once, and the value.
+// [BodyField], [BodySubset] and [FirstOf] read the input's JSON body in
+// place (an SQS or SNS message's, a Kinesis record's data, an API request's,
+// an EventBridge event's detail, []byte, string, or a type with a method
+// JSONBody() []byte), to the rules of Selection.
 type Selector struct {
 	source string                               // names it in a *KeyError
 	body   func(body string) (Selection, error) // a body selector's

@@ -7,11 +7,8 @@ import (
 )
 
 // An Option configures one function made by [Wrap] or [WrapJSON], or one
-// call of [Do]. Options are values, not generic, so one that does not fit
-// (a hook for another result type, an input id for another input) is found
-// when the function is made: Wrap and WrapJSON panic, as http.Handle does
-// for a nil handler (the program is wrong whatever its input, and its
-// first test finds it); Do returns the error.
+// call of [Do]. One that does not fit (a hook for another result type)
+// makes Wrap and WrapJSON panic when the function is made; Do returns it.
 type Option struct {
 	name  string // the option, for errors
 	apply func(*options)
@@ -35,11 +32,9 @@ type options struct {
 // WithPayload turns payload validation on: the payload's digest is stored
 // with the record, and a later call with the same key and another payload
 // fails with a [*PayloadMismatchError] instead of returning the other
-// payload's result. For Wrap and WrapJSON it is a [Selector] that takes
-// the payload from each input (an input without one fails with a
-// [*KeyError], before anything is claimed); for Do, the [Selection]
-// itself. Pass the part that defines the work, not a whole body, whose
-// timestamps and request ids would make every re-send a mismatch.
+// payload's result. For Wrap and WrapJSON it is a [Selector]; for Do, the
+// [Selection] itself. Pass the part that defines the work, not a whole
+// body, whose timestamps would make every re-send a mismatch.
 func WithPayload[P Selector | Selection](p P) Option {
 	return Option{name: "WithPayload", apply: func(o *options) {
 		switch p := any(p).(type) {
@@ -52,12 +47,10 @@ func WithPayload[P Selector | Selection](p P) Option {
 }
 
 // OnReplay sets a hook called on every result a call returns from a record
-// rather than from its own run (outcomes replayed, and double_run without
-// an error), as Powertools' responseHook: it gets the result and the
-// call's [Report] so far (its Outcome, ID, InputID and Source), and
-// returns the result the call returns instead; an error fails the call.
-// T must be the wrapped operation's result type. It must be safe for
-// concurrent use.
+// rather than from its own run, as Powertools' responseHook: it gets the
+// result and the call's [Report] so far, and returns the result the call
+// returns instead; an error fails the call. T must be the operation's
+// result type; the hook must be safe for concurrent use.
 func OnReplay[T any](hook func(ctx context.Context, result T, r Report) (T, error)) Option {
 	return Option{name: "OnReplay", apply: func(o *options) {
 		o.hook, o.hookType = hook, reflect.TypeFor[T]()
@@ -65,10 +58,8 @@ func OnReplay[T any](hook func(ctx context.Context, result T, r Report) (T, erro
 }
 
 // WithInputID sets how an input is named in log lines, errors and
-// [Report.InputID]: an SQS message's id, an API request's id, a stream
-// record's event id, which Wrap takes itself for the events of package
-// events that carry one. In must be the wrapped function's input type; id
-// must not return message content.
+// [Report.InputID] (Wrap names the events that carry an id itself). In
+// must be the wrapped function's input type; id must not return content.
 func WithInputID[In any](id func(In) string) Option {
 	return Option{name: "WithInputID", apply: func(o *options) {
 		o.inputID, o.inputIDType = id, reflect.TypeFor[In]()
@@ -93,9 +84,7 @@ func WithCheck[Req any](check func(Req) error) Option {
 
 // DisallowUnknownFields makes [WrapJSON] fail a body that has a field its
 // request type does not declare, anywhere in it, as
-// [encoding/json.Decoder.DisallowUnknownFields] does (a type with its own
-// UnmarshalJSON method decides for its part). Without it such fields are
-// ignored, as by [encoding/json.Unmarshal].
+// [encoding/json.Decoder.DisallowUnknownFields] does.
 func DisallowUnknownFields() Option {
 	return Option{name: "DisallowUnknownFields", apply: func(o *options) { o.strictJSON = true }}
 }

@@ -2,33 +2,32 @@ package idempotency
 
 import "strings"
 
-// PowertoolsTypeScriptPrefix returns the prefix Powertools for AWS Lambda
-// (TypeScript) 2 writes before the "#" of its record ids: keyPrefix without
-// surrounding white space, else the function's name
-// (AWS_LAMBDA_FUNCTION_NAME): the [Config.Namespace] that shares records
-// with such a function, with [FormatPowertoolsTypeScript].
-func PowertoolsTypeScriptPrefix(keyPrefix, functionName string) string {
-	if p := strings.TrimFunc(keyPrefix, jsSpace); p != "" {
-		return p
+// Namespace returns the [Config.Namespace] that shares records with a
+// Powertools for AWS Lambda function of format f: the prefix it writes
+// before the "#" of its record ids. For [FormatPowertoolsTypeScript] (2.x)
+// that is keyPrefix without surrounding white space, else functionName
+// (AWS_LAMBDA_FUNCTION_NAME). For [FormatPowertoolsPython] it is keyPrefix
+// when not empty, else "{functionName}.{handler}" (functionName "test-func"
+// when empty, as Powertools has it; handler the decorated function's module
+// and name, "app.lambda_handler" for lambda_handler in app.py). For
+// [FormatNative] it is keyPrefix.
+func (f Format) Namespace(keyPrefix, functionName, handler string) string {
+	switch f {
+	case FormatPowertoolsTypeScript:
+		if p := strings.TrimFunc(keyPrefix, jsSpace); p != "" {
+			return p
+		}
+		return functionName
+	case FormatPowertoolsPython:
+		if keyPrefix != "" {
+			return keyPrefix
+		}
+		if functionName == "" {
+			functionName = "test-func"
+		}
+		return functionName + "." + handler
 	}
-	return functionName
-}
-
-// PowertoolsPythonPrefix returns the prefix Powertools for AWS Lambda
-// (Python) writes before the "#" of its record ids: keyPrefix when not
-// empty, else "{functionName}.{handler}" (functionName "test-func" when
-// empty, as Powertools has it; handler the decorated function's module and
-// name, "app.lambda_handler" for lambda_handler in app.py): the
-// [Config.Namespace] that shares records with such a function, with
-// [FormatPowertoolsPython].
-func PowertoolsPythonPrefix(keyPrefix, functionName, handler string) string {
-	if keyPrefix != "" {
-		return keyPrefix
-	}
-	if functionName == "" {
-		functionName = "test-func"
-	}
-	return functionName + "." + handler
+	return keyPrefix
 }
 
 // jsSpace reports whether String.prototype.trim removes r: ECMAScript's

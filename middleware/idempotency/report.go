@@ -6,17 +6,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/failure"
 )
 
 // Outcome names what the guard did with one call. Each call has one,
-// passed to Config.OnOutcome in a [Report] and logged in one line (outcome,
-// record_id, input_id, ran, duration, source, extensions, the Lambda
-// request_id of the call's invocation, its tenant, error, and a panic's
-// stack)
-// at its level: success below INFO, duplicates and keys in progress
-// visible, failures and double runs at ERROR. A slog handler filters the
-// lines, by level ([slog.HandlerOptions].Level) or by attribute.
+// passed to Config.OnOutcome in a [Report] and logged in one line at its
+// level (below); a slog handler filters the lines.
 type Outcome string
 
 // The outcomes, with the level of each.
@@ -28,8 +23,7 @@ const (
 	// taken over, the operation ran and its result was stored.
 	OutcomeTakenOver Outcome = "taken_over"
 	// OutcomeReplayed (INFO): the stored result was returned without
-	// running the operation (from the store, the cache, or a call of the
-	// same key running at the same time in this process).
+	// running the operation.
 	OutcomeReplayed Outcome = "replayed"
 	// OutcomeInProgress (WARN): another worker holds a live lease; nothing
 	// ran, and the input is retried later.
@@ -40,19 +34,15 @@ const (
 	// OutcomeReleased (ERROR): the operation failed or panicked and its
 	// claim was released, so that a later delivery can run it again.
 	OutcomeReleased Outcome = "released"
-	// OutcomeFailed (ERROR): a key, body or store error, a result that
-	// could not be encoded (the record is completed without it), or a
-	// shared run that failed; the input is retried.
+	// OutcomeFailed (ERROR): a key, body or store error, or a result that
+	// could not be encoded; the input is retried.
 	OutcomeFailed Outcome = "failed"
 	// OutcomeDoubleRun (ERROR): the operation ran in this call after its
 	// lease had passed, and another worker took the key over and ran it
-	// too (the promise's first exception): this call returns the other
-	// worker's stored result, or fails with [ErrInProgress] while it still
-	// runs. It is the one outcome in which the operation ran twice.
+	// too: the one outcome in which the operation ran twice.
 	OutcomeDoubleRun Outcome = "double_run"
 	// OutcomeQuarantined (ERROR): the key's record is quarantined (see
-	// [Config.Strict]); nothing ran, and nothing will until an operator
-	// acts.
+	// [Config.Strict]); nothing ran.
 	OutcomeQuarantined Outcome = "quarantined"
 )
 
@@ -117,7 +107,7 @@ func (g *Guard) report(ctx context.Context, ev Report) {
 		}
 		if ev.Err != nil {
 			attrs = append(attrs, slog.String("error", ev.Err.Error()))
-			if pe, ok := errors.AsType[*batch.PanicError](ev.Err); ok {
+			if pe, ok := errors.AsType[*failure.PanicError](ev.Err); ok {
 				attrs = append(attrs, slog.String("stack", string(pe.Stack)))
 			}
 		}
@@ -130,7 +120,7 @@ func (g *Guard) report(ctx context.Context, ev Report) {
 
 // reported is an error the guard has reported: logged at its outcome's
 // level (or not, as the logger's handler chose) and passed to
-// [Config.OnOutcome]. It is a batch.LoggedError: its Logged method tells
+// [Config.OnOutcome]. It is a failure.LoggedError: its Logged method tells
 // package batch, which does not import this package, not to log it a
 // second time (asserted in contracts_test.go).
 type reported struct{ err error }

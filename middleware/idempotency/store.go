@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/failure"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
@@ -69,7 +69,7 @@ func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // retryable reports whether a failed Complete may succeed if tried again.
 func retryable(err error) bool {
-	if p, ok := errors.AsType[batch.PermanentError](err); ok && p.Permanent() {
+	if p, ok := errors.AsType[failure.PermanentError](err); ok && p.Permanent() {
 		return false
 	}
 	return !errors.Is(err, driver.ErrLeaseLost) && !errors.Is(err, driver.ErrAttachUnsupported) &&

@@ -12,13 +12,10 @@ import (
 	"github.com/sqsonce/sqsonce/internal/planted"
 )
 
-// Tenancy says what scopes a record id to a tenant ([Config.Tenancy]). A
-// scoped id is "{Namespace}#t-{digest}": the digest is SHA-256, in hex, of
-// the scope and of what the [Format] hashes for the key, so that two
-// tenants with one key never share a record and one never replays the
-// other's result. A call without a scope (no tenant, and no message group
-// when one counts) keeps the unscoped id "{Namespace}#{digest}", byte for
-// byte. Powertools does not scope: see [TenancyOff].
+// Tenancy says what scopes a record id to a tenant ([Config.Tenancy]), so
+// that two tenants with one key never share a record. A scoped id is
+// "{Namespace}#t-{digest}", SHA-256 of the scope and the key; a call
+// without a scope keeps the unscoped id, byte for byte.
 type Tenancy int
 
 const (
@@ -28,22 +25,14 @@ const (
 	TenancyInvocation Tenancy = iota
 
 	// TenancyMessageGroup scopes by the invocation's tenant and, for an SQS
-	// message, by its MessageGroupId: the tenant of an SQS fair queue (a
-	// standard queue whose producers set MessageGroupId). A message without
-	// one is scoped by the invocation's tenant only. Wrap (of an
-	// events.SQSMessage) and WrapJSON read the group from the message and
-	// give it the same id; Do takes no message, so it scopes by the
-	// invocation's tenant only (put the group in its key). On a FIFO queue a
-	// message group is an ordering group, not a tenant: a key re-sent in
-	// another group then runs again.
+	// message (Wrap, WrapJSON; not Do), by its MessageGroupId: the tenant
+	// of an SQS fair queue. On a FIFO queue a group is not a tenant: a key
+	// re-sent in another group runs again.
 	TenancyMessageGroup
 
-	// TenancyOff scopes nothing: every call gets the unscoped id, whatever
-	// its tenant. It is for a table shared with Powertools, whose record ids
-	// ignore the tenant. Its risk: a tenant whose producer picks another
-	// tenant's key gets that tenant's stored result, so use it only where
-	// keys cannot collide across tenants (such as keys that embed the
-	// tenant).
+	// TenancyOff scopes nothing, as Powertools does, for a table shared
+	// with it: a tenant that sends another's key gets its stored result, so
+	// use it only where keys cannot collide across tenants.
 	TenancyOff
 )
 
@@ -62,15 +51,15 @@ func (t Tenancy) String() string {
 
 func (t Tenancy) valid() bool { return t >= TenancyInvocation && t <= TenancyOff }
 
-// maxScopeBytes bounds each part of a [Scope].
+// maxScopeBytes bounds each part of an idScope.
 const maxScopeBytes = 1024
 
-// A Scope is what a record id is scoped to (see [Tenancy]). The zero Scope
-// scopes nothing. Each part holds at most 1024 bytes: a longer tenant or
-// message group fails its call with a [*KeyError] (which quotes neither),
-// so that the cost of an id stays bounded whatever an invocation carries
-// (SQS message group ids have at most 128 characters).
-type Scope struct {
+// An idScope is what a record id is scoped to (see [Tenancy]). The zero
+// idScope scopes nothing. Each part holds at most 1024 bytes: a longer
+// tenant or message group fails its call with a [*KeyError] (which quotes
+// neither), so that the cost of an id stays bounded whatever an invocation
+// carries (SQS message group ids have at most 128 characters).
+type idScope struct {
 	Tenant       string // the invocation's TenantID
 	MessageGroup string // the SQS message's MessageGroupId, under TenancyMessageGroup
 }
@@ -84,12 +73,16 @@ const scopeDomain = "sqsonce tenant scope\x00"
 // no "-".
 const scopedPrefix = "t-"
 
-// ScopedID returns the record id of k within scope s: [Guard.ID] for the
-// zero Scope, else "{Namespace}#t-{digest}" (see [Tenancy]). It fails as
-// ID does, and with a [*KeyError] for a part of s longer than
-// 1024 bytes.
-func (g *Guard) ScopedID(s Scope, k Selection) (string, error) {
-	if s == (Scope{}) {
+// ScopedID returns the record id of k for an invocation's tenant and an
+// SQS message's group (empty when none counts; see [Tenancy]): [Guard.ID]
+// when both are empty, else "{Namespace}#t-{digest}". It fails as ID does,
+// and with a [*KeyError] for a tenant or group longer than 1024 bytes.
+func (g *Guard) ScopedID(tenant, group string, k Selection) (string, error) {
+	return g.scopedID(idScope{Tenant: tenant, MessageGroup: group}, k)
+}
+
+func (g *Guard) scopedID(s idScope, k Selection) (string, error) {
+	if s == (idScope{}) {
 		return g.ID(k)
 	}
 	if err := s.check(); err != nil {
@@ -115,7 +108,7 @@ func (g *Guard) ScopedID(s Scope, k Selection) (string, error) {
 
 // check fails for a part of s longer than 1024 bytes, naming its size,
 // never its bytes.
-func (s Scope) check() error {
+func (s idScope) check() error {
 	for _, p := range []struct{ name, v string }{{"the invocation's tenant id", s.Tenant}, {"the message's MessageGroupId", s.MessageGroup}} {
 		if len(p.v) > maxScopeBytes {
 			return &KeyError{Source: p.name, Err: fmt.Errorf("%d bytes, longer than the %d a scope allows", len(p.v), maxScopeBytes)}
@@ -151,12 +144,12 @@ func requestIDOf(ctx context.Context) string {
 }
 
 // scope is the scope of call c made with ctx, under the guard's Tenancy.
-func (g *Guard) scope(ctx context.Context, c call) Scope {
+func (g *Guard) scope(ctx context.Context, c call) idScope {
 	switch g.cfg.Tenancy {
 	case TenancyOff:
-		return Scope{}
+		return idScope{}
 	case TenancyMessageGroup:
-		return Scope{Tenant: tenantOf(ctx), MessageGroup: c.group}
+		return idScope{Tenant: tenantOf(ctx), MessageGroup: c.group}
 	}
-	return Scope{Tenant: planted.If(planted.TenantUnscoped, "", tenantOf(ctx))}
+	return idScope{Tenant: planted.If(planted.TenantUnscoped, "", tenantOf(ctx))}
 }

@@ -34,9 +34,9 @@ func guardOf(t *testing.T, f idempotency.Format, tenancy idempotency.Tenancy) *i
 	return g
 }
 
-func scopedID(t *testing.T, g *idempotency.Guard, s idempotency.Scope, k idempotency.Selection) string {
+func scopedID(t *testing.T, g *idempotency.Guard, s testScope, k idempotency.Selection) string {
 	t.Helper()
-	id, err := g.ScopedID(s, k)
+	id, err := g.ScopedID(s.Tenant, s.MessageGroup, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestTenantScopeSeparatesTenants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scopes := []idempotency.Scope{
+	scopes := []testScope{
 		{}, {Tenant: "a"}, {Tenant: "b"}, {Tenant: "ab"}, {Tenant: "a", MessageGroup: "b"},
 		{Tenant: "", MessageGroup: "ab"}, {Tenant: "a\x01", MessageGroup: "b"}, {Tenant: "A"}, {Tenant: "a "},
 	}
@@ -104,7 +104,7 @@ func lambdaTenant(ctx context.Context) string {
 // depends on the tenant and on what the format hashes (so spellings the
 // format reads as one request stay one), and is the same in every call.
 func TestTenantScopeOneRequestOneID(t *testing.T) {
-	s := idempotency.Scope{Tenant: "tenant-a"}
+	s := testScope{Tenant: "tenant-a"}
 	g := guardOf(t, idempotency.FormatNative, idempotency.TenancyInvocation)
 	a := scopedID(t, g, s, idempotency.Selection{Selector: "body fields", Value: []byte(`{"doc":"4471","version":9}`)})
 	b := scopedID(t, g, s, idempotency.Selection{Selector: "body fields", Value: []byte(`{ "version":9.0, "doc":"4471" }`)})
@@ -141,14 +141,14 @@ func TestTenantScopeBoundedCost(t *testing.T) {
 		g := guardOf(t, f, idempotency.TenancyMessageGroup)
 		want := len("summarise#t-") + 64
 		for _, n := range []int{1, 100, idempotency.MaxScopeBytes} {
-			s := idempotency.Scope{Tenant: strings.Repeat("t", n), MessageGroup: strings.Repeat("g", n)}
+			s := testScope{Tenant: strings.Repeat("t", n), MessageGroup: strings.Repeat("g", n)}
 			if id := scopedID(t, g, s, k); len(id) != want {
 				t.Errorf("%v, scope parts of %d bytes: id of %d bytes, want %d", f, n, len(id), want)
 			}
 		}
-		for _, s := range []idempotency.Scope{{Tenant: strings.Repeat("t", idempotency.MaxScopeBytes+1)}, {MessageGroup: strings.Repeat("g", idempotency.MaxScopeBytes+1)}} {
+		for _, s := range []testScope{{Tenant: strings.Repeat("t", idempotency.MaxScopeBytes+1)}, {MessageGroup: strings.Repeat("g", idempotency.MaxScopeBytes+1)}} {
 			var ke *idempotency.KeyError
-			if _, err := g.ScopedID(s, k); !errors.As(err, &ke) {
+			if _, err := g.ScopedID(s.Tenant, s.MessageGroup, k); !errors.As(err, &ke) {
 				t.Errorf("%v, a scope part over the bound: %v, want a *KeyError", f, err)
 			}
 		}
@@ -228,7 +228,7 @@ func TestTenancyUnscoped(t *testing.T) {
 	k := idempotency.Raw([]byte(`"doc-4471-v9"`))
 	for _, f := range formats {
 		g := guardOf(t, f, idempotency.TenancyInvocation)
-		if got, want := scopedID(t, g, idempotency.Scope{}, k), mustID(t, g, k); got != want {
+		if got, want := scopedID(t, g, testScope{}, k), mustID(t, g, k); got != want {
 			t.Errorf("%v: no scope gives %s, want the unscoped %s", f, got, want)
 		}
 	}
@@ -280,3 +280,6 @@ func TestTenancyValidated(t *testing.T) {
 		t.Errorf("unknown Tenancy: %v, want an error naming it", err)
 	}
 }
+
+// testScope is a tenant and a message group, as Guard.ScopedID takes them.
+type testScope struct{ Tenant, MessageGroup string }

@@ -23,23 +23,15 @@ import (
 //	h := idempotency.WrapJSON(g, idempotency.BodyField("order_id"), charge)
 //	lambda.StartHandlerFunc(batch.SQS(h, batch.Options{}))
 //
-// For each message, in order: the body is decoded into a Req; key takes
-// the key (a body selector from the body as sent, a [SelectorFunc] of Req
-// from the decoded request, one of [events.SQSMessage] from the message);
-// the check of [WithCheck] checks the request; the payload of
-// [WithPayload] is taken as the key is; then fn runs, as for [Wrap], with
-// the decoded request and the message. The body must keep the rules of
-// [Selection] and decode without a loss: a member that
-// names a field only by letter case, a number a float or an any does not
-// hold exactly, a string for a json.Number, a non-canonical base64 []byte
-// or an integer map key spelled otherwise than strconv writes it is
-// refused. A body that breaks this, is not JSON, does not decode into Req,
-// has a field Req lacks (with [DisallowUnknownFields]) or fails the check
-// fails its message with a [*BodyError]; a message without a key fails
-// with a [*KeyError]. Either way nothing is claimed and fn does not run.
-//
-// WrapJSON takes Wrap's options, and WithCheck and DisallowUnknownFields;
-// it panics as Wrap does.
+// For each message: the body is decoded into a Req; key takes the key (a
+// [SelectorFunc] of Req from the decoded request); [WithCheck]'s check
+// runs; then fn runs, as for [Wrap]. The body must keep the rules of
+// [Selection] and decode without a loss (no field named only by letter
+// case, no number a float does not hold exactly). A body that does not, or
+// fails the check, fails its message with a [*BodyError]; a message
+// without a key, with a [*KeyError]; either way fn does not run. WrapJSON
+// takes Wrap's options, WithCheck and [DisallowUnknownFields], and panics
+// as Wrap does.
 func WrapJSON[Req, T any](g *Guard, key Selector, fn func(context.Context, Req, events.SQSMessage) (T, error), opts ...Option) func(context.Context, events.SQSMessage) (T, error) {
 	w, err := newJSONWrapper[Req, T](g, key, fn == nil, opts)
 	if err != nil {

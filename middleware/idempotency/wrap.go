@@ -11,17 +11,12 @@ import (
 // Wrap returns fn made idempotent per input: for each input, key takes its
 // key, and fn runs at most once for it; later inputs with the same key get
 // the stored result without running fn. The result is stored as JSON, so
-// T must survive a JSON round trip. In is any input: an SQS message (the
-// function is then a record function of package batch's SQS), a Kinesis or
-// DynamoDB stream record, an API Gateway, ALB or function URL request, an
-// EventBridge event, a type of your own. An input without a key fails with
-// a [*KeyError] and fn does not run; the other errors are listed in the
-// package doc. The returned function has fn's shape.
+// T must survive a JSON round trip. In is any input: an SQS message, a
+// stream record, an API Gateway request, a type of your own. An input
+// without a key fails with a [*KeyError] and fn does not run.
 //
 // Wrap panics, when it is called, if g or fn is nil, if key or an option
-// cannot apply to In or T (a body selector for an input without a body, a
-// SelectorFunc or WithInputID of another input type, an OnReplay hook of
-// another result type, WrapJSON's options), or if an option is given twice.
+// cannot apply to In or T, or if an option is given twice.
 func Wrap[In, T any](g *Guard, key Selector, fn func(context.Context, In) (T, error), opts ...Option) func(context.Context, In) (T, error) {
 	w, err := newWrapper[In, T](g, key, fn == nil, opts)
 	if err != nil {
@@ -243,7 +238,7 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 		return zero, g.fail(ctx, c, &KeyError{InputID: c.inputID, Source: c.source, Err: ErrNoKey})
 	}
 	scope := g.scope(ctx, c)
-	id, err := g.ScopedID(scope, c.key)
+	id, err := g.scopedID(scope, c.key)
 	var validation string
 	if err == nil && c.validate {
 		if validation, err = g.cfg.Format.Hash(c.payload); err != nil {

@@ -23,7 +23,7 @@ import (
 
 // The function both runtimes run as. Neither side sets a key prefix:
 // Powertools TypeScript then prefixes ids with AWS_LAMBDA_FUNCTION_NAME,
-// and sqsonce's Namespace is idempotency.PowertoolsTypeScriptPrefix of it.
+// and sqsonce's Namespace is idempotency.FormatPowertoolsTypeScript.Namespace of it.
 const functionName = "orders-api"
 
 // eventSide is the Go handler of one event type E on the shared table,
@@ -42,7 +42,7 @@ func newEventSide[E any](t *testing.T, tb table, keyPath, payloadPath, replayHea
 	s := &eventSide[E]{}
 	g, err := idempotency.New(idempotency.Config{
 		Store:     tb.store,
-		Namespace: idempotency.PowertoolsTypeScriptPrefix("", functionName),
+		Namespace: idempotency.FormatPowertoolsTypeScript.Namespace("", functionName, ""),
 		Format:    idempotency.FormatPowertoolsTypeScript,
 		Logger:    slog.New(slog.DiscardHandler),
 		OnOutcome: func(_ context.Context, ev idempotency.Report) {

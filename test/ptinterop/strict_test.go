@@ -126,7 +126,7 @@ func TestStrictClaimSharedWithPowertools(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("the strict call did not start its operation: %v", err)
 	}
-	time.Sleep(time.Until(deadline.Add(idempotency.DefaultSkewMargin + time.Second)))
+	time.Sleep(time.Until(deadline.Add(defaultSkewMargin + time.Second)))
 
 	again := message(key, nil, `"powertools ran"`)
 	rep := powertools(t, tb, nil, again)
@@ -154,3 +154,6 @@ func TestStrictClaimSharedWithPowertools(t *testing.T) {
 		t.Errorf("the strict operation ran %d times, want once", n)
 	}
 }
+
+// defaultSkewMargin is the guard's default Config.SkewMargin.
+const defaultSkewMargin = 5 * time.Second

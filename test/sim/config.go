@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
-
-	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
 // Config is the point of the configuration space one run simulates: which
@@ -71,7 +69,7 @@ type Config struct {
 // and 15-day expiry, a third of workers strict, no cache, payload
 // validation, no pacing, no dead-letter path.
 func Legacy() Config {
-	return Config{Wrapper: "wrap", Tenancy: "none", KeepAlive: "off", SkewMargin: idempotency.DefaultSkewMargin,
+	return Config{Wrapper: "wrap", Tenancy: "none", KeepAlive: "off", SkewMargin: defaultSkewMargin,
 		Strict: 35, Payload: true, Legacy: true}
 }
 
@@ -80,7 +78,7 @@ var (
 	Wrappers    = []string{"wrap", "json", "do"}
 	Tenancies   = []string{"none", "off", "invocation", "group"}
 	KeepAlives  = []string{"off", "default", "limit"}
-	SkewMargins = []time.Duration{idempotency.DefaultSkewMargin, 2 * time.Second, time.Second}
+	SkewMargins = []time.Duration{defaultSkewMargin, 2 * time.Second, time.Second}
 	StrictMix   = []int{0, 35, 100}
 )
 
@@ -154,3 +152,6 @@ func (c Config) skews() []time.Duration {
 	m := c.SkewMargin
 	return []time.Duration{-m - 2*time.Second, -m * 3 / 5, -m / 5, m / 5, m * 3 / 5, m * 3 / 5, m * 4 / 5, m, m + 2*time.Second}
 }
+
+// defaultSkewMargin is the guard's default Config.SkewMargin.
+const defaultSkewMargin = 5 * time.Second

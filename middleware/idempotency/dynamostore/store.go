@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/failure"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
@@ -349,11 +349,11 @@ func (p permanent) Error() string   { return p.err.Error() }
 func (p permanent) Unwrap() error   { return p.err }
 func (p permanent) Permanent() bool { return true }
 
-// The guard reads these errors through batch.PermanentError: a
+// The guard reads these errors through failure.PermanentError: a
 // rename breaks this build instead of turning retries back on.
 var (
-	_ batch.PermanentError = permanent{}
-	_ batch.PermanentError = (*TransactionError)(nil)
+	_ failure.PermanentError = permanent{}
+	_ failure.PermanentError = (*TransactionError)(nil)
 )
 
 // invalid reports whether DynamoDB or the SDK refused a request as

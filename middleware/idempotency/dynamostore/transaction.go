@@ -184,7 +184,7 @@ func (e *TransactionError) Unwrap() error { return e.Err }
 // Permanent reports whether retrying the same transaction cannot help: an
 // attached write's condition failed, or DynamoDB refused a write as invalid.
 // The guard does not retry such a completion (see
-// [batch.PermanentError]).
+// [failure.PermanentError]).
 func (e *TransactionError) Permanent() bool {
 	for i, r := range e.Reasons {
 		if code := aws.ToString(r.Code); i > 0 && (code == "ConditionalCheckFailed" || code == "ValidationError") {

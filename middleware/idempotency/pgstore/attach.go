@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/failure"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
@@ -191,7 +191,7 @@ func (e *StatementError) Unwrap() error { return e.Err }
 // cached plan, which the store retries), or an argument does not encode. A
 // serialization failure, a deadlock or a lost connection is not permanent.
 // The guard does not retry a completion that failed permanently (see
-// [batch.PermanentError]).
+// [failure.PermanentError]).
 func (e *StatementError) Permanent() bool {
 	if e.unencodable {
 		return true
@@ -207,6 +207,6 @@ func (e *StatementError) Permanent() bool {
 	return false
 }
 
-// The guard reads StatementError through batch.PermanentError: a
+// The guard reads StatementError through failure.PermanentError: a
 // rename breaks this build instead of turning retries back on.
-var _ batch.PermanentError = (*StatementError)(nil)
+var _ failure.PermanentError = (*StatementError)(nil)

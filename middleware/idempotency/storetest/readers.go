@@ -253,7 +253,7 @@ func checkStrictThenDefault(t *testing.T, startStrict func() (time.Time, func() 
 		return res
 	}
 	deadline, finish := startStrict()
-	leaseEnd := deadline.Add(idempotency.DefaultSkewMargin)
+	leaseEnd := deadline.Add(defaultSkewMargin)
 
 	live := count(callDefault())
 	if live.Ran || !live.InProgress {

@@ -576,9 +576,12 @@ func testSkewedClocks(t *testing.T, s driver.Store) {
 			if !errors.As(err, &ip) || runs.Load() != 1 {
 				t.Fatalf("claimant 2 s ahead, 1 s before the holder's deadline: err = %v, runs = %d; want ErrInProgress and one run", err, runs.Load())
 			}
-			if want := deadline.Add(idempotency.DefaultSkewMargin); !ip.LeaseUntil.Equal(want) {
+			if want := deadline.Add(defaultSkewMargin); !ip.LeaseUntil.Equal(want) {
 				t.Errorf("lease end %v, want the holder's deadline plus the margin, %v", ip.LeaseUntil, want)
 			}
 		})
 	}
 }
+
+// defaultSkewMargin is the guard's default Config.SkewMargin.
+const defaultSkewMargin = 5 * time.Second

@@ -65,7 +65,7 @@ func testMessageGroupTenants(t *testing.T, s driver.Store) {
 		mu.Lock()
 		r := reports[len(reports)-1]
 		mu.Unlock()
-		if want, err := g.ScopedID(idempotency.Scope{MessageGroup: step.group}, sel); err != nil || r.ID != want {
+		if want, err := g.ScopedID("", step.group, sel); err != nil || r.ID != want {
 			t.Errorf("message %d (%s, group %s): record id %s, want %s (%v)", i, step.wrapper, step.group, r.ID, want, err)
 		}
 	}
