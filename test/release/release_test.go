@@ -24,6 +24,8 @@ import (
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/zip"
+
+	"github.com/sqsonce/sqsonce/internal/testenv/workspace"
 )
 
 const (
@@ -363,29 +365,6 @@ func without(t *testing.T, who string, mods []string, bad ...string) {
 	}
 }
 
-// readmeMain returns the Go block of README.md's "Use it in your own
-// function", as test/ownfunction/readme_test.go finds it.
-func readmeMain(t *testing.T, root string) string {
-	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := bytes.Cut(readme, []byte("\n## Use it in your own function\n"))
-	if !ok {
-		t.Fatal(`README.md has no section "## Use it in your own function"`)
-	}
-	_, block, ok := bytes.Cut(section, []byte("\n```go\n"))
-	if !ok {
-		t.Fatal("the section has no ```go block")
-	}
-	block, _, ok = bytes.Cut(block, []byte("\n```\n"))
-	if !ok {
-		t.Fatal("the section's ```go block does not end")
-	}
-	return string(block) + "\n"
-}
-
 const dynamoUser = `package main
 
 import (
@@ -529,7 +508,7 @@ func TestRelease(t *testing.T) {
 	rmods := ru.build(p.version, idem, lib+"/middleware/idempotency/redisstore", bat)
 	without(t, "the Redis user", rmods, "github.com/jackc/", "github.com/anishathalye/porcupine", "go.opentelemetry.io")
 
-	fn := newUser(t, env, "orders", readmeMain(t, root))
+	fn := newUser(t, env, "orders", workspace.READMEMain(t))
 	fmods := fn.build(p.version, idem, bat, lib+"/middleware/lambdaenv")
 	without(t, "the README's function", fmods, "github.com/jackc/", "github.com/redis/go-redis", "github.com/anishathalye/porcupine", "go.opentelemetry.io")
 

@@ -5,6 +5,7 @@ package workspace
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"maps"
 	"os"
@@ -172,4 +173,27 @@ func GoMod(t testing.TB, path string) string {
 	b.WriteString(")\n\n")
 	b.WriteString(Replaces(t))
 	return b.String()
+}
+
+// READMEMain returns the Go block of README.md's "Use it in your own
+// function", the function a new user copies, ending in a newline.
+func READMEMain(t testing.TB) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(Root(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := bytes.Cut(readme, []byte("\n## Use it in your own function\n"))
+	if !ok {
+		t.Fatal(`README.md has no section "## Use it in your own function"`)
+	}
+	_, block, ok := bytes.Cut(section, []byte("\n```go\n"))
+	if !ok {
+		t.Fatal("the section has no ```go block")
+	}
+	block, _, ok = bytes.Cut(block, []byte("\n```\n"))
+	if !ok {
+		t.Fatal("the section's ```go block does not end")
+	}
+	return string(block) + "\n"
 }
