@@ -23,10 +23,11 @@ func BuildWorker(ctx context.Context, dir string) (string, error) {
 }
 
 // PowertoolsDir returns the directory of the pinned Powertools packages and
-// worker.mjs, internal/testenv/powertools/testdata of the module, with the
-// go command on PATH. It must run inside the module.
+// worker.mjs, internal/testenv/powertools/testdata of the repository's root
+// module, with the go command on PATH. It must run inside the repository
+// (in the workspace, go list -m alone lists every module of go.work).
 func PowertoolsDir(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}").Output()
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/sqsonce/sqsonce").Output()
 	if err != nil {
 		return "", fmt.Errorf("chaos: go list -m: %w", err)
 	}
