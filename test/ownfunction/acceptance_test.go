@@ -242,6 +242,58 @@ func TestOwnFunction(t *testing.T) {
 		t.Errorf("sqsonce-ops inspect --key %q: %v\n%s", order, err, out)
 	}
 	phase("checked")
+
+	// A poison message (no order_id): the function moves it to the
+	// dead-letter queue at its first delivery, as the construct's
+	// variables turn the mover on, instead of failing it until SQS's
+	// maxReceiveCount.
+	poisonBody := `{"amount_cents":1299}`
+	po, err := sqsc.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(poisonBody)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poison := aws.ToString(po.MessageId)
+	dlqURL := deadLetterURL(ctx, t, sqsc, queueURL)
+	var moved bool
+	for deadline := time.Now().Add(60 * time.Second); !moved && time.Now().Before(deadline); {
+		r, err := sqsc.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlqURL), WaitTimeSeconds: 1, MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range r.Messages {
+			if aws.ToString(m.Body) != poisonBody {
+				continue
+			}
+			moved = true
+			// Taken off again: the next test deploys the same stack and
+			// expects an empty dead-letter queue.
+			if _, err := sqsc.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(dlqURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !moved {
+		t.Fatal("the poison message did not reach the dead-letter queue within 60 s")
+	}
+	poisonDeliveries := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, d := range deliveries {
+			if d.MessageID == poison {
+				n++
+			}
+		}
+		return n
+	}
+	// The poller records a delivery once the invocation has returned,
+	// which may be after the mover's send; then no more come.
+	waitFor(t, 10*time.Second, func() bool { return poisonDeliveries() > 0 })
+	time.Sleep(2 * time.Second)
+	if pd := poisonDeliveries(); pd != 1 {
+		t.Errorf("the poison message was delivered %d times before it reached the dead-letter queue, want 1", pd)
+	}
+	phase("poison message dead-lettered at its first delivery")
 }
 
 func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {

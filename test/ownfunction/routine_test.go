@@ -228,20 +228,8 @@ func TestOwnFunctionRoutineDuplicatesPageNoOne(t *testing.T) {
 		t.Errorf("%d deliveries, want the duplicate in progress and its redelivery", n)
 	}
 	// The dead-letter queue stays empty.
-	qa, err := sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rp struct{ DeadLetterTargetArn string }
-	if err := json.Unmarshal([]byte(qa.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]), &rp); err != nil {
-		t.Fatal(err)
-	}
-	dlqName := rp.DeadLetterTargetArn[strings.LastIndex(rp.DeadLetterTargetArn, ":")+1:]
-	dlq, err := sqsc.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(dlqName)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	da, err := sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+	dlqURL := deadLetterURL(ctx, t, sqsc, queueURL)
+	da, err := sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(dlqURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,4 +294,24 @@ func outcomeAlarms(t *testing.T, assembly string) []outcomeAlarm {
 		t.Fatalf("the template's outcome alarms: %v", out)
 	}
 	return out
+}
+
+// deadLetterURL is the URL of the dead-letter queue queueURL's
+// RedrivePolicy names.
+func deadLetterURL(ctx context.Context, t *testing.T, sqsc *sqs.Client, queueURL string) string {
+	t.Helper()
+	qa, err := sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rp struct{ DeadLetterTargetArn string }
+	if err := json.Unmarshal([]byte(qa.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]), &rp); err != nil {
+		t.Fatal(err)
+	}
+	dlqName := rp.DeadLetterTargetArn[strings.LastIndex(rp.DeadLetterTargetArn, ":")+1:]
+	dlq, err := sqsc.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(dlqName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(dlq.QueueUrl)
 }
