@@ -21,6 +21,7 @@ const (
 	FailureNotAcked   Property = "failure_not_acked"
 	DoubleRunReported Property = "double_run_reported"
 	ExpiryHeld        Property = "expiry_held"
+	SealedHeld        Property = "sealed_held"
 )
 
 // Properties lists every property with what it requires, in order.
@@ -38,6 +39,7 @@ var Properties = []struct {
 	{FailureNotAcked, "a call that failed (in progress, quarantined, mismatch, released, error) is never acknowledged"},
 	{DoubleRunReported, "a run whose result is not stored is reported so (double_run, or a failed call), and only such a run"},
 	{ExpiryHeld, "no claim takes a record as expired while its owner's run still relies on it, unless their clocks disagree by SkewMargin or more"},
+	{SealedHeld, "a call without the Sealer that finds a sealed result fails, neither replaying it nor running; one with the Sealer opens it"},
 }
 
 // Cause is a documented reason for a run whose result is not the stored
@@ -208,7 +210,8 @@ type checker struct {
 	kills      map[string][]int // positions of the kills of each process
 	faults     map[string][]int // positions of the faults that hit each process
 	v          *Verdict
-	storedRuns map[*run]bool // every epoch's stored run: a run whose completion, after its record expired and it claimed again, stored its result in the next epoch
+	storedRuns map[*run]bool   // every epoch's stored run: a run whose completion, after its record expired and it claimed again, stored its result in the next epoch
+	sealer     map[string]bool // the processes whose guard has a Sealer
 }
 
 // Check verifies the promise's properties on h. Every property is checked
@@ -223,6 +226,7 @@ func Check(h *History) *Verdict {
 		epAt:       make([]int, len(h.Events)+1),
 		kills:      map[string][]int{},
 		faults:     map[string][]int{},
+		sealer:     map[string]bool{},
 		v: &Verdict{
 			Header: h.Header, Procs: len(h.Procs), Truncated: h.Truncated, Events: len(h.Events),
 			Explained: map[Cause]int{},
@@ -252,6 +256,7 @@ func Check(h *History) *Verdict {
 	}
 	for _, d := range c.order {
 		c.checkAck(d)
+		c.checkSealed(d)
 	}
 	c.checkExpiry()
 	return c.v
@@ -339,6 +344,7 @@ func (c *checker) index() {
 		switch e.Ev {
 		case KindProc:
 			procOff[e.Proc] = e.Off
+			c.sealer[e.Proc] = e.Sealer
 		case KindFault:
 			c.v.Faults++
 			if e.Target != "" {
@@ -994,6 +1000,40 @@ func (c *checker) checkAck(d *delivery) {
 				"%s was acknowledged with the result of payload %q, and its own is %q", d.id, want, d.deliver.Payload)
 			c.blame(PayloadValidated, a)
 		}
+	}
+}
+
+// checkSealed holds a delivery whose claim found its key's record COMPLETED
+// with a sealed result (or whose quarantine such a record refused), before
+// its call's report, to its reader: without a Sealer, its call fails (the
+// answer may have been lost on the way: any failure) and no run of it
+// starts after; with one, its call does not fail unsealed.
+func (c *checker) checkSealed(d *delivery) {
+	o := d.outcome
+	if o == nil {
+		return // killed before its report: failure_not_acked holds an acknowledgement without one
+	}
+	var found *Event
+	for _, e := range append(slices.Clone(d.claims), d.refusals...) {
+		if e.Sealed && e.Pos < o.Pos && (e.Resp == RespReplayed || e.Ev == KindQuarantine) && (found == nil || e.Pos < found.Pos) {
+			found = e
+		}
+	}
+	if found == nil {
+		return
+	}
+	c.checked(SealedHeld)
+	switch {
+	case c.sealer[d.proc] && o.Class == ClassUnsealed:
+		c.violate(SealedHeld, d.key, []*Event{found, o}, "%s's guard has a Sealer and could not open the sealed result it found", d.id)
+		c.blame(SealedHeld, o)
+	case c.sealer[d.proc]:
+	case o.Err == "" && o.Class == "":
+		c.violate(SealedHeld, d.key, []*Event{found, o, d.ack}, "%s's guard has no Sealer, found a sealed result, and its call reported %s, not a failure", d.id, o.Outcome)
+		c.blame(SealedHeld, o)
+	case d.start != nil && d.start.Pos > found.Pos:
+		c.violate(SealedHeld, d.key, []*Event{found, d.start, o}, "%s's guard has no Sealer, found a sealed result, and ran the operation", d.id)
+		c.blame(SealedHeld, d.start)
 	}
 }
 

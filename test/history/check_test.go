@@ -304,6 +304,60 @@ func TestPropertiesCatch(t *testing.T) {
 			},
 			want: []Property{DoubleRunReported},
 		},
+		{
+			name: "a sealed result replayed by a guard without the Sealer", property: SealedHeld,
+			// w1 (with a Sealer) stores r1 sealed; w2 (without one) finds
+			// it. Broken: w2 replays the sealed text and acknowledges it.
+			// Repaired: its call fails unsealed.
+			build: func(s *script, broken bool) {
+				s.add("w1", Event{Ev: KindProc, Reader: ReaderSqsonce, Sealer: true})
+				s.proc("w2", ReaderSqsonce)
+				s.at(1000).firstRun("w1", "d1", "k1", "o1", "r1")
+				s.at(2000).deliver("w2", "d2", "k1")
+				s.add("w2", Event{Ev: KindClaim, D: "d2", Reader: ReaderSqsonce, Resp: RespReplayed, Result: "r1", Sealed: true})
+				if broken {
+					s.at(2100).outcome("w2", "d2", OutcomeReplayed, false, "").ack("w2", "d2", "(sealed text)")
+				} else {
+					s.at(2100).outcome("w2", "d2", OutcomeFailed, false, ClassUnsealed).fail("w2", "d2", ClassUnsealed)
+				}
+				s.at(3000).final("k1", StatusCompleted, "r1", "o1")
+			},
+			want: []Property{AckSawStored, SealedHeld},
+		},
+		{
+			name: "a sealed result a guard with the Sealer cannot open", property: SealedHeld,
+			build: func(s *script, broken bool) {
+				s.add("w1", Event{Ev: KindProc, Reader: ReaderSqsonce, Sealer: true})
+				s.add("w2", Event{Ev: KindProc, Reader: ReaderSqsonce, Sealer: true})
+				s.at(1000).firstRun("w1", "d1", "k1", "o1", "r1")
+				s.at(2000).deliver("w2", "d2", "k1")
+				s.add("w2", Event{Ev: KindClaim, D: "d2", Reader: ReaderSqsonce, Resp: RespReplayed, Result: "r1", Sealed: true})
+				if broken {
+					s.at(2100).outcome("w2", "d2", OutcomeFailed, false, ClassUnsealed).fail("w2", "d2", ClassUnsealed)
+				} else {
+					s.at(2100).outcome("w2", "d2", OutcomeReplayed, false, "").ack("w2", "d2", "r1")
+				}
+				s.at(3000).final("k1", StatusCompleted, "r1", "o1")
+			},
+			want: []Property{SealedHeld},
+		},
+		{
+			name: "a guard without the Sealer runs over a sealed result", property: SealedHeld,
+			build: func(s *script, broken bool) {
+				s.add("w1", Event{Ev: KindProc, Reader: ReaderSqsonce, Sealer: true})
+				s.proc("w2", ReaderSqsonce)
+				s.at(1000).firstRun("w1", "d1", "k1", "o1", "r1")
+				s.at(2000).deliver("w2", "d2", "k1")
+				s.add("w2", Event{Ev: KindClaim, D: "d2", Reader: ReaderSqsonce, Resp: RespReplayed, Result: "r1", Sealed: true})
+				if broken {
+					s.at(2050).start("w2", "d2", "")
+					s.at(2080).end("w2", "d2", RespError, "")
+				}
+				s.at(2100).outcome("w2", "d2", OutcomeFailed, broken, ClassUnsealed).fail("w2", "d2", ClassUnsealed)
+				s.at(3000).final("k1", StatusCompleted, "r1", "o1")
+			},
+			want: []Property{SealedHeld},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

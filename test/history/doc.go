@@ -71,6 +71,10 @@
 //     run still runs, unless the claimer's clock runs SkewMargin or more
 //     ahead of the owner's: the keep-alive ends an operation's context
 //     before a reader within the margin may take the record as expired.
+//   - sealed_held: a delivery whose guard has no Sealer (Event.Sealer)
+//     and that found its record COMPLETED with a sealed result fails,
+//     neither replaying the sealed text nor running; one whose guard has
+//     a Sealer opens it (its call does not fail with ClassUnsealed).
 //
 // The [Verdict] counts the cases each property checked, the violations with
 // the events that show them, and the explained double runs by cause.

@@ -13,7 +13,8 @@ const (
 	// KindHeader is the first line of every file (see [Header]).
 	KindHeader Kind = "header"
 	// KindProc: a process started. Reader is the kind of reader it runs,
-	// Off its guard's clock offset from T, in nanoseconds.
+	// Off its guard's clock offset from T, in nanoseconds, Sealer whether
+	// its guard seals and opens results (idempotency.Config.Sealer).
 	KindProc Kind = "proc"
 	// KindExit: a process stopped cleanly.
 	KindExit Kind = "exit"
@@ -31,7 +32,8 @@ const (
 	// Clock the claimer's clock when it sent the claim. Prev is the owner
 	// of the record found (refused) or replaced (taken over), Expired
 	// whether the record replaced had expired, Result the found record's
-	// result (replayed).
+	// result (replayed), opened if it is sealed, and Sealed whether it is
+	// stored sealed.
 	KindClaim Kind = "claim"
 	// KindOpStart: the operation began a run for delivery D under the
 	// claim of Owner.
@@ -49,15 +51,16 @@ const (
 	KindRelease Kind = "release"
 	// KindQuarantine: a quarantine of the lapsed claim found (Owner, Exp,
 	// Lease: the record as found). Resp: RespOK, RespLeaseLost (the record
-	// was no longer the claim found; Status and Result: the record that
-	// refused it, when the store returned one COMPLETED) or RespError.
+	// was no longer the claim found; Status, Result and Sealed: the record
+	// that refused it, when the store returned one COMPLETED) or RespError.
 	KindQuarantine Kind = "quarantine"
 	// KindExtend: an extension of Owner's lease to Lease (epoch ms). Resp:
 	// RespOK, RespLeaseLost or RespError.
 	KindExtend Kind = "extend"
 	// KindOutcome: what the guard reported for D's call: Outcome, Ran,
 	// Source ("store", "cache" or "shared" when the outcome is not this
-	// call's own claim's), Class (why a call failed).
+	// call's own claim's), Class (why a call failed; [ClassUnsealed] for a
+	// sealed result the guard could not open).
 	KindOutcome Kind = "outcome"
 	// KindAck: D is acknowledged (it was not a batch item failure and is
 	// deleted); Result is the result the record function returned.
@@ -130,6 +133,11 @@ const (
 	OutcomeDoubleRun   = "double_run"
 	OutcomeQuarantined = "quarantined"
 )
+
+// ClassUnsealed is the Class of an outcome whose call failed with
+// driver.ErrUnsealed: it found a sealed result it could not open (its guard
+// has no Sealer, or the Sealer refused it).
+const ClassUnsealed = "unsealed"
 
 // Reader is the kind of a process that reads and writes records; it
 // includes the guard's mode.
@@ -205,6 +213,8 @@ type Event struct {
 	Ran      bool   `json:"ran,omitempty"`
 	Source   string `json:"src,omitempty"`
 	Class    string `json:"class,omitempty"`
+	Sealer   bool   `json:"sealer,omitempty"` // a process's guard has a Sealer
+	Sealed   bool   `json:"sealed,omitempty"` // a found record's result is stored sealed
 
 	Owner   string `json:"owner,omitempty"` // a lease owner token
 	Prev    string `json:"prev,omitempty"`  // the owner of the record a claim found or replaced

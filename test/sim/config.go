@@ -59,6 +59,11 @@ type Config struct {
 	// QueueTimeout, with Pacing, sets KeepVisible.QueueTimeout to the
 	// queue's visibility timeout: no change ends before it.
 	QueueTimeout bool `json:"queue_timeout,omitempty"`
+	// Sealer: "" or "off" (no Config.Sealer), "on" (every worker seals
+	// its results with package kmsseal on an in-process KMS) or "mixed"
+	// (every worker but slot 1's, which has none, as during a rollout:
+	// a sealed record it reads fails its call with driver.ErrUnsealed).
+	Sealer string `json:"sealer,omitempty"`
 	// Legacy: the one configuration the simulation ran before it drew
 	// one, with its draws (tapes saved then replay it).
 	Legacy bool `json:"legacy,omitempty"`
@@ -80,6 +85,7 @@ var (
 	KeepAlives  = []string{"off", "default", "limit"}
 	SkewMargins = []time.Duration{defaultSkewMargin, 2 * time.Second, time.Second}
 	StrictMix   = []int{0, 35, 100}
+	Sealers     = []string{"off", "on", "mixed"}
 )
 
 // ConfigOf draws seed's configuration, from a generator of its own (so that
@@ -113,6 +119,10 @@ func ConfigOf(seed uint64) Config {
 			c.KeepAliveLimit = c.ExpiresAfter
 		}
 	}
+	// After every draw of earlier releases: their seeds draw what they drew.
+	if s := Sealers[pick(len(Sealers))]; s != "off" {
+		c.Sealer = s
+	}
 	return c
 }
 
@@ -130,6 +140,9 @@ func (c Config) String() string {
 	if c.QueueTimeout {
 		s += " queue_timeout=true"
 	}
+	if c.Sealer != "" {
+		s += " sealer=" + c.Sealer
+	}
 	if c.Legacy {
 		s += " (legacy)"
 	}
@@ -139,6 +152,11 @@ func (c Config) String() string {
 // deadline reports whether invocations have Lambda's deadline (and are
 // killed at it).
 func (c Config) deadline() bool { return c.KeepAlive != "limit" }
+
+// sealed reports whether the workers of slot seal their results.
+func (c Config) sealed(slot int) bool {
+	return c.Sealer == "on" || c.Sealer == "mixed" && slot != 1
+}
 
 // scoped reports whether record ids are scoped to the messages' tenants.
 func (c Config) scoped() bool { return c.Tenancy == "invocation" || c.Tenancy == "group" }

@@ -155,7 +155,7 @@ func (s *shim) Acquire(ctx context.Context, rec driver.Record, now time.Time, mo
 			case a.Validation != rec.Validation:
 				e.Resp = history.RespMismatch
 			case a.Status == driver.StatusCompleted:
-				e.Resp, e.Result = history.RespReplayed, resultOf(a.Data)
+				e.Resp, e.Result, e.Sealed = history.RespReplayed, s.p.w.resultOf(a.ID, a.Data), driver.IsSealed(a.Data)
 			default:
 				e.Resp = history.RespInProgress
 			}
@@ -186,7 +186,7 @@ func (s *shim) Complete(ctx context.Context, rec driver.Record) ([]byte, error) 
 		e := s.fenceEvent(ctx, history.KindComplete, rec.Owner)
 		switch {
 		case err == nil:
-			e.Resp, e.Result = history.RespOK, resultOf(b)
+			e.Resp, e.Result = history.RespOK, s.p.w.resultOf(rec.ID, b)
 			s.lin(in, linearize.Output{Result: linearize.OK, Rec: linearize.Record{Data: string(b)}})
 		case errors.Is(err, driver.ErrLeaseLost):
 			e.Resp = history.RespLeaseLost
@@ -256,7 +256,7 @@ func (s *shim) Quarantine(ctx context.Context, found driver.Record, now time.Tim
 			e := s.fenceEvent(ctx, history.KindQuarantine, found.Owner)
 			e.Resp, e.Exp, e.Lease, e.Clock = history.RespLeaseLost, ms(found.ExpiresAt), ms(found.LeaseEnd()), now.UnixNano()
 			if r.Status == driver.StatusCompleted {
-				e.Status, e.Result = history.StatusCompleted, resultOf(r.Data)
+				e.Status, e.Result, e.Sealed = history.StatusCompleted, s.p.w.resultOf(found.ID, r.Data), driver.IsSealed(r.Data)
 			}
 			s.p.w.record(e)
 			s.lin(in, linearize.Output{Result: linearize.Refused, Rec: linRec(r)})

@@ -86,7 +86,9 @@ func Simulate(seed uint64, tape *Tape, cfg Config) *Run {
 		msgs:   map[string]*qmsg{},
 		dmsg:   map[string]*qmsg{},
 		moved:  map[string]bool{},
+		kms:    &fakeKMS{},
 	}
+	w.opener = w.newSealer()
 	w.scenario()
 	for _, p := range w.procs {
 		w.spawn(func() { w.runProc(p, 0) })
@@ -147,6 +149,8 @@ type world struct {
 	redriv int              // redrives made
 	nmsgs  int              // messages sent (ids)
 	held   atomic.Int64     // store requests held on the network: a run ends only after they arrived
+	kms    *fakeKMS         // the deployment's KMS (sealed results)
+	opener driver.Sealer    // the harness's own Sealer: the recorder reads sealed results opened
 }
 
 // action is one step a process waits for the scheduler to take.
@@ -292,6 +296,9 @@ func (w *world) newProc(slot, inc int, strict bool) *proc {
 	if c.Cache {
 		gc.CacheBytes = 1 << 20
 	}
+	if c.sealed(slot) {
+		gc.Sealer = w.newSealer()
+	}
 	g, err := idempotency.New(gc)
 	if err != nil {
 		panic(err)
@@ -340,7 +347,7 @@ func (w *world) newProc(slot, inc int, strict bool) *proc {
 		}
 		v, err := wrapped(ctx, m)
 		p.mu.Lock()
-		p.results[d] = v
+		p.results[d] = digestResult(v)
 		p.mu.Unlock()
 		return v, err
 	}
@@ -560,7 +567,7 @@ func (w *world) owner(tok string) string {
 func (w *world) runProc(p *proc, delay time.Duration) {
 	time.Sleep(delay)
 	if !w.step(p, "start", func() {
-		w.record(history.Event{Proc: p.name, Ev: history.KindProc, Reader: reader(p.strict), Off: p.off.Load()})
+		w.record(history.Event{Proc: p.name, Ev: history.KindProc, Reader: reader(p.strict), Off: p.off.Load(), Sealer: w.cfg.sealed(p.slot)})
 	}) {
 		return
 	}
@@ -782,7 +789,10 @@ func (p *proc) onOutcome(ctx context.Context, r idempotency.Report) {
 	d := deliveryOf(ctx)
 	p.w.step(p, "outcome/"+d, func() {
 		e := history.Event{Proc: p.name, Ev: history.KindOutcome, D: d, Outcome: string(r.Outcome), Ran: r.Ran, Source: r.Source}
-		if r.Err != nil {
+		switch {
+		case errors.Is(r.Err, driver.ErrUnsealed):
+			e.Class = history.ClassUnsealed
+		case r.Err != nil:
 			e.Class = "error"
 		}
 		p.w.record(e)
@@ -796,19 +806,11 @@ func (w *world) finals() {
 		if id, ok := w.ids[k]; ok {
 			if rec, ok := w.store.Get(id); ok {
 				e.Status, e.Owner, e.Quarantined = string(rec.Status), w.owner(rec.Owner), !rec.Quarantined.IsZero()
-				e.Result = resultOf(rec.Data)
+				e.Result = w.resultOf(id, rec.Data)
 			}
 		}
 		w.record(e)
 	}
-}
-
-func resultOf(data []byte) string {
-	var s string
-	if json.Unmarshal(data, &s) != nil {
-		return ""
-	}
-	return s
 }
 
 func ms(t time.Time) int64 {
