@@ -75,4 +75,12 @@ const (
 	// record's expiry, without Config.SkewMargin (keep-alive limit × a
 	// short ExpiresAfter × clock skew).
 	KeepAliveToExpiry = "keepalive-to-expiry"
+	// CacheKeepsSealed: the guard caches a result it completed as the
+	// store keeps it, sealed, and a replay from the cache returns the
+	// sealed text unopened (sealed results × the cache).
+	CacheKeepsSealed = "cache-keeps-sealed"
+	// NoSealerReplays: a guard without a Sealer takes a sealed result for
+	// a plain one and replays the sealed text (sealed results × a reader
+	// without the Sealer).
+	NoSealerReplays = "no-sealer-replays"
 )

@@ -17,7 +17,7 @@ var Names = []string{
 	CompleteUnfenced, EarlyTakeover, NoSkewMargin, CompleteNotIdempotent, InProgressReplayed,
 	StrictLeaseReadable, FlightIgnoresPayload, QuarantineLapses, ReleaseUnfenced, LostAsClaimed,
 	LoggedAsSuccess, JSONGroupUnscoped, JSONIgnoresPayload, JSONDropsStrict, CacheIgnoresPayload, TenantUnscoped,
-	StrictExtendReadable, DLQDropsGroup, KeepAliveToExpiry,
+	StrictExtendReadable, DLQDropsGroup, KeepAliveToExpiry, CacheKeepsSealed, NoSealerReplays,
 }
 
 var enabled atomic.Pointer[map[string]bool]

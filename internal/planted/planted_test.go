@@ -18,6 +18,7 @@ var names = []string{
 	planted.QuarantineLapses, planted.ReleaseUnfenced, planted.LostAsClaimed, planted.LoggedAsSuccess,
 	planted.JSONGroupUnscoped, planted.JSONIgnoresPayload, planted.JSONDropsStrict, planted.CacheIgnoresPayload,
 	planted.TenantUnscoped, planted.StrictExtendReadable, planted.DLQDropsGroup, planted.KeepAliveToExpiry,
+	planted.CacheKeepsSealed, planted.NoSealerReplays,
 }
 
 // TestNoPlantedInBuild builds a program that links every package with a
