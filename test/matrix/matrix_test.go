@@ -13,6 +13,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
@@ -53,6 +56,7 @@ const (
 	dPayload
 	dStore
 	dBatch
+	dSealer
 )
 
 var dims = []Dim{
@@ -67,6 +71,9 @@ var dims = []Dim{
 	// full-batch error); pacing and KeepVisible with the queue's
 	// QueueTimeout (18 s).
 	{"batch", []string{"default", "full_batch_error", "keep_visible"}},
+	// Config.Sealer: none, or package kmsseal on moto's KMS (one key for
+	// the matrix).
+	{"sealer", []string{"off", "on"}},
 }
 
 func describe(r Row) string {
@@ -89,10 +96,33 @@ func TestPairs(t *testing.T) {
 	}
 }
 
-// stores opens each store once.
+// stores opens each store once, and the KMS key of the rows with a
+// Sealer.
 type stores struct {
 	mu     sync.Mutex
 	opened map[string]driver.Store
+	kms    *kms.Client
+	keyID  string
+}
+
+// sealer returns a new kmsseal.Sealer (a process's own, with its own data
+// key cache) on moto's KMS, under the matrix's key.
+func (s *stores) sealer(t *testing.T) driver.Sealer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kms == nil {
+		c := kms.NewFromConfig(moto.Config(t))
+		out, err := c.CreateKey(context.Background(), &kms.CreateKeyInput{Description: aws.String("sqsonce matrix")})
+		if err != nil {
+			t.Fatalf("moto KMS CreateKey: %v", err)
+		}
+		s.kms, s.keyID = c, aws.ToString(out.KeyMetadata.KeyId)
+	}
+	sl, err := kmsseal.New(s.kms, s.keyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sl
 }
 
 func (s *stores) get(t *testing.T, name string) driver.Store {
@@ -135,9 +165,11 @@ type req struct {
 	P string `json:"p"`
 }
 
-// worker is one process of a row's function: its guard and handler.
+// worker is one process of a row's function: its guard and handler, and
+// what sees its guard's reports (Config.OnOutcome), if anything.
 type worker struct {
-	handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	handler   func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	onOutcome func(context.Context, idempotency.Report)
 }
 
 // runs counts the operation's runs per key, and can hold a key's run.
@@ -171,9 +203,14 @@ func (r *runs) count(key string) int {
 }
 
 // newWorker builds a worker of row on store under namespace ns, with
-// zero-value options but the row's.
-func newWorker(t *testing.T, row Row, store driver.Store, ns string, r *runs) *worker {
-	cfg := idempotency.Config{Store: store, Namespace: ns}
+// zero-value options but the row's and sealer (nil: none).
+func newWorker(t *testing.T, row Row, store driver.Store, ns string, r *runs, sealer driver.Sealer) *worker {
+	wk := &worker{}
+	cfg := idempotency.Config{Store: store, Namespace: ns, Sealer: sealer, OnOutcome: func(ctx context.Context, rep idempotency.Report) {
+		if wk.onOutcome != nil {
+			wk.onOutcome(ctx, rep)
+		}
+	}}
 	switch dims[dTenancy].Values[row[dTenancy]] {
 	case "off":
 		cfg.Tenancy = idempotency.TenancyOff
@@ -240,7 +277,8 @@ func newWorker(t *testing.T, row Row, store driver.Store, ns string, r *runs) *w
 		bo.Pacing.Changer = queueChanger{}
 		bo.KeepVisible.QueueTimeout = queueTimeout
 	}
-	return &worker{handler: batch.SQS(h, bo)}
+	wk.handler = batch.SQS(h, bo)
+	return wk
 }
 
 // queueTimeout is the matrix's queue's visibility timeout: six times
@@ -297,11 +335,17 @@ func TestMatrix(t *testing.T) {
 		where := func(c string) string { return fmt.Sprintf("row %d (%s), %s", i+1, describe(row), c) }
 		body := func(k, p string) string { return fmt.Sprintf(`{"k":%q,"p":%q}`, k, p) }
 		tenancy := dims[dTenancy].Values[row[dTenancy]]
+		seal := func() driver.Sealer { // each worker's own, as each process has
+			if row[dSealer] == 1 {
+				return st.sealer(t)
+			}
+			return nil
+		}
 
 		// The same message twice.
 		{
 			r := &runs{n: map[string]int{}}
-			w := newWorker(t, row, store, ns("twice"), r)
+			w := newWorker(t, row, store, ns("twice"), r, seal())
 			m := msg{id: "m1", body: body("a", "x")}
 			first, second := w.invoke(t, m), w.invoke(t, m)
 			if !first || !second {
@@ -315,7 +359,7 @@ func TestMatrix(t *testing.T) {
 		// one with another payload, which must fail).
 		{
 			r := &runs{n: map[string]int{}}
-			w := newWorker(t, row, store, ns("resend"), r)
+			w := newWorker(t, row, store, ns("resend"), r, seal())
 			if !w.invoke(t, msg{id: "m1", body: body("a", "x")}) || !w.invoke(t, msg{id: "m2", body: body("a", "x")}) {
 				t.Errorf("%s: a delivery failed", where("a re-send"))
 			}
@@ -329,7 +373,7 @@ func TestMatrix(t *testing.T) {
 		// Two tenants with one key: each runs, unless tenancy is off.
 		{
 			r := &runs{n: map[string]int{}}
-			w := newWorker(t, row, store, ns("tenants"), r)
+			w := newWorker(t, row, store, ns("tenants"), r, seal())
 			m1, m2 := msg{id: "m1", body: body("a", "x")}, msg{id: "m2", body: body("a", "x")}
 			switch tenancy {
 			case "invocation", "off":
@@ -352,8 +396,8 @@ func TestMatrix(t *testing.T) {
 		// and comes again after the first completed to get its result.
 		{
 			r := &runs{n: map[string]int{}, hold: map[string]chan struct{}{"a": make(chan struct{})}, started: make(chan string, 1)}
-			w1 := newWorker(t, row, store, ns("dup"), r)
-			w2 := newWorker(t, row, store, ns("dup"), r)
+			w1 := newWorker(t, row, store, ns("dup"), r, seal())
+			w2 := newWorker(t, row, store, ns("dup"), r, seal())
 			done := make(chan bool, 1)
 			go func() { done <- w1.invoke(t, msg{id: "m1", body: body("a", "x")}) }()
 			<-r.started
@@ -374,10 +418,43 @@ func TestMatrix(t *testing.T) {
 				t.Errorf("%s: the operation ran %d times, want 1", where("a duplicate while the first runs"), n)
 			}
 		}
+		// With a Sealer: the result is stored sealed, and a worker
+		// without the Sealer (a process of the previous version) fails
+		// the duplicate with ErrUnsealed: it neither replays the sealed
+		// text nor runs the operation.
+		if row[dSealer] == 1 {
+			r := &runs{n: map[string]int{}}
+			w := newWorker(t, row, store, ns("unsealed"), r, seal())
+			m := msg{id: "m1", body: body("a", "x"), tenant: "t1", group: "g1"}
+			if tenancy != "invocation" {
+				m.tenant = ""
+			}
+			if tenancy != "group" {
+				m.group = ""
+			}
+			if !w.invoke(t, m) {
+				t.Errorf("%s: the first delivery failed", where("a reader without the Sealer"))
+			}
+			old := newWorker(t, row, store, ns("unsealed"), r, nil)
+			var rep idempotency.Report
+			old.onOutcome = func(_ context.Context, got idempotency.Report) { rep = got }
+			if old.invoke(t, m) {
+				t.Errorf("%s: a worker without the Sealer acknowledged a sealed result", where("a reader without the Sealer"))
+			}
+			if !errors.Is(rep.Err, driver.ErrUnsealed) || rep.Ran {
+				t.Errorf("%s: the worker without the Sealer reported %s (ran %v, %v), want ErrUnsealed and no run", where("a reader without the Sealer"), rep.Outcome, rep.Ran, rep.Err)
+			}
+			if n := r.count("a"); n != 1 {
+				t.Errorf("%s: the operation ran %d times, want 1", where("a reader without the Sealer"), n)
+			}
+			if !w.invoke(t, m) {
+				t.Errorf("%s: the duplicate failed in a worker with the Sealer", where("a reader without the Sealer"))
+			}
+		}
 		// A poison message: no key, or not JSON. It fails, and nothing runs.
 		{
 			r := &runs{n: map[string]int{}}
-			w := newWorker(t, row, store, ns("poison"), r)
+			w := newWorker(t, row, store, ns("poison"), r, seal())
 			for _, b := range []string{`{"p":"x"}`, `not json`} {
 				if w.invoke(t, msg{id: "m1", body: b}) {
 					t.Errorf("%s: the poison message %q succeeded", where("a poison message"), b)

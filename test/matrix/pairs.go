@@ -1,8 +1,9 @@
 // Package matrix runs the redelivery cases (the same message twice, a
 // re-send with a new message id, two tenants with one key, a duplicate
-// while the first runs, a poison message) in every row of an all-pairs
-// matrix over the guard's configuration (wrapper × tenancy × keep-alive ×
-// strict × cache × payload × store) on the real stores: moto's DynamoDB,
+// while the first runs, a poison message; with a Sealer, a reader without
+// it) in every row of an all-pairs matrix over the guard's configuration
+// (wrapper × tenancy × keep-alive × strict × cache × payload × store ×
+// batch options × sealer) on the real stores: moto's DynamoDB,
 // redis-server, PostgreSQL and memstore. Every pair of values of two
 // dimensions is in at least one row. It is test support, not part of the
 // library.
