@@ -9,9 +9,9 @@ import (
 // Config is the point of the configuration space one run simulates: which
 // wrapper the workers use, how record ids are scoped to tenants, how leases
 // are kept alive, the skew margin, the share of strict workers, the cache,
-// payload validation, pacing and the dead-letter path. [ConfigOf] draws it
-// from the seed; a saved tape keeps it (a tape saved before configurations
-// were drawn replays [Legacy]).
+// payload validation, pacing, the dead-letter path and sealed results.
+// [ConfigOf] draws it from the seed; a saved tape keeps it (a tape saved
+// before configurations were drawn replays [Legacy]).
 type Config struct {
 	// Wrapper is how the record function is made idempotent: "wrap"
 	// (Wrap of an events.SQSMessage), "json" (WrapJSON) or "do" (Do with
