@@ -33,6 +33,7 @@ require (
 	github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/kmsenv v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv v0.9.0
 	golang.org/x/mod v0.42.0
@@ -88,6 +89,8 @@ replace (
 	github.com/sqsonce/sqsonce/samples => ../samples
 	github.com/sqsonce/sqsonce/tools => ../tools
 )
+
+replace github.com/sqsonce/sqsonce/middleware/lambdaenv/kmsenv => ../middleware/lambdaenv/kmsenv
 
 replace github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv => ../middleware/lambdaenv/pgenv
 

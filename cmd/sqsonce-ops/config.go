@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -23,6 +24,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv"
@@ -45,6 +47,7 @@ const (
 	envPartitionKey     = envvars.EnvPartitionKey     // dynamostore.Attributes.ID; default id
 	envSortKey          = envvars.EnvSortKey          // dynamostore.SortKey.Attr
 	envStaticPartition  = envvars.EnvStaticPartition  // dynamostore.SortKey.Partition (Powertools' static_pk_value)
+	envSealKey          = envvars.EnvSealKey          // the KMS key the function seals results with (kmsseal)
 )
 
 // The tool's own variables: settings the app does not have.
@@ -59,7 +62,7 @@ const (
 // envNames are the variables the tool reads: the app's, then its own.
 var envNames = []string{
 	envStore, envTable, envNamespace, envDynamoDBEndpoint, envSQSEndpoint, envRedisURL, envPostgresURL,
-	envPartitionKey, envSortKey, envStaticPartition, envKey, envTenancy,
+	envPartitionKey, envSortKey, envStaticPartition, envKey, envTenancy, envSealKey,
 	envRedisCluster, envRedisKeyPrefix, envRedisUnseparated, envFormat, envDataFormat,
 }
 
@@ -99,6 +102,7 @@ type globals struct {
 	sortKey          string
 	staticPartition  string
 	functionName     string
+	sealKey          string
 	json             bool
 	// renamed are the variables of envRenamed that are set.
 	renamed []string
@@ -130,6 +134,7 @@ func defaults(getenv func(string) string) globals {
 		partitionKey:     or(envPartitionKey, driver.AttrID),
 		sortKey:          getenv(envSortKey),
 		staticPartition:  getenv(envStaticPartition),
+		sealKey:          getenv(envSealKey),
 	}
 	for old := range envRenamed {
 		if getenv(old) != "" {
@@ -162,6 +167,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.sortKey, "sort-key", g.sortKey, "dynamostore.WithSortKey: the table's sort key attribute ($"+envSortKey+")")
 	fs.StringVar(&g.staticPartition, "static-partition", g.staticPartition, "dynamostore.SortKey.Partition, the partition value of every record with --sort-key ($"+envStaticPartition+")")
 	fs.StringVar(&g.functionName, "function-name", g.functionName, "dynamostore.SortKey.FunctionName: with --sort-key and no --static-partition, Powertools' default partition idempotency#{function name}")
+	fs.StringVar(&g.sealKey, "seal-key", g.sealKey, "the KMS key the function seals results with, as the construct's Props.SealKey: resolve seals what it writes, inspect opens a sealed result ($"+envSealKey+"; AWS_ENDPOINT_URL_KMS overrides KMS's endpoint)")
 	fs.BoolVar(&g.json, "json", g.json, "print JSON")
 }
 
@@ -266,6 +272,7 @@ type ops struct {
 	store   driver.Store
 	inspect driver.Inspector
 	guard   *idempotency.Guard
+	sealer  driver.Sealer // with --seal-key: the function's
 	sqs     sqsAPI
 	closers []func()
 	stdout  io.Writer
@@ -283,7 +290,7 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 	o := &ops{g: g, stdout: stdout, stderr: stderr}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var awsCfg aws.Config
-	if g.store == storeDynamoDB || withSQS {
+	if g.store == storeDynamoDB || withSQS || g.sealKey != "" {
 		var err error
 		if awsCfg, err = awsconfig.LoadDefaultConfig(ctx); err != nil {
 			return nil, fmt.Errorf("AWS configuration: %w", err)
@@ -351,7 +358,17 @@ func open(ctx context.Context, g globals, withSQS bool, stdout, stderr io.Writer
 		}
 		o.store, o.inspect = s, s
 	}
-	guard, err := idempotency.New(idempotency.Config{Store: o.store, Namespace: g.namespace, Format: formats[g.format]})
+	if g.sealKey != "" {
+		s, err := kmsseal.New(kms.NewFromConfig(awsCfg), g.sealKey)
+		if err != nil {
+			o.close()
+			return nil, fmt.Errorf("--seal-key: %w", err)
+		}
+		o.sealer = s
+	}
+	// With the sealer, a store whose other readers would misread a sealed
+	// result (a Powertools data format) is refused, as the function's is.
+	guard, err := idempotency.New(idempotency.Config{Store: o.store, Namespace: g.namespace, Format: formats[g.format], Sealer: o.sealer})
 	if err != nil {
 		o.close()
 		return nil, err

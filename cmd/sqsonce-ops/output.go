@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,7 +61,9 @@ type recordView struct {
 	DataFormat  string     `json:"data_format,omitempty"`
 	Encoding    string     `json:"data_encoding,omitempty"`
 	DataOmitted bool       `json:"data_omitted,omitempty"`
-	Sealed      bool       `json:"sealed,omitempty"` // the result is sealed (idempotency.Config.Sealer)
+	Sealed      bool       `json:"sealed,omitempty"`   // the result is sealed (idempotency.Config.Sealer)
+	Opened      bool       `json:"opened,omitempty"`   // sealed, and opened with --seal-key: DataBytes is the result's
+	Withheld    bool       `json:"withheld,omitempty"` // the operation ran, its result could not be sealed (driver.WithheldData)
 	Validation  bool       `json:"validation"`
 	Problem     string     `json:"problem,omitempty"`
 }
@@ -91,10 +94,23 @@ func view(o *ops, id string, rec driver.StoredRecord, err error, t time.Time) re
 	v.DataBytes, v.StoredBytes = len(rec.Data), rec.Size
 	v.DataFormat, v.Encoding, v.DataOmitted = rec.DataMark, rec.Encoding, rec.Omitted
 	v.Sealed = driver.IsSealed(rec.Data)
+	v.Withheld = string(rec.Data) == driver.WithheldData
 	v.Validation = rec.Validation != ""
 	var problems []string
 	if err != nil {
 		problems = append(problems, err.Error())
+	}
+	if v.Sealed && !v.Withheld && o.sealer != nil {
+		// Opened to check it opens, as the function would: its size only
+		// is shown, never its content.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		plain, err := driver.OpenData(ctx, o.sealer, id, rec.Data)
+		cancel()
+		if err != nil {
+			problems = append(problems, err.Error())
+		} else {
+			v.DataBytes, v.Opened = len(plain), true
+		}
 	}
 	if p := namespaceProblem(o, id); p != "" {
 		problems = append(problems, p)
@@ -152,8 +168,12 @@ func printRecord(w io.Writer, v recordView, at time.Time) {
 	switch {
 	case v.DataOmitted:
 		data = "omitted: the result was too large to store"
+	case v.Withheld:
+		data = "withheld: the operation ran, its result could not be sealed; deliveries fail, the operation is not run again"
+	case v.Opened:
+		data = fmt.Sprintf("sealed: %d bytes of JSON (opened with --seal-key), %d stored", v.DataBytes, v.StoredBytes)
 	case v.Sealed:
-		data = fmt.Sprintf("sealed: %d bytes stored, readable only with the guard's Sealer", v.StoredBytes)
+		data = fmt.Sprintf("sealed: %d bytes stored, readable only with the guard's Sealer (--seal-key)", v.StoredBytes)
 	}
 	line("data", data)
 	line("data format", orDash(v.DataFormat)+", encoding "+orDash(v.Encoding))

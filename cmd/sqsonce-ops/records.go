@@ -350,6 +350,19 @@ func (c *resolveCmd) exec(ctx context.Context, o *ops) int {
 	if code != exitOK {
 		return code
 	}
+	if o.sealer == nil {
+		if n, err := sealedRecords(ctx, o); err != nil {
+			return failed(o, "resolve %s: looking for sealed records: %v", id, err)
+		} else if n > 0 {
+			return refuse(o, "resolve %s: the namespace's results are sealed (%d of its completed records): give the function's key, --seal-key ($%s), so that the result is sealed too, not written in plaintext", id, n, envSealKey)
+		}
+	} else {
+		sealed, err := driver.SealData(ctx, o.sealer, id, data)
+		if err != nil {
+			return failed(o, "resolve %s: sealing the result with --seal-key: %v; nothing written", id, err)
+		}
+		data = sealed
+	}
 	if !c.dryRun {
 		expires := rec.ExpiresAt
 		if expires.IsZero() {
@@ -369,6 +382,28 @@ func (c *resolveCmd) exec(ctx context.Context, o *ops) int {
 		}
 	}
 	return c.report(ctx, o, "resolve", id, rec)
+}
+
+// sealCheckRecords bounds the completed records resolve reads, without
+// --seal-key, to tell whether the function seals its results.
+const sealCheckRecords = 100
+
+// sealedRecords returns how many of the namespace's first
+// sealCheckRecords completed records hold a sealed result.
+func sealedRecords(ctx context.Context, o *ops) (int, error) {
+	n, seen := 0, 0
+	for rec, err := range o.inspect.List(ctx, driver.ListOptions{Status: driver.StatusCompleted, Prefix: o.g.namespace + "#"}) {
+		if err != nil && rec.ID == "" {
+			return n, err
+		}
+		if driver.IsSealed(rec.Data) {
+			n++
+		}
+		if seen++; seen == sealCheckRecords {
+			break
+		}
+	}
+	return n, nil
 }
 
 // stamp is t in UTC, or "-".

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,6 +33,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
@@ -189,7 +191,27 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("summarise: %w", err)
 	}
+	var sealer driver.Sealer
+	if c.SealKey != "" {
+		cfg, err := loadAWS()
+		if err != nil {
+			_ = a.close()
+			return nil, err
+		}
+		s, err := kmsseal.New(kms.NewFromConfig(cfg), c.SealKey)
+		if err == nil {
+			// One data key now: a key the function may not use fails the
+			// start, not the first result's completion.
+			_, err = s.Seal(ctx, "summarise-check", []byte("{}"))
+		}
+		if err != nil {
+			_ = a.close()
+			return nil, fmt.Errorf("summarise: %s: %w", envSealKey, err)
+		}
+		sealer = s
+	}
 	g, err := idempotency.New(idempotency.Config{
+		Sealer:       sealer,
 		Store:        store,
 		Namespace:    c.Namespace,
 		ExpiresAfter: c.ExpiresAfter,

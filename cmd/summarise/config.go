@@ -45,6 +45,7 @@ const (
 	envRuntimeAPI       = "AWS_LAMBDA_RUNTIME_API"    // set by Lambda and by the runtime emulator
 	envMetricsNamespace = envvars.EnvMetricsNamespace // the metrics' CloudWatch namespace; default middleware/metrics.DefaultNamespace
 	envMetricsService   = envvars.EnvMetricsService   // the metrics' Service dimension; default the namespace
+	envSealKey          = envvars.EnvSealKey          // a KMS key's ARN: results sealed under it (kmsseal); default unsealed
 )
 
 // Store and provider names.
@@ -103,6 +104,7 @@ type config struct {
 	MetricsNamespace string   // the metrics' namespace; empty: the library's default
 	MetricsService   string   // the metrics' Service dimension; empty: Namespace
 	SortKey          *sortKey // the DynamoDB table's composite key; nil: the record id is the partition key
+	SealKey          string   // the KMS key results are sealed under (idempotency.Config.Sealer); empty: unsealed
 
 	// testProvider and testStore, set by tests only, replace the provider
 	// and the idempotency store named above: the seam for injected faults.
@@ -140,6 +142,7 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 		SQSEndpoint:      getenv(envSQSEndpoint),
 		MetricsNamespace: getenv(envMetricsNamespace),
 		MetricsService:   getenv(envMetricsService),
+		SealKey:          getenv(envSealKey),
 	}
 	duration := func(name string, dst *time.Duration) {
 		v := getenv(name)

@@ -9,6 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.21
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
+	github.com/aws/aws-sdk-go-v2/service/kms v1.63.0
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/jackc/pgx/v5 v5.13.0
@@ -20,6 +21,7 @@ require (
 	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0
 	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
@@ -67,6 +69,7 @@ replace (
 	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq => ../../middleware/batch/sqsdlq
 	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility => ../../middleware/batch/sqsvisibility
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore => ../../middleware/idempotency/dynamostore
+	github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal => ../../middleware/idempotency/kmsseal
 	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore => ../../middleware/idempotency/pgstore
 	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore => ../../middleware/idempotency/redisstore
 	github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize => ../../middleware/idempotency/storetest/linearize

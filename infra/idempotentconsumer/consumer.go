@@ -139,6 +139,10 @@ type Consumer struct {
 	// the log group and the function's environment: [Props.EncryptionKey],
 	// the key the construct created ([Props.CreateEncryptionKey]), or nil.
 	EncryptionKey awskms.IKey
+	// SealKey is the key the function seals its results with:
+	// [Props.SealKey], EncryptionKey with [Props.SealWithEncryptionKey],
+	// or nil.
+	SealKey awskms.IKey
 	// Role is the function's role. It starts with no managed policy.
 	Role awsiam.Role
 	// LogGroup is the function's log group.
@@ -239,6 +243,10 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 				}),
 			}},
 		}), jsii.Bool(true))
+	}
+	c.SealKey = props.SealKey
+	if props.SealWithEncryptionKey {
+		c.SealKey = c.EncryptionKey
 	}
 	tableEncryption := awsdynamodb.TableEncryption_AWS_MANAGED
 	queueEncryption := awssqs.QueueEncryption_SQS_MANAGED
@@ -367,6 +375,9 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	if plan.Tenancy != "" {
 		env[EnvTenancy] = jsii.String(plan.Tenancy)
 	}
+	if c.SealKey != nil {
+		env[EnvSealKey] = c.SealKey.KeyArn()
+	}
 	if plan.MetricsNamespace != DefaultMetricsNamespace {
 		env[EnvMetricsNamespace] = jsii.String(plan.MetricsNamespace)
 	}
@@ -404,6 +415,15 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	if key := c.EncryptionKey; key != nil {
 		c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("EncryptionKey"),
+			Actions:   jsii.Strings(KeyActions()...),
+			Resources: jsii.Strings(*key.KeyArn()),
+		}))
+	}
+	if key := c.SealKey; key != nil && key != c.EncryptionKey {
+		// The sealer asks KMS for data keys and decrypts them: the
+		// encryption key's grant holds both already.
+		c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("SealResults"),
 			Actions:   jsii.Strings(KeyActions()...),
 			Resources: jsii.Strings(*key.KeyArn()),
 		}))

@@ -61,8 +61,8 @@
 // paces redelivery with ChangeMessageVisibilityBatch), [DeadLetterAction] on
 // the dead-letter queue, and [RecordActions] on the table. With
 // [Props.EncryptionKey] (or [Props.CreateEncryptionKey]) it also gets
-// [KeyActions] on the key, and a table's own customer-managed key gets the
-// same. [Consumer.GrantItems] gives [ItemActions] on another table (for
+// [KeyActions] on the key, and a table's own customer-managed key and
+// [Props.SealKey] (the key that seals results) get the same. [Consumer.GrantItems] gives [ItemActions] on another table (for
 // writes attached to a record's completion); add anything else with
 // Consumer.Role.AddToPolicy.
 //

@@ -241,3 +241,75 @@ func TestGrantItemsTableKey(t *testing.T) {
 		t.Errorf("kms grants %v, want exactly %v", got, want)
 	}
 }
+
+// sealEnv is the function's SQSONCE_SEAL_KEY in tpl, nil when unset.
+func sealEnv(t *testing.T, tpl assertions.Template) any {
+	t.Helper()
+	_, fn := resourceOf(t, tpl, "AWS::Lambda::Function", "ConsumerFunction")
+	vars, _ := props(t, fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+	return vars[idempotentconsumer.EnvSealKey]
+}
+
+// TestConstructSealKey: with Props.SealKey the function's SQSONCE_SEAL_KEY
+// is the key's ARN, and the IAM differs from the default template's by
+// exactly KeyActions on that key; nothing else is encrypted with it. With
+// SealWithEncryptionKey the variable names the encryption key and the IAM
+// is the encryption key's, nothing more.
+func TestConstructSealKey(t *testing.T) {
+	_, plain := build(t, "SealNone", idempotentconsumer.Props{}, nil)
+	if v := sealEnv(t, plain); v != nil {
+		t.Errorf("without a seal key, %s = %s", idempotentconsumer.EnvSealKey, js(v))
+	}
+	c, tpl := build(t, "SealGiven", idempotentconsumer.Props{}, func(stack awscdk.Stack, p *idempotentconsumer.Props) {
+		p.SealKey = awskms.NewKey(stack, jsii.String("ResultsKey"), nil)
+	})
+	if c.SealKey == nil || c.EncryptionKey != nil {
+		t.Fatalf("Consumer.SealKey %v, EncryptionKey %v; want the seal key only", c.SealKey, c.EncryptionKey)
+	}
+	keyID, _ := resourceOf(t, tpl, "AWS::KMS::Key", "ResultsKey")
+	keyArn := map[string]any{"Fn::GetAtt": []any{keyID, "Arn"}}
+	if got := js(sealEnv(t, tpl)); got != js(keyArn) {
+		t.Errorf("%s = %s, want the key's ARN %s", idempotentconsumer.EnvSealKey, got, js(keyArn))
+	}
+	var want []string
+	for _, a := range idempotentconsumer.KeyActions() {
+		want = append(want, js(keyArn)+" "+a)
+	}
+	sort.Strings(want)
+	gotSeal, gotPlain := grantSet(t, tpl), grantSet(t, plain)
+	if got := minus(gotSeal, gotPlain); !reflect.DeepEqual(got, want) {
+		t.Errorf("grants added by the seal key:\n%v\nwant exactly\n%v", got, want)
+	}
+	if got := minus(gotPlain, gotSeal); len(got) != 0 {
+		t.Errorf("grants the seal key removed: %v", got)
+	}
+	if strings.Contains(js(tpl.ToJSON()), `"KmsMasterKeyId"`) || strings.Contains(js(tpl.ToJSON()), `"KmsKeyArn"`) {
+		t.Error("the seal key encrypts a resource: it seals results only")
+	}
+
+	_, enc := build(t, "EncOnly", idempotentconsumer.Props{CreateEncryptionKey: true}, nil)
+	c, both := build(t, "SealEnc", idempotentconsumer.Props{CreateEncryptionKey: true, SealWithEncryptionKey: true}, nil)
+	if c.SealKey == nil || c.SealKey != c.EncryptionKey {
+		t.Fatalf("SealWithEncryptionKey: Consumer.SealKey %v, want EncryptionKey %v", c.SealKey, c.EncryptionKey)
+	}
+	encID, _ := resourceOf(t, both, "AWS::KMS::Key", "ConsumerKey")
+	if got, want := js(sealEnv(t, both)), js(map[string]any{"Fn::GetAtt": []any{encID, "Arn"}}); got != want {
+		t.Errorf("SealWithEncryptionKey: %s = %s, want %s", idempotentconsumer.EnvSealKey, got, want)
+	}
+	if d := append(minus(grantSet(t, both), grantSet(t, enc)), minus(grantSet(t, enc), grantSet(t, both))...); len(d) != 0 {
+		t.Errorf("SealWithEncryptionKey changes the grants of the encryption key: %v", d)
+	}
+}
+
+func TestSealKeyRefusals(t *testing.T) {
+	key := awskms.Key_FromKeyArn(awscdk.NewStack(nil, nil, nil), jsii.String("K"), jsii.String("arn:aws:kms:eu-west-1:111122223333:key/x"))
+	for want, p := range map[string]idempotentconsumer.Props{
+		"seal with one key":           {Namespace: "orders", CreateEncryptionKey: true, SealKey: key, SealWithEncryptionKey: true},
+		"needs Props.EncryptionKey":   {Namespace: "orders", SealWithEncryptionKey: true},
+		"which the construct derives": {Namespace: "orders", Environment: map[string]string{idempotentconsumer.EnvSealKey: "alias/x"}},
+	} {
+		if _, err := p.Plan(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Plan: %v, want a refusal holding %q", err, want)
+		}
+	}
+}

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/jsii-runtime-go"
+
 	"github.com/sqsonce/sqsonce/infra/idempotentconsumer"
 )
 
@@ -33,12 +37,21 @@ var environments = []struct {
 	{"metrics-names", idempotentconsumer.Props{MetricsNamespace: "shop", MetricsService: "charges-eu"}},
 	{"key-source", idempotentconsumer.Props{KeySource: "body:order_id"}},
 	{"tenancy", idempotentconsumer.Props{Tenancy: "message-group"}},
+	{"seal-key", idempotentconsumer.Props{}},
+}
+
+// environmentMods complete the Props of an environment with what needs the
+// stack: a key.
+var environmentMods = map[string]func(awscdk.Stack, *idempotentconsumer.Props){
+	"seal-key": func(stack awscdk.Stack, p *idempotentconsumer.Props) {
+		p.SealKey = awskms.NewKey(stack, jsii.String("SealKey"), nil)
+	},
 }
 
 func TestEnvironmentSnapshot(t *testing.T) {
 	snapshot := map[string]map[string]any{}
 	for _, e := range environments {
-		_, tpl := build(t, "Environment", e.props, nil)
+		_, tpl := build(t, "Environment", e.props, environmentMods[e.name])
 		_, fn := resourceOf(t, tpl, "AWS::Lambda::Function", "ConsumerFunction")
 		env, _ := props(t, fn)["Environment"].(map[string]any)
 		vars, _ := env["Variables"].(map[string]any)

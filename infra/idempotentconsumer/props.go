@@ -108,6 +108,11 @@ const (
 	// EnvTenancy is [Props.Tenancy], set only when it is: the function's
 	// idempotency.Config.Tenancy, and how sqsonce-ops scopes a record id.
 	EnvTenancy = envvars.EnvTenancy
+	// EnvSealKey is the ARN of [Props.SealKey] (or of the encryption key,
+	// with [Props.SealWithEncryptionKey]), set only then: the function's
+	// idempotency.Config.Sealer (lambdaenv with package kmsenv), and the
+	// key sqsonce-ops seals what it writes with.
+	EnvSealKey = envvars.EnvSealKey
 )
 
 // maxPartitionValue is DynamoDB's limit on a partition key value, in bytes.
@@ -388,6 +393,18 @@ type Props struct {
 	// retained on delete) and use it as EncryptionKey. Not with
 	// EncryptionKey.
 	CreateEncryptionKey bool
+
+	// SealKey, if set, is a KMS key that seals the stored results
+	// (idempotency.Config.Sealer, package kmsseal): the construct sets
+	// [EnvSealKey] to its ARN and grants the function exactly [KeyActions]
+	// on it; the function imports middleware/lambdaenv/kmsenv. Not with
+	// SealWithEncryptionKey. Default: results unsealed.
+	SealKey awskms.IKey
+
+	// SealWithEncryptionKey seals the results with the encryption key
+	// (EncryptionKey, or the created one), as SealKey does, with no grant
+	// beyond the key's. Needs EncryptionKey or CreateEncryptionKey.
+	SealWithEncryptionKey bool
 }
 
 // Plan is the figures a [Consumer] is built from: [Props] with its defaults
@@ -495,11 +512,17 @@ func (p Props) Plan() (Plan, error) {
 	if p.EncryptionKey != nil && p.CreateEncryptionKey {
 		bad("Props.EncryptionKey and Props.CreateEncryptionKey: give a key or have one created, not both")
 	}
+	if p.SealWithEncryptionKey && p.SealKey != nil {
+		bad("Props.SealKey and Props.SealWithEncryptionKey: seal with one key, not both")
+	}
+	if p.SealWithEncryptionKey && p.EncryptionKey == nil && !p.CreateEncryptionKey {
+		bad("Props.SealWithEncryptionKey needs Props.EncryptionKey or Props.CreateEncryptionKey: the key it seals with")
+	}
 	if strings.Contains(p.Namespace, "#") {
 		bad("Props.Namespace %q holds a \"#\", which ends the namespace in a record id ({Namespace}#{digest}): "+
 			"its ids would read as those of the namespace before it, and the function's guard (idempotency.Config.Namespace) refuses it at start-up", p.Namespace)
 	}
-	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict, EnvMinRemaining, EnvMetricsNamespace, EnvMetricsService, EnvKey} {
+	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict, EnvMinRemaining, EnvMetricsNamespace, EnvMetricsService, EnvKey, EnvSealKey} {
 		if _, ok := p.Environment[k]; ok {
 			bad("Props.Environment sets %s, which the construct derives", k)
 		}

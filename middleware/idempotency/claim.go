@@ -128,10 +128,10 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 	kept := data // what the store is given: data, or its seal
 	if g.cfg.Sealer != nil && data != nil {
 		if kept, err = g.seal(ctx, id, data); err != nil {
-			// As for a result that cannot be encoded: the operation ran,
-			// the record completes without its result and this delivery
-			// fails.
-			data, kept, val = nil, nil, nil
+			// The operation ran: the record completes, its result withheld
+			// (never stored in plaintext), and this delivery fails; later
+			// ones fail for good (driver.WithheldData), never replay empty.
+			data, kept, val = nil, []byte(driver.WithheldData), nil
 			encErr, result = fmt.Errorf("idempotency: seal result of %s: %w", id, err), OutcomeFailed
 		}
 	}
@@ -155,15 +155,18 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 // delivery, this one included, gets what it kept; a sealed result it kept
 // otherwise (an earlier attempt's) is opened.
 func (g *Guard) completed(ctx context.Context, rec driver.Record, stored, data []byte, val any, ev Report) outcome {
+	withheld := bytes.Equal(rec.Data, []byte(driver.WithheldData))
 	if !bytes.Equal(stored, rec.Data) {
-		val = nil
+		val, withheld = nil, false
 		var err error
 		if data, err = driver.OpenData(ctx, g.cfg.Sealer, rec.ID, stored); err != nil {
 			return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: err}}
 		}
 	}
 	rec.Data, rec.Attached = planted.If(planted.CacheKeepsSealed, rec.Data, data), nil
-	g.remember(rec)
+	if !withheld { // a duplicate reads the record, and fails
+		g.remember(rec)
+	}
 	return outcome{val: val, data: data, rec: rec, ev: ev}
 }
 

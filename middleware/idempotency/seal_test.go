@@ -7,6 +7,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/failure"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -189,24 +192,67 @@ func TestSealedResultElsewhereFails(t *testing.T) {
 	}
 }
 
-// TestSealFailureStoresNoResult: a result that cannot be sealed is not
-// stored (the record completes without it) and the call fails; the
-// operation is not run again.
-func TestSealFailureStoresNoResult(t *testing.T) {
+// TestSealFailureWithholdsResult: a result that cannot be sealed is not
+// stored: the record completes with driver.WithheldData and the call
+// fails. A duplicate, from the store, with the cache on, or through a
+// guard without the Sealer, fails with a permanent ErrUnsealed: never an
+// empty result, never a second run.
+func TestSealFailureWithholdsResult(t *testing.T) {
+	for _, cached := range []bool{false, true} {
+		s := newGCMSealer(t)
+		s.sealErr = errors.New("kms unavailable")
+		f := sealedFixture(t, s, func(c *idempotency.Config) {
+			if cached {
+				c.CacheBytes = 1 << 20
+			}
+		})
+		var runs atomic.Int32
+		op := func(context.Context) (string, error) { runs.Add(1); return secret, nil }
+		if _, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, op); err == nil || strings.Contains(err.Error(), secret) {
+			t.Fatalf("cached %v: err = %v, want a seal failure without the result", cached, err)
+		}
+		rec, _ := f.store.Get(mustID(t, f.guard, key))
+		if rec.Status != driver.StatusCompleted || string(rec.Data) != driver.WithheldData {
+			t.Fatalf("cached %v: record %+v: want COMPLETED with the withheld marker", cached, rec)
+		}
+		s.sealErr = nil // KMS is back: the result is still withheld
+		plain := newFixture(t, func(c *idempotency.Config) { c.Store = f.store })
+		for name, g := range map[string]*idempotency.Guard{"sealer": f.guard, "no sealer": plain.guard} {
+			got, err := idempotency.Do(ctxWithDeadline(t), g, key, op)
+			if !errors.Is(err, driver.ErrUnsealed) || !permanent(err) || got != "" || runs.Load() != 1 {
+				t.Errorf("cached %v, %s: duplicate got %q, %v (%d runs); want a permanent ErrUnsealed, 1 run", cached, name, got, err, runs.Load())
+			}
+		}
+	}
+}
+
+func permanent(err error) bool {
+	p, ok := errors.AsType[failure.PermanentError](err)
+	return ok && p.Permanent()
+}
+
+// TestSealFailureBatch: through the batch handler, the delivery whose
+// result could not be sealed fails (SQS delivers it again); the next
+// delivery moves the message to the dead-letter queue, not acknowledged
+// with an empty result, and the operation ran once.
+func TestSealFailureBatch(t *testing.T) {
 	s := newGCMSealer(t)
 	s.sealErr = errors.New("kms unavailable")
 	f := sealedFixture(t, s, nil)
+	m := &mover{}
 	var runs atomic.Int32
-	op := func(context.Context) (string, error) { runs.Add(1); return secret, nil }
-	if _, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, op); err == nil || strings.Contains(err.Error(), secret) {
-		t.Fatalf("err = %v, want a seal failure without the result", err)
+	h := batch.SQS(idempotency.Wrap(f.guard, idempotency.BodyField("k"), func(context.Context, events.SQSMessage) (string, error) {
+		runs.Add(1)
+		return secret, nil
+	}), batch.Options{Concurrency: 1, DeadLetter: batch.DeadLetter{Mover: m}, Logger: slog.New(slog.DiscardHandler)})
+	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: `{"k":"a"}`}}}
+	resp, _ := h(ctxWithDeadline(t), ev) // all records failed: an error too
+	if len(resp.BatchItemFailures) != 1 || len(m.moves) != 0 {
+		t.Fatalf("first delivery: %+v, moves %d; want the record failed, not moved", resp, len(m.moves))
 	}
-	rec, _ := f.store.Get(mustID(t, f.guard, key))
-	if rec.Status != driver.StatusCompleted || rec.Data != nil {
-		t.Fatalf("record %+v: want COMPLETED without a result", rec)
-	}
-	if _, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, op); err != nil || runs.Load() != 1 {
-		t.Errorf("second call: %v, %d runs; want no error, 1 run", err, runs.Load())
+	resp, err := h(ctxWithDeadline(t), ev)
+	if err != nil || len(resp.BatchItemFailures) != 0 || len(m.moves) != 1 || !strings.Contains(m.moves[0].Reason, "withheld") || runs.Load() != 1 {
+		t.Errorf("second delivery: %+v, %v, moves %+v, %d runs; want moved to the dead-letter queue as withheld, 1 run", resp, err, m.moves, runs.Load())
 	}
 }
 
@@ -247,14 +293,14 @@ type panickingSealer struct{ *gcmSealer }
 func (panickingSealer) Seal(context.Context, string, []byte) ([]byte, error) { panic("sealer bug") }
 
 // TestSealerPanic: a Sealer that panics is a result that cannot be sealed:
-// the record completes without it and the call fails.
+// the record completes, its result withheld, and the call fails.
 func TestSealerPanic(t *testing.T) {
 	f := sealedFixture(t, panickingSealer{newGCMSealer(t)}, nil)
 	if _, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, func(context.Context) (string, error) { return secret, nil }); err == nil {
 		t.Fatal("no error")
 	}
-	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != driver.StatusCompleted || rec.Data != nil {
-		t.Errorf("record %+v: want COMPLETED without a result", rec)
+	if rec, _ := f.store.Get(mustID(t, f.guard, key)); rec.Status != driver.StatusCompleted || string(rec.Data) != driver.WithheldData {
+		t.Errorf("record %+v: want COMPLETED, its result withheld", rec)
 	}
 }
 

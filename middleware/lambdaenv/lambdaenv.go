@@ -38,7 +38,13 @@
 //	import _ "github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv"
 //	import _ "github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv"
 //
-// Without it, Load's error names the import.
+// Without it, Load's error names the import. So with SQSONCE_SEAL_KEY
+// (the construct's Props.SealKey): Config.Sealer seals results under that
+// KMS key once main imports
+//
+//	import _ "github.com/sqsonce/sqsonce/middleware/lambdaenv/kmsenv"
+//
+// and Load fails without it, never leaving results unsealed.
 //
 // The variables and what each sets are listed in package
 // middleware/lambdaenv/envvars, whose constants the construct uses.
@@ -76,8 +82,9 @@ type Function struct {
 	// with another store (Config.Store holds it).
 	Store *dynamostore.Store
 	// Config is the guard's configuration: Store, Namespace, ExpiresAfter,
-	// MinExpiry (the queue's window), Tenancy, Strict, and OnOutcome
-	// counting the metrics when they are on.
+	// MinExpiry (the queue's window), Tenancy, Strict, Sealer (with
+	// SQSONCE_SEAL_KEY), and OnOutcome counting the metrics when they are
+	// on.
 	Config idempotency.Config
 	// Options is the batch handler's: MinRemaining, DeadLetter, Pacing and
 	// KeepVisible as the variables say, and OnRecord counting the metrics
@@ -241,6 +248,19 @@ func New(ctx context.Context, s envvars.Settings, c Clients) (*Function, error) 
 	}
 	f.Config = idempotency.Config{Store: store, Namespace: s.Namespace, ExpiresAfter: s.ExpiresAfter,
 		MinExpiry: s.QueueWindow, Tenancy: tenancy, Strict: s.Strict}
+	if s.SealKey != "" {
+		sealersMu.RLock()
+		open := sealerOpener
+		sealersMu.RUnlock()
+		if open == nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("lambdaenv: %s is set: results are sealed, and main must import the sealer: import _ %q", envvars.EnvSealKey, kmsenvImport)
+		}
+		if f.Config.Sealer, err = open(ctx, s); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+	}
 	if s.Key != nil {
 		if f.Key, err = Selector(*s.Key); err != nil {
 			_ = f.Close()
@@ -311,6 +331,29 @@ var (
 		envvars.StorePostgres: "github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv",
 	}
 )
+
+// SealerOpener returns the sealer of the KMS key s.SealKey names
+// (SQSONCE_SEAL_KEY). Its errors name the variable at fault.
+type SealerOpener func(ctx context.Context, s envvars.Settings) (driver.Sealer, error)
+
+const kmsenvImport = "github.com/sqsonce/sqsonce/middleware/lambdaenv/kmsenv"
+
+var (
+	sealersMu    sync.RWMutex
+	sealerOpener SealerOpener
+)
+
+// RegisterSealer makes SQSONCE_SEAL_KEY seal results with the sealer open
+// returns; package kmsenv calls it from its init. It panics when open is
+// nil or a sealer is registered already.
+func RegisterSealer(open SealerOpener) {
+	sealersMu.Lock()
+	defer sealersMu.Unlock()
+	if open == nil || sealerOpener != nil {
+		panic("lambdaenv: RegisterSealer called twice or with nil")
+	}
+	sealerOpener = open
+}
 
 // RegisterStore makes SQSONCE_STORE=name open its store with open; the
 // packages redisenv and pgenv call it from their init. It panics, as

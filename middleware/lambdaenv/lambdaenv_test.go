@@ -97,3 +97,24 @@ func TestKey(t *testing.T) {
 		t.Errorf("a bad expression: %v, want an error naming %s", err, envvars.EnvKey)
 	}
 }
+
+// TestSealKeyNeedsKMSEnv: with SQSONCE_SEAL_KEY set and package kmsenv not
+// imported (it is not, in this module), New fails with an error naming the
+// variable and the import: results are never left unsealed.
+func TestSealKeyNeedsKMSEnv(t *testing.T) {
+	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{}})
+	s, err := envvars.Read(func(k string) string {
+		return map[string]string{envvars.EnvTable: "idem", envvars.EnvNamespace: "charges",
+			envvars.EnvSealKey: "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := lambdaenv.New(t.Context(), s, lambdaenv.Clients{DynamoDB: db, SQS: sqsClient})
+	if err == nil || !strings.Contains(err.Error(), envvars.EnvSealKey) || !strings.Contains(err.Error(), `import _ "github.com/sqsonce/sqsonce/middleware/lambdaenv/kmsenv"`) {
+		t.Fatalf("New = %v, %v; want an error naming %s and the kmsenv import", f, err, envvars.EnvSealKey)
+	}
+	if strings.Contains(err.Error(), "1234abcd") {
+		t.Errorf("the error quotes the key: %v", err)
+	}
+}

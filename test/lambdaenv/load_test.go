@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -21,8 +23,10 @@ import (
 	"github.com/sqsonce/sqsonce/internal/testenv/redisserver"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
+	_ "github.com/sqsonce/sqsonce/middleware/lambdaenv/kmsenv"
 	_ "github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv"
 	_ "github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv"
 )
@@ -108,6 +112,59 @@ func TestLoadStores(t *testing.T) {
 				t.Errorf("the charge ran %d times on %s, want 1", n, store)
 			}
 		})
+	}
+}
+
+// TestLoadSealed: with SQSONCE_SEAL_KEY (a key on moto's KMS) and package
+// kmsenv imported, Load's guard seals: the stored result is sealed, the
+// plaintext nowhere in the item, and a duplicate replays the result. A
+// key KMS refuses fails Load, naming the variable.
+func TestLoadSealed(t *testing.T) {
+	out, err := kms.NewFromConfig(moto.Config(t)).CreateKey(t.Context(), &kms.CreateKeyInput{Description: aws.String(t.Name())})
+	if err != nil {
+		t.Fatalf("moto KMS CreateKey: %v", err)
+	}
+	db := moto.DynamoDB(t)
+	table := motoserver.NewTable(t, db)
+	setenv(t, map[string]string{envvars.EnvNamespace: "orders", envvars.EnvTable: table, envvars.EnvSealKey: aws.ToString(out.KeyMetadata.Arn)})
+	env, err := lambdaenv.Load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Config.Sealer == nil {
+		t.Fatal("Config.Sealer is nil with " + envvars.EnvSealKey)
+	}
+	g, err := idempotency.New(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const answer = "ch-sealed-4b1d"
+	var runs atomic.Int32
+	op := func(context.Context) (string, error) { runs.Add(1); return answer, nil }
+	for i := range 2 {
+		got, err := idempotency.Do(t.Context(), g, idempotency.Raw([]byte("o-1")), op)
+		if err != nil || got != answer {
+			t.Fatalf("call %d: %q, %v", i, got, err)
+		}
+	}
+	if runs.Load() != 1 {
+		t.Errorf("%d runs, want 1", runs.Load())
+	}
+	scan, err := db.Scan(t.Context(), &dynamodb.ScanInput{TableName: aws.String(table)})
+	if err != nil || len(scan.Items) != 1 {
+		t.Fatalf("scan: %v, %d items", err, len(scan.Items))
+	}
+	data := fmt.Sprint(scan.Items[0][driver.AttrData])
+	if !strings.Contains(data, "sqsonce:sealed:1:") || strings.Contains(fmt.Sprint(scan.Items[0]), answer) {
+		t.Errorf("stored item %v: want a sealed result, no plaintext", scan.Items[0])
+	}
+
+	t.Setenv(envvars.EnvSealKey, "arn:aws:kms:"+motoserver.Region+":123456789012:key/00000000-0000-0000-0000-000000000000")
+	if env, err := lambdaenv.Load(t.Context()); err == nil || !strings.Contains(err.Error(), envvars.EnvSealKey) {
+		if env != nil {
+			env.Close()
+		}
+		t.Errorf("an unknown key: Load = %v, want an error naming %s", err, envvars.EnvSealKey)
 	}
 }
 

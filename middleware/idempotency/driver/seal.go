@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+
+	"github.com/sqsonce/sqsonce/middleware/failure"
 )
 
 // Sealer encrypts the stored results of a guard (idempotency.Config.Sealer)
@@ -48,6 +50,13 @@ const SealedPrefix = `"sqsonce:sealed:1:`
 // operation.
 var ErrUnsealed = errors.New("idempotency: sealed result cannot be opened")
 
+// WithheldData is the stored result of a record whose operation ran but
+// whose result the guard's Sealer could not seal (KMS unavailable, a
+// panic): the record is COMPLETED, so that the operation never runs again,
+// and its result is withheld, not stored in plaintext. It is sealed by
+// [IsSealed]; [OpenData] fails on it, with a permanent error.
+const WithheldData = SealedPrefix + `"`
+
 // IsSealed reports whether data, a stored result, is sealed: it begins
 // with [SealedPrefix].
 func IsSealed(data []byte) bool {
@@ -74,10 +83,16 @@ func SealData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, er
 // OpenData returns the result of record id from data as stored: data
 // itself when it is not sealed, else its plaintext as s opens it. Its
 // error wraps [ErrUnsealed], and names neither the data nor the plaintext;
-// s nil opens nothing.
+// s nil opens nothing. Of [WithheldData] the error is permanent
+// (failure.PermanentError).
 func OpenData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, error) {
 	if !IsSealed(data) {
 		return data, nil
+	}
+	if bytes.Equal(data, []byte(WithheldData)) {
+		// No delivery can have the result: the message fails for good
+		// (a batch handler's dead-letter queue), never replays empty.
+		return nil, failure.Permanent(fmt.Errorf("%w: record %s: the operation ran, but its result could not be sealed and was withheld; it is not run again", ErrUnsealed, id))
 	}
 	if s == nil {
 		return nil, fmt.Errorf("%w: record %s is sealed and the guard has no Sealer (idempotency.Config.Sealer)", ErrUnsealed, id)

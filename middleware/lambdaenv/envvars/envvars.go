@@ -27,6 +27,7 @@
 //	SQSONCE_PACING            optional, "on" or "off": failed records come back when they can succeed (sqsvisibility); default on
 //	SQSONCE_KEEP_VISIBLE      optional, "on" or "off": with pacing, messages stay invisible while their records run; default on
 //	SQSONCE_SQS_ENDPOINT      optional: an SQS endpoint override for pacing and the dead-letter queue, for local runs
+//	SQSONCE_SEAL_KEY          a KMS key's ARN (or id or alias): results sealed under it (idempotency.Config.Sealer, package lambdaenv/kmsenv)
 //
 // The construct sets SQSONCE_TABLE, _NAMESPACE, _EXPIRES_AFTER and
 // _QUEUE_WINDOW always; the sort key ones with Props.SortKey,
@@ -36,7 +37,8 @@
 // that the function writes what its alarms watch), and SQSONCE_KEY with
 // Props.KeySource (so that the function and sqsonce-ops take the key one
 // way), and SQSONCE_TENANCY with Props.Tenancy (so that sqsonce-ops scopes
-// a record id as the function does). The others are the function's own,
+// a record id as the function does), and SQSONCE_SEAL_KEY with
+// Props.SealKey (so that sqsonce-ops seals what it writes). The others are the function's own,
 // optional: set them with Props.Environment. The construct grants what
 // the defaults use: sqs:SendMessage on the dead-letter queue, and
 // sqs:ChangeMessageVisibility on the queue.
@@ -80,6 +82,7 @@ const (
 	EnvPacing           = "SQSONCE_PACING"
 	EnvKeepVisible      = "SQSONCE_KEEP_VISIBLE"
 	EnvSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"
+	EnvSealKey          = "SQSONCE_SEAL_KEY"
 )
 
 // The stores SQSONCE_STORE names.
@@ -101,7 +104,7 @@ const (
 // order; [Optional] the ones only the function sets.
 func Set() []string {
 	return []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict, EnvMinRemaining,
-		EnvMetricsNamespace, EnvMetricsService, EnvKey, EnvTenancy}
+		EnvMetricsNamespace, EnvMetricsService, EnvKey, EnvTenancy, EnvSealKey}
 }
 
 // Optional returns the variables [Read] reads that the construct does not
@@ -140,6 +143,7 @@ type Settings struct {
 	Pacing           bool       // paced redelivery of failed records
 	KeepVisible      bool       // with Pacing: messages invisible while their records run
 	SQSEndpoint      string
+	SealKey          string // the KMS key results are sealed under; empty: not sealed
 }
 
 // The kinds of [KeySource].
@@ -262,6 +266,7 @@ func Read(getenv func(string) string) (Settings, error) {
 		Pacing:           flag(EnvPacing, "on", "off", true),
 		KeepVisible:      flag(EnvKeepVisible, "on", "off", true),
 		SQSEndpoint:      getenv(EnvSQSEndpoint),
+		SealKey:          getenv(EnvSealKey),
 	}
 	switch s.Tenancy {
 	case TenancyInvocation, TenancyMessageGroup, TenancyOff:
