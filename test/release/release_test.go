@@ -432,6 +432,82 @@ func main() {
 }
 `
 
+const pgUser = `package main
+
+import (
+	"context"
+	"log"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
+)
+
+func work(ctx context.Context, m events.SQSMessage) (string, error) { return m.MessageId, nil }
+
+func main() {
+	pool, err := pgxpool.New(context.Background(), "postgres://localhost:5432/app")
+	if err != nil {
+		log.Fatal(err)
+	}
+	store, err := pgstore.New(pool)
+	if err != nil {
+		log.Fatal(err)
+	}
+	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "orders"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := idempotency.Wrap(g, idempotency.BodyField("order_id"), work)
+	lambda.StartHandlerFunc(batch.SQS(h, batch.Options{}))
+}
+`
+
+// sqsUser uses batch with the dead-letter mover and the visibility changer
+// on the SQS client, and no idempotency store.
+const sqsUser = `package main
+
+import (
+	"context"
+	"log"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
+	"github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility"
+)
+
+func work(ctx context.Context, m events.SQSMessage) (string, error) { return m.MessageId, nil }
+
+func main() {
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	client := sqs.NewFromConfig(cfg)
+	mover, err := sqsdlq.New(client)
+	if err != nil {
+		log.Fatal(err)
+	}
+	changer, err := sqsvisibility.New(client)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lambda.StartHandlerFunc(batch.SQS(work, batch.Options{
+		DeadLetter: batch.DeadLetter{Mover: mover},
+		Pacing:     batch.Pacing{Changer: changer},
+	}))
+}
+`
+
 // floorUser uses aws-lambda-go and the DynamoDB client alone: the fewest
 // modules a DynamoDB-backed function can have.
 const floorUser = `package main
@@ -464,9 +540,11 @@ func main() {
 // a proxy built from the tree, and each user's `go list -m all`: the
 // DynamoDB user (idempotency, dynamostore, batch) at most 26 modules and
 // none of pgx, go-redis, porcupine or OpenTelemetry; the Redis user no pgx;
-// the README's own function built as written, without the KMS client. The
-// counts are printed with the floor: aws-lambda-go and the DynamoDB client
-// alone.
+// the PostgreSQL user (pgstore) and the SQS user (sqsdlq, sqsvisibility)
+// nothing of the other stores; no user any module of the test harness
+// (internal/testenv); the README's own function built as written, without
+// the KMS client. The counts are printed with the floor: aws-lambda-go and
+// the DynamoDB client alone.
 func TestRelease(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the release test builds modules outside the tree and gains nothing from -race: make test runs it without it (make release-check)")
@@ -509,12 +587,28 @@ func TestRelease(t *testing.T) {
 	rmods := ru.build(p.version, idem, lib+"/middleware/idempotency/redisstore", bat)
 	without(t, "the Redis user", rmods, "github.com/jackc/", "github.com/anishathalye/porcupine", "go.opentelemetry.io")
 
+	pu := newUser(t, env, "postgres", pgUser)
+	pmods := pu.build(p.version, idem, lib+"/middleware/idempotency/pgstore", bat)
+	without(t, "the PostgreSQL user", pmods, "github.com/redis/go-redis", "github.com/anishathalye/porcupine", "go.opentelemetry.io")
+
+	su := newUser(t, env, "sqs", sqsUser)
+	smods := su.build(p.version, bat, lib+"/middleware/batch/sqsdlq", lib+"/middleware/batch/sqsvisibility")
+	without(t, "the SQS user", smods, "github.com/jackc/", "github.com/redis/go-redis", "github.com/anishathalye/porcupine", "go.opentelemetry.io")
+
 	fn := newUser(t, env, "orders", workspace.READMEMain(t))
 	fmods := fn.build(p.version, idem, bat, lib+"/middleware/lambdaenv")
 	without(t, "the README's function", fmods, "github.com/jackc/", "github.com/redis/go-redis", "github.com/aws/aws-sdk-go-v2/service/kms", "github.com/anishathalye/porcupine", "go.opentelemetry.io")
 
-	t.Logf("go list -m all: floor (aws-lambda-go + DynamoDB client) %d, DynamoDB user (idempotency, dynamostore, batch) %d (at most %d), Redis user %d, README's function %d (%v)",
-		len(floor), len(dmods), maxDynamoUser, len(rmods), len(fmods), time.Since(start).Round(time.Millisecond))
+	// The test harness is no user's: a library module's tests that need it
+	// live where a user's graph does not reach (see test/pgstore).
+	without(t, "the DynamoDB user", dmods, lib+"/internal/testenv")
+	without(t, "the Redis user", rmods, lib+"/internal/testenv")
+	without(t, "the PostgreSQL user", pmods, lib+"/internal/testenv")
+	without(t, "the SQS user", smods, lib+"/internal/testenv")
+	without(t, "the README's function", fmods, lib+"/internal/testenv")
+
+	t.Logf("go list -m all: floor (aws-lambda-go + DynamoDB client) %d, DynamoDB user (idempotency, dynamostore, batch) %d (at most %d), Redis user %d, PostgreSQL user (idempotency, pgstore, batch) %d, SQS user (batch, sqsdlq, sqsvisibility) %d, README's function %d (%v)",
+		len(floor), len(dmods), maxDynamoUser, len(rmods), len(pmods), len(smods), len(fmods), time.Since(start).Round(time.Millisecond))
 
 	t.Run("CDKApp", func(t *testing.T) {
 		if os.Getenv("SQSONCE_RELEASE_CDK") != "1" {
@@ -527,7 +621,7 @@ func TestRelease(t *testing.T) {
 		start := time.Now()
 		app := newUser(t, env, "stack", string(main))
 		amods := app.build(p.version, lib+"/infra/idempotentconsumer")
-		without(t, "the CDK app", amods, "github.com/jackc/", "github.com/redis/go-redis", "github.com/anishathalye/porcupine")
+		without(t, "the CDK app", amods, "github.com/jackc/", "github.com/redis/go-redis", "github.com/anishathalye/porcupine", lib+"/internal/testenv")
 		t.Logf("go list -m all: the README's CDK app %d (%v)", len(amods), time.Since(start).Round(time.Millisecond))
 	})
 }

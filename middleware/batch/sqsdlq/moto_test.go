@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/internal/testenv/motoserver"
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
@@ -125,7 +124,7 @@ func TestMovesUnderFaults(t *testing.T) {
 }
 
 func moveUnderFaults(t *testing.T, fifo bool, before, after float64) {
-	client := esm.SQSClient(t, moto)
+	client := sqs.NewFromConfig(moto.Config(t)) // moto serves SQS on the DynamoDB endpoint
 	ctx := t.Context()
 	suffix, attrs := "", map[string]string{}
 	if fifo {
@@ -360,7 +359,7 @@ func empty(t *testing.T, client *sqs.Client, url string) bool {
 // id depends on it. (moto keeps a standard queue's MessageGroupId and
 // returns it with the message's attributes, as SQS does.)
 func TestMoveKeepsGroupOnStandardQueue(t *testing.T) {
-	client := esm.SQSClient(t, moto)
+	client := sqs.NewFromConfig(moto.Config(t)) // moto serves SQS on the DynamoDB endpoint
 	ctx := t.Context()
 	dlqURL, dlqARN := newQueue(t, client, "-dlq", nil)
 	srcURL, srcARN := newQueue(t, client, "", map[string]string{

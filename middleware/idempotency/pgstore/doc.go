@@ -42,8 +42,8 @@
 //
 // # Round trips
 //
-// Counted on the connection (see the tests; a round trip is a request
-// written after a reply was read):
+// Counted on the connection (see test/pgstore's TestRoundTrips; a round
+// trip is a request written after a reply was read):
 //
 //	claim (free key)                 1  INSERT … ON CONFLICT DO UPDATE … WHERE … RETURNING
 //	in progress (held key)           1  the same statement returns the holder's record

@@ -8,7 +8,6 @@ require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/pgserver v0.9.0
 )
 
 require (
@@ -16,7 +15,7 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
 

@@ -41,7 +41,7 @@ require (
 	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0 // indirect
 	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0 // indirect
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
 

@@ -1,3 +1,6 @@
+// Package pgstore_test holds the tests of pgstore that need a PostgreSQL
+// server (pgserver): here, in the test module, so that pgstore's own go.mod
+// requires no module of the test harness and a user's graph names none.
 package pgstore_test
 
 import (

@@ -427,7 +427,7 @@ func TestDeleteExpired(t *testing.T) {
 // expired records (and 100,000 live ones) in batches of 10,000: one
 // iteration deletes them all.
 //
-//	go test -run '^$' -bench DeleteExpired -benchtime 1x ./middleware/idempotency/pgstore/
+//	go test -run '^$' -bench DeleteExpired -benchtime 1x ./test/pgstore/
 func BenchmarkDeleteExpired(b *testing.B) {
 	pool := newPool(b, nil)
 	store := newStore(b, pool)

@@ -69,11 +69,3 @@ func TestNewReportsEveryProblem(t *testing.T) {
 		t.Errorf("New(nil): %v, want an error naming the nil DB", err)
 	}
 }
-
-// TestSchemaFile: schema.sql (Schema) is the SQL CreateSchema runs for the
-// default table.
-func TestSchemaFile(t *testing.T) {
-	if got := pgstore.SchemaOf(pgstore.DefaultTable); got != pgstore.Schema {
-		t.Errorf("CreateSchema's SQL for the default table:\n%s\nschema.sql:\n%s", got, pgstore.Schema)
-	}
-}

@@ -1,3 +1,6 @@
+// Package sqsvisibility_test holds the tests of sqsvisibility that run on
+// moto_server's SQS: here, in the test module, so that sqsvisibility's own
+// go.mod requires no module of the test harness (esm).
 package sqsvisibility_test
 
 import (
