@@ -508,6 +508,37 @@ func main() {
 }
 `
 
+// otelUser traces with oteltrace on memstore, with the SDK and no
+// exporter of its own choosing yet.
+const otelUser = `package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+	"github.com/sqsonce/sqsonce/middleware/oteltrace"
+)
+
+func work(ctx context.Context, m events.SQSMessage) (string, error) { return m.MessageId, nil }
+
+func main() {
+	tp := sdktrace.NewTracerProvider()
+	cfg := oteltrace.Instrument(idempotency.Config{Store: memstore.New(), Namespace: "orders"}, oteltrace.WithTracerProvider(tp))
+	g, err := idempotency.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	h := idempotency.Wrap(g, idempotency.BodyField("order_id"), work)
+	lambda.StartHandlerFunc(oteltrace.SQS(h, batch.Options{}, oteltrace.WithTracerProvider(tp)))
+}
+`
+
 // floorUser uses aws-lambda-go and the DynamoDB client alone: the fewest
 // modules a DynamoDB-backed function can have.
 const floorUser = `package main
@@ -541,10 +572,11 @@ func main() {
 // DynamoDB user (idempotency, dynamostore, batch) at most 26 modules and
 // none of pgx, go-redis, porcupine or OpenTelemetry; the Redis user no pgx;
 // the PostgreSQL user (pgstore) and the SQS user (sqsdlq, sqsvisibility)
-// nothing of the other stores; no user any module of the test harness
-// (internal/testenv); the README's own function built as written, without
-// the KMS client. The counts are printed with the floor: aws-lambda-go and
-// the DynamoDB client alone.
+// nothing of the other stores; the OpenTelemetry user (oteltrace) neither
+// dynamostore nor an exporter or gRPC it did not choose; no user any module
+// of the test harness (internal/testenv); the README's own function built
+// as written, without the KMS client. The counts are printed with the
+// floor: aws-lambda-go and the DynamoDB client alone.
 func TestRelease(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the release test builds modules outside the tree and gains nothing from -race: make test runs it without it (make release-check)")
@@ -595,6 +627,11 @@ func TestRelease(t *testing.T) {
 	smods := su.build(p.version, bat, lib+"/middleware/batch/sqsdlq", lib+"/middleware/batch/sqsvisibility")
 	without(t, "the SQS user", smods, "github.com/jackc/", "github.com/redis/go-redis", "github.com/anishathalye/porcupine", "go.opentelemetry.io")
 
+	ou := newUser(t, env, "otel", otelUser)
+	omods := ou.build(p.version, idem, bat, lib+"/middleware/oteltrace") // the SDK at the version oteltrace requires
+	without(t, "the OpenTelemetry user", omods, "github.com/jackc/", "github.com/redis/go-redis", "github.com/anishathalye/porcupine",
+		lib+"/middleware/idempotency/dynamostore", "go.opentelemetry.io/otel/exporters/", "google.golang.org/grpc")
+
 	fn := newUser(t, env, "orders", workspace.READMEMain(t))
 	fmods := fn.build(p.version, idem, bat, lib+"/middleware/lambdaenv")
 	without(t, "the README's function", fmods, "github.com/jackc/", "github.com/redis/go-redis", "github.com/aws/aws-sdk-go-v2/service/kms", "github.com/anishathalye/porcupine", "go.opentelemetry.io")
@@ -605,10 +642,11 @@ func TestRelease(t *testing.T) {
 	without(t, "the Redis user", rmods, lib+"/internal/testenv")
 	without(t, "the PostgreSQL user", pmods, lib+"/internal/testenv")
 	without(t, "the SQS user", smods, lib+"/internal/testenv")
+	without(t, "the OpenTelemetry user", omods, lib+"/internal/testenv")
 	without(t, "the README's function", fmods, lib+"/internal/testenv")
 
-	t.Logf("go list -m all: floor (aws-lambda-go + DynamoDB client) %d, DynamoDB user (idempotency, dynamostore, batch) %d (at most %d), Redis user %d, PostgreSQL user (idempotency, pgstore, batch) %d, SQS user (batch, sqsdlq, sqsvisibility) %d, README's function %d (%v)",
-		len(floor), len(dmods), maxDynamoUser, len(rmods), len(pmods), len(smods), len(fmods), time.Since(start).Round(time.Millisecond))
+	t.Logf("go list -m all: floor (aws-lambda-go + DynamoDB client) %d, DynamoDB user (idempotency, dynamostore, batch) %d (at most %d), Redis user %d, PostgreSQL user (idempotency, pgstore, batch) %d, SQS user (batch, sqsdlq, sqsvisibility) %d, OpenTelemetry user (oteltrace on memstore) %d, README's function %d (%v)",
+		len(floor), len(dmods), maxDynamoUser, len(rmods), len(pmods), len(smods), len(omods), len(fmods), time.Since(start).Round(time.Millisecond))
 
 	t.Run("CDKApp", func(t *testing.T) {
 		if os.Getenv("SQSONCE_RELEASE_CDK") != "1" {

@@ -66,7 +66,7 @@ func (discard) Shutdown(context.Context) error                             { ret
 // tracing, traced but not sampled, and traced and sampled (the SDK's batch
 // processor, to an exporter that drops the spans).
 //
-//	cd middleware/oteltrace && go test -run '^$' -bench BenchmarkRecord -benchmem -count 6 .
+//	cd test/oteltrace && go test -run '^$' -bench BenchmarkRecord -benchmem -count 6 .
 func BenchmarkRecord(b *testing.B) {
 	benchmarkRecord(b, func(testing.TB) driver.Store { return memstore.New() })
 }
@@ -74,7 +74,7 @@ func BenchmarkRecord(b *testing.B) {
 // BenchmarkRecordDynamoDB is BenchmarkRecord on dynamostore, on a moto
 // server: the CPU a function spends per record on a real store's client.
 //
-//	cd middleware/oteltrace && go test -run '^$' -bench BenchmarkRecordDynamoDB -benchmem -count 6 -cpu 1 .
+//	cd test/oteltrace && go test -run '^$' -bench BenchmarkRecordDynamoDB -benchmem -count 6 -cpu 1 .
 func BenchmarkRecordDynamoDB(b *testing.B) {
 	db := moto.DynamoDB(b)
 	table := motoserver.NewTable(b, db)
