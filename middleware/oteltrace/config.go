@@ -2,6 +2,7 @@ package oteltrace
 
 import (
 	"context"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
@@ -24,6 +25,22 @@ type config struct {
 	tp     trace.TracerProvider
 	tracer trace.Tracer
 	flush  func(context.Context) error
+	// name is the last span name spanName made, kept since a function
+	// reads one queue or stream.
+	name atomic.Pointer[sourceName]
+}
+
+type sourceName struct{ source, name string }
+
+// spanName is the name of a span that processes messages of source
+// ("<source> process"), made once per source in a row.
+func (c *config) spanName(source string) string {
+	if n := c.name.Load(); n != nil && n.source == source {
+		return n.name
+	}
+	n := &sourceName{source, spanName(source)}
+	c.name.Store(n)
+	return n.name
 }
 
 func newConfig(opts []Option) *config {

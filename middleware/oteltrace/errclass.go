@@ -3,7 +3,7 @@ package oteltrace
 import (
 	"context"
 	"errors"
-	"fmt"
+	"reflect"
 
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
@@ -71,29 +71,32 @@ func errorClass(err error) string {
 		switch e := err.(type) {
 		case interface{ Unwrap() error }:
 			if !wrapper(err) {
-				return fmt.Sprintf("%T", err)
+				return typeName(err)
 			}
 			next = e.Unwrap()
 		case interface{ Unwrap() []error }:
 			if !wrapper(err) {
-				return fmt.Sprintf("%T", err)
+				return typeName(err)
 			}
 			if errs := e.Unwrap(); len(errs) > 0 {
 				next = errs[0]
 			}
 		default:
-			return fmt.Sprintf("%T", err)
+			return typeName(err)
 		}
 		if next == nil {
-			return fmt.Sprintf("%T", err)
+			return typeName(err)
 		}
 		err = next
 	}
 }
 
+// typeName is err's Go type as %T prints it, without formatting.
+func typeName(err error) string { return reflect.TypeOf(err).String() }
+
 // wrapper reports whether err only wraps others: its type tells nothing.
 func wrapper(err error) bool {
-	switch fmt.Sprintf("%T", err) {
+	switch typeName(err) {
 	case "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError", "*idempotency.reported":
 		return true
 	}

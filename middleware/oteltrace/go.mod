@@ -9,7 +9,6 @@ replace github.com/sqsonce/sqsonce => ../..
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/sqsonce/sqsonce v0.9.0
-	go.opentelemetry.io/contrib/propagators/aws v1.47.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 )
@@ -18,13 +17,10 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
-	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 )
 
 replace github.com/sqsonce/sqsonce/cmd/sqsonce-esm => ../../cmd/sqsonce-esm

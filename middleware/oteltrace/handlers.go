@@ -5,9 +5,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
-	"go.opentelemetry.io/contrib/propagators/aws/xray"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -26,30 +24,34 @@ func SQS[T any](fn func(context.Context, events.SQSMessage) (T, error), opts bat
 		if !sampled(ctx) {
 			return h(ctx, ev)
 		}
-		source := ""
-		producers := make(map[string][]trace.Link, len(ev.Records))
-		var links []trace.Link
+		st := &batchState{}
+		// One backing array for every record's links: most have one.
+		links := make([]trace.Link, 0, len(ev.Records))
 		for i := range ev.Records {
 			m := &ev.Records[i]
 			q := lastField(m.EventSourceARN)
 			if i == 0 {
-				source = q
-			} else if q != source {
-				source = "multiple_sources"
+				st.queue = q
+			} else if q != st.queue {
+				st.queue = "multiple_sources"
 			}
-			l := producerLinks(m)
-			producers[m.MessageId] = l
-			links = append(links, l...)
+			n := len(links)
+			if links = appendProducerLinks(links, m); len(links) > n {
+				if st.links == nil {
+					st.links = make(map[string][]trace.Link, len(ev.Records))
+				}
+				st.links[m.MessageId] = links[n:len(links):len(links)]
+			}
 		}
-		attrs := []attribute.KeyValue{
-			semconv.FaaSTriggerPubSub, semconv.MessagingSystemAWSSQS, semconv.MessagingOperationTypeProcess,
-			semconv.MessagingOperationName("process"), semconv.MessagingBatchMessageCount(len(ev.Records)),
+		attrs := make([]attribute.KeyValue, 0, len(sqsAttrs)+2)
+		attrs = append(attrs, sqsAttrs...)
+		attrs = append(attrs, semconv.MessagingBatchMessageCount(len(ev.Records)))
+		if st.queue != "" && st.queue != "multiple_sources" {
+			attrs = append(attrs, semconv.MessagingDestinationName(st.queue))
 		}
-		if source != "" && source != "multiple_sources" {
-			attrs = append(attrs, semconv.MessagingDestinationName(source))
-		}
-		ctx, span := c.tracer.Start(context.WithValue(ctx, producersKey{}, producers), spanName(source),
-			trace.WithSpanKind(trace.SpanKindConsumer), trace.WithLinks(links...), trace.WithAttributes(attrs...))
+		st.name = c.spanName(st.queue)
+		ctx, span := c.tracer.Start(context.WithValue(ctx, batchKey{}, st), st.name,
+			consumerKind, trace.WithLinks(links...), trace.WithAttributes(attrs...))
 		defer func() {
 			span.SetAttributes(attribute.Int("sqsonce.failed_records", len(resp.BatchItemFailures)))
 			endSpan(span, err)
@@ -58,9 +60,22 @@ func SQS[T any](fn func(context.Context, events.SQSMessage) (T, error), opts bat
 	}
 }
 
-// producersKey holds, in a batch's context, the links to each record's
-// producer by message id, read once for the batch's span.
-type producersKey struct{}
+// batchKey holds, in a batch's context, its *batchState.
+type batchKey struct{}
+
+// batchState is what a batch's span read of its records, for their spans:
+// the links to each record's producers by message id (none for a record
+// without), the queue and the span's name.
+type batchState struct {
+	links       map[string][]trace.Link
+	queue, name string
+}
+
+// consumerKind and serverKind are the span kinds as options, made once.
+var (
+	consumerKind = trace.WithSpanKind(trace.SpanKindConsumer)
+	serverKind   = trace.WithSpanKind(trace.SpanKindServer)
+)
 
 // sqsRecord runs fn under the record's span.
 func sqsRecord[T any](c *config, fn func(context.Context, events.SQSMessage) (T, error)) func(context.Context, events.SQSMessage) (T, error) {
@@ -68,19 +83,32 @@ func sqsRecord[T any](c *config, fn func(context.Context, events.SQSMessage) (T,
 		if !sampled(ctx) {
 			return fn(ctx, m)
 		}
-		links, ok := ctx.Value(producersKey{}).(map[string][]trace.Link)[m.MessageId]
-		if !ok {
-			links = producerLinks(&m)
-		}
 		q := lastField(m.EventSourceARN)
-		attrs := make([]attribute.KeyValue, 0, 12) // room for the guard's decision too
+		var links []trace.Link
+		var name string
+		if st, ok := ctx.Value(batchKey{}).(*batchState); ok {
+			links = st.links[m.MessageId]
+			if q == st.queue {
+				name = st.name
+			}
+		} else {
+			links = appendProducerLinks(nil, &m)
+		}
+		if name == "" {
+			name = c.spanName(q)
+		}
+		attrs := make([]attribute.KeyValue, 0, len(sqsAttrs)+2)
 		attrs = append(attrs, sqsAttrs...)
 		attrs = append(attrs, semconv.MessagingMessageID(m.MessageId))
 		if q != "" {
 			attrs = append(attrs, semconv.MessagingDestinationName(q))
 		}
-		ctx, span := c.tracer.Start(ctx, spanName(q), trace.WithSpanKind(trace.SpanKindConsumer),
-			trace.WithLinks(links...), trace.WithAttributes(attrs...))
+		var span trace.Span
+		if len(links) > 0 {
+			ctx, span = c.tracer.Start(ctx, name, consumerKind, trace.WithLinks(links...), trace.WithAttributes(attrs...))
+		} else {
+			ctx, span = c.tracer.Start(ctx, name, consumerKind, trace.WithAttributes(attrs...))
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				endSpan(span, &batch.PanicError{Value: p})
@@ -110,30 +138,6 @@ func run[T any](ctx context.Context, span trace.Span, fn func(context.Context) (
 		endSpan(span, err)
 	}()
 	return fn(ctx)
-}
-
-// producerLinks are the links to m's producers: the context in its
-// AWSTraceHeader system attribute (X-Ray's format) and the one in its
-// traceparent message attribute (W3C's), each when present and valid.
-func producerLinks(m *events.SQSMessage) []trace.Link {
-	var links []trace.Link
-	if h := m.Attributes["AWSTraceHeader"]; h != "" {
-		sc := trace.SpanContextFromContext(xray.Propagator{}.Extract(context.Background(), propagation.MapCarrier{xrayHeader: h}))
-		if sc.IsValid() {
-			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("sqsonce.link", "AWSTraceHeader")}})
-		}
-	}
-	if a, ok := m.MessageAttributes["traceparent"]; ok && a.StringValue != nil {
-		carrier := propagation.MapCarrier{"traceparent": *a.StringValue}
-		if s, ok := m.MessageAttributes["tracestate"]; ok && s.StringValue != nil {
-			carrier["tracestate"] = *s.StringValue
-		}
-		sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
-		if sc.IsValid() && (len(links) == 0 || sc.TraceID() != links[0].SpanContext.TraceID() || sc.SpanID() != links[0].SpanContext.SpanID()) {
-			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("sqsonce.link", "traceparent")}})
-		}
-	}
-	return links
 }
 
 // Kinesis is batch.Kinesis(fn, opts), traced: the invocation's span and
@@ -176,7 +180,7 @@ func streamRecord[T any](ctx context.Context, c *config, arn, id string, trigger
 	if name != "" {
 		attrs = append(attrs, semconv.MessagingDestinationName(name))
 	}
-	ctx, span := c.tracer.Start(ctx, spanName(name), trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
+	ctx, span := c.tracer.Start(ctx, c.spanName(name), consumerKind, trace.WithAttributes(attrs...))
 	return run(ctx, span, fn)
 }
 

@@ -6,11 +6,9 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	"go.opentelemetry.io/contrib/propagators/aws/xray"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -20,13 +18,13 @@ import (
 const (
 	lambdaTraceKey = "x-amzn-trace-id"
 	lambdaTraceEnv = "_X_AMZN_TRACE_ID"
-	xrayHeader     = "X-Amzn-Trace-Id"
 )
 
 // invocation starts the invocation's span, a child of the trace context
 // Lambda gave it, unless ctx holds a span of this process already (an
 // outer instrumentation's), which then stands for it. end ends the span it
 // started, with err's class when err is not nil, and flushes the provider.
+// Under a trace context that was not sampled it starts nothing.
 func (c *config) invocation(ctx context.Context, trigger attribute.KeyValue) (_ context.Context, end func(error)) {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsRemote() {
 		return ctx, func(error) {}
@@ -36,17 +34,23 @@ func (c *config) invocation(ctx context.Context, trigger attribute.KeyValue) (_ 
 		if h == "" {
 			h = os.Getenv(lambdaTraceEnv)
 		}
-		if h != "" {
-			ctx = xray.Propagator{}.Extract(ctx, propagation.MapCarrier{xrayHeader: h})
+		if sc, ok := parseXRay(h); ok {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}
 	}
-	attrs := []attribute.KeyValue{semconv.CloudProviderAWS, trigger}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsSampled() {
+		// Lambda's trace context was not sampled: nothing below records,
+		// and the context carries the trace on as it is.
+		return ctx, func(error) {}
+	}
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, semconv.CloudProviderAWS, trigger)
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		attrs = append(attrs, semconv.FaaSInvocationID(lc.AwsRequestID))
 		if arn := lc.InvokedFunctionArn; arn != "" {
 			attrs = append(attrs, semconv.AWSLambdaInvokedARN(arn))
-			if f := strings.Split(arn, ":"); len(f) > 4 && f[4] != "" {
-				attrs = append(attrs, semconv.CloudAccountID(f[4]))
+			if account := arnField(arn, 4); account != "" {
+				attrs = append(attrs, semconv.CloudAccountID(account))
 			}
 		}
 	}
@@ -56,13 +60,27 @@ func (c *config) invocation(ctx context.Context, trigger attribute.KeyValue) (_ 
 	} else {
 		attrs = append(attrs, semconv.FaaSName(name))
 	}
-	ctx, span := c.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	ctx, span := c.tracer.Start(ctx, name, serverKind, trace.WithAttributes(attrs...))
 	return ctx, func(err error) {
 		endSpan(span, err)
 		if c.flush != nil && span.SpanContext().IsSampled() {
 			c.flushNow(ctx)
 		}
 	}
+}
+
+// arnField is the field i (from 0) of arn's ":"-separated fields, "" when
+// it has fewer.
+func arnField(arn string, i int) string {
+	for ; i > 0; i-- {
+		j := strings.IndexByte(arn, ':')
+		if j < 0 {
+			return ""
+		}
+		arn = arn[j+1:]
+	}
+	f, _, _ := strings.Cut(arn, ":")
+	return f
 }
 
 // flushNow exports the spans the provider holds, before Lambda freezes the

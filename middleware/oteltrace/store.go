@@ -100,23 +100,34 @@ func begin(ctx context.Context) call {
 	return call{span: span, start: time.Now()}
 }
 
-// done adds the call's event, "sqsonce.store <op>", with its latency, its
-// error's class and attrs.
-func (c call) done(op string, err error, attrs ...attribute.KeyValue) {
+// The store calls' event names, made once.
+const (
+	evAcquire    = "sqsonce.store acquire"
+	evComplete   = "sqsonce.store complete"
+	evRelease    = "sqsonce.store release"
+	evQuarantine = "sqsonce.store quarantine"
+	evExtend     = "sqsonce.store extend"
+)
+
+// done adds the call's event, name, with its latency, its error's class
+// and the result attrs (at most 3).
+func (c call) done(name string, err error, attrs ...attribute.KeyValue) {
 	if c.span == nil {
 		return
 	}
-	attrs = append(attrs, attribute.Float64("sqsonce.store.ms", float64(time.Since(c.start).Microseconds())/1000))
+	all := make([]attribute.KeyValue, 0, 5)
+	all = append(all, attrs...)
+	all = append(all, attribute.Float64("sqsonce.store.ms", float64(time.Since(c.start).Microseconds())/1000))
 	if err != nil {
-		attrs = append(attrs, semconv.ErrorTypeKey.String(errorClass(err)))
+		all = append(all, semconv.ErrorTypeKey.String(errorClass(err)))
 	}
-	c.span.AddEvent("sqsonce.store "+op, trace.WithAttributes(attrs...))
+	c.span.AddEvent(name, trace.WithAttributes(all...))
 }
 
 // panicked adds a panicking call's event; the panic goes on.
-func (c call) panicked(op string) {
+func (c call) panicked(name string) {
 	if p := recover(); p != nil {
-		c.done(op, &batch.PanicError{Value: p})
+		c.done(name, &batch.PanicError{Value: p})
 		panic(p)
 	}
 }
@@ -127,17 +138,17 @@ func (t *store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 	if c.span == nil {
 		return t.s.Acquire(ctx, rec, now, mode)
 	}
-	defer c.panicked("acquire")
+	defer c.panicked(evAcquire)
 	actual, loaded, err = t.s.Acquire(ctx, rec, now, mode)
 	switch {
 	case err != nil:
-		c.done("acquire", err)
+		c.done(evAcquire, err)
 	case loaded:
-		c.done("acquire", nil, attribute.String("sqsonce.found", string(actual.Status)))
+		c.done(evAcquire, nil, attribute.String("sqsonce.found", string(actual.Status)))
 	default:
 		lease := leaseAttr(rec.LeaseEnd())
 		c.span.SetAttributes(lease)
-		c.done("acquire", nil, attribute.Bool("sqsonce.claimed", true), attribute.Bool("sqsonce.took_over", actual.ID != ""), lease)
+		c.done(evAcquire, nil, attribute.Bool("sqsonce.claimed", true), attribute.Bool("sqsonce.took_over", actual.ID != ""))
 	}
 	return actual, loaded, err
 }
@@ -148,9 +159,9 @@ func (t *store) Complete(ctx context.Context, rec driver.Record) (stored []byte,
 	if c.span == nil {
 		return t.s.Complete(ctx, rec)
 	}
-	defer c.panicked("complete")
+	defer c.panicked(evComplete)
 	stored, err = t.s.Complete(ctx, rec)
-	c.done("complete", err, attribute.Int("sqsonce.result_bytes", len(stored)))
+	c.done(evComplete, err, attribute.Int("sqsonce.result_bytes", len(stored)))
 	return stored, err
 }
 
@@ -160,9 +171,9 @@ func (t *store) Release(ctx context.Context, id, owner string) (err error) {
 	if c.span == nil {
 		return t.s.Release(ctx, id, owner)
 	}
-	defer c.panicked("release")
+	defer c.panicked(evRelease)
 	err = t.s.Release(ctx, id, owner)
-	c.done("release", err)
+	c.done(evRelease, err)
 	return err
 }
 
@@ -172,9 +183,9 @@ func (t *store) Quarantine(ctx context.Context, found driver.Record, now time.Ti
 	if c.span == nil {
 		return t.s.Quarantine(ctx, found, now)
 	}
-	defer c.panicked("quarantine")
+	defer c.panicked(evQuarantine)
 	got, err = t.s.Quarantine(ctx, found, now)
-	c.done("quarantine", err)
+	c.done(evQuarantine, err)
 	return got, err
 }
 
@@ -184,11 +195,11 @@ func (x *extender) Extend(ctx context.Context, rec driver.Record, now time.Time)
 	if c.span == nil {
 		return x.e.Extend(ctx, rec, now)
 	}
-	defer c.panicked("extend")
+	defer c.panicked(evExtend)
 	lease := leaseAttr(rec.LeaseEnd())
 	if err = x.e.Extend(ctx, rec, now); err == nil {
 		c.span.SetAttributes(lease)
 	}
-	c.done("extend", err, lease)
+	c.done(evExtend, err, lease)
 	return err
 }
