@@ -13,4 +13,9 @@ import (
 
 var moto = motoserver.New()
 
-func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeDynamoDBEnv) != "" {
+		serveFakeDynamoDB()
+	}
+	os.Exit(moto.Run(m))
+}

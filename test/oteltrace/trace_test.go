@@ -369,21 +369,24 @@ func TestFailedOperationClass(t *testing.T) {
 	}
 }
 
-// TestUnsampled: an invocation X-Ray did not sample records no span, and
-// the guard still works.
+// TestUnsampled: an invocation X-Ray did not sample records no span, on
+// the default sampler and on one that ignores the parent, and the guard
+// still works.
 func TestUnsampled(t *testing.T) {
-	f := newFixture(t, sdktrace.ParentBased(sdktrace.AlwaysSample()), func(context.Context, order) (string, error) { return "ok", nil })
-	//lint:ignore SA1029 aws-lambda-go's own key
-	ctx := context.WithValue(context.Background(), "x-amzn-trace-id", "Root="+lambdaTraceID+";Parent=463ac35c9f6413ad;Sampled=0")
-	resp, err := f.h(ctx, events.SQSEvent{Records: []events.SQSMessage{message("m1", `{"key":"a"}`), message("m2", `{"key":"a"}`)}})
-	if err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("%v %v", resp, err)
-	}
-	if n := len(f.exp.GetSpans()); n != 0 {
-		t.Errorf("%d spans of an unsampled invocation: %v", n, names(f.exp.GetSpans()))
-	}
-	if f.runs.Load() != 1 {
-		t.Errorf("ran %d times", f.runs.Load())
+	for _, sampler := range []sdktrace.Sampler{sdktrace.ParentBased(sdktrace.AlwaysSample()), sdktrace.AlwaysSample()} {
+		f := newFixture(t, sampler, func(context.Context, order) (string, error) { return "ok", nil })
+		//lint:ignore SA1029 aws-lambda-go's own key
+		ctx := context.WithValue(context.Background(), "x-amzn-trace-id", "Root="+lambdaTraceID+";Parent=463ac35c9f6413ad;Sampled=0")
+		resp, err := f.h(ctx, events.SQSEvent{Records: []events.SQSMessage{message("m1", `{"key":"a"}`), message("m2", `{"key":"a"}`)}})
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("%s: %v %v", sampler.Description(), resp, err)
+		}
+		if n := len(f.exp.GetSpans()); n != 0 {
+			t.Errorf("%s: %d spans of an unsampled invocation: %v", sampler.Description(), n, names(f.exp.GetSpans()))
+		}
+		if f.runs.Load() != 1 {
+			t.Errorf("%s: ran %d times", sampler.Description(), f.runs.Load())
+		}
 	}
 }
 
