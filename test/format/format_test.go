@@ -71,7 +71,7 @@ func TestCanonicalFormIsJCS(t *testing.T) {
 	}
 	g := jsongen.New(8)
 	g.Defects = 50
-	for range 1400 {
+	for range 1500 {
 		v := g.Value()
 		values = append(values, jsongen.Compact(v), g.Spell(v, jsongen.Everything))
 	}
