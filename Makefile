@@ -15,7 +15,7 @@ PTNODE              := $(PTDIR)/node_modules/.package-lock.json
 # test/ownfunction/stack in own-function); GO_PKGS is every package of them.
 export GOWORK := $(CURDIR)/go.work
 .DEFAULT_GOAL := all
-GO_MODULES := . middleware/idempotency/dynamostore middleware/idempotency/kmsseal middleware/idempotency/redisstore middleware/idempotency/pgstore middleware/idempotency/storetest/linearize middleware/batch/sqsdlq middleware/batch/sqsvisibility middleware/oteltrace middleware/lambdaenv middleware/lambdaenv/envvars middleware/lambdaenv/kmsenv middleware/lambdaenv/redisenv middleware/lambdaenv/pgenv internal/testenv/esm internal/testenv/pgserver handler cmd/summarise cmd/sqsonce-esm cmd/sqsonce-ops events samples test tools
+GO_MODULES := . middleware/idempotency/dynamostore middleware/idempotency/kmsseal middleware/idempotency/redisstore middleware/idempotency/pgstore middleware/idempotency/storetest/linearize middleware/batch/sqsdlq middleware/batch/sqsvisibility middleware/oteltrace middleware/lambdaenv middleware/lambdaenv/envvars middleware/lambdaenv/kmsenv middleware/lambdaenv/redisenv middleware/lambdaenv/pgenv internal/testenv/esm internal/testenv/motoserver internal/testenv/pgserver handler cmd/summarise cmd/sqsonce-esm cmd/sqsonce-ops events samples test tools
 GO_PKGS    := $(foreach m,$(GO_MODULES),./$(m)/...)
 GOFILES              = $(shell find . \( -path ./infra/node_modules -o -path ./.tools -o -path ./build \) -prune -o -name '*.go' -print)
 

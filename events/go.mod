@@ -44,3 +44,5 @@ replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../middlewar
 replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../middleware/oteltrace
 
 replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../test/ownfunction/stack
+
+replace github.com/sqsonce/sqsonce/internal/testenv/motoserver => ../internal/testenv/motoserver

@@ -14,6 +14,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/gowebpki/jcs v1.0.2
 	github.com/sqsonce/sqsonce v0.9.0
+	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
 )
 
@@ -59,3 +60,5 @@ replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../middlewar
 replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../middleware/oteltrace
 
 replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../test/ownfunction/stack
+
+replace github.com/sqsonce/sqsonce/internal/testenv/motoserver => ../internal/testenv/motoserver

@@ -12,6 +12,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/sqsonce/sqsonce v0.9.0
 	github.com/sqsonce/sqsonce/handler v0.9.0
+	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
 )
@@ -66,3 +67,5 @@ replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../middlewar
 replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../middleware/oteltrace
 
 replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../test/ownfunction/stack
+
+replace github.com/sqsonce/sqsonce/internal/testenv/motoserver => ../internal/testenv/motoserver

@@ -18,11 +18,13 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/aws/smithy-go v1.28.9
+	github.com/gowebpki/jcs v1.0.2
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sqsonce/sqsonce v0.9.0
 	github.com/sqsonce/sqsonce/handler v0.9.0
 	github.com/sqsonce/sqsonce/internal/testenv/esm v0.9.0
+	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.9.0
 	github.com/sqsonce/sqsonce/internal/testenv/pgserver v0.9.0
 	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0
 	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0
@@ -68,7 +70,6 @@ require (
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/gowebpki/jcs v1.0.2 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.31.0 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -120,3 +121,5 @@ replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../middlewar
 replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../middleware/oteltrace
 
 replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ./ownfunction/stack
+
+replace github.com/sqsonce/sqsonce/internal/testenv/motoserver => ../internal/testenv/motoserver

@@ -13,6 +13,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/sqsonce/sqsonce v0.9.0
 	github.com/sqsonce/sqsonce/internal/testenv/esm v0.9.0
+	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.9.0
 )
 
 require (
@@ -62,3 +63,5 @@ replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../../middle
 replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../../middleware/oteltrace
 
 replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../../test/ownfunction/stack
+
+replace github.com/sqsonce/sqsonce/internal/testenv/motoserver => ../../internal/testenv/motoserver

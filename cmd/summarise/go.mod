@@ -17,6 +17,7 @@ require (
 	github.com/sqsonce/sqsonce v0.9.0
 	github.com/sqsonce/sqsonce/handler v0.9.0
 	github.com/sqsonce/sqsonce/internal/testenv/esm v0.9.0
+	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.9.0
 	github.com/sqsonce/sqsonce/internal/testenv/pgserver v0.9.0
 	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0
 	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0
@@ -87,3 +88,5 @@ replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../../middle
 replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../../middleware/oteltrace
 
 replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../../test/ownfunction/stack
+
+replace github.com/sqsonce/sqsonce/internal/testenv/motoserver => ../../internal/testenv/motoserver

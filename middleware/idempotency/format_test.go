@@ -1,17 +1,13 @@
 package idempotency_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/gowebpki/jcs"
 
-	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 )
@@ -120,86 +116,4 @@ func TestFormatDoMaterial(t *testing.T) {
 			t.Errorf("%v: Do of non-JSON material: ran %v, %v; ID %q, %v", tc.format, ran, err, id, idErr)
 		}
 	}
-}
-
-// TestNativeMaterialIsRFC8785: the native material, built member by member,
-// is what RFC 8785 makes of {"selector": …, "value": …}, for selectors that
-// need escapes.
-func TestNativeMaterialIsRFC8785(t *testing.T) {
-	for _, sel := range []string{`body ["idempotency_key"]`, "body fields", `a"b\c`, "<&>", "tab\tnl\n\x01", "é😀", "\u2028"} {
-		for _, value := range []string{`"k"`, `{"b":[1,2.50,{"z":null,"a":true}],"a":"\u00e9"}`, `1e2`} {
-			k := idempotency.Selection{Selector: sel, Value: []byte(value)}
-			got, err := idempotency.Spell(idempotency.FormatNative, k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			doc, _ := json.Marshal(map[string]any{"selector": sel, "value": json.RawMessage(value)})
-			want, err := jcs.Transform(doc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("selector %q, value %s:\n got %s\nwant %s", sel, value, got, want)
-			}
-		}
-	}
-}
-
-// TestCanonicalFormIsJCS: the native format's canonical form, written by
-// internal/jsonkey, is byte for byte what gowebpki/jcs (the RFC 8785
-// implementation earlier releases hashed) makes of every generated value
-// both accept, so no record id changed with the implementation.
-func TestCanonicalFormIsJCS(t *testing.T) {
-	compared := 0
-	for _, sel := range append(selections(), propValues(2000)...) {
-		k := idempotency.Selection{Selector: "s", Value: []byte(sel)}
-		got, err := idempotency.Spell(idempotency.FormatNative, k)
-		if err != nil {
-			continue
-		}
-		doc, _ := json.Marshal(map[string]any{"selector": "s", "value": json.RawMessage(sel)})
-		want, err := jcs.Transform(doc)
-		if err != nil {
-			t.Errorf("%s: jcs refuses what the native format hashes: %v", sel, err)
-			continue
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s:\n got %s\njcs  %s", sel, got, want)
-		}
-		compared++
-	}
-	if compared < 2000 {
-		t.Errorf("only %d values compared", compared)
-	}
-	t.Logf("%d canonical forms equal jcs's", compared)
-}
-
-// FuzzFormats checks that no format panics on any key value, and that the
-// Powertools formats hash every JSON value whose numbers are in bounds.
-func FuzzFormats(f *testing.F) {
-	for _, s := range []string{`"k"`, `{"a":[1,2.5e-7,{"B":null}],"b":"\ud800"}`, `1e400`, `[`, `{"a":1,"a":2}`, "\"\xff\""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, value string) {
-		k := idempotency.Selection{Selector: "fuzz", Value: []byte(value)}
-		if got, err := idempotency.Spell(idempotency.FormatNative, k); err == nil {
-			doc, _ := json.Marshal(map[string]any{"selector": "fuzz", "value": json.RawMessage(value)})
-			if want, err := jcs.Transform(doc); err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("canonical form %s; jcs gives %s, %v", got, want, err)
-			}
-		}
-		for _, format := range []idempotency.Format{idempotency.FormatNative, idempotency.FormatPowertoolsPython, idempotency.FormatPowertoolsTypeScript} {
-			h, err := format.Hash(k)
-			if err == nil && h == "" {
-				t.Fatalf("%v: empty hash without an error", format)
-			}
-			// The Powertools formats refuse JSON only by the rules of key
-			// material: I-JSON, and key case for TypeScript.
-			if format != idempotency.FormatNative && json.Valid([]byte(value)) && len(value) <= 100 && err != nil &&
-				!errors.Is(err, jsonkey.ErrLoneSurrogate) && !errors.Is(err, jsonkey.ErrInvalidUTF8) &&
-				!errors.Is(err, jsonkey.ErrDuplicateName) && !errors.Is(err, jsonkey.ErrCaseVersioned) && !errors.Is(err, jsonkey.ErrSortChanged) {
-				t.Fatalf("%v refused the JSON value %q: %v", format, value, err)
-			}
-		}
-	})
 }

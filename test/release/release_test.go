@@ -574,7 +574,8 @@ func main() {
 // the PostgreSQL user (pgstore) and the SQS user (sqsdlq, sqsvisibility)
 // nothing of the other stores; the OpenTelemetry user (oteltrace) neither
 // dynamostore nor an exporter or gRPC it did not choose; no user any module
-// of the test harness (internal/testenv); the README's own function built
+// of the test harness (internal/testenv) nor gowebpki/jcs, the Redis and
+// PostgreSQL users no DynamoDB client; the README's own function built
 // as written, without the KMS client. The counts are printed with the
 // floor: aws-lambda-go and the DynamoDB client alone.
 func TestRelease(t *testing.T) {
@@ -636,14 +637,19 @@ func TestRelease(t *testing.T) {
 	fmods := fn.build(p.version, idem, bat, lib+"/middleware/lambdaenv")
 	without(t, "the README's function", fmods, "github.com/jackc/", "github.com/redis/go-redis", "github.com/aws/aws-sdk-go-v2/service/kms", "github.com/anishathalye/porcupine", "go.opentelemetry.io")
 
-	// The test harness is no user's: a library module's tests that need it
-	// live where a user's graph does not reach (see test/pgstore).
-	without(t, "the DynamoDB user", dmods, lib+"/internal/testenv")
-	without(t, "the Redis user", rmods, lib+"/internal/testenv")
-	without(t, "the PostgreSQL user", pmods, lib+"/internal/testenv")
-	without(t, "the SQS user", smods, lib+"/internal/testenv")
-	without(t, "the OpenTelemetry user", omods, lib+"/internal/testenv")
-	without(t, "the README's function", fmods, lib+"/internal/testenv")
+	// The test harness and what only tests need are no user's: a library
+	// module's tests that need them live where a user's graph does not
+	// reach (see test/pgstore, test/dynamostore, test/format); no store
+	// but dynamostore brings the DynamoDB client.
+	for _, u := range []struct {
+		who  string
+		mods []string
+	}{{"the DynamoDB user", dmods}, {"the Redis user", rmods}, {"the PostgreSQL user", pmods}, {"the SQS user", smods},
+		{"the OpenTelemetry user", omods}, {"the README's function", fmods}} {
+		without(t, u.who, u.mods, lib+"/internal/testenv", "github.com/gowebpki/jcs")
+	}
+	without(t, "the Redis user", rmods, "github.com/aws/aws-sdk-go-v2/service/dynamodb")
+	without(t, "the PostgreSQL user", pmods, "github.com/aws/aws-sdk-go-v2/service/dynamodb")
 
 	t.Logf("go list -m all: floor (aws-lambda-go + DynamoDB client) %d, DynamoDB user (idempotency, dynamostore, batch) %d (at most %d), Redis user %d, PostgreSQL user (idempotency, pgstore, batch) %d, SQS user (batch, sqsdlq, sqsvisibility) %d, OpenTelemetry user (oteltrace on memstore) %d, README's function %d (%v)",
 		len(floor), len(dmods), maxDynamoUser, len(rmods), len(pmods), len(smods), len(omods), len(fmods), time.Since(start).Round(time.Millisecond))

@@ -9,6 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/sqsonce/sqsonce v0.9.0
+	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.9.0
 )
 
 require (
@@ -50,3 +51,5 @@ replace github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv => ../../../mid
 replace github.com/sqsonce/sqsonce/middleware/oteltrace => ../../../middleware/oteltrace
 
 replace github.com/sqsonce/sqsonce/test/ownfunction/stack => ../../../test/ownfunction/stack
+
+replace github.com/sqsonce/sqsonce/internal/testenv/motoserver => ../motoserver

@@ -15,7 +15,7 @@ func TestValidateSealed(t *testing.T) {
 		dynamostore.DataPowertoolsPython:     false,
 		dynamostore.DataPowertoolsTypeScript: false,
 	} {
-		s, err := dynamostore.New(&fakeAPI{}, "t", dynamostore.WithDataFormat(f))
+		s, err := dynamostore.New(&updates{}, "t", dynamostore.WithDataFormat(f))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,3 +1,7 @@
+// Package sqsdlq_test holds sqsdlq's tests that run on moto_server's SQS:
+// here, in the test module, so that sqsdlq's own go.mod requires no module
+// of the test harness (motoserver). The fake-client tests stay with the
+// module.
 package sqsdlq_test
 
 import (

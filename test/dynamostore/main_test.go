@@ -1,3 +1,8 @@
+// Package dynamostore_test holds dynamostore's tests that run on
+// moto_server's DynamoDB, and the fake-client tests that share their
+// helpers: here, in the test module, so that dynamostore's own go.mod
+// requires no module of the test harness (motoserver). Its examples and
+// TestValidateSealed stay with the module.
 package dynamostore_test
 
 import (
