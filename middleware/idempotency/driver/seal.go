@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-
-	"github.com/sqsonce/sqsonce/middleware/failure"
 )
 
 // Sealer encrypts the stored results of a guard (idempotency.Config.Sealer)
@@ -84,7 +82,8 @@ func SealData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, er
 // itself when it is not sealed, else its plaintext as s opens it. Its
 // error wraps [ErrUnsealed], and names neither the data nor the plaintext;
 // s nil opens nothing. Of [WithheldData] the error is permanent
-// (failure.PermanentError).
+// (it has the Permanent method of
+// failure.PermanentError).
 func OpenData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, error) {
 	if !IsSealed(data) {
 		return data, nil
@@ -92,7 +91,7 @@ func OpenData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, er
 	if bytes.Equal(data, []byte(WithheldData)) {
 		// No delivery can have the result: the message fails for good
 		// (a batch handler's dead-letter queue), never replays empty.
-		return nil, failure.Permanent(fmt.Errorf("%w: record %s: the operation ran, but its result could not be sealed and was withheld; it is not run again", ErrUnsealed, id))
+		return nil, permanent{fmt.Errorf("%w: record %s: the operation ran, but its result could not be sealed and was withheld; it is not run again", ErrUnsealed, id)}
 	}
 	if s == nil {
 		return nil, fmt.Errorf("%w: record %s is sealed and the guard has no Sealer (idempotency.Config.Sealer)", ErrUnsealed, id)
@@ -111,3 +110,11 @@ func OpenData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, er
 	}
 	return plain, nil
 }
+
+// permanent marks an error as one no redelivery can change, by the method
+// failure.PermanentError asks for (the driver imports only the standard
+// library).
+type permanent struct{ error }
+
+func (p permanent) Unwrap() error   { return p.error }
+func (p permanent) Permanent() bool { return true }
