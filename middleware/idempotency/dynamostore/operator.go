@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -106,6 +107,7 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done driver.Record
 			len(done.Data), why, budget))
 	}
 	u := s.completion(done, p, false)
+	u.ExpressionAttributeNames = maps.Clone(u.ExpressionAttributeNames) // the store's own: inspectedFence adds to it
 	// The completion's own update, with the owner set, under the fence.
 	u.UpdateExpression = aws.String(strings.Replace(aws.ToString(u.UpdateExpression), "SET ", "SET #own = :me, ", 1))
 	u.ConditionExpression = aws.String(s.inspectedFence(found, u.ExpressionAttributeNames, u.ExpressionAttributeValues))
