@@ -119,9 +119,10 @@ func (e *Expression) key(ev *evaluator, v value) (k idempotency.Selection, err e
 // are opaque (Lambda may write members this rebuilt record lacks), the
 // attribute maps unordered.
 func record(m events.SQSMessage) (value, int64) {
+	const recordMembers = 10
 	size := int64(len(m.Body) + len(m.MessageId) + len(m.ReceiptHandle) + len(m.Md5OfBody) +
 		len(m.Md5OfMessageAttributes) + len(m.EventSourceARN) + len(m.EventSource) + len(m.AWSRegion))
-	attrs := &composite{}
+	attrs := &composite{keys: make([]string, 0, len(m.Attributes)), vals: make([]value, 0, len(m.Attributes))}
 	for _, k := range slices.Sorted(maps.Keys(m.Attributes)) { // one order for every evaluation
 		v := m.Attributes[k]
 		attrs.keys, attrs.vals = append(attrs.keys, k), append(attrs.vals, str(v))
@@ -155,7 +156,7 @@ func record(m events.SQSMessage) (value, int64) {
 		size += int64(len(name) + len(a.DataType))
 		mattrs.keys, mattrs.vals = append(mattrs.keys, name), append(mattrs.vals, value{k: kObject, c: v, f: fOpaque})
 	}
-	rec := &composite{}
+	rec := &composite{keys: make([]string, 0, recordMembers), vals: make([]value, 0, recordMembers)}
 	rec.set("messageId", str(m.MessageId))
 	rec.set("receiptHandle", str(m.ReceiptHandle))
 	rec.set("body", str(m.Body))
