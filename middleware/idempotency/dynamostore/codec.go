@@ -33,21 +33,42 @@ func attrN(v int64) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
 
-// claimItem is the item Acquire writes.
-func (s *Store) claimItem(rec driver.Record) map[string]types.AttributeValue {
+// numbers are number attributes of vs, in two allocations: one for the
+// attributes, one for their digits.
+func numbers(vs [5]int64) *[5]types.AttributeValueMemberN {
+	var buf [5 * 20]byte
+	var ends [5]int
+	b := buf[:0]
+	for i, v := range vs {
+		b = strconv.AppendInt(b, v, 10)
+		ends[i] = len(b)
+	}
+	digits := string(b)
+	ns := new([5]types.AttributeValueMemberN)
+	start := 0
+	for i, end := range ends {
+		ns[i].Value, start = digits[start:end], end
+	}
+	return ns
+}
+
+// claimItem is the item Acquire writes; with now, the numbers of its
+// condition's :now and :now_ms, made with the item's.
+func (s *Store) claimItem(rec driver.Record, now time.Time) (item map[string]types.AttributeValue, nowS, nowMs types.AttributeValue) {
 	a := s.attrs
-	item := s.keyWith(rec.ID, 6)
+	item = s.keyWith(rec.ID, 6)
+	ns := numbers([5]int64{rec.ExpiresAt.Unix(), rec.LeaseUntil.UnixMilli(), rec.StrictLease.UnixMilli(), now.Unix(), now.UnixMilli()})
 	item[a.Status] = s.req.inProgress
-	item[a.Expiration] = attrN(rec.ExpiresAt.Unix())
-	item[a.LeaseExpiry] = attrN(rec.LeaseUntil.UnixMilli())
+	item[a.Expiration] = &ns[0]
+	item[a.LeaseExpiry] = &ns[1]
 	item[a.Owner] = attrS(rec.Owner)
 	if !rec.StrictLease.IsZero() {
-		item[a.StrictLease] = attrN(rec.StrictLease.UnixMilli())
+		item[a.StrictLease] = &ns[2]
 	}
 	if rec.Validation != "" {
 		item[a.Validation] = attrS(rec.Validation)
 	}
-	return item
+	return item, &ns[3], &ns[4]
 }
 
 // stored is a record read from an item, with what the item's condition

@@ -169,9 +169,10 @@ func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 		return driver.Record{}, false, storeError("acquire", rec.ID,
 			errors.New("dynamostore: record has no owner: its Complete and Release could not be fenced"))
 	}
+	item, nowS, nowMs := s.claimItem(rec, now)
 	in := &dynamodb.PutItemInput{
 		TableName:                           s.req.table,
-		Item:                                s.claimItem(rec),
+		Item:                                item,
 		ConditionExpression:                 s.req.claimCond,
 		ExpressionAttributeNames:            s.req.claimNames,
 		ReturnValues:                        types.ReturnValueAllOld,
@@ -179,11 +180,11 @@ func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 	}
 	if strict {
 		in.ConditionExpression, in.ExpressionAttributeNames = s.req.strictClaimCond, s.req.strictNames
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":now": attrN(now.Unix())}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":now": nowS}
 	} else {
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{
-			":now":        attrN(now.Unix()),
-			":now_ms":     attrN(now.UnixMilli()),
+			":now":        nowS,
+			":now_ms":     nowMs,
 			":inprogress": s.req.inProgress,
 		}
 	}
