@@ -6,9 +6,13 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
 // decoderNative is nativeValue as the decoder converts a document: the
@@ -53,3 +57,38 @@ func FuzzNativeReader(f *testing.F) {
 	f.Add(`"\u00e9\ud83d\ude00"`)
 	f.Fuzz(func(t *testing.T, doc string) { checkNative(t, doc) })
 }
+
+// TestFencedUpdatesNameWhatTheyUse: DynamoDB refuses a request whose
+// ExpressionAttributeNames hold a name its expressions do not use, or miss
+// one they use, so each fenced completion carries exactly its own.
+func TestFencedUpdatesNameWhatTheyUse(t *testing.T) {
+	s, err := New(fakeUpdates{}, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := driver.Record{ID: "ns#k", Owner: "me", Data: []byte(`{"a":1}`)}
+	for _, p := range []placement{
+		{omitted: true}, {}, {value: attrS("z"), encoding: encodingGzip}, {value: attrS(`{"a":1}`)},
+	} {
+		u := s.completion(rec, p, false, false)
+		exprs := aws.ToString(u.UpdateExpression) + " " + aws.ToString(u.ConditionExpression)
+		used := map[string]bool{}
+		for _, f := range strings.FieldsFunc(exprs, func(r rune) bool { return r == ' ' || r == ',' || r == '(' || r == ')' }) {
+			if strings.HasPrefix(f, "#") {
+				used[f] = true
+			}
+		}
+		for name := range u.ExpressionAttributeNames {
+			if !used[name] {
+				t.Errorf("%q: names hold %s, unused", exprs, name)
+			}
+			delete(used, name)
+		}
+		if len(used) > 0 {
+			t.Errorf("%q: names miss %v", exprs, used)
+		}
+	}
+}
+
+// fakeUpdates is an API that is never called.
+type fakeUpdates struct{ API }

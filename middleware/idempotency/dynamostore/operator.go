@@ -106,7 +106,7 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done driver.Record
 		return storeError("complete", found.ID, fmt.Errorf("dynamostore: the result (%d bytes) cannot be kept in full: %s (%d bytes for it in the item); nothing written",
 			len(done.Data), why, budget))
 	}
-	u := s.completion(done, p, false)
+	u := s.completion(done, p, false, true)
 	u.ExpressionAttributeNames = maps.Clone(u.ExpressionAttributeNames) // the store's own: inspectedFence adds to it
 	// The completion's own update, with the owner set, under the fence.
 	u.UpdateExpression = aws.String(strings.Replace(aws.ToString(u.UpdateExpression), "SET ", "SET #own = :me, ", 1))

@@ -50,14 +50,51 @@ type requests struct {
 	completeNames               map[string]string
 	setOmitted, setNone         *string // completion update expressions, by placement
 	setGzip, setPlain           *string
+	fenced                      [4]fencedUpdate // the same, under fenceCondition: by placement, as placement.kind
 	inProgress, completed, mark types.AttributeValue
 	gzip, omitted               types.AttributeValue
+}
+
+// fencedUpdate is a completion's update expression and names under
+// fenceCondition, which holds only on the record as this store's claim wrote
+// it (a PutItem that replaced the whole item), its lease extended or
+// quarantined since: every attribute of a result is absent, and only the
+// quarantine mark is removed.
+type fencedUpdate struct {
+	set   *string
+	names map[string]string
+}
+
+// kind indexes requests.fenced.
+func (p placement) kind() int {
+	switch {
+	case p.omitted:
+		return 0
+	case p.value == nil:
+		return 1
+	case p.encoding != "":
+		return 2
+	}
+	return 3
 }
 
 func newRequests(table string, o *options) requests {
 	a := o.attrs
 	set := "SET #st = :completed, #exp = :exp"
+	fenced := func(expr string, names ...string) fencedUpdate {
+		m := map[string]string{"#st": a.Status, "#exp": a.Expiration, "#own": a.Owner, "#quar": a.Quarantined}
+		for i := 0; i < len(names); i += 2 {
+			m[names[i]] = names[i+1]
+		}
+		return fencedUpdate{set: aws.String(set + expr + " REMOVE #quar"), names: m}
+	}
 	return requests{
+		fenced: [4]fencedUpdate{
+			fenced(", #omit = :omit", "#omit", a.DataOmitted),
+			fenced(""),
+			fenced(", #data = :data, #enc = :enc, #fmt = :fmt", "#data", a.Data, "#enc", a.DataEncoding, "#fmt", a.DataFormat),
+			fenced(", #data = :data, #fmt = :fmt", "#data", a.Data, "#fmt", a.DataFormat),
+		},
 		table:           aws.String(table),
 		claimCond:       aws.String(claimCondition),
 		strictClaimCond: aws.String(strictClaimCondition),
@@ -310,10 +347,12 @@ func (s *Store) omitted(ctx context.Context, rec driver.Record, budget int, why 
 
 // completion is the conditional update that completes rec, stored as p:
 // the one builder of both the UpdateItem and the transaction's first item.
-// retry selects retryCondition (see there) instead of fenceCondition. Its
-// ExpressionAttributeNames are the store's own (see requests): clone them
-// to add to them.
-func (s *Store) completion(rec driver.Record, p placement, retry bool) *types.Update {
+// retry selects retryCondition (see there) instead of fenceCondition; full
+// removes every attribute of a result the update does not set, where the
+// condition does not rule them out (a retry's, an operator's), else only
+// the quarantine mark (see fencedUpdate). Its ExpressionAttributeNames are
+// the store's own (see requests): clone them to add to them.
+func (s *Store) completion(rec driver.Record, p placement, retry, full bool) *types.Update {
 	values := make(map[string]types.AttributeValue, 7)
 	values[":completed"], values[":exp"], values[":inprogress"], values[":me"] =
 		s.req.completed, attrN(rec.ExpiresAt.Unix()), s.req.inProgress, attrS(rec.Owner)
@@ -340,6 +379,10 @@ func (s *Store) completion(rec driver.Record, p placement, retry bool) *types.Up
 	default:
 		u.UpdateExpression = s.req.setPlain
 		values[":data"], values[":fmt"] = p.value, s.req.mark
+	}
+	if !retry && !full {
+		f := s.req.fenced[p.kind()]
+		u.UpdateExpression, u.ExpressionAttributeNames = f.set, f.names
 	}
 	return u
 }
@@ -412,7 +455,7 @@ func invalid(err error) bool {
 // TransactWriteItems with the update first when writes are attached. It
 // returns the result as stored.
 func (s *Store) commit(ctx context.Context, rec driver.Record, p placement, retry bool, writes []types.TransactWriteItem) ([]byte, error) {
-	u := s.completion(rec, p, retry)
+	u := s.completion(rec, p, retry, retry)
 	var err error
 	if len(writes) == 0 {
 		_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
