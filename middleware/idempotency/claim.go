@@ -37,7 +37,8 @@ func mismatch(stored driver.Record, validation string) bool {
 // claimAndRun is the state machine of the package doc ("Records and the
 // state machine"): claim with one conditional write, run, complete fenced
 // by the lease owner token.
-func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict bool, op func(context.Context) (any, error)) (out outcome) {
+// f is the in-process run the claim is made for, if any (see Guard.run).
+func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation string, strict bool, op func(context.Context) (any, error)) (out outcome) {
 	step, ran := "acquire", false // for a panicking Store
 	defer func() {
 		// A panicking Store must fail this call, not the process, and not
@@ -80,7 +81,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 			return out
 		}
 	}
-	if f, _ := ctx.Value(flightKey{}).(*flight); f != nil {
+	if f != nil {
 		f.claimed(rec.LeaseEnd())
 	}
 	result := OutcomeClaimed
@@ -89,7 +90,7 @@ func (g *Guard) claimAndRun(ctx context.Context, id, validation string, strict b
 	}
 
 	att := &attachments{id: id, store: g.cfg.Store}
-	octx, stop := g.opContext(ctx, claimed, now, rec)
+	octx, stop := g.opContext(ctx, f, claimed, now, rec)
 	octx = context.WithValue(octx, attachKey{}, att)
 	var done func(error)
 	if g.cfg.OnRun != nil {

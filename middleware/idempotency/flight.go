@@ -23,15 +23,12 @@ type calls struct {
 // flight is one run of an operation that other calls of the same key and
 // payload in this process wait for instead of running it again.
 type flight struct {
-	done chan struct{} // closed when out is set
+	done chan struct{} // closed when out is set; made, under calls.mu, by the first call that waits
 	out  outcome
 
 	mu    sync.Mutex
 	lease time.Time // the end of the run's lease once claimed, for its waiters' InProgressError
 }
-
-// flightKey is the context key of the flight a claim runs in.
-type flightKey struct{}
 
 // claimed records the end of the lease of the flight's claim, for the
 // waiters that stop at their own deadline before the run ends.
@@ -85,9 +82,13 @@ func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op 
 		if !running {
 			break // with g.mu held: this call runs
 		}
+		if f.done == nil {
+			f.done = make(chan struct{})
+		}
+		done := f.done
 		g.mu.Unlock()
 		select {
-		case <-f.done:
+		case <-done:
 			if ctxErr(f.out.ev.Err) && ctx.Err() == nil {
 				continue // the run ended for its own caller's context, not ours: try again
 			}
@@ -97,16 +98,19 @@ func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op 
 			return outcome{ev: Report{Outcome: OutcomeInProgress, Source: "shared", Err: err}}
 		}
 	}
-	f := &flight{done: make(chan struct{})}
+	f := &flight{}
 	g.flights[fk] = f
 	g.mu.Unlock()
 	defer func() {
 		g.mu.Lock()
 		delete(g.flights, fk)
+		done := f.done
 		g.mu.Unlock()
-		close(f.done)
+		if done != nil { // a call waits
+			close(done)
+		}
 	}()
-	f.out = g.claimAndRun(context.WithValue(ctx, flightKey{}, f), id, validation, strict, op)
+	f.out = g.claimAndRun(ctx, f, id, validation, strict, op)
 	return f.out
 }
 

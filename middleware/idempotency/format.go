@@ -193,8 +193,8 @@ func (f Format) spell(k Selection) ([]byte, error) {
 // [Format.Hash]).
 func (g *Guard) ID(k Selection) (string, error) {
 	ns := g.cfg.Namespace
-	b := make([]byte, 0, len(ns)+1+64)
-	b = append(append(b, ns...), '#')
+	var buf [128]byte // the id is built here, and copied once into its string
+	b := append(append(buf[:0], ns...), '#')
 	b, err := g.cfg.Format.appendHash(b, k)
 	if err != nil {
 		return "", err

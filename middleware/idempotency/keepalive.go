@@ -80,7 +80,7 @@ type keeper struct {
 // the record expires, for a reader whose clock runs SkewMargin ahead,
 // no sooner. The reserve is a tenth of the lease, at most
 // maxCompleteReserve.
-func (g *Guard) opContext(ctx context.Context, claimed, now time.Time, rec driver.Record) (context.Context, func() (int, error)) {
+func (g *Guard) opContext(ctx context.Context, f *flight, claimed, now time.Time, rec driver.Record) (context.Context, func() (int, error)) {
 	end, span := claimed.Add(g.cfg.Lease), g.cfg.Lease
 	if d, ok := ctx.Deadline(); ok && d.After(now) { // as claim decides
 		end, span = d, d.Sub(claimed)
@@ -131,9 +131,8 @@ func (g *Guard) opContext(ctx context.Context, claimed, now time.Time, rec drive
 	octx, cancel := context.WithCancelCause(lctx)
 	k := &keeper{
 		g: g, ext: ext, rec: rec, span: span, every: every, reserve: reserve, horizon: horizon,
-		cancel: cancel, parent: ctx, end: end,
+		cancel: cancel, parent: ctx, end: end, flight: f,
 	}
-	k.flight, _ = ctx.Value(flightKey{}).(*flight)
 	k.mu.Lock() // fire reads k.tick under k.mu
 	k.tick = time.AfterFunc(time.Until(claimed.Add(every)), k.fire)
 	k.mu.Unlock()

@@ -21,6 +21,7 @@ var moto = motoserver.New()
 const streamEnv = "BENCHPEER_TEST_STREAM"
 
 func TestMain(m *testing.M) {
+	serveFake() // BenchmarkFloor's fake DynamoDB, in a process of its own
 	if os.Getenv(streamEnv) == "1" {
 		if err := runStream(os.Stdin, os.Stdout); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")

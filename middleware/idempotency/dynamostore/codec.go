@@ -33,21 +33,42 @@ func attrN(v int64) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
 
-// claimItem is the item Acquire writes.
-func (s *Store) claimItem(rec driver.Record) map[string]types.AttributeValue {
+// numbers are number attributes of vs, in two allocations: one for the
+// attributes, one for their digits.
+func numbers(vs [5]int64) *[5]types.AttributeValueMemberN {
+	var buf [5 * 20]byte
+	var ends [5]int
+	b := buf[:0]
+	for i, v := range vs {
+		b = strconv.AppendInt(b, v, 10)
+		ends[i] = len(b)
+	}
+	digits := string(b)
+	ns := new([5]types.AttributeValueMemberN)
+	start := 0
+	for i, end := range ends {
+		ns[i].Value, start = digits[start:end], end
+	}
+	return ns
+}
+
+// claimItem is the item Acquire writes; with now, the numbers of its
+// condition's :now and :now_ms, made with the item's.
+func (s *Store) claimItem(rec driver.Record, now time.Time) (item map[string]types.AttributeValue, nowS, nowMs types.AttributeValue) {
 	a := s.attrs
-	item := s.key(rec.ID)
-	item[a.Status] = attrS(string(driver.StatusInProgress))
-	item[a.Expiration] = attrN(rec.ExpiresAt.Unix())
-	item[a.LeaseExpiry] = attrN(rec.LeaseUntil.UnixMilli())
+	item = s.keyWith(rec.ID, 6)
+	ns := numbers([5]int64{rec.ExpiresAt.Unix(), rec.LeaseUntil.UnixMilli(), rec.StrictLease.UnixMilli(), now.Unix(), now.UnixMilli()})
+	item[a.Status] = s.req.inProgress
+	item[a.Expiration] = &ns[0]
+	item[a.LeaseExpiry] = &ns[1]
 	item[a.Owner] = attrS(rec.Owner)
 	if !rec.StrictLease.IsZero() {
-		item[a.StrictLease] = attrN(rec.StrictLease.UnixMilli())
+		item[a.StrictLease] = &ns[2]
 	}
 	if rec.Validation != "" {
 		item[a.Validation] = attrS(rec.Validation)
 	}
-	return item
+	return item, &ns[3], &ns[4]
 }
 
 // stored is a record read from an item, with what the item's condition
@@ -266,6 +287,12 @@ func (s *Store) encodeData(data []byte) (types.AttributeValue, error) {
 // strings to S, numbers to N (as written), true and false to BOOL, null to
 // NULL.
 func nativeValue(data []byte) (types.AttributeValue, error) {
+	if json.Valid(data) {
+		// Valid JSON is converted as it is read, without the decoder's
+		// values in between; the decoder below reports what is not.
+		r := nativeReader{data: data}
+		return r.value()
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var x any
@@ -276,6 +303,115 @@ func nativeValue(data []byte) (types.AttributeValue, error) {
 		return nil, errors.New("the result is not one JSON value")
 	}
 	return toNative(x)
+}
+
+// nativeReader converts a valid JSON document to DynamoDB's native types as
+// decoding it with UseNumber and converting the result (toNative) does: the
+// same values, a later member of an object named twice replacing the
+// earlier, a string's invalid UTF-8 replaced as the decoder replaces it.
+type nativeReader struct {
+	data []byte
+	i    int
+}
+
+func (r *nativeReader) space() {
+	for r.i < len(r.data) {
+		switch r.data[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+func (r *nativeReader) value() (types.AttributeValue, error) {
+	r.space()
+	switch c := r.data[r.i]; c {
+	case '{':
+		r.i++
+		m := map[string]types.AttributeValue{}
+		for {
+			r.space()
+			if r.data[r.i] == '}' {
+				r.i++
+				return &types.AttributeValueMemberM{Value: m}, nil
+			}
+			if r.data[r.i] == ',' {
+				r.i++
+				r.space()
+			}
+			k := r.string()
+			r.space()
+			r.i++ // ':'
+			v, err := r.value()
+			if err != nil {
+				return nil, err
+			}
+			m[k] = v
+		}
+	case '[':
+		r.i++
+		l := []types.AttributeValue{}
+		for {
+			r.space()
+			if r.data[r.i] == ']' {
+				r.i++
+				return &types.AttributeValueMemberL{Value: l}, nil
+			}
+			if r.data[r.i] == ',' {
+				r.i++
+			}
+			v, err := r.value()
+			if err != nil {
+				return nil, err
+			}
+			l = append(l, v)
+		}
+	case '"':
+		return attrS(r.string()), nil
+	case 't':
+		r.i += 4
+		return &types.AttributeValueMemberBOOL{Value: true}, nil
+	case 'f':
+		r.i += 5
+		return &types.AttributeValueMemberBOOL{Value: false}, nil
+	case 'n':
+		r.i += 4
+		return &types.AttributeValueMemberNULL{Value: true}, nil
+	}
+	start := r.i
+	for r.i < len(r.data) && strings.IndexByte("+-.0123456789eE", r.data[r.i]) >= 0 {
+		r.i++
+	}
+	n := string(r.data[start:r.i])
+	if err := dynamoNumber(n); err != nil {
+		return nil, err
+	}
+	return &types.AttributeValueMemberN{Value: n}, nil
+}
+
+// string reads the string at r.i: as written when it has no escape and is
+// valid UTF-8, else as json.Unmarshal decodes it.
+func (r *nativeReader) string() string {
+	start := r.i
+	r.i++
+	plain := true
+	for r.data[r.i] != '"' {
+		if r.data[r.i] == '\\' {
+			plain = false
+			r.i++
+		}
+		r.i++
+	}
+	r.i++
+	raw := r.data[start:r.i]
+	if inner := raw[1 : len(raw)-1]; plain && utf8.Valid(inner) {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s) // a valid JSON string always decodes
+	return s
 }
 
 func toNative(x any) (types.AttributeValue, error) {
@@ -349,6 +485,12 @@ func dynamoNumber(n string) error {
 // binary as base64 strings, sets as arrays, map keys sorted.
 func writeJSON(buf *bytes.Buffer, v types.AttributeValue) error {
 	str := func(s string) {
+		if plainASCII(s) { // as json.Marshal writes it, without its allocation
+			buf.WriteByte('"')
+			buf.WriteString(s)
+			buf.WriteByte('"')
+			return
+		}
 		b, _ := json.Marshal(s) // a string always marshals
 		buf.Write(b)
 	}
@@ -406,6 +548,19 @@ func writeJSON(buf *bytes.Buffer, v types.AttributeValue) error {
 		return fmt.Errorf("stored value of type %T", v)
 	}
 	return nil
+}
+
+// plainASCII reports whether json.Marshal writes s as it is, between
+// quotes: printable ASCII without '"', '\' or the characters it escapes
+// for HTML ('<', '>', '&').
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 func gzipBytes(p []byte) []byte {

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -105,7 +106,8 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done driver.Record
 		return storeError("complete", found.ID, fmt.Errorf("dynamostore: the result (%d bytes) cannot be kept in full: %s (%d bytes for it in the item); nothing written",
 			len(done.Data), why, budget))
 	}
-	u := s.completion(done, p, false)
+	u := s.completion(done, p, false, true)
+	u.ExpressionAttributeNames = maps.Clone(u.ExpressionAttributeNames) // the store's own: inspectedFence adds to it
 	// The completion's own update, with the owner set, under the fence.
 	u.UpdateExpression = aws.String(strings.Replace(aws.ToString(u.UpdateExpression), "SET ", "SET #own = :me, ", 1))
 	u.ConditionExpression = aws.String(s.inspectedFence(found, u.ExpressionAttributeNames, u.ExpressionAttributeValues))

@@ -36,6 +36,87 @@ type Store struct {
 	api   API
 	table string
 	options
+	req requests
+}
+
+// requests are the parts of the store's requests that do not change from
+// one call to the next, built once by New: the SDK only reads them, so
+// concurrent calls share them. A caller that adds to a map clones it first.
+type requests struct {
+	table                       *string
+	claimCond, strictClaimCond  *string
+	claimNames, strictNames     map[string]string
+	fenceCond, retryCond        *string
+	completeNames               map[string]string
+	setOmitted, setNone         *string // completion update expressions, by placement
+	setGzip, setPlain           *string
+	fenced                      [4]fencedUpdate // the same, under fenceCondition: by placement, as placement.kind
+	inProgress, completed, mark types.AttributeValue
+	gzip, omitted               types.AttributeValue
+}
+
+// fencedUpdate is a completion's update expression and names under
+// fenceCondition, which holds only on the record as this store's claim wrote
+// it (a PutItem that replaced the whole item), its lease extended or
+// quarantined since: every attribute of a result is absent, and only the
+// quarantine mark is removed.
+type fencedUpdate struct {
+	set   *string
+	names map[string]string
+}
+
+// kind indexes requests.fenced.
+func (p placement) kind() int {
+	switch {
+	case p.omitted:
+		return 0
+	case p.value == nil:
+		return 1
+	case p.encoding != "":
+		return 2
+	}
+	return 3
+}
+
+func newRequests(table string, o *options) requests {
+	a := o.attrs
+	set := "SET #st = :completed, #exp = :exp"
+	fenced := func(expr string, names ...string) fencedUpdate {
+		m := map[string]string{"#st": a.Status, "#exp": a.Expiration, "#own": a.Owner, "#quar": a.Quarantined}
+		for i := 0; i < len(names); i += 2 {
+			m[names[i]] = names[i+1]
+		}
+		return fencedUpdate{set: aws.String(set + expr + " REMOVE #quar"), names: m}
+	}
+	return requests{
+		fenced: [4]fencedUpdate{
+			fenced(", #omit = :omit", "#omit", a.DataOmitted),
+			fenced(""),
+			fenced(", #data = :data, #enc = :enc, #fmt = :fmt", "#data", a.Data, "#enc", a.DataEncoding, "#fmt", a.DataFormat),
+			fenced(", #data = :data, #fmt = :fmt", "#data", a.Data, "#fmt", a.DataFormat),
+		},
+		table:           aws.String(table),
+		claimCond:       aws.String(claimCondition),
+		strictClaimCond: aws.String(strictClaimCondition),
+		claimNames:      map[string]string{"#id": a.ID, "#exp": a.Expiration, "#st": a.Status, "#lease": a.LeaseExpiry},
+		strictNames:     map[string]string{"#id": a.ID, "#exp": a.Expiration, "#call": a.ReleaseCall},
+		fenceCond:       aws.String(fenceCondition),
+		retryCond:       aws.String(retryCondition),
+		completeNames: map[string]string{
+			"#st": a.Status, "#exp": a.Expiration, "#own": a.Owner,
+			"#data": a.Data, "#enc": a.DataEncoding, "#omit": a.DataOmitted, "#fmt": a.DataFormat,
+			"#quar": a.Quarantined,
+		},
+		setOmitted: aws.String(set + ", #omit = :omit REMOVE #data, #enc, #fmt, #quar"),
+		setNone:    aws.String(set + " REMOVE #data, #enc, #omit, #fmt, #quar"),
+		setGzip:    aws.String(set + ", #data = :data, #enc = :enc, #fmt = :fmt REMOVE #omit, #quar"),
+		setPlain:   aws.String(set + ", #data = :data, #fmt = :fmt REMOVE #enc, #omit, #quar"),
+		inProgress: attrS(string(driver.StatusInProgress)),
+		completed:  attrS(string(driver.StatusCompleted)),
+		mark:       attrS(o.format.mark()),
+		gzip:       attrS(encodingGzip),
+		omitted:    &types.AttributeValueMemberBOOL{Value: true},
+	}
 }
 
 var _ driver.Store = (*Store)(nil)
@@ -61,7 +142,7 @@ func New(api API, table string, opts ...Option) (*Store, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Store{api: api, table: table, options: o}, nil
+	return &Store{api: api, table: table, options: o, req: newRequests(table, &o)}, nil
 }
 
 // The condition of a claim: no record, an expired one, or a lapsed lease.
@@ -87,10 +168,19 @@ func storeError(op, id string, err error) error {
 // key is the primary key of the record id: the id as partition key, or
 // with a sort key, the partition value and the id as sort key.
 func (s *Store) key(id string) map[string]types.AttributeValue {
+	return s.keyWith(id, 0)
+}
+
+// keyWith is key in a map with room for more attributes.
+func (s *Store) keyWith(id string, more int) map[string]types.AttributeValue {
 	if s.sortKeySet {
-		return map[string]types.AttributeValue{s.attrs.ID: attrS(s.sortKey.Partition), s.sortKey.Attr: attrS(id)}
+		m := make(map[string]types.AttributeValue, 2+more)
+		m[s.attrs.ID], m[s.sortKey.Attr] = attrS(s.sortKey.Partition), attrS(id)
+		return m
 	}
-	return map[string]types.AttributeValue{s.attrs.ID: attrS(id)}
+	m := make(map[string]types.AttributeValue, 1+more)
+	m[s.attrs.ID] = attrS(id)
+	return m
 }
 
 // idAttr is the attribute that holds the record id.
@@ -116,26 +206,24 @@ func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 		return driver.Record{}, false, storeError("acquire", rec.ID,
 			errors.New("dynamostore: record has no owner: its Complete and Release could not be fenced"))
 	}
-	a := s.attrs
+	item, nowS, nowMs := s.claimItem(rec, now)
 	in := &dynamodb.PutItemInput{
-		TableName:           aws.String(s.table),
-		Item:                s.claimItem(rec),
-		ConditionExpression: aws.String(claimCondition),
-		ExpressionAttributeNames: map[string]string{
-			"#id": a.ID, "#exp": a.Expiration, "#st": a.Status, "#lease": a.LeaseExpiry,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now":        attrN(now.Unix()),
-			":now_ms":     attrN(now.UnixMilli()),
-			":inprogress": attrS(string(driver.StatusInProgress)),
-		},
+		TableName:                           s.req.table,
+		Item:                                item,
+		ConditionExpression:                 s.req.claimCond,
+		ExpressionAttributeNames:            s.req.claimNames,
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if strict {
-		in.ConditionExpression = aws.String(strictClaimCondition)
-		in.ExpressionAttributeNames = map[string]string{"#id": a.ID, "#exp": a.Expiration, "#call": a.ReleaseCall}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":now": attrN(now.Unix())}
+		in.ConditionExpression, in.ExpressionAttributeNames = s.req.strictClaimCond, s.req.strictNames
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":now": nowS}
+	} else {
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{
+			":now":        nowS,
+			":now_ms":     nowMs,
+			":inprogress": s.req.inProgress,
+		}
 	}
 	// A second attempt only when the record that failed the condition was
 	// gone, or claimable, by the time it was read.
@@ -156,7 +244,7 @@ func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 			return st.rec, true, nil
 		}
 		got, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName:      aws.String(s.table),
+			TableName:      s.req.table,
 			Key:            s.key(rec.ID),
 			ConsistentRead: aws.Bool(true),
 		})
@@ -259,43 +347,42 @@ func (s *Store) omitted(ctx context.Context, rec driver.Record, budget int, why 
 
 // completion is the conditional update that completes rec, stored as p:
 // the one builder of both the UpdateItem and the transaction's first item.
-// retry selects retryCondition (see there) instead of fenceCondition.
-func (s *Store) completion(rec driver.Record, p placement, retry bool) *types.Update {
-	a := s.attrs
+// retry selects retryCondition (see there) instead of fenceCondition; full
+// removes every attribute of a result the update does not set, where the
+// condition does not rule them out (a retry's, an operator's), else only
+// the quarantine mark (see fencedUpdate). Its ExpressionAttributeNames are
+// the store's own (see requests): clone them to add to them.
+func (s *Store) completion(rec driver.Record, p placement, retry, full bool) *types.Update {
+	values := make(map[string]types.AttributeValue, 7)
+	values[":completed"], values[":exp"], values[":inprogress"], values[":me"] =
+		s.req.completed, attrN(rec.ExpiresAt.Unix()), s.req.inProgress, attrS(rec.Owner)
 	u := &types.Update{
-		TableName:           aws.String(s.table),
-		Key:                 s.key(rec.ID),
-		ConditionExpression: aws.String(fenceCondition),
-		ExpressionAttributeNames: map[string]string{
-			"#st": a.Status, "#exp": a.Expiration, "#own": a.Owner,
-			"#data": a.Data, "#enc": a.DataEncoding, "#omit": a.DataOmitted, "#fmt": a.DataFormat,
-			"#quar": a.Quarantined,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":completed":  attrS(string(driver.StatusCompleted)),
-			":exp":        attrN(rec.ExpiresAt.Unix()),
-			":inprogress": attrS(string(driver.StatusInProgress)),
-			":me":         attrS(rec.Owner),
-		},
+		TableName:                           s.req.table,
+		Key:                                 s.key(rec.ID),
+		ConditionExpression:                 s.req.fenceCond,
+		ExpressionAttributeNames:            s.req.completeNames,
+		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if retry {
-		u.ConditionExpression = aws.String(retryCondition)
+		u.ConditionExpression = s.req.retryCond
 	}
-	values := u.ExpressionAttributeValues
-	set := "SET #st = :completed, #exp = :exp"
 	switch {
 	case p.omitted:
-		u.UpdateExpression = aws.String(set + ", #omit = :omit REMOVE #data, #enc, #fmt, #quar")
-		values[":omit"] = &types.AttributeValueMemberBOOL{Value: true}
+		u.UpdateExpression = s.req.setOmitted
+		values[":omit"] = s.req.omitted
 	case p.value == nil:
-		u.UpdateExpression = aws.String(set + " REMOVE #data, #enc, #omit, #fmt, #quar")
+		u.UpdateExpression = s.req.setNone
 	case p.encoding != "":
-		u.UpdateExpression = aws.String(set + ", #data = :data, #enc = :enc, #fmt = :fmt REMOVE #omit, #quar")
-		values[":data"], values[":enc"], values[":fmt"] = p.value, attrS(p.encoding), attrS(s.format.mark())
+		u.UpdateExpression = s.req.setGzip
+		values[":data"], values[":enc"], values[":fmt"] = p.value, s.req.gzip, s.req.mark
 	default:
-		u.UpdateExpression = aws.String(set + ", #data = :data, #fmt = :fmt REMOVE #enc, #omit, #quar")
-		values[":data"], values[":fmt"] = p.value, attrS(s.format.mark())
+		u.UpdateExpression = s.req.setPlain
+		values[":data"], values[":fmt"] = p.value, s.req.mark
+	}
+	if !retry && !full {
+		f := s.req.fenced[p.kind()]
+		u.UpdateExpression, u.ExpressionAttributeNames = f.set, f.names
 	}
 	return u
 }
@@ -368,7 +455,7 @@ func invalid(err error) bool {
 // TransactWriteItems with the update first when writes are attached. It
 // returns the result as stored.
 func (s *Store) commit(ctx context.Context, rec driver.Record, p placement, retry bool, writes []types.TransactWriteItem) ([]byte, error) {
-	u := s.completion(rec, p, retry)
+	u := s.completion(rec, p, retry, retry)
 	var err error
 	if len(writes) == 0 {
 		_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{

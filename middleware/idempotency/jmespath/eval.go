@@ -38,8 +38,13 @@ type evaluator struct {
 	// would see a different order in each runtime.
 	stale map[identity]struct{}
 	// memo holds powertools_* results by function and argument, so that
-	// an expression that decodes the body several times decodes it once.
-	memo map[memoKey]value
+	// an expression that decodes the body several times decodes it once:
+	// the first in first (under firstKey, when hasFirst), the others in
+	// memo.
+	first    value
+	firstKey memoKey
+	hasFirst bool
+	memo     map[memoKey]value
 }
 
 type memoKey struct {

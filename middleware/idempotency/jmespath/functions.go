@@ -861,6 +861,9 @@ func (ev *evaluator) decodeOnce(fn string, a value, decode func(s string) (value
 		return value{}, typeError(fn, "a string", a)
 	}
 	key := memoKey{fn, a.identity()}
+	if ev.hasFirst && ev.firstKey == key {
+		return ev.first, nil
+	}
 	if v, ok := ev.memo[key]; ok {
 		return v, nil
 	}
@@ -874,6 +877,10 @@ func (ev *evaluator) decodeOnce(fn string, a value, decode func(s string) (value
 	v, err := decode(s)
 	if err != nil {
 		return value{}, err
+	}
+	if !ev.hasFirst {
+		ev.first, ev.firstKey, ev.hasFirst = v, key, true
+		return v, nil
 	}
 	if ev.memo == nil {
 		ev.memo = map[memoKey]value{}

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -118,17 +117,31 @@ func (e *Expression) key(ev *evaluator, v value) (k idempotency.Selection, err e
 // number of bytes of its strings. The record and each message attribute
 // are opaque (Lambda may write members this rebuilt record lacks), the
 // attribute maps unordered.
+// sortedKeys is m's keys, sorted, in one allocation.
+func sortedKeys[V any](m map[string]V) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 func record(m events.SQSMessage) (value, int64) {
+	const recordMembers = 10
 	size := int64(len(m.Body) + len(m.MessageId) + len(m.ReceiptHandle) + len(m.Md5OfBody) +
 		len(m.Md5OfMessageAttributes) + len(m.EventSourceARN) + len(m.EventSource) + len(m.AWSRegion))
-	attrs := &composite{}
-	for _, k := range slices.Sorted(maps.Keys(m.Attributes)) { // one order for every evaluation
+	attrs := &composite{keys: make([]string, 0, len(m.Attributes)), vals: make([]value, 0, len(m.Attributes))}
+	for _, k := range sortedKeys(m.Attributes) { // one order for every evaluation
 		v := m.Attributes[k]
 		attrs.keys, attrs.vals = append(attrs.keys, k), append(attrs.vals, str(v))
 		size += int64(len(k) + len(v))
 	}
 	mattrs := &composite{}
-	for _, name := range slices.Sorted(maps.Keys(m.MessageAttributes)) {
+	for _, name := range sortedKeys(m.MessageAttributes) {
 		a := m.MessageAttributes[name]
 		v := &composite{}
 		if a.StringValue != nil {
@@ -155,7 +168,7 @@ func record(m events.SQSMessage) (value, int64) {
 		size += int64(len(name) + len(a.DataType))
 		mattrs.keys, mattrs.vals = append(mattrs.keys, name), append(mattrs.vals, value{k: kObject, c: v, f: fOpaque})
 	}
-	rec := &composite{}
+	rec := &composite{keys: make([]string, 0, recordMembers), vals: make([]value, 0, recordMembers)}
 	rec.set("messageId", str(m.MessageId))
 	rec.set("receiptHandle", str(m.ReceiptHandle))
 	rec.set("body", str(m.Body))

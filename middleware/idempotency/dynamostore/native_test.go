@@ -1,0 +1,94 @@
+package dynamostore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+)
+
+// decoderNative is nativeValue as the decoder converts a document: the
+// reference nativeReader must agree with.
+func decoderNative(data []byte) (types.AttributeValue, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("not one value")
+	}
+	return toNative(x)
+}
+
+func checkNative(t *testing.T, doc string) {
+	t.Helper()
+	want, werr := decoderNative([]byte(doc))
+	got, gerr := nativeValue([]byte(doc))
+	if (werr != nil) != (gerr != nil) || !reflect.DeepEqual(got, want) {
+		t.Errorf("%q: nativeValue = %#v, %v; the decoder's = %#v, %v", doc, got, gerr, want, werr)
+	}
+}
+
+func TestNativeReaderAsDecoder(t *testing.T) {
+	for _, doc := range []string{
+		`{}`, `[]`, `""`, `0`, `-1.5e+10`, `true`, `false`, `null`,
+		` { "a" : [ 1 , "x" , { } , [ ] , null ] , "b" : { "c" : false } } `,
+		`{"a":1,"a":2}`, `{"k":"\u00e9\n\"\\/","\u0041":"<&>"}`, "\"\xff\xfe\"", "\"a\xc3\"",
+		`"\ud800"`, `[1e400]`, `[123456789012345678901234567890123456789]`, `[0.000e-999]`,
+		`{"document_id":"k-1","summary":"a summary of the document ","tokens":312}`,
+		`{"a":1} {"b":2}`, `{"a":}`, `[1,]`, ``, `   `,
+	} {
+		checkNative(t, doc)
+	}
+}
+
+func FuzzNativeReader(f *testing.F) {
+	f.Add(`{"a":[1,"x",{"b":null}],"c":-0.5e3}`)
+	f.Add(`"\u00e9\ud83d\ude00"`)
+	f.Fuzz(func(t *testing.T, doc string) { checkNative(t, doc) })
+}
+
+// TestFencedUpdatesNameWhatTheyUse: DynamoDB refuses a request whose
+// ExpressionAttributeNames hold a name its expressions do not use, or miss
+// one they use, so each fenced completion carries exactly its own.
+func TestFencedUpdatesNameWhatTheyUse(t *testing.T) {
+	s, err := New(fakeUpdates{}, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := driver.Record{ID: "ns#k", Owner: "me", Data: []byte(`{"a":1}`)}
+	for _, p := range []placement{
+		{omitted: true}, {}, {value: attrS("z"), encoding: encodingGzip}, {value: attrS(`{"a":1}`)},
+	} {
+		u := s.completion(rec, p, false, false)
+		exprs := aws.ToString(u.UpdateExpression) + " " + aws.ToString(u.ConditionExpression)
+		used := map[string]bool{}
+		for _, f := range strings.FieldsFunc(exprs, func(r rune) bool { return r == ' ' || r == ',' || r == '(' || r == ')' }) {
+			if strings.HasPrefix(f, "#") {
+				used[f] = true
+			}
+		}
+		for name := range u.ExpressionAttributeNames {
+			if !used[name] {
+				t.Errorf("%q: names hold %s, unused", exprs, name)
+			}
+			delete(used, name)
+		}
+		if len(used) > 0 {
+			t.Errorf("%q: names miss %v", exprs, used)
+		}
+	}
+}
+
+// fakeUpdates is an API that is never called.
+type fakeUpdates struct{ API }
