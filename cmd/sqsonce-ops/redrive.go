@@ -23,6 +23,7 @@ import (
 // The classes of a dead-letter message, by what its redelivery will do.
 const (
 	classReplay      = "replay"      // COMPLETED: the stored result is replayed, the operation does not run
+	classWithheld    = "withheld"    // COMPLETED, its result withheld (driver.WithheldData): it fails again, the operation does not run
 	classRun         = "run"         // no record, released, expired, or a lapsed lease: the operation runs
 	classInProgress  = "in_progress" // a live lease: refused as in progress until it ends
 	classQuarantined = "quarantined" // strict mode stopped the key: it fails again until resolved or released
@@ -398,6 +399,9 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Select
 	switch state(rec.Record, now()) {
 	case stateCompleted:
 		m.Class = classReplay
+		if string(rec.Data) == driver.WithheldData {
+			m.Class = classWithheld
+		}
 	case stateQuarantined:
 		m.Class = classQuarantined
 	case stateInProgress:
@@ -545,6 +549,7 @@ func (c *redriveCmd) print(o *ops, r redriveReport) {
 		{classReplay, "will replay (COMPLETED: the stored result, the operation does not run)"},
 		{classRun, "will run (no record, released, expired or lease lapsed)"},
 		{classInProgress, "in progress (a live lease: retried until it ends)"},
+		{classWithheld, "withheld (COMPLETED, its result could not be sealed: fail again, the operation does not run)"},
 		{classQuarantined, "quarantined (fail again until resolved or released)"},
 		{classBadKey, "bad or missing key (fail again)"},
 		{classUnreadable, "unreadable with this configuration"},
@@ -563,8 +568,8 @@ func (c *redriveCmd) print(o *ops, r redriveReport) {
 	case r.DryRun:
 		// Every message read is sent back, those that will fail again too
 		// (they return to the dead-letter queue): say how many of each.
-		again := r.Classes[classBadKey] + r.Classes[classQuarantined]
-		fmt.Fprintf(w, "dry run: would send all %d message(s) read to %s, %d of them to fail again there (bad or missing key, quarantined) and come back here; nothing sent or deleted (each message read was received once: its receive count rose by one)\n",
+		again := r.Classes[classBadKey] + r.Classes[classQuarantined] + r.Classes[classWithheld]
+		fmt.Fprintf(w, "dry run: would send all %d message(s) read to %s, %d of them to fail again there (bad or missing key, quarantined, withheld) and come back here; nothing sent or deleted (each message read was received once: its receive count rose by one)\n",
 			r.Read, r.Queue, again)
 	case r.Classes[classUnreadable] > 0:
 		fmt.Fprintf(w, "nothing sent to %s\n", r.Queue)
