@@ -1,0 +1,169 @@
+package idempotency_test
+
+// Tests that pin the guard's arithmetic where the rest of the suite left
+// gremlins' mutants alive (docs/verification.md, Mutation testing). Each
+// asserts what the documentation promises, on synctest's clock.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
+)
+
+var errThrottled = errors.New("throttled")
+
+// extension is one Extend call a leaseStore saw: when, the lease end it
+// was asked to write, and whether it was applied.
+type extension struct {
+	at      time.Time
+	until   time.Time
+	applied bool
+}
+
+// leaseStore is memstore whose extensions are recorded; fail decides,
+// from the calls made before, whether the next one fails (with
+// errThrottled).
+type leaseStore struct {
+	*memstore.Store
+	fail func(n int) bool
+
+	mu    sync.Mutex
+	calls []extension
+}
+
+func (s *leaseStore) Extend(ctx context.Context, rec driver.Record, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := extension{at: time.Now(), until: rec.LeaseEnd()}
+	if s.fail != nil && s.fail(len(s.calls)) {
+		s.calls = append(s.calls, e)
+		return errThrottled
+	}
+	err := s.Store.Extend(ctx, rec, now)
+	e.applied = err == nil
+	s.calls = append(s.calls, e)
+	return err
+}
+
+func (s *leaseStore) extensions() []extension {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]extension(nil), s.calls...)
+}
+
+// TestKeepAliveEveryAboveHalf: a KeepAliveEvery above half the lease, but
+// below the whole of it, counts as half ("at most half"): the lease is
+// extended every 500 ms, not every 800 ms, and so never lapses.
+func TestKeepAliveEveryAboveHalf(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = time.Second
+		s := &leaseStore{Store: memstore.New()}
+		start := time.Now()
+		ended, rep, cause := keepAliveRun(t, idempotency.Config{Store: s, Lease: lease, SkewMargin: time.Millisecond, KeepAliveEvery: 800 * time.Millisecond}, 2100*time.Millisecond)
+		if cause != nil || ended != 2100*time.Millisecond || rep.Outcome != idempotency.OutcomeClaimed {
+			t.Fatalf("the operation ended after %v with cause %v, outcome %s; want it to run its 2.1 s and complete", ended, cause, rep.Outcome)
+		}
+		calls := s.extensions()
+		if len(calls) != 4 {
+			t.Fatalf("%d extensions, want 4 (every 500 ms)", len(calls))
+		}
+		for i, c := range calls {
+			if want := start.Add(time.Duration(i+1) * lease / 2); !c.at.Equal(want) {
+				t.Errorf("extension %d at %v, want %v", i, c.at.Sub(start), want.Sub(start))
+			}
+		}
+	})
+}
+
+// TestKeepAliveExtendsByTheLease: each extension writes the claimed
+// lease's length from its start plus SkewMargin (the margin other
+// workers' clocks get, as at the claim), in strict mode too; the last one
+// before KeepAliveLimit writes no lease past the limit (plus the margin).
+func TestKeepAliveExtendsByTheLease(t *testing.T) {
+	const (
+		lease = time.Second
+		skew  = 40 * time.Millisecond
+		limit = 2500 * time.Millisecond
+	)
+	for _, strict := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "strict"}[strict], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &leaseStore{Store: memstore.New()}
+				start := time.Now()
+				_, rep, cause := keepAliveRun(t, idempotency.Config{Store: s, Lease: lease, SkewMargin: skew, KeepAliveLimit: limit, Strict: strict}, time.Hour)
+				if !errors.Is(cause, idempotency.ErrLeaseNotExtended) {
+					t.Fatalf("cause %v, want the limit's ErrLeaseNotExtended", cause)
+				}
+				calls := s.extensions()
+				if len(calls) < 3 || rep.Extensions != len(calls) {
+					t.Fatalf("%d extensions (%d reported), want at least 3, all applied and reported", len(calls), rep.Extensions)
+				}
+				horizon := start.Add(limit + skew)
+				for i, c := range calls {
+					want := c.at.Add(lease + skew)
+					if want.After(horizon) {
+						want = horizon
+					}
+					if !c.applied || !c.until.Equal(want) {
+						t.Errorf("extension %d at %v wrote a lease to %v (applied %v), want to %v", i, c.at.Sub(start), c.until.Sub(start), c.applied, want.Sub(start))
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestKeepAliveRecoversFromAFailedExtension: an extension that fails with
+// an error that may pass is tried again soon (a quarter of the interval,
+// at most 100 ms), and once one is applied the operation runs on as if
+// nothing happened.
+func TestKeepAliveRecoversFromAFailedExtension(t *testing.T) {
+	for _, tc := range []struct {
+		lease, retry time.Duration
+	}{
+		{time.Second, time.Second / 3 / 4},        // a quarter of the interval
+		{10 * time.Second, 100 * time.Millisecond}, // at most 100 ms
+	} {
+		t.Run(tc.lease.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &leaseStore{Store: memstore.New(), fail: func(n int) bool { return n == 0 }}
+				run := 2*tc.lease + tc.lease/10
+				ended, rep, cause := keepAliveRun(t, idempotency.Config{Store: s, Lease: tc.lease, SkewMargin: time.Millisecond}, run)
+				if cause != nil || ended != run || rep.Outcome != idempotency.OutcomeClaimed {
+					t.Fatalf("the operation ended after %v with cause %v, outcome %s; want it to run its %v and complete", ended, cause, rep.Outcome, run)
+				}
+				calls := s.extensions()
+				if len(calls) < 2 || calls[0].applied || !calls[1].applied {
+					t.Fatalf("extensions %+v: want a failed one, then one applied", calls)
+				}
+				if got, want := calls[1].at.Sub(calls[0].at), tc.retry; got != want {
+					t.Errorf("the failed extension was tried again after %v, want %v", got, want)
+				}
+			})
+		})
+	}
+}
+
+// TestKeepAliveFailureCause: when extensions keep failing, the context's
+// cause, and the call's error, wrap ErrLeaseNotExtended and the store's
+// error, which says why.
+func TestKeepAliveFailureCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &leaseStore{Store: memstore.New(), fail: func(int) bool { return true }}
+		_, rep, cause := keepAliveRun(t, idempotency.Config{Store: s, Lease: time.Second, SkewMargin: time.Millisecond}, time.Hour)
+		var se *idempotency.StoreError
+		if !errors.Is(cause, idempotency.ErrLeaseNotExtended) || !errors.Is(cause, errThrottled) || !errors.As(cause, &se) {
+			t.Errorf("cause %v: want ErrLeaseNotExtended and the store's error", cause)
+		}
+		if !errors.Is(rep.Err, errThrottled) || rep.Outcome != idempotency.OutcomeReleased {
+			t.Errorf("report %s, %v: want released, with the store's error", rep.Outcome, rep.Err)
+		}
+	})
+}
