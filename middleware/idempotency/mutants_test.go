@@ -128,7 +128,7 @@ func TestKeepAliveRecoversFromAFailedExtension(t *testing.T) {
 	for _, tc := range []struct {
 		lease, retry time.Duration
 	}{
-		{time.Second, time.Second / 3 / 4},        // a quarter of the interval
+		{time.Second, time.Second / 3 / 4},         // a quarter of the interval
 		{10 * time.Second, 100 * time.Millisecond}, // at most 100 ms
 	} {
 		t.Run(tc.lease.String(), func(t *testing.T) {
