@@ -7,6 +7,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -164,6 +165,68 @@ func TestKeepAliveFailureCause(t *testing.T) {
 		}
 		if !errors.Is(rep.Err, errThrottled) || rep.Outcome != idempotency.OutcomeReleased {
 			t.Errorf("report %s, %v: want released, with the store's error", rep.Outcome, rep.Err)
+		}
+	})
+}
+
+// quarantineStore is memstore whose Quarantine cannot tell what became of
+// the record (driver.ErrLeaseLost without it); before refusing, undo
+// runs with the number of refusals so far.
+type quarantineStore struct {
+	*memstore.Store
+	undo  func(found driver.Record, n int) error // nil error: refuse with ErrLeaseLost
+	calls int
+}
+
+func (s *quarantineStore) Quarantine(ctx context.Context, found driver.Record, now time.Time) (driver.Record, error) {
+	s.calls++
+	if err := s.undo(found, s.calls); err != nil {
+		return driver.Record{}, err
+	}
+	return driver.Record{}, driver.ErrLeaseLost
+}
+
+// TestStrictQuarantineRetries: a strict call that finds a lapsed claim
+// and cannot tell whether its quarantine lost a race claims again: when
+// the record went away meanwhile, it claims and runs; when the store
+// keeps saying so, it gives up after three rounds with the store's error,
+// and never runs.
+func TestStrictQuarantineRetries(t *testing.T) {
+	k := idempotency.Raw([]byte(`"lapsed"`))
+	setup := func(t *testing.T, undo func(s *quarantineStore, found driver.Record, n int) error) (*quarantineStore, *idempotency.Guard) {
+		s := &quarantineStore{Store: memstore.New()}
+		s.undo = func(found driver.Record, n int) error { return undo(s, found, n) }
+		g, err := idempotency.New(idempotency.Config{Store: s, Namespace: "quarantine", Strict: true,
+			Now: func() time.Time { return t0.Add(time.Hour) }, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Put(driver.Record{ID: mustID(t, g, k), Status: driver.StatusInProgress, Owner: "gone",
+			ExpiresAt: t0.Add(24 * time.Hour), LeaseUntil: t0.Add(24 * time.Hour), StrictLease: t0.Add(time.Minute)})
+		return s, g
+	}
+	t.Run("record gone", func(t *testing.T) {
+		s, g := setup(t, func(s *quarantineStore, found driver.Record, _ int) error {
+			return s.Release(context.Background(), found.ID, found.Owner)
+		})
+		got, err := idempotency.Do(context.Background(), g, k, func(context.Context) (int, error) { return 7, nil })
+		if err != nil || got != 7 || s.calls != 1 {
+			t.Errorf("Do: %v, %v after %d quarantines; want the operation run after one", got, err, s.calls)
+		}
+	})
+	t.Run("store cannot tell", func(t *testing.T) {
+		errMore := errors.New("a fourth round")
+		s, g := setup(t, func(_ *quarantineStore, _ driver.Record, n int) error {
+			if n > 3 {
+				return errMore
+			}
+			return nil
+		})
+		ran := false
+		_, err := idempotency.Do(context.Background(), g, k, func(context.Context) (int, error) { ran = true; return 7, nil })
+		var se *idempotency.StoreError
+		if ran || s.calls != 3 || !errors.Is(err, driver.ErrLeaseLost) || !errors.As(err, &se) {
+			t.Errorf("after %d quarantines (ran %v): %v; want three, then the store's ErrLeaseLost", s.calls, ran, err)
 		}
 	})
 }
