@@ -230,3 +230,43 @@ func TestStrictQuarantineRetries(t *testing.T) {
 		}
 	})
 }
+
+// TestWaiterSeesClaimedLease: a call waiting in the same process for a run
+// of its key, which stops at its own deadline before any extension, reports
+// the lease the run claimed, the one stored (its record's pacing comes back
+// when the key may be free), not an unknown one.
+func TestWaiterSeesClaimedLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "waiter", Lease: time.Second,
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := idempotency.Raw([]byte(`"waited for"`))
+		finish, done := make(chan struct{}), make(chan error, 1)
+		go func() {
+			_, err := idempotency.Do(context.Background(), g, k, func(ctx context.Context) (int, error) {
+				<-finish
+				return 1, nil
+			})
+			done <- err
+		}()
+		synctest.Wait() // the run holds its claim
+		claimed, ok := store.Get(mustID(t, g, k))
+		if !ok {
+			t.Fatal("no record after the claim")
+		}
+		wctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // before the first extension
+		defer cancel()
+		_, werr := idempotency.Do(wctx, g, k, func(context.Context) (int, error) { return 0, errors.New("ran twice") })
+		close(finish)
+		if err := <-done; err != nil {
+			t.Fatalf("the run: %v", err)
+		}
+		var ip *idempotency.InProgressError
+		if !errors.As(werr, &ip) || !ip.LeaseUntil.Equal(claimed.LeaseUntil) {
+			t.Errorf("waiter: %v, want an *InProgressError with the claimed lease end %v", werr, claimed.LeaseUntil)
+		}
+	})
+}
