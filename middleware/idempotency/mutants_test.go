@@ -270,3 +270,34 @@ func TestWaiterSeesClaimedLease(t *testing.T) {
 		}
 	})
 }
+
+// keptStore is memstore that keeps another result than it is given (as a
+// store keeps less of a result too large for it) and says so.
+type keptStore struct {
+	*memstore.Store
+	kept []byte
+}
+
+func (s *keptStore) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
+	rec.Data = s.kept
+	return s.Store.Complete(ctx, rec)
+}
+
+// TestCompletionKeepsWhatTheStoreKept: when the store keeps another result
+// than the operation returned, the call that ran gets what was kept, as
+// every later delivery will, and reports its run as claimed.
+func TestCompletionKeepsWhatTheStoreKept(t *testing.T) {
+	var rep idempotency.Report
+	g, err := idempotency.New(idempotency.Config{Store: &keptStore{Store: memstore.New(), kept: []byte(`"kept"`)}, Namespace: "kept",
+		Logger: slog.New(slog.DiscardHandler), OnOutcome: func(_ context.Context, r idempotency.Report) { rep = r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := idempotency.Raw([]byte(`"k"`))
+	for i, want := range []idempotency.Outcome{idempotency.OutcomeClaimed, idempotency.OutcomeReplayed} {
+		got, err := idempotency.Do(context.Background(), g, k, func(context.Context) (string, error) { return "the whole result", nil })
+		if err != nil || got != "kept" || rep.Outcome != want {
+			t.Errorf("call %d: %q, %v, outcome %s; want %q, %s", i, got, err, rep.Outcome, "kept", want)
+		}
+	}
+}
