@@ -190,6 +190,16 @@ verify: $(PTNODE)
 	set -o pipefail; $(GO) run ./test/chaos/cmd/chaos -profiles mixed-peer:on -keys 300 -workers 4 | tee build/verify-chaos.log | grep -E '^(chaos:|verdict:|Powertools)'
 	@echo "verify: $$(grep -h '^sim:' build/verify-sim.log); chaos (mixed fleet with Powertools TS): $$(grep -h '^chaos:' build/verify-chaos.log | sed 's/^chaos: //'); linearizable: $$(grep -ho 'linearize: [a-z-]*: [0-9]* operations checked' build/verify-linearize.log | grep -v 'linearize: planted' | sed 's/linearize: //; s/ operations checked/ ops/' | paste -sd, - | sed "s/,/, /g"); $$(grep -h '^planted defects:' build/verify-planted.log); $$(grep -ho '[0-9]* configurations' build/verify-sim.log | head -1) drawn by the seeds"
 
+# The tests skipped by mutation are named in docs/verification.md (Mutation
+# testing); files matching a MUTATION_EXCLUDE regexp are not mutated.
+MUTATION_EXCLUDE ?= /
+MUTATION_SKIP    := ^(TestMemoryCeilings|TestRecordIDProperty|TestKeepAliveLiveOwner|TestRecordIDsGoldenPeers|TestPowertoolsPythonDifferential)$$
+.PHONY: mutation
+## mutation: gremlins' mutation testing of the guard's core package, middleware/idempotency (its sub-packages excluded), with its own tests, two workers at nice 15; prints each mutant and the test efficacy (not in test; long).
+mutation:
+	GOFLAGS='-vet=off -skip=$(MUTATION_SKIP)' nice -n 15 $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0 unleash \
+	  --workers 2 --timeout-coefficient 2 $(foreach e,$(MUTATION_EXCLUDE),--exclude-files '$(e)') ./middleware/idempotency
+
 ## build: build build/bootstrap.zip, the function for provided.al2023 on arm64.
 build:
 	@mkdir -p build
