@@ -290,8 +290,13 @@ func nativeValue(data []byte) (types.AttributeValue, error) {
 	if json.Valid(data) {
 		// Valid JSON is converted as it is read, without the decoder's
 		// values in between; the decoder below reports what is not.
+		// Its error is not final: an object may name a member twice, and
+		// the decoder keeps the later value only (a number DynamoDB cannot
+		// store in the earlier one does not fail the result).
 		r := nativeReader{data: data}
-		return r.value()
+		if v, err := r.value(); err == nil {
+			return v, nil
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

@@ -47,6 +47,9 @@ func TestNativeReaderAsDecoder(t *testing.T) {
 		`"\ud800"`, `[1e400]`, `[123456789012345678901234567890123456789]`, `[0.000e-999]`,
 		`{"document_id":"k-1","summary":"a summary of the document ","tokens":312}`,
 		`{"a":1} {"b":2}`, `{"a":}`, `[1,]`, ``, `   `,
+		// A member named twice whose earlier value DynamoDB cannot store:
+		// the decoder keeps the later one only.
+		`{"a":1e200,"a":1}`, `{"a":[1e200],"a":1}`, `{"a":{"b":1e400},"a":{"b":2}}`,
 	} {
 		checkNative(t, doc)
 	}
@@ -55,6 +58,8 @@ func TestNativeReaderAsDecoder(t *testing.T) {
 func FuzzNativeReader(f *testing.F) {
 	f.Add(`{"a":[1,"x",{"b":null}],"c":-0.5e3}`)
 	f.Add(`"\u00e9\ud83d\ude00"`)
+	f.Add(`{"a":1e200,"a":1}`)
+	f.Add(`{"a":[1e200],"a":1}`)
 	f.Fuzz(func(t *testing.T, doc string) { checkNative(t, doc) })
 }
 

@@ -113,10 +113,6 @@ func (e *Expression) key(ev *evaluator, v value) (k idempotency.Selection, err e
 	return idempotency.Selection{Selector: e.selector, Value: b}, nil
 }
 
-// record is the SQS record as Lambda delivers it to a function, and the
-// number of bytes of its strings. The record and each message attribute
-// are opaque (Lambda may write members this rebuilt record lacks), the
-// attribute maps unordered.
 // sortedKeys is m's keys, sorted, in one allocation.
 func sortedKeys[V any](m map[string]V) []string {
 	if len(m) == 0 {
@@ -130,6 +126,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// record is the SQS record as Lambda delivers it to a function, and the
+// number of bytes of its strings. The record and each message attribute
+// are opaque (Lambda may write members this rebuilt record lacks), the
+// attribute maps unordered.
 func record(m events.SQSMessage) (value, int64) {
 	const recordMembers = 10
 	size := int64(len(m.Body) + len(m.MessageId) + len(m.ReceiptHandle) + len(m.Md5OfBody) +
