@@ -33,10 +33,10 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
-	"github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/pgstore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv/kmsenv"
 )
 
 // app is the wired summarise function: everything built once, at start-up.
@@ -198,15 +198,12 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 			_ = a.close()
 			return nil, err
 		}
-		s, err := kmsseal.New(kms.NewFromConfig(cfg), c.SealKey)
-		if err == nil {
-			// One data key now: a key the function may not use fails the
-			// start, not the first result's completion.
-			_, err = s.Seal(ctx, "summarise-check", []byte("{}"))
-		}
+		// kmsenv's sealer asks for one data key now: a key the function
+		// may not use fails the start, not the first result's completion.
+		s, err := kmsenv.New(ctx, kms.NewFromConfig(cfg), c.SealKey)
 		if err != nil {
 			_ = a.close()
-			return nil, fmt.Errorf("summarise: %s: %w", envSealKey, err)
+			return nil, fmt.Errorf("summarise: %w", err)
 		}
 		sealer = s
 	}
