@@ -124,20 +124,7 @@ func BenchmarkGuardOnly(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				h = batch.SQS(idempotency.Wrap(g, key.Selector(), func(ctx context.Context, m events.SQSMessage) (json.RawMessage, error) {
-					select {
-					case <-time.After(0):
-					case <-ctx.Done():
-						return nil, ctx.Err()
-					}
-					var b struct {
-						Result json.RawMessage `json:"result"`
-					}
-					if err := json.Unmarshal([]byte(m.Body), &b); err != nil {
-						return nil, err
-					}
-					return b.Result, nil
-				}), batch.Options{Logger: quiet, NoFullBatchError: true})
+				h = sqsonceHandler(g, key.Selector(), 0, nil)
 			} else {
 				h = func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 					var wg sync.WaitGroup
@@ -421,19 +408,6 @@ func variantWorker(req powertools.Request, variant string) (*worker, error) {
 	if variant == "sqsonce-bodyfield" {
 		key = idempotency.BodyField("idempotency_key")
 	}
-	w.handler = batch.SQS(idempotency.Wrap(g, key, func(ctx context.Context, m events.SQSMessage) (json.RawMessage, error) {
-		select {
-		case <-time.After(0):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		var b struct {
-			Result json.RawMessage `json:"result"`
-		}
-		if err := json.Unmarshal([]byte(m.Body), &b); err != nil {
-			return nil, err
-		}
-		return b.Result, nil
-	}), batch.Options{Logger: quiet, NoFullBatchError: true})
+	w.handler = sqsonceHandler(g, key, 0, nil)
 	return w, nil
 }

@@ -620,10 +620,23 @@ func newWorker(req powertools.Request) (*worker, error) {
 	}
 	model := time.Duration(req.ModelMs) * time.Millisecond
 	w := &worker{remaining: time.Duration(req.RemainingMs) * time.Millisecond, ran: []string{}}
-	w.handler = batch.SQS(idempotency.Wrap(g, key.Selector(), func(ctx context.Context, m events.SQSMessage) (json.RawMessage, error) {
+	w.handler = sqsonceHandler(g, key.Selector(), model, func(id string) {
 		w.mu.Lock()
-		w.ran = append(w.ran, m.MessageId)
+		w.ran = append(w.ran, id)
 		w.mu.Unlock()
+	})
+	return w, nil
+}
+
+// sqsonceHandler is the sqsonce arm's handler: batch.SQS around the guard's
+// Wrap of the operation, which records its run with ran (if not nil), calls
+// the model (a sleep of model) and answers the body's "result"; batch
+// reports failures as the driver's throwOnFullBatchFailure: false does.
+func sqsonceHandler(g *idempotency.Guard, key idempotency.Selector, model time.Duration, ran func(messageID string)) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return batch.SQS(idempotency.Wrap(g, key, func(ctx context.Context, m events.SQSMessage) (json.RawMessage, error) {
+		if ran != nil {
+			ran(m.MessageId)
+		}
 		select {
 		case <-time.After(model): // the model call
 		case <-ctx.Done():
@@ -636,8 +649,7 @@ func newWorker(req powertools.Request) (*worker, error) {
 			return nil, err
 		}
 		return b.Result, nil
-	}), batch.Options{Logger: quiet, NoFullBatchError: true}) // as the driver's throwOnFullBatchFailure: false
-	return w, nil
+	}), batch.Options{Logger: slog.New(slog.DiscardHandler), NoFullBatchError: true})
 }
 
 // run runs one event under the request's remaining time and returns its
