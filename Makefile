@@ -197,7 +197,7 @@ MUTATION_SKIP    := ^(TestMemoryCeilings|TestRecordIDProperty|TestKeepAliveLiveO
 .PHONY: mutation
 ## mutation: gremlins' mutation testing of the guard's core package, middleware/idempotency (its sub-packages excluded), with its own tests, two workers at nice 15; prints each mutant and the test efficacy (not in test; long).
 mutation:
-	GOFLAGS='-vet=off -skip=$(MUTATION_SKIP)' nice -n 15 $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0 unleash \
+	GOFLAGS='-count=1 -vet=off -skip=$(MUTATION_SKIP)' nice -n 15 $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0 unleash \
 	  --workers 2 --timeout-coefficient 2 $(foreach e,$(MUTATION_EXCLUDE),--exclude-files '$(e)') ./middleware/idempotency
 
 ## build: build build/bootstrap.zip, the function for provided.al2023 on arm64.
