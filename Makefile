@@ -73,6 +73,7 @@ test-go: $(RIE) $(PTNODE)
 	@mkdir -p build
 	set -o pipefail; SQSONCE_RIE=$(RIE) $(GO) test -json -race -count=1 -timeout 20m $(GO_PKGS) | tee build/test-go.json | $(GO) run ./tools/testreport
 	$(GO) test -count=1 -run '^(TestMemoryCeilings|TestAllocationGate|TestAllocationGateCatchesOneMore)$$' ./middleware/idempotency/
+	$(GO) test -count=1 -run '^TestNativeCeiling$$' ./middleware/idempotency/dynamostore/
 	$(GO) test -count=1 -run '^(TestSim|TestRegress)$$' ./test/sim/ -sim.seeds 300
 
 ## test-infra: infra's tests: CDK synth assertions and cfn-lint on the templates.

@@ -97,3 +97,51 @@ func TestFencedUpdatesNameWhatTheyUse(t *testing.T) {
 
 // fakeUpdates is an API that is never called.
 type fakeUpdates struct{ API }
+
+// hostileResults are results of about 1 MiB that an operation may return
+// and the Powertools data format converts to native types: deep nesting,
+// wide arrays, many members, a member named again and again, escapes.
+func hostileResults() map[string]string {
+	const mib = 1 << 20
+	return map[string]string{
+		"deep":       strings.Repeat("[", 9000) + strings.Repeat("]", 9000),
+		"wide":       "[" + strings.Repeat("0,", mib/2-1) + "0]",
+		"members":    "{" + strings.TrimSuffix(strings.Repeat(`"k":1,`, mib/6), ",") + "}",
+		"escapes":    `"` + strings.Repeat(`\u00e9\n\"`, mib/10) + `"`,
+		"numbers":    "[" + strings.TrimSuffix(strings.Repeat("-1.5e+10,", mib/9), ",") + "]",
+		"duplicates": "{" + strings.TrimSuffix(strings.Repeat(`"a":[1e200],`, mib/12), ",") + `,"a":1}`,
+		"late error": `{"a":[` + strings.Repeat("0,", mib/2-8) + `1e200],"a":1}`,
+	}
+}
+
+// TestNativeCeiling: on each hostile result the conversion agrees with the
+// decoder's, and allocates at most twice what the decoder's conversion
+// does: a valid document is read once, and one whose fast reading fails
+// (a number DynamoDB cannot store, perhaps in a member named again later)
+// is read a second time by the decoder. Time is in BenchmarkNativeHostile.
+func TestNativeCeiling(t *testing.T) {
+	if raceDetector {
+		t.Skip("allocation is measured without -race: make test runs this test again without it")
+	}
+	for name, doc := range hostileResults() {
+		checkNative(t, doc)
+		data := []byte(doc)
+		fast := testing.AllocsPerRun(1, func() { _, _ = nativeValue(data) })
+		slow := testing.AllocsPerRun(1, func() { _, _ = decoderNative(data) })
+		if fast > 2*slow+16 {
+			t.Errorf("%s: %.0f allocations, over twice the decoder's conversion (%.0f)", name, fast, slow)
+		}
+	}
+}
+
+func BenchmarkNativeHostile(b *testing.B) {
+	for name, doc := range hostileResults() {
+		data := []byte(doc)
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				_, _ = nativeValue(data)
+			}
+		})
+	}
+}
