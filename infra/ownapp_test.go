@@ -55,7 +55,7 @@ func TestOwnCDKApp(t *testing.T) {
 	for _, script := range []string{"set -e\n" + code, "go build -o app ."} {
 		cmd := exec.Command("bash", "-c", script)
 		cmd.Dir = app
-		cmd.Env = []string{"GOFLAGS=", "GOPROXY=off", "GOTOOLCHAIN=local"}
+		cmd.Env = []string{"GOFLAGS=", "GOTOOLCHAIN=local"}
 		for _, kv := range os.Environ() {
 			if !strings.HasPrefix(kv, "GOWORK=") {
 				cmd.Env = append(cmd.Env, kv)

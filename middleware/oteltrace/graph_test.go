@@ -42,13 +42,13 @@ func main() {
 `)
 	tidy := exec.Command("go", "mod", "tidy")
 	tidy.Dir = dir
-	tidy.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+	tidy.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 	if out, err := tidy.CombinedOutput(); err != nil {
 		t.Fatalf("go mod tidy: %v\n%s", err, out)
 	}
 	list := exec.Command("go", "list", "-m", "all")
 	list.Dir = dir
-	list.Env = append(os.Environ(), "GOWORK=off", "GOPROXY=off")
+	list.Env = append(os.Environ(), "GOWORK=off")
 	out, err := list.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -m all: %v\n%s", err, out)

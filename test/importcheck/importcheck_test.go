@@ -49,7 +49,7 @@ func deps(t *testing.T, main string) []string {
 	// go test puts its own GOROOT/bin first in PATH.
 	cmd := exec.Command("go", "list", "-mod=mod", "-deps", ".")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GOPROXY=off")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps in %s: %v\n%s", dir, err, out)

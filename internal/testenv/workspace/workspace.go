@@ -130,8 +130,8 @@ func Sums(t testing.TB) []byte {
 // import any package of the workspace or of its modules' requirements:
 // every module's require lines (each path once; the go command's minimal
 // version selection raises it to what the replaced modules need) and
-// [Replaces]. With [Sums] as its go.sum it builds offline (GOPROXY=off,
-// GOFLAGS=-mod=mod) from the module cache the tree's builds filled.
+// [Replaces]. With [Sums] as its go.sum it builds with GOFLAGS=-mod=mod,
+// from the module cache or, where that is cold, the Go proxy.
 func GoMod(t testing.TB, path string) string {
 	t.Helper()
 	mods := Modules(t)
