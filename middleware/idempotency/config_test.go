@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -144,12 +145,68 @@ func TestAttach(t *testing.T) {
 		attachErr = idempotency.Attach(ctx, "a write")
 		return 1, attachErr
 	})
-	// The memory store cannot commit attached writes: as an AttachValidator
-	// it refuses them when they are attached, before any work is lost.
+	// The memory store cannot commit attached writes: Attach refuses them
+	// when they are attached, before any work is lost.
 	if !errors.Is(attachErr, driver.ErrAttachUnsupported) || !errors.Is(err, driver.ErrAttachUnsupported) {
 		t.Fatalf("Attach on memstore: %v (Do: %v), want ErrAttachUnsupported", attachErr, err)
 	}
 	if err := idempotency.Attach(inner, "late"); !errors.Is(err, idempotency.ErrNotClaimed) {
 		t.Errorf("Attach after the operation returned: %v, want ErrNotClaimed", err)
+	}
+}
+
+// attachStore is memstore with attached writes of type string: it refuses
+// any other when it is attached, keeps what each validation saw, and takes
+// the writes its completion carried.
+type attachStore struct {
+	*memstore.Store
+	seen      [][]any
+	committed []any
+}
+
+var errNotAString = errors.New("attachStore: not a string")
+
+func (s *attachStore) ValidateAttached(id string, writes []any) error {
+	s.seen = append(s.seen, writes)
+	for _, w := range writes {
+		if _, ok := w.(string); !ok {
+			return errNotAString
+		}
+	}
+	return nil
+}
+
+func (s *attachStore) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
+	s.committed, rec.Attached = rec.Attached, nil
+	return s.Store.Complete(ctx, rec)
+}
+
+// TestAttachValidated: each Attach hands the store every write attached so
+// far with the new one; a refused write is refused at once and not kept,
+// and the completion carries the writes that were accepted, in order.
+func TestAttachValidated(t *testing.T) {
+	s := &attachStore{Store: memstore.New()}
+	g, err := idempotency.New(idempotency.Config{Store: s, Namespace: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	if _, err := idempotency.Do(ctxWithDeadline(t), g, key, func(ctx context.Context) (int, error) {
+		for _, w := range []any{"a", 42, "b"} {
+			errs = append(errs, idempotency.Attach(ctx, w))
+		}
+		return 1, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if errs[0] != nil || !errors.Is(errs[1], errNotAString) || errs[2] != nil {
+		t.Errorf("Attach of a, 42, b: %v; want nil, the store's refusal, nil", errs)
+	}
+	want := "[[a] [a 42] [a b]]"
+	if got := fmt.Sprint(s.seen); got != want {
+		t.Errorf("the store validated %s, want %s", got, want)
+	}
+	if got := fmt.Sprint(s.committed); got != "[a b]" {
+		t.Errorf("the completion carried %s, want [a b]", got)
 	}
 }

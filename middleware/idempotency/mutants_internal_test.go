@@ -1,6 +1,10 @@
 package idempotency
 
 import (
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -60,3 +64,35 @@ func TestCacheCountsEveryByte(t *testing.T) {
 }
 
 func has(c *cache, id string) bool { _, ok := c.get(id); return ok }
+
+// TestLargeSpellingStreamed: a key whose spelling passes maxHeldSpelling is
+// streamed into the format's own hash (SHA-256 native, MD5 Powertools')
+// and gets the digest of its whole spelling, as a small key does: at the
+// threshold, one byte past it, and far past it (gremlins' format.go
+// mutants).
+func TestLargeSpellingStreamed(t *testing.T) {
+	for _, n := range []int{maxHeldSpelling - 64, maxHeldSpelling + 1, 3*maxHeldSpelling + 7} {
+		k := Raw([]byte(`"` + strings.Repeat("a", n) + `"`))
+		for _, f := range []Format{FormatNative, FormatPowertoolsPython, FormatPowertoolsTypeScript} {
+			spelled, err := f.spell(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want string
+			switch f {
+			case FormatNative:
+				d := sha256.Sum256(spelled)
+				want = hex.EncodeToString(d[:])
+			case FormatPowertoolsPython:
+				d := md5.Sum(spelled)
+				want = hex.EncodeToString(d[:])
+			default:
+				d := md5.Sum(spelled)
+				want = base64.StdEncoding.EncodeToString(d[:])
+			}
+			if got, err := f.Hash(k); err != nil || got != want {
+				t.Errorf("%v, a spelling of %d bytes: %s, %v; want %s", f, len(spelled), got, err, want)
+			}
+		}
+	}
+}

@@ -6,12 +6,16 @@ package idempotency_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"reflect"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
@@ -298,6 +302,58 @@ func TestCompletionKeepsWhatTheStoreKept(t *testing.T) {
 		got, err := idempotency.Do(context.Background(), g, k, func(context.Context) (string, error) { return "the whole result", nil })
 		if err != nil || got != "kept" || rep.Outcome != want {
 			t.Errorf("call %d: %q, %v, outcome %s; want %q, %s", i, got, err, rep.Outcome, "kept", want)
+		}
+	}
+}
+
+type quotedReq struct {
+	Key string            `json:"key"`
+	S   string            `json:"s,string"`
+	U   map[uint16]string `json:"u"`
+	I   map[int8]string   `json:"i"`
+}
+
+// TestWrapJSONQuotedStringsAndIntegerKeys: WrapJSON takes what
+// encoding/json takes without a loss and refuses the rest (gremlins'
+// exact.go mutants): a ",string" string field holds a quoted JSON string
+// or null; a map with unsigned or signed integer keys takes keys spelled as
+// strconv spells them, and refuses "07", which would be 7's key.
+func TestWrapJSONQuotedStringsAndIntegerKeys(t *testing.T) {
+	body := jsonBody[quotedReq]{Key: idempotency.BodyField("key")}
+	for _, tc := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"key":"k","s":"\"x\""}`, true},
+		{`{"key":"k","s":"null"}`, true},
+		{`{"key":"k","s":"12"}`, false},
+		{`{"key":"k","s":"x"}`, false},
+		{`{"key":"k","u":{"7":"a","65535":"b"}}`, true},
+		{`{"key":"k","u":{"07":"a"}}`, false},
+		{`{"key":"k","u":{"65536":"a"}}`, false},
+		{`{"key":"k","i":{"-7":"a","0":"b"}}`, true},
+		{`{"key":"k","i":{"-07":"a"}}`, false},
+		{`{"key":"k","i":{"+7":"a"}}`, false},
+	} {
+		var want quotedReq
+		jsonErr := json.Unmarshal([]byte(tc.body), &want)
+		var got quotedReq
+		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "n", Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = wrapJSON(g, body, func(_ context.Context, q quotedReq, _ events.SQSMessage) (int, error) {
+			got = q
+			return 1, nil
+		})(t.Context(), events.SQSMessage{MessageId: "m-1", Body: tc.body})
+		var be *idempotency.BodyError
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s: %v, want it taken (encoding/json: %v)", tc.body, err, jsonErr)
+		case tc.ok && !reflect.DeepEqual(got, want):
+			t.Errorf("%s: decoded %+v, encoding/json %+v", tc.body, got, want)
+		case !tc.ok && !errors.As(err, &be):
+			t.Errorf("%s: %v, want a *BodyError", tc.body, err)
 		}
 	}
 }

@@ -151,6 +151,21 @@ func TestWrapRefusesAtConstruction(t *testing.T) {
 		{"WrapJSON: an input id", "WithInputID", func() {
 			idempotency.WrapJSON(g, idempotency.BodyField("id"), typed, idempotency.WithInputID(func(events.SQSMessage) string { return "" }))
 		}},
+		{"WrapJSON: a payload Selection", "give WrapJSON a Selector", func() {
+			idempotency.WrapJSON(g, idempotency.BodyField("id"), typed, idempotency.WithPayload(idempotency.Raw([]byte(`1`))))
+		}},
+		{"WrapJSON: a payload SelectorFunc of another input", "WithPayload", func() {
+			idempotency.WrapJSON(g, idempotency.BodyField("id"), typed, idempotency.WithPayload(kinesisKey))
+		}},
+		{"WrapJSON: a hook of another result", "OnReplay", func() {
+			idempotency.WrapJSON(g, idempotency.BodyField("id"), typed, idempotency.OnReplay(func(_ context.Context, s string, _ idempotency.Report) (string, error) { return s, nil }))
+		}},
+		{"WrapJSON: a nil check", "WithCheck: nil function", func() {
+			idempotency.WrapJSON(g, idempotency.BodyField("id"), typed, idempotency.WithCheck[order](nil))
+		}},
+		{"a nil input id", "WithInputID: nil function", func() {
+			idempotency.Wrap(g, idempotency.BodyField("k"), sqs, idempotency.WithInputID[events.SQSMessage](nil))
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
