@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,17 +211,31 @@ func TestSiblingRequires(t *testing.T) {
 	}
 }
 
-// goEnv is the environment of a user's go command: no workspace, modules
-// from the test's proxy, then from the module cache's own download
-// directory (the third-party modules, as the tree's builds left them), and
-// nothing from the network.
+// goEnv is the environment of a user's go command: no workspace, the
+// library from the test's proxy, then the third-party modules from the
+// module proxies the environment names (never direct from version control)
+// and, on any error from those or with none named, from the module cache's
+// own download directory (as the tree's builds left them). The cache alone
+// is not enough on a fresh machine: the tree's builds leave in it only what
+// they compiled, while a user's go mod tidy also wants the modules of other
+// platforms' imports (golang.org/x/sys/windows under the OpenTelemetry
+// SDK), and a version list the cache holds answers a query with a version
+// whose zip it lacks (go mod tidy then found no module for the SDK).
 func goEnv(t *testing.T, p proxy) []string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	out, err := exec.Command("go", "env", "GOMODCACHE", "GOPROXY").Output()
 	if err != nil {
-		t.Fatalf("go env GOMODCACHE: %v", err)
+		t.Fatalf("go env GOMODCACHE GOPROXY: %v", err)
 	}
-	modcache := strings.TrimSpace(string(out))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	modcache := strings.TrimSpace(lines[0])
+	goproxy := "file://" + filepath.ToSlash(p.dir) + ","
+	if len(lines) > 1 {
+		for _, n := range networkProxies(lines[1]) {
+			goproxy += n + "|"
+		}
+	}
+	goproxy += "file://" + filepath.ToSlash(filepath.Join(modcache, "cache", "download"))
 	t.Cleanup(func() {
 		// The test's versions of the library in the shared module cache
 		// (-modcacherw leaves them writable).
@@ -239,13 +254,27 @@ func goEnv(t *testing.T, p proxy) []string {
 		"GOWORK=off",
 		"GOFLAGS=-mod=mod -modcacherw -buildvcs=false",
 		"GOTOOLCHAIN=local",
-		"GOPROXY=file://"+filepath.ToSlash(p.dir)+",file://"+filepath.ToSlash(filepath.Join(modcache, "cache", "download")),
+		"GOPROXY="+goproxy,
 		"GOSUMDB=off",
 		"GONOSUMDB="+lib,
 		"GONOSUMCHECK=1",
 		"GOPRIVATE=",
 		"GONOPROXY=",
 	)
+}
+
+// networkProxies returns the module proxies of a GOPROXY value, in order,
+// without "direct" and "off" (the library's test versions must come from
+// the test's proxy, never from version control) and without the separators'
+// fall-through rules: each entry is tried after a not-found from the last.
+func networkProxies(goproxy string) []string {
+	var out []string
+	for _, e := range strings.FieldsFunc(goproxy, func(r rune) bool { return r == ',' || r == '|' }) {
+		if e = strings.TrimSpace(e); e != "" && e != "direct" && e != "off" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // pruneCache removes under dir (the library's part of the module cache)
@@ -668,4 +697,23 @@ func TestRelease(t *testing.T) {
 		without(t, "the CDK app", amods, "github.com/jackc/", "github.com/redis/go-redis", "github.com/anishathalye/porcupine", lib+"/internal/testenv")
 		t.Logf("go list -m all: the README's CDK app %d (%v)", len(amods), time.Since(start).Round(time.Millisecond))
 	})
+}
+
+// TestNetworkProxies: a user's go command falls through to the
+// environment's module proxies, in order, and never to version control.
+func TestNetworkProxies(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"https://proxy.golang.org,direct", []string{"https://proxy.golang.org"}},
+		{"https://a.example|https://b.example,direct", []string{"https://a.example", "https://b.example"}},
+		{"off", nil},
+		{"direct", nil},
+		{"", nil},
+	} {
+		if got := networkProxies(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("networkProxies(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
 }
