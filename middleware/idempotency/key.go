@@ -193,9 +193,9 @@ func emptyNumber(v reflect.Value, depth int) bool {
 		for i := range v.NumField() {
 			sf := v.Type().Field(i)
 			tag := sf.Tag.Get("json")
-			name, opts, _ := strings.Cut(tag, ",")
-			if !sf.IsExported() && !sf.Anonymous || name == "-" && opts == "" ||
-				strings.Contains(","+opts+",", ",omitempty,") && v.Field(i).IsZero() {
+			_, opts, _ := strings.Cut(tag, ",")
+			if !sf.IsExported() && !sf.Anonymous || tag == "-" || // "-," names a field "-"
+				omitted(opts, v.Field(i)) {
 				continue
 			}
 			if emptyNumber(v.Field(i), depth+1) {
@@ -223,6 +223,43 @@ var marshalerType = reflect.TypeFor[json.Marshaler]()
 var mayHoldCache sync.Map // reflect.Type: bool
 
 // mayHoldNumber reports whether a value of t can hold a json.Number.
+// omitted reports whether json.Marshal leaves out f, a field with the tag
+// options opts: omitempty and an empty value as encoding/json defines it
+// (false, 0, "", a nil pointer or interface, an empty array, slice or map;
+// never a struct), or omitzero and a zero value. A type with its own
+// IsZero method is never taken as left out under omitzero: what it reports
+// is its own.
+func omitted(opts string, f reflect.Value) bool {
+	opts = "," + opts + ","
+	if strings.Contains(opts, ",omitempty,") && emptyValue(f) {
+		return true
+	}
+	if strings.Contains(opts, ",omitzero,") {
+		t := f.Type()
+		if _, ok := t.MethodByName("IsZero"); ok {
+			return false
+		}
+		if _, ok := reflect.PointerTo(t).MethodByName("IsZero"); ok {
+			return false
+		}
+		return f.IsZero()
+	}
+	return false
+}
+
+// emptyValue is encoding/json's empty value, which omitempty leaves out.
+func emptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Interface, reflect.Pointer:
+		return v.IsZero()
+	}
+	return false
+}
+
 func mayHoldNumber(t reflect.Type) bool {
 	if b, ok := mayHoldCache.Load(t); ok {
 		return b.(bool)
