@@ -53,6 +53,18 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	if _, err := idempotency.New(idempotency.Config{Store: store, Namespace: "n", ExpiresAfter: time.Hour, Lease: time.Minute}); err != nil {
 		t.Errorf("an expiry below DefaultKeepAliveLimit, with the limit's zero value: %v", err)
 	}
+	// The bounds themselves are valid: an expiry equal to the queue's
+	// window, a lease or a keep-alive limit equal to the expiry.
+	for name, cfg := range map[string]idempotency.Config{
+		"expiry at the queue's window":   {ExpiresAfter: time.Hour, MinExpiry: time.Hour},
+		"lease at the expiry":            {ExpiresAfter: time.Minute, Lease: time.Minute},
+		"keep-alive limit at the expiry": {ExpiresAfter: time.Hour, Lease: time.Minute, KeepAliveLimit: time.Hour},
+	} {
+		cfg.Store, cfg.Namespace = store, "n"
+		if _, err := idempotency.New(cfg); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 }
 
 func TestCacheServesCompletedWithoutStore(t *testing.T) {

@@ -96,3 +96,47 @@ func TestLargeSpellingStreamed(t *testing.T) {
 		}
 	}
 }
+
+// TestSpellingHoldsUpToItsBound: a spelling holds up to maxHeldSpelling
+// bytes, however written, and streams into its hash from the byte past
+// it, holding nothing more (gremlins' format.go mutants in Write and
+// WriteString); with keep it holds all.
+func TestSpellingHoldsUpToItsBound(t *testing.T) {
+	full := strings.Repeat("a", maxHeldSpelling)
+	for name, write := range map[string]func(s *spelling, p string){
+		"Write":       func(s *spelling, p string) { s.Write([]byte(p)) },
+		"WriteString": func(s *spelling, p string) { s.WriteString(p) },
+	} {
+		s := &spelling{f: FormatNative}
+		write(s, full[:maxHeldSpelling-1])
+		write(s, "a")
+		if s.h != nil || s.buf.Len() != maxHeldSpelling {
+			t.Errorf("%s: %d bytes written: hashing %t, holding %d; want all held", name, maxHeldSpelling, s.h != nil, s.buf.Len())
+		}
+		write(s, "b")
+		if s.h == nil || s.buf.Len() != 0 {
+			t.Errorf("%s: %d bytes written: hashing %t, holding %d; want all streamed", name, maxHeldSpelling+1, s.h != nil, s.buf.Len())
+		}
+		want := sha256.Sum256([]byte(full + "b"))
+		if got := s.appendSum(nil); string(got) != hex.EncodeToString(want[:]) {
+			t.Errorf("%s: digest %s, want %x", name, got, want)
+		}
+		k := &spelling{f: FormatNative, keep: true}
+		write(k, full)
+		write(k, "b")
+		if k.h != nil || k.buf.Len() != maxHeldSpelling+1 {
+			t.Errorf("%s with keep: hashing %t, holding %d; want all held", name, k.h != nil, k.buf.Len())
+		}
+	}
+}
+
+// TestJSSpaceBounds: String.prototype.trim's white space between U+2000
+// and U+200A, both included, and not the code points beside them
+// (gremlins' powertools.go mutants).
+func TestJSSpaceBounds(t *testing.T) {
+	for r, want := range map[rune]bool{'\u1fff': false, '\u2000': true, '\u2005': true, '\u200a': true, '\u200b': false, 'a': false, '\u3000': true} {
+		if got := jsSpace(r); got != want {
+			t.Errorf("jsSpace(%U) = %t, want %t", r, got, want)
+		}
+	}
+}

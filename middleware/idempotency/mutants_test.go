@@ -357,3 +357,96 @@ func TestWrapJSONQuotedStringsAndIntegerKeys(t *testing.T) {
 		}
 	}
 }
+
+type cyclic struct {
+	N    json.Number `json:"n"`
+	Next *cyclic     `json:"next"`
+}
+
+type dashed struct {
+	Key    string      `json:"key"`
+	Hidden json.Number `json:"-"`
+	//lint:ignore SA5008 encoding/json's documented spelling of a field named "-" is the case under test
+	Dash json.Number `json:"-,"`
+}
+
+type omitInner struct {
+	N json.Number `json:"n"`
+}
+
+type omitting struct {
+	Key string      `json:"key"`
+	E   json.Number `json:"e,omitempty"`
+	Z   json.Number `json:"z,omitzero"`
+	In  omitInner   `json:"in,omitempty"`
+	InZ omitInner   `json:"inz,omitzero"`
+}
+
+// TestSelectionOfCyclesAndDashes: SelectionOf returns json.Marshal's error
+// for a value that holds itself, through a pointer, a map or a slice,
+// rather than looking into it without end; it refuses an empty
+// json.Number that json.Marshal writes (under the name "-" too) and
+// ignores one it does not (json:"-", omitempty on a string, omitzero on a
+// zero value), but not one in a struct under omitempty, which json.Marshal
+// writes (gremlins' key.go mutants in emptyNumber; the last two were read
+// as left out, and such a field encoded as 0).
+func TestSelectionOfCyclesAndDashes(t *testing.T) {
+	p := &cyclic{N: "1"}
+	p.Next = p
+	m := map[string]any{"n": json.Number("1")}
+	m["self"] = m
+	s := []any{json.Number("1"), nil}
+	s[1] = s
+	for name, v := range map[string]any{"pointer": p, "map": m, "slice": s} {
+		var ue *json.UnsupportedValueError
+		if _, err := idempotency.SelectionOf("s", v); !errors.As(err, &ue) {
+			t.Errorf("a %s that holds itself: %v; want json.Marshal's *json.UnsupportedValueError", name, err)
+		}
+	}
+	if sel, err := idempotency.SelectionOf("s", dashed{Key: "k", Dash: "1"}); err != nil || string(sel.Value) != `{"key":"k","-":1}` {
+		t.Errorf(`an empty json.Number under json:"-": %s, %v; want it left out`, sel.Value, err)
+	}
+	if _, err := idempotency.SelectionOf("s", dashed{Key: "k"}); !errors.Is(err, idempotency.ErrNoKey) {
+		t.Errorf(`an empty json.Number under json:"-,": %v; want ErrNoKey`, err)
+	}
+	if sel, err := idempotency.SelectionOf("s", omitting{Key: "k", In: omitInner{N: "1"}}); err != nil || string(sel.Value) != `{"key":"k","in":{"n":1}}` {
+		t.Errorf("empty json.Numbers left out by omitempty and omitzero: %s, %v", sel.Value, err)
+	}
+	if b, _ := json.Marshal(omitting{Key: "k"}); string(b) != `{"key":"k","in":{"n":0}}` {
+		t.Fatalf("json.Marshal wrote %s; the case below assumes it writes the struct under omitempty", b)
+	}
+	if _, err := idempotency.SelectionOf("s", omitting{Key: "k"}); !errors.Is(err, idempotency.ErrNoKey) {
+		t.Errorf("an empty json.Number in a struct under omitempty: %v; want ErrNoKey", err)
+	}
+}
+
+// TestCompleteRetriesOnItsSchedule: a completion the store refuses with an
+// error that may pass is tried Config.CompleteAttempts times in all, 20 ms,
+// then 40 ms, then 80 ms apart, on synctest's clock (gremlins' store.go
+// mutants: the first backoff, the bound on attempts).
+func TestCompleteRetriesOnItsSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Time
+		store := &faultStore{Store: memstore.New(),
+			beforeComplete: func() { mu.Lock(); at = append(at, time.Now()); mu.Unlock() },
+			completeErr:    func(int32) error { return errThrottled }}
+		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "n", CompleteAttempts: 4, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = idempotency.Do(t.Context(), g, idempotency.Raw([]byte(`"k"`)), func(context.Context) (int, error) { return 1, nil })
+		if !errors.Is(err, errThrottled) {
+			t.Errorf("Do = %v, want the store's error", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		var gaps []time.Duration
+		for i := 1; i < len(at); i++ {
+			gaps = append(gaps, at[i].Sub(at[i-1]))
+		}
+		if want := []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}; !reflect.DeepEqual(gaps, want) {
+			t.Errorf("%d attempts, %v apart; want 4, %v apart", len(at), gaps, want)
+		}
+	})
+}

@@ -283,3 +283,34 @@ func TestTenancyValidated(t *testing.T) {
 
 // testScope is a tenant and a message group, as Guard.ScopedID takes them.
 type testScope struct{ Tenant, MessageGroup string }
+
+// TestTenantAtTheBoundIsReported: a tenant of exactly MaxScopeBytes scopes
+// its call and its log line carries it; one byte more fails the call, and
+// its line carries no tenant (gremlins' tenant.go mutant in
+// reportedTenant).
+func TestTenantAtTheBoundIsReported(t *testing.T) {
+	var logs logCapture
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "summarise",
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := idempotency.Raw([]byte(`"k"`))
+	atBound := strings.Repeat("t", idempotency.MaxScopeBytes)
+	if _, err := idempotency.Do(tenantCtx(atBound, "req-1"), g, k, func(context.Context) (int, error) { return 1, nil }); err != nil {
+		t.Fatalf("a tenant of %d bytes: %v", len(atBound), err)
+	}
+	if _, err := idempotency.Do(tenantCtx(atBound+"t", "req-2"), g, k, func(context.Context) (int, error) { return 1, nil }); err == nil {
+		t.Fatalf("a tenant of %d bytes: no error", len(atBound)+1)
+	}
+	lines := logs.lines(t)
+	if len(lines) != 2 {
+		t.Fatalf("%d log lines, want 2: %v", len(lines), lines)
+	}
+	if got, _ := lines[0]["tenant"].(string); got != atBound {
+		t.Errorf("the line of a tenant at the bound carries tenant %d bytes long, want %d", len(got), len(atBound))
+	}
+	if got, ok := lines[1]["tenant"]; ok {
+		t.Errorf("the line of a tenant over the bound carries tenant %v, want none", got)
+	}
+}
