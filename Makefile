@@ -108,18 +108,24 @@ fmt:
 	@out="$$(gofmt -l $(GOFILES))"; if [ -n "$$out" ]; then echo "gofmt -l reports:"; echo "$$out"; exit 1; fi
 
 # -tags deploylocal: the files of make deploy-local's test too; -tags
-# sqsonceplanted: the build with the planted defects' sites (make verify).
-## vet: go vet, every module and infra, with and without the planted defects; fails if a module's go.mod is not tidy on its own (GOWORK=off).
+# sqsonceplanted: the build with the planted defects' sites (make verify),
+# checked on PLANTED_PKGS, the packages that import internal/planted (itself
+# included): only their files differ under the tag (internal/planted's sites,
+# test/sim's planted tests), and what imports them sees the same API.
+PLANTED_PKGS = $(shell $(GO) list -tags sqsonceplanted -f '{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' $(GO_PKGS) | awk '/ github.com\/sqsonce\/sqsonce\/internal\/planted( |$$)/ {print $$1}')
+## vet: go vet, every module and infra, and with the planted defects the packages they touch; fails if a module's go.mod is not tidy on its own (GOWORK=off).
 vet:
 	$(GO) vet -tags deploylocal $(GO_PKGS)
-	$(GO) vet -tags sqsonceplanted $(GO_PKGS)
+	@test -n "$(PLANTED_PKGS)" || { echo "vet: no package imports internal/planted"; exit 1; }
+	$(GO) vet -tags sqsonceplanted $(PLANTED_PKGS)
 	for m in $(GO_MODULES) infra; do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "vet: $$m/go.mod is not tidy: cd $$m && GOWORK=off go mod tidy"; exit 1; }; done
 	cd infra && $(GO) vet ./...
 
-## staticcheck: staticcheck, every module and infra, with and without the planted defects.
+## staticcheck: staticcheck, every module and infra, and with the planted defects the packages they touch.
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) -tags deploylocal $(GO_PKGS)
-	$(STATICCHECK) -tags sqsonceplanted $(GO_PKGS)
+	@test -n "$(PLANTED_PKGS)" || { echo "staticcheck: no package imports internal/planted"; exit 1; }
+	$(STATICCHECK) -tags sqsonceplanted $(PLANTED_PKGS)
 	cd infra && $(STATICCHECK) ./...
 
 ## bench: measure the decorator's overhead per record (BenchmarkBare vs BenchmarkIdempotent).
@@ -198,8 +204,8 @@ MUTATION_SKIP    := ^(TestMemoryCeilings|TestRecordIDProperty|TestKeepAliveLiveO
 .PHONY: mutation
 ## mutation: gremlins' mutation testing of the guard's core package, middleware/idempotency (its sub-packages excluded), with its own tests, two workers at nice 15; prints each mutant and the test efficacy (not in test; long).
 mutation:
-	GOFLAGS='-count=1 -vet=off -skip=$(MUTATION_SKIP)' nice -n 15 $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0 unleash \
-	  --workers 2 --timeout-coefficient 2 $(foreach e,$(MUTATION_EXCLUDE),--exclude-files '$(e)') ./middleware/idempotency
+	GOFLAGS='-count=1 -vet=off -failfast -skip=$(MUTATION_SKIP)' nice -n 15 $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0 unleash \
+	  --workers 2 --timeout-coefficient 3 $(foreach e,$(MUTATION_EXCLUDE),--exclude-files '$(e)') ./middleware/idempotency
 
 ## build: build build/bootstrap.zip, the function for provided.al2023 on arm64.
 build:
