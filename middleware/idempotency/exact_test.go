@@ -116,6 +116,7 @@ type quotedKinds struct {
 	B   bool               `json:"b,string"`
 	N   int                `json:"n,string"`
 	F   float64            `json:"f,string"`
+	F32 float32            `json:"f32,string"`
 	Raw []byte             `json:"raw"`
 	Any any                `json:"any"`
 	Fs  []float64          `json:"fs"`
@@ -146,6 +147,9 @@ func TestWrapJSONQuotedKindsBase64AndAny(t *testing.T) {
 		{`{"key":"k","n":"9"}`, true},
 		{`{"key":"k","n":"-5"}`, true},
 		{`{"key":"k","n":"12"}`, true},
+		{`{"key":"k","n":"9007199254740993"}`, true},
+		{`{"key":"k","f32":"0.5"}`, true},
+		{`{"key":"k","f32":"16777217"}`, false},
 		{`{"key":"k","n":"+5"}`, false},
 		{`{"key":"k","n":"\"5\""}`, false},
 		{`{"key":"k","n":"true"}`, false},
