@@ -133,11 +133,7 @@ type quotedKinds struct {
 // as spelled (gremlins' exact.go mutants in quotedValue,
 // the []byte case, walker.any and walker.elements).
 func TestWrapJSONQuotedKindsBase64AndAny(t *testing.T) {
-	var got quotedKinds
-	for i, tc := range []struct {
-		body string
-		ok   bool
-	}{
+	takesLikeEncodingJSON[quotedKinds](t, []bodyCase{
 		{`{"key":"k","b":"true"}`, true},
 		{`{"key":"k","b":"false"}`, true},
 		{`{"key":"k","b":"null"}`, true},
@@ -175,31 +171,7 @@ func TestWrapJSONQuotedKindsBase64AndAny(t *testing.T) {
 		{`{"key":"k","arr":[0.5,9007199254740993]}`, false},
 		{`{"key":"k","fm":{"a":1,"b":2}}`, true},
 		{`{"key":"k","fm":{"a":1,"b":9007199254740993}}`, false},
-	} {
-		got = quotedKinds{}
-		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "n", Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := wrapJSON(g, jsonBody[quotedKinds]{Key: idempotency.BodyField("key")}, func(_ context.Context, q quotedKinds, _ events.SQSMessage) (int, error) {
-			got = q
-			return 1, nil
-		})
-		var want quotedKinds
-		jsonErr := json.Unmarshal([]byte(tc.body), &want)
-		_, err = h(t.Context(), events.SQSMessage{MessageId: fmt.Sprintf("m-%d", i), Body: tc.body})
-		var be *idempotency.BodyError
-		switch {
-		case tc.ok && jsonErr != nil:
-			t.Errorf("%s: encoding/json refuses it (%v); the case is wrong", tc.body, jsonErr)
-		case tc.ok && err != nil:
-			t.Errorf("%s: %v, want it taken", tc.body, err)
-		case tc.ok && !reflect.DeepEqual(got, want):
-			t.Errorf("%s: decoded %+v, encoding/json %+v", tc.body, got, want)
-		case !tc.ok && !errors.As(err, &be):
-			t.Errorf("%s: %v, want a *BodyError", tc.body, err)
-		}
-	}
+	})
 }
 
 // Amount is embedded below as a named non-struct: encoding/json reads it as
@@ -231,10 +203,7 @@ type promotedReq struct {
 // matches only itself (gremlins' exact.go mutants in addFields and
 // foldName).
 func TestWrapJSONPromotedFields(t *testing.T) {
-	for i, tc := range []struct {
-		body string
-		ok   bool
-	}{
+	takesLikeEncodingJSON[promotedReq](t, []bodyCase{
 		{`{"key":"k","f":1.5,"g":2.5,"Amount":3.5,"az":"x","名前":"y"}`, true},
 		{`{"key":"k","f":9007199254740993}`, false},
 		{`{"key":"k","g":9007199254740993}`, false},
@@ -245,22 +214,39 @@ func TestWrapJSONPromotedFields(t *testing.T) {
 		{`{"key":"k","Az":"x"}`, false},
 		{`{"key":"k","aZ":"x"}`, false},
 		{`{"key":"k","名前x":"y"}`, true},
-	} {
-		var want promotedReq
-		jsonErr := json.Unmarshal([]byte(tc.body), &want)
-		var got promotedReq
+	})
+}
+
+// bodyCase is a body and whether WrapJSON must take it.
+type bodyCase struct {
+	body string
+	ok   bool
+}
+
+// takesLikeEncodingJSON runs each body through WrapJSON (key "key", a fresh
+// memstore each): one it must take must be taken and decode as
+// encoding/json decodes it; one it must refuse must fail with a
+// *BodyError.
+func takesLikeEncodingJSON[Req any](t *testing.T, cases []bodyCase) {
+	t.Helper()
+	for i, tc := range cases {
 		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "n", Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = wrapJSON(g, jsonBody[promotedReq]{Key: idempotency.BodyField("key")}, func(_ context.Context, q promotedReq, _ events.SQSMessage) (int, error) {
+		var got Req
+		_, err = wrapJSON(g, jsonBody[Req]{Key: idempotency.BodyField("key")}, func(_ context.Context, q Req, _ events.SQSMessage) (int, error) {
 			got = q
 			return 1, nil
 		})(t.Context(), events.SQSMessage{MessageId: fmt.Sprintf("m-%d", i), Body: tc.body})
+		var want Req
+		jsonErr := json.Unmarshal([]byte(tc.body), &want)
 		var be *idempotency.BodyError
 		switch {
-		case tc.ok && (jsonErr != nil || err != nil):
-			t.Errorf("%s: %v (encoding/json: %v), want it taken", tc.body, err, jsonErr)
+		case tc.ok && jsonErr != nil:
+			t.Errorf("%s: encoding/json refuses it (%v); the case is wrong", tc.body, jsonErr)
+		case tc.ok && err != nil:
+			t.Errorf("%s: %v, want it taken", tc.body, err)
 		case tc.ok && !reflect.DeepEqual(got, want):
 			t.Errorf("%s: decoded %+v, encoding/json %+v", tc.body, got, want)
 		case !tc.ok && !errors.As(err, &be):

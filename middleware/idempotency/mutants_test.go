@@ -15,8 +15,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
@@ -319,11 +317,7 @@ type quotedReq struct {
 // or null; a map with unsigned or signed integer keys takes keys spelled as
 // strconv spells them, and refuses "07", which would be 7's key.
 func TestWrapJSONQuotedStringsAndIntegerKeys(t *testing.T) {
-	body := jsonBody[quotedReq]{Key: idempotency.BodyField("key")}
-	for _, tc := range []struct {
-		body string
-		ok   bool
-	}{
+	takesLikeEncodingJSON[quotedReq](t, []bodyCase{
 		{`{"key":"k","s":"\"x\""}`, true},
 		{`{"key":"k","s":"null"}`, true},
 		{`{"key":"k","s":"12"}`, false},
@@ -334,28 +328,7 @@ func TestWrapJSONQuotedStringsAndIntegerKeys(t *testing.T) {
 		{`{"key":"k","i":{"-7":"a","0":"b"}}`, true},
 		{`{"key":"k","i":{"-07":"a"}}`, false},
 		{`{"key":"k","i":{"+7":"a"}}`, false},
-	} {
-		var want quotedReq
-		jsonErr := json.Unmarshal([]byte(tc.body), &want)
-		var got quotedReq
-		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "n", Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = wrapJSON(g, body, func(_ context.Context, q quotedReq, _ events.SQSMessage) (int, error) {
-			got = q
-			return 1, nil
-		})(t.Context(), events.SQSMessage{MessageId: "m-1", Body: tc.body})
-		var be *idempotency.BodyError
-		switch {
-		case tc.ok && err != nil:
-			t.Errorf("%s: %v, want it taken (encoding/json: %v)", tc.body, err, jsonErr)
-		case tc.ok && !reflect.DeepEqual(got, want):
-			t.Errorf("%s: decoded %+v, encoding/json %+v", tc.body, got, want)
-		case !tc.ok && !errors.As(err, &be):
-			t.Errorf("%s: %v, want a *BodyError", tc.body, err)
-		}
-	}
+	})
 }
 
 type cyclic struct {
