@@ -423,3 +423,30 @@ func TestCompleteRetriesOnItsSchedule(t *testing.T) {
 		}
 	})
 }
+
+// TestKeyErrorNamesTheSelector: a key whose record id cannot be made (a
+// number the native format refuses, Raw material a Powertools format does
+// not read as JSON) fails with a *KeyError whose Source is the Selection's
+// selector when it has one, else where the key came from ("Do")
+// (gremlins' wrap.go:228 survivor).
+func TestKeyErrorNamesTheSelector(t *testing.T) {
+	for _, tc := range []struct {
+		format idempotency.Format
+		key    idempotency.Selection
+		want   string
+	}{
+		{idempotency.FormatNative, idempotency.Selection{Selector: "order number", Value: []byte(`9007199254740993`)}, "order number"},
+		{idempotency.FormatPowertoolsPython, idempotency.Raw([]byte(`not JSON`)), "Do"},
+	} {
+		g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "n", Format: tc.format, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := false
+		_, err = idempotency.Do(t.Context(), g, tc.key, func(context.Context) (int, error) { ran = true; return 1, nil })
+		ke, ok := errors.AsType[*idempotency.KeyError](err)
+		if !ok || ke.Source != tc.want || ran {
+			t.Errorf("selector %q: %v (ran %t); want a *KeyError from %q and no run", tc.key.Selector, err, ran, tc.want)
+		}
+	}
+}
