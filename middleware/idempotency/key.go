@@ -222,7 +222,6 @@ var marshalerType = reflect.TypeFor[json.Marshaler]()
 
 var mayHoldCache sync.Map // reflect.Type: bool
 
-// mayHoldNumber reports whether a value of t can hold a json.Number.
 // omitted reports whether json.Marshal leaves out f, a field with the tag
 // options opts: omitempty and an empty value as encoding/json defines it
 // (false, 0, "", a nil pointer or interface, an empty array, slice or map;
@@ -235,14 +234,9 @@ func omitted(opts string, f reflect.Value) bool {
 		return true
 	}
 	if strings.Contains(opts, ",omitzero,") {
-		t := f.Type()
-		if _, ok := t.MethodByName("IsZero"); ok {
-			return false
-		}
-		if _, ok := reflect.PointerTo(t).MethodByName("IsZero"); ok {
-			return false
-		}
-		return f.IsZero()
+		// *T's methods include T's.
+		_, own := reflect.PointerTo(f.Type()).MethodByName("IsZero")
+		return !own && f.IsZero()
 	}
 	return false
 }
@@ -260,6 +254,7 @@ func emptyValue(v reflect.Value) bool {
 	return false
 }
 
+// mayHoldNumber reports whether a value of t can hold a json.Number.
 func mayHoldNumber(t reflect.Type) bool {
 	if b, ok := mayHoldCache.Load(t); ok {
 		return b.(bool)

@@ -265,8 +265,8 @@ func goEnv(t *testing.T, p proxy) []string {
 
 // networkProxies returns the module proxies of a GOPROXY value, in order,
 // without "direct" and "off" (the library's test versions must come from
-// the test's proxy, never from version control) and without the separators'
-// fall-through rules: each entry is tried after a not-found from the last.
+// the test's proxy, never from version control) and without its
+// separators: the caller says how each falls through to the next.
 func networkProxies(goproxy string) []string {
 	var out []string
 	for _, e := range strings.FieldsFunc(goproxy, func(r rune) bool { return r == ',' || r == '|' }) {
