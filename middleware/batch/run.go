@@ -165,6 +165,7 @@ func (r *run[R]) execute() {
 		var wg sync.WaitGroup
 		for range workers {
 			wg.Go(func() {
+				growStack()
 				for {
 					k := int(next.Add(1) - 1)
 					if k >= n {
