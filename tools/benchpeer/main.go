@@ -38,7 +38,9 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -94,7 +96,13 @@ func main() {
 		if *stream {
 			run = runStream
 		}
-		if err := run(os.Stdin, os.Stdout); err != nil {
+		stop, err := profileWorker()
+		if err != nil {
+			log.Fatal(err)
+		}
+		err = run(os.Stdin, os.Stdout)
+		stop()
+		if err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -109,6 +117,36 @@ func main() {
 	if err := bench(os.Stdout, s); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// profileEnv names a folder in which each Go worker process writes its CPU
+// profile, arm-pid.pprof (arm is sqsonce or bare): where a side's CPU goes
+// in the benchmark itself. Merge one arm's with go tool pprof.
+const profileEnv = "BENCHPEER_CPUPROFILE"
+
+// profileWorker starts the worker's CPU profile when profileEnv is set; stop
+// ends it.
+func profileWorker() (stop func(), err error) {
+	dir := os.Getenv(profileEnv)
+	if dir == "" {
+		return func() {}, nil
+	}
+	arm := "sqsonce"
+	if bareArm {
+		arm = "bare"
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", arm, os.Getpid())))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // proxy forwards to moto after a fixed delay, counting DynamoDB operations.
