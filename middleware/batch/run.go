@@ -157,6 +157,7 @@ func newRun[R any](ctx context.Context, cfg *settings, k *kind[R], fn func(conte
 func (r *run[R]) execute() {
 	n := r.lanes.count()
 	if workers := min(r.cfg.concurrency, n); workers == 1 {
+		growStack() // the caller's: once here, not while a record runs
 		for k := range n {
 			r.lane(k)
 		}
