@@ -527,12 +527,15 @@ func phaseRow(ph string) row {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // stats is the row's stat over t's rounds.
-func (rw row) stats(t *tally) stat {
+func (rw row) stats(t *tally) stat { return summarize(rw.values(t)) }
+
+// values is the row's value in each of t's rounds, in round order.
+func (rw row) values(t *tally) []float64 {
 	xs := make([]float64, len(t.rounds))
 	for i, r := range t.rounds {
 		xs[i] = rw.of(r)
 	}
-	return summarize(xs)
+	return xs
 }
 
 func report(w io.Writer, s settings, load []string, pt, sq, bare *tally) {
@@ -591,6 +594,17 @@ func report(w io.Writer, s settings, load []string, pt, sq, bare *tally) {
 	}
 	count(fmt.Sprintf("batch item failures, queued batches with duplicates (of %d records, %d duplicates)", pt.ackRecords, pt.ackRecords/2),
 		"%.0f", float64(pt.ackFailures), float64(sq.ackFailures), float64(bare.ackFailures))
+	fmt.Fprintf(w, "\nThe same rows as ratios paired by round (round i of one side over round i of the other, which ran in the same stretch of the run): median (min–max) of the %d rounds' ratios.\n\n", s.rounds)
+	fmt.Fprintln(w, "| paired by round | sqsonce / Powertools | sqsonce / by hand |")
+	fmt.Fprintln(w, "|---|---:|---:|")
+	for _, rw := range rows {
+		a, b, c := rw.values(pt), rw.values(sq), rw.values(bare)
+		toPT := pairedCell(pairedRatios(a, b))
+		if rw.goOnly {
+			toPT = "—"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", rw.name, toPT, pairedCell(pairedRatios(c, b)))
+	}
 	if len(warnings) > 0 {
 		fmt.Fprintln(w)
 		for _, l := range warnings {

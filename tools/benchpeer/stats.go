@@ -59,6 +59,29 @@ func (s stat) wide() bool { return s.spread() > maxSpread }
 // so the run cannot tell the two sides apart on this row.
 func overlap(a, b stat) bool { return a.Min <= b.Max && b.Min <= a.Max }
 
+// pairedRatios returns b over a, round by round (round i of each side
+// ran in the same stretch of the run, so the machine's drift between
+// rounds cancels): one ratio per round in which a is not 0.
+func pairedRatios(a, b []float64) []float64 {
+	var rs []float64
+	for i := range min(len(a), len(b)) {
+		if a[i] != 0 {
+			rs = append(rs, b[i]/a[i])
+		}
+	}
+	return rs
+}
+
+// pairedCell formats the ratios of pairedRatios as "median (min–max)", or
+// "—" when there are none.
+func pairedCell(rs []float64) string {
+	if len(rs) == 0 {
+		return "—"
+	}
+	s := summarize(rs)
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", s.Median, s.Min, s.Max)
+}
+
 // latencyFloor is the least time a batch of new keys can take when its
 // records run concurrently: the model call plus two store round trips
 // (the claim before it, the result after it).

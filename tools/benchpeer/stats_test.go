@@ -146,3 +146,29 @@ func TestRatio(t *testing.T) {
 		}
 	}
 }
+
+func TestPairedRatios(t *testing.T) {
+	// Round 2 ran on a slower machine for both sides: the paired ratios
+	// stay together where the medians' ratio would not.
+	bare := []float64{100, 110, 200, 0}
+	sq := []float64{105, 110, 210, 50}
+	got := pairedRatios(bare, sq)
+	want := []float64{1.05, 1, 1.05} // the round where by hand measured 0 gives no ratio
+	if len(got) != len(want) {
+		t.Fatalf("pairedRatios = %v, want %v", got, want)
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-9 {
+			t.Errorf("pairedRatios[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+	if c := pairedCell(got); c != "1.05 (1.00–1.05)" {
+		t.Errorf("pairedCell = %q, want %q", c, "1.05 (1.00–1.05)")
+	}
+	if c := pairedCell(pairedRatios([]float64{1, 2}, []float64{3})); c != "3.00 (3.00–3.00)" {
+		t.Errorf("unequal round counts: pairedCell = %q, want the rounds both sides have", c)
+	}
+	if c := pairedCell(nil); c != "—" {
+		t.Errorf("no rounds: pairedCell = %q, want —", c)
+	}
+}
