@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,6 +212,18 @@ func startFake(b *testing.B) string {
 	return "http://" + strings.TrimSpace(string(addr[:n]))
 }
 
+// schedCounts is the goroutines this process has created and the times a
+// goroutine has been made runnable, from runtime/metrics.
+func schedCounts() [2]uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}, {Name: "/sched/latencies:seconds"}}
+	metrics.Read(s)
+	var wakeups uint64
+	for _, c := range s[1].Value.Float64Histogram().Counts {
+		wakeups += c
+	}
+	return [2]uint64{s[0].Value.Uint64(), wakeups}
+}
+
 // cpu is this process's user and system CPU time so far.
 func cpu() time.Duration {
 	var ru syscall.Rusage
@@ -285,7 +298,7 @@ func BenchmarkFloor(b *testing.B) {
 				run(evs[0]) // warm: connections, pools
 				b.ReportAllocs()
 				i := 0
-				start := cpu()
+				start, sched := cpu(), schedCounts()
 				for b.Loop() {
 					if phase == "replay" {
 						run(replayed)
@@ -295,6 +308,9 @@ func BenchmarkFloor(b *testing.B) {
 					i++
 				}
 				b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
+				after := schedCounts()
+				b.ReportMetric(float64(after[0]-sched[0])/float64(b.N), "goroutines/op")
+				b.ReportMetric(float64(after[1]-sched[1])/float64(b.N), "wakeups/op")
 			})
 		}
 	}
