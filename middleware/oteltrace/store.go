@@ -27,7 +27,8 @@ type extender struct {
 }
 
 // wrapStore is s traced, with the optional interfaces s implements and no
-// other, so that the guard and tools find in it what they find in s.
+// other, so that the guard and tools find in it what they find in s. It is
+// always a [driver.SealValidator], a check New makes once: s's own, or none.
 func wrapStore(s driver.Store) driver.Store {
 	t := &store{s: s}
 	e, isE := s.(driver.Extender)
@@ -130,6 +131,16 @@ func (c call) panicked(name string) {
 		c.done(name, &batch.PanicError{Value: p})
 		panic(p)
 	}
+}
+
+// ValidateSealed implements [driver.SealValidator]: the traced store's
+// refusal of sealed results, or nil when it has no such check, so that New
+// refuses a Sealer on a traced store exactly when it refuses one on s.
+func (t *store) ValidateSealed() error {
+	if v, ok := t.s.(driver.SealValidator); ok {
+		return v.ValidateSealed()
+	}
+	return nil
 }
 
 // Acquire implements driver.Store.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -19,6 +21,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/memstore"
 	"github.com/sqsonce/sqsonce/middleware/oteltrace"
 )
@@ -391,7 +394,8 @@ func TestUnsampled(t *testing.T) {
 }
 
 // TestStoreOptionalInterfaces: the traced store has the optional
-// interfaces of the store it traces, and no other.
+// interfaces of the store it traces, and no other (SealValidator, a check
+// at New, it always has: see TestSealRefusalTraced).
 func TestStoreOptionalInterfaces(t *testing.T) {
 	cfg := oteltrace.Instrument(idempotency.Config{Store: memstore.New()})
 	if _, ok := cfg.Store.(driver.Extender); !ok {
@@ -412,6 +416,38 @@ func TestStoreOptionalInterfaces(t *testing.T) {
 		t.Error("a store without Extend gained one")
 	}
 }
+
+// TestSealRefusalTraced: a traced store refuses a Sealer when the store it
+// traces does (dynamostore sharing a table with Powertools Python, whose
+// readers would replay the sealed text), and accepts one when it does not.
+func TestSealRefusalTraced(t *testing.T) {
+	db := dynamodb.NewFromConfig(aws.Config{Region: "eu-west-1"}) // New makes no call
+	for _, c := range []struct {
+		format dynamostore.DataFormat
+		guard  idempotency.Format
+		refuse bool
+	}{
+		{dynamostore.DataPowertoolsPython, idempotency.FormatPowertoolsPython, true},
+		{dynamostore.DataJSON, idempotency.FormatPowertoolsPython, false},
+	} {
+		s, err := dynamostore.New(db, "records", dynamostore.WithDataFormat(c.format))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := idempotency.Config{Store: s, Namespace: "n", Format: c.guard, Sealer: nullSealer{}}
+		_, plain := idempotency.New(cfg)
+		_, traced := idempotency.New(oteltrace.Instrument(cfg))
+		if (plain != nil) != c.refuse || (traced != nil) != c.refuse {
+			t.Errorf("%v: New: %v; New(Instrument): %v; want refused: %v", c.format, plain, traced, c.refuse)
+		}
+	}
+}
+
+// nullSealer is a Sealer for New's checks; it seals nothing.
+type nullSealer struct{}
+
+func (nullSealer) Seal(_ context.Context, _ string, b []byte) ([]byte, error) { return b, nil }
+func (nullSealer) Open(_ context.Context, _ string, b []byte) ([]byte, error) { return b, nil }
 
 func names(spans tracetest.SpanStubs) []string {
 	var out []string
