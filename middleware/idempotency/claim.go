@@ -94,11 +94,25 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 	octx = context.WithValue(octx, attachKey{}, att)
 	var done func(error)
 	if g.cfg.OnRun != nil {
-		octx, done = g.cfg.OnRun(octx)
+		if herr := callHook(func() { octx, done = g.cfg.OnRun(octx) }); herr != nil {
+			// The hook panicked before the operation started: end the
+			// keep-alive and release the claim, which nothing ran under.
+			extensions, _ := stop()
+			att.close()
+			step = "release"
+			ev := Report{Outcome: OutcomeReleased, Err: fmt.Errorf("idempotency: Config.OnRun: %w", herr), Extensions: extensions}
+			if rerr := g.release(ctx, id, rec.Owner); rerr != nil {
+				ev.Outcome, ev.Err = OutcomeFailed, errors.Join(ev.Err, rerr)
+			}
+			return outcome{ev: ev}
+		}
 	}
 	val, err := callOp(octx, op)
+	var hookErr error // a panic in OnRun's done: the operation's outcome stands
 	if done != nil {
-		done(err)
+		if herr := callHook(func() { done(err) }); herr != nil {
+			hookErr = fmt.Errorf("idempotency: Config.OnRun's done: %w", herr)
+		}
 	}
 	extensions, keepErr := stop()
 	defer func() { out.ev.Extensions = extensions }()
@@ -108,6 +122,9 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 		step = "release"
 		if keepErr != nil && !errors.Is(err, ErrLeaseNotExtended) {
 			err = fmt.Errorf("%w (%w)", err, keepErr) // the operation learnt it from its context
+		}
+		if hookErr != nil {
+			err = errors.Join(err, hookErr)
 		}
 		ev := Report{Outcome: OutcomeReleased, Ran: true, Err: err}
 		if rerr := g.release(ctx, id, rec.Owner); rerr != nil {
@@ -125,6 +142,11 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 			encErr = fmt.Errorf("idempotency: encode result of %s: %w", id, encErr)
 		}
 		result = OutcomeFailed
+	}
+	if hookErr != nil && encErr == nil {
+		// The result is stored and replayed; this delivery fails, so
+		// that the hook's panic is seen.
+		encErr, result = hookErr, OutcomeFailed
 	}
 	kept := data // what the store is given: data, or its seal
 	if g.cfg.Sealer != nil && data != nil {
@@ -308,6 +330,18 @@ func encode(val any) (data []byte, err error) {
 		}
 	}()
 	return json.Marshal(val)
+}
+
+// callHook runs f, a hook of Config, turning a panic into a
+// *failure.PanicError.
+func callHook(f func()) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &failure.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	f()
+	return nil
 }
 
 // callOp runs op, turning a panic into a *failure.PanicError.

@@ -98,7 +98,8 @@ type Config struct {
 	// OnRun, if set, is called each time the operation is about to run
 	// under a claim: the operation runs under the context it returns, and
 	// done gets its error. For tracing (package oteltrace); it must be
-	// safe for concurrent use.
+	// safe for concurrent use. A panic in OnRun releases the claim, the
+	// operation not run; a panic in done fails the call, its result stored.
 	OnRun func(ctx context.Context) (_ context.Context, done func(error))
 }
 
