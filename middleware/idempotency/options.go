@@ -75,7 +75,9 @@ func Strict() Option {
 // WithCheck sets, for [WrapJSON], a check of each decoded request, after
 // its key is taken: a request it refuses fails like a body that does not
 // decode, with a [*BodyError], before anything is claimed. Req must be
-// WrapJSON's request type.
+// WrapJSON's request type. The check's error message is logged as it is
+// (a check writes it to be read): it must name the field and the rule,
+// never quote the request's values, as a [SelectorFunc]'s must not.
 func WithCheck[Req any](check func(Req) error) Option {
 	return Option{name: "WithCheck", apply: func(o *options) {
 		o.check, o.checkType = check, reflect.TypeFor[Req]()

@@ -167,7 +167,8 @@ func decodeBody[Req any](b []byte, strict bool) (Req, error) {
 // BodyError reports a message body that [WrapJSON] could not take as its
 // request type (see there), or that the check of [WithCheck] refused:
 // nothing was claimed. Its message names the field, the kind of problem
-// and a digest, never the value; Err is the decoder's or the check's.
+// and a digest, never the value, or gives the check's own message (see
+// WithCheck); Err is the decoder's or the check's.
 type BodyError struct {
 	InputID string // the SQS message id
 	Type    string // the request type, e.g. "orders.Order"
