@@ -40,6 +40,7 @@ const (
 	envNamespace        = envvars.EnvNamespace        // record id prefix; required
 	envKey              = envvars.EnvKey              // the function's key source (envvars.KeySource)
 	envTenancy          = envvars.EnvTenancy          // the function's tenancy: invocation | message-group | off
+	envStrict           = envvars.EnvStrict           // true | false: the function's strict mode (idempotency.Config.Strict); default false
 	envDynamoDBEndpoint = envvars.EnvDynamoDBEndpoint // DynamoDB endpoint override
 	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override
 	envRedisURL         = "SQSONCE_REDIS_URL"         // redis:// or rediss:// URL
@@ -62,7 +63,7 @@ const (
 // envNames are the variables the tool reads: the app's, then its own.
 var envNames = []string{
 	envStore, envTable, envNamespace, envDynamoDBEndpoint, envSQSEndpoint, envRedisURL, envPostgresURL,
-	envPartitionKey, envSortKey, envStaticPartition, envKey, envTenancy, envSealKey,
+	envPartitionKey, envSortKey, envStaticPartition, envKey, envTenancy, envStrict, envSealKey,
 	envRedisCluster, envRedisKeyPrefix, envRedisUnseparated, envFormat, envDataFormat,
 }
 
@@ -96,6 +97,8 @@ type globals struct {
 	namespace        string
 	keySource        string
 	tenancy          string
+	strict           bool   // the function runs in strict mode: redrive classes a lapsed lease quarantined
+	strictEnv        string // $SQSONCE_STRICT as set, checked by check
 	format           string
 	dataFormat       string
 	partitionKey     string
@@ -129,6 +132,8 @@ func defaults(getenv func(string) string) globals {
 		namespace:        getenv(envNamespace),
 		keySource:        getenv(envKey),
 		tenancy:          or(envTenancy, envvars.TenancyInvocation),
+		strict:           getenv(envStrict) == "true",
+		strictEnv:        getenv(envStrict),
 		format:           or(envFormat, "native"),
 		dataFormat:       or(envDataFormat, "json"),
 		partitionKey:     or(envPartitionKey, driver.AttrID),
@@ -160,6 +165,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.postgresURLFile, "postgres-url-file", "", "a file holding the postgres:// URL or DSN, password included")
 	fs.StringVar(&g.namespace, "namespace", g.namespace, "the guard's Namespace, the record ids' prefix ($"+envNamespace+")")
 	fs.StringVar(&g.tenancy, "tenancy", g.tenancy, "the function's tenancy, as the construct's Props.Tenancy: invocation, message-group (a fair queue's MessageGroupId scopes the id) or off ($"+envTenancy+")")
+	fs.BoolVar(&g.strict, "strict", g.strict, "the function runs in strict mode, as the construct's Props.Strict: redrive counts a claim whose lease lapsed as quarantined, not run ($"+envStrict+"=true)")
 	fs.StringVar(&g.keySource, "key-source", g.keySource, "the function's key source, as the construct's Props.KeySource: body:FIELD, body:FIELD,FIELD... or jmespath:EXPR ($"+envKey+")")
 	fs.StringVar(&g.format, "format", g.format, "the guard's Format: native, powertools-python or powertools-typescript ($"+envFormat+")")
 	fs.StringVar(&g.dataFormat, "data-format", g.dataFormat, "dynamostore.WithDataFormat: json, powertools-python or powertools-typescript ($"+envDataFormat+")")
@@ -223,6 +229,10 @@ func (g *globals) check() error {
 	}
 	if _, err := lambdaenv.Tenancy(g.tenancy); err != nil {
 		errs = append(errs, fmt.Errorf("--tenancy ($%s): %q is not %s, %s or %s", envTenancy, g.tenancy, envvars.TenancyInvocation, envvars.TenancyMessageGroup, envvars.TenancyOff))
+	}
+	if g.strictEnv != "" && g.strictEnv != "true" && g.strictEnv != "false" {
+		// The function refuses it too (envvars.Read).
+		errs = append(errs, fmt.Errorf("$%s=%q is not true or false", envStrict, g.strictEnv))
 	}
 	if g.keySource != "" {
 		if _, err := envvars.ParseKey(g.keySource); err != nil {

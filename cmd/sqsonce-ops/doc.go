@@ -31,7 +31,11 @@
 // the record as read (its owner or none, expiry, lease and quarantine
 // mark). redrive refuses queues that --queue's RedrivePolicy does not
 // pair, stops a FIFO group at its first message not sent, and sends at
-// most --rate.
+// most --rate. It classes each message by what its redelivery will do,
+// with the key computed on the message as Lambda will deliver it (its
+// message attributes included, less sqsdlq's): a claim whose lease lapsed
+// runs again, unless the claim is strict or the function is (--strict,
+// $SQSONCE_STRICT=true), which quarantines it.
 //
 // Exit codes: 0 done (or, with --dry-run, would be done); 1 a call failed
 // or a write was refused because the record is not as shown; 2 bad usage,

@@ -32,7 +32,7 @@ var toolOwn = []string{envRedisCluster, envRedisKeyPrefix, envRedisUnseparated, 
 
 // notRecords are the construct's variables that do not say where records
 // are or how they are read: the tool has no use for them.
-var notRecords = []string{envvars.EnvExpiresAfter, envvars.EnvQueueWindow, envvars.EnvStrict, envvars.EnvMinRemaining,
+var notRecords = []string{envvars.EnvExpiresAfter, envvars.EnvQueueWindow, envvars.EnvMinRemaining,
 	envvars.EnvMetricsNamespace, envvars.EnvMetricsService}
 
 // appNames are the SQSONCE_ variables cmd/summarise reads: the string

@@ -20,7 +20,7 @@ const (
 	stateReleased    = "released"     // a claim released and kept, marked (DynamoDB): the next delivery runs
 	stateCompleted   = "completed"    // the next delivery replays the result
 	stateInProgress  = "in_progress"  // a live lease: the next delivery is refused as in progress
-	stateLeaseLapsed = "lease_lapsed" // stuck: the next delivery takes the key over and runs
+	stateLeaseLapsed = "lease_lapsed" // stuck: the next delivery takes the key over and runs; in strict mode (a strict claim, or function) quarantines it
 	stateQuarantined = "quarantined"  // strict mode stopped the key: an operator decides
 	stateExpired     = "expired"      // past its expiry: the next delivery runs
 	stateUnknown     = "unknown"      // a status neither INPROGRESS nor COMPLETED

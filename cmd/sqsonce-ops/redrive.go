@@ -24,9 +24,9 @@ import (
 const (
 	classReplay      = "replay"      // COMPLETED: the stored result is replayed, the operation does not run
 	classWithheld    = "withheld"    // COMPLETED, its result withheld (driver.WithheldData): it fails again, the operation does not run
-	classRun         = "run"         // no record, released, expired, or a lapsed lease: the operation runs
+	classRun         = "run"         // no record, released, expired, or a lapsed lease outside strict mode: the operation runs
 	classInProgress  = "in_progress" // a live lease: refused as in progress until it ends
-	classQuarantined = "quarantined" // strict mode stopped the key: it fails again until resolved or released
+	classQuarantined = "quarantined" // strict mode stopped the key, or will (a lapsed lease, strict): it fails again until resolved or released
 	classBadKey      = "bad_key"     // no key, or a key that breaks the rules: it fails again
 	classUnreadable  = "unreadable"  // the record cannot be read with this configuration
 )
@@ -381,7 +381,8 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Select
 	for k, v := range m.msg.Attributes {
 		attrs[k] = v
 	}
-	id, err := messageID(o, kf, events.SQSMessage{MessageId: aws.ToString(m.msg.MessageId), Body: aws.ToString(m.msg.Body), Attributes: attrs})
+	id, err := messageID(o, kf, events.SQSMessage{MessageId: aws.ToString(m.msg.MessageId), Body: aws.ToString(m.msg.Body), Attributes: attrs,
+		MessageAttributes: lambdaAttributes(sendable(m.msg.MessageAttributes))})
 	if err != nil {
 		m.Class, m.Problem = classBadKey, err.Error()
 		return
@@ -408,9 +409,36 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Select
 		m.Class = classInProgress
 	case stateUnknown:
 		m.Class, m.Problem = classUnreadable, "the record has an unknown status"
+	case stateLeaseLapsed:
+		// In strict mode a lapsed claim is never taken over: the guard
+		// quarantines it (idempotency.ErrQuarantined), whether the claim is
+		// strict (any guard, the record says so) or the function is.
+		switch {
+		case rec.Strict():
+			m.Class, m.Problem = classQuarantined, "a strict claim whose lease lapsed: the redelivery quarantines it, never runs it"
+		case o.g.strict:
+			m.Class, m.Problem = classQuarantined, "a claim whose lease lapsed, and the function is strict (--strict): the redelivery quarantines it, never runs it"
+		default:
+			m.Class = classRun
+		}
 	default:
 		m.Class = classRun
 	}
+}
+
+// lambdaAttributes are a message's attributes as Lambda's event presents
+// them to the function, so that a key source that reads them (a JMESPath
+// expression on messageAttributes) sees what the redelivery will.
+func lambdaAttributes(attrs map[string]types.MessageAttributeValue) map[string]events.SQSMessageAttribute {
+	if len(attrs) == 0 {
+		return nil
+	}
+	out := make(map[string]events.SQSMessageAttribute, len(attrs))
+	for k, v := range attrs {
+		out[k] = events.SQSMessageAttribute{StringValue: v.StringValue, BinaryValue: v.BinaryValue,
+			StringListValues: v.StringListValues, BinaryListValues: v.BinaryListValues, DataType: aws.ToString(v.DataType)}
+	}
+	return out
 }
 
 // send sends each message to the queue at the rate, and deletes it from the
@@ -547,10 +575,10 @@ func (c *redriveCmd) print(o *ops, r redriveReport) {
 	fmt.Fprintf(w, "dead-letter queue %s: %d message(s) read\n", r.DLQ, r.Read)
 	for _, cl := range []struct{ name, text string }{
 		{classReplay, "will replay (COMPLETED: the stored result, the operation does not run)"},
-		{classRun, "will run (no record, released, expired or lease lapsed)"},
+		{classRun, "will run (no record, released, expired, or lease lapsed outside strict mode)"},
 		{classInProgress, "in progress (a live lease: retried until it ends)"},
 		{classWithheld, "withheld (COMPLETED, its result could not be sealed: fail again, the operation does not run)"},
-		{classQuarantined, "quarantined (fail again until resolved or released)"},
+		{classQuarantined, "quarantined, or lease lapsed in strict mode (fail again until resolved or released)"},
 		{classBadKey, "bad or missing key (fail again)"},
 		{classUnreadable, "unreadable with this configuration"},
 	} {
