@@ -126,6 +126,14 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 		if hookErr != nil {
 			err = errors.Join(err, hookErr)
 		}
+		if strict && errors.Is(context.Cause(octx), ErrLeaseNotExtended) {
+			// Strict mode: the guard cut the operation because its claim
+			// could not be kept alive, so its outcome is unknown. The
+			// claim is left to lapse into quarantine, which a release
+			// would clear.
+			return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true,
+				Err: fmt.Errorf("%w (strict: the claim is not released, the operation's outcome unknown)", err)}}
+		}
 		ev := Report{Outcome: OutcomeReleased, Ran: true, Err: err}
 		if rerr := g.release(ctx, id, rec.Owner); rerr != nil {
 			ev.Outcome, ev.Err = OutcomeFailed, errors.Join(err, rerr)
