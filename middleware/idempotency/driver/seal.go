@@ -38,7 +38,11 @@ type SealValidator interface {
 // A sealed result is the JSON string "sqsonce:sealed:1:" followed by the
 // [Sealer]'s output in standard base64: valid JSON, so that every store
 // and data format keeps it as it keeps any result, and recognisable, so
-// that a reader without the sealer fails instead of replaying it.
+// that a reader without the sealer fails instead of replaying it. An
+// unsealed result that is a JSON string beginning with the same characters
+// (an operation that echoes its input may return one) is taken for sealed
+// too: its duplicates fail with [ErrUnsealed], or permanently when it is
+// [WithheldData], and the operation does not run again.
 const SealedPrefix = `"sqsonce:sealed:1:`
 
 // ErrUnsealed is wrapped by the error of a call that found a sealed result
