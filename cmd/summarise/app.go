@@ -214,6 +214,7 @@ func build(ctx context.Context, c config, out outputs) (*app, error) {
 		ExpiresAfter: c.ExpiresAfter,
 		MinExpiry:    c.QueueWindow,
 		Strict:       c.Strict,
+		Tenancy:      c.Tenancy,
 		Logger:       out.Logger,
 		OnOutcome:    rec.Observe,
 	})

@@ -9,7 +9,9 @@ import (
 
 	"github.com/sqsonce/sqsonce/handler"
 	"github.com/sqsonce/sqsonce/middleware/batch"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 )
 
@@ -46,6 +48,8 @@ const (
 	envMetricsNamespace = envvars.EnvMetricsNamespace // the metrics' CloudWatch namespace; default middleware/metrics.DefaultNamespace
 	envMetricsService   = envvars.EnvMetricsService   // the metrics' Service dimension; default the namespace
 	envSealKey          = envvars.EnvSealKey          // a KMS key's ARN: results sealed under it (kmsseal); default unsealed
+	envTenancy          = envvars.EnvTenancy          // invocation | message-group | off: idempotency.Config.Tenancy; default invocation
+	envKey              = envvars.EnvKey              // the construct's key source: refused, summarise keys by handler.RequestKey
 )
 
 // Store and provider names.
@@ -100,11 +104,12 @@ type config struct {
 	Pacing           bool // change failed records' visibility (batch.Options.Pacing) through SQS
 	DeadLetter       bool // move permanent failures to the dead-letter queue (batch.Options.DeadLetter) through SQS
 	SQSEndpoint      string
-	Strict           bool     // run every record in strict mode (idempotency.Config.Strict)
-	MetricsNamespace string   // the metrics' namespace; empty: the library's default
-	MetricsService   string   // the metrics' Service dimension; empty: Namespace
-	SortKey          *sortKey // the DynamoDB table's composite key; nil: the record id is the partition key
-	SealKey          string   // the KMS key results are sealed under (idempotency.Config.Sealer); empty: unsealed
+	Strict           bool                // run every record in strict mode (idempotency.Config.Strict)
+	MetricsNamespace string              // the metrics' namespace; empty: the library's default
+	MetricsService   string              // the metrics' Service dimension; empty: Namespace
+	SortKey          *sortKey            // the DynamoDB table's composite key; nil: the record id is the partition key
+	SealKey          string              // the KMS key results are sealed under (idempotency.Config.Sealer); empty: unsealed
+	Tenancy          idempotency.Tenancy // what scopes a record id (idempotency.Config.Tenancy); zero: TenancyInvocation
 
 	// testProvider and testStore, set by tests only, replace the provider
 	// and the idempotency store named above: the seam for injected faults.
@@ -259,6 +264,23 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 		c.Strict = true
 	default:
 		errs = append(errs, fmt.Errorf("%s=%q is not true or false", envStrict, v))
+	}
+	// The construct sets SQSONCE_TENANCY (Props.Tenancy), and sqsonce-ops
+	// scopes the ids it computes by it: the guard must scope its ids alike.
+	if t, err := lambdaenv.Tenancy(getenv(envTenancy)); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.Tenancy = t
+	}
+	// The construct sets SQSONCE_KEY (Props.KeySource), and sqsonce-ops
+	// computes ids by it. Summarise keys by handler.RequestKey, the body's
+	// idempotency_key else a digest of the work, which no key source
+	// spells; unset, sqsonce-ops takes the same key (handler.Key). A key
+	// source is refused rather than ignored: the tool's ids would not be
+	// the function's.
+	if v := getenv(envKey); v != "" {
+		errs = append(errs, fmt.Errorf("%s=%q: summarise keys each request by %s, else a digest of the work (handler.RequestKey), "+
+			"which no key source spells: unset it (Props.KeySource), and sqsonce-ops takes summarise's key", envKey, v, handler.KeyField))
 	}
 	sk, err := loadSortKey(getenv, c.Store)
 	if err != nil {

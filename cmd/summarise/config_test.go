@@ -158,6 +158,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"sort key is the partition key", map[string]string{envTable: "t", envSortKey: "pk", envPartitionKey: "pk", envStaticPartition: "p"}, "dynamodb", "",
 			[]string{envSortKey, envPartitionKey, "one attribute"}},
 		{"sort key with another store", map[string]string{envSortKey: "sk", envStaticPartition: "p"}, "", "", []string{envSortKey, "DynamoDB store, not memory"}},
+		{"bad tenancy", map[string]string{envTenancy: "bogus", envStrict: "on"}, "", "", []string{envTenancy, `"message-group"`, envStrict}},
+		{"a key source", map[string]string{envKey: "body:order_id"}, "", "", []string{envKey, `"body:order_id"`, "handler.RequestKey", "Props.KeySource"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -49,6 +49,14 @@
 //	SQSONCE_PARTITION_KEY      with SQSONCE_SORT_KEY: the partition key attribute; default id
 //	SQSONCE_STATIC_PARTITION   with SQSONCE_SORT_KEY, required: the partition value of every record
 //	                           (Powertools' static_pk_value)
+//	SQSONCE_TENANCY            invocation (default), message-group or off: what scopes a record id
+//	                           (idempotency.Config.Tenancy); message-group adds a fair queue's MessageGroupId
+//	SQSONCE_KEY                refused when set: summarise keys by handler.RequestKey (idempotency_key, else a
+//	                           digest of the work), which no key source spells; leave the construct's
+//	                           Props.KeySource unset, and sqsonce-ops takes this key
+//	SQSONCE_SEAL_KEY           a KMS key's ARN: results sealed under it (kmsenv); default unsealed
+//	SQSONCE_METRICS_NAMESPACE  the metrics' CloudWatch namespace; default the library's
+//	SQSONCE_METRICS_SERVICE    the metrics' Service dimension; default SQSONCE_NAMESPACE
 //
 // For local runs and tests:
 //

@@ -24,6 +24,7 @@ require (
 	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore v0.9.0
 	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore v0.9.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
 	github.com/sqsonce/sqsonce/middleware/lambdaenv/kmsenv v0.9.0
 )
@@ -53,7 +54,6 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal v0.9.0 // indirect
-	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
