@@ -97,7 +97,7 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 		if herr := callHook(func() { octx, done = g.cfg.OnRun(octx) }); herr != nil {
 			// The hook panicked before the operation started: end the
 			// keep-alive and release the claim, which nothing ran under.
-			extensions, _ := stop()
+			extensions, _, _ := stop()
 			att.close()
 			step = "release"
 			ev := Report{Outcome: OutcomeReleased, Err: fmt.Errorf("idempotency: Config.OnRun: %w", herr), Extensions: extensions}
@@ -108,14 +108,14 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 		}
 	}
 	val, err := callOp(octx, op)
+	extensions, lapsed, keepErr := stop()
+	defer func() { out.ev.Extensions = extensions }()
 	var hookErr error // a panic in OnRun's done: the operation's outcome stands
 	if done != nil {
 		if herr := callHook(func() { done(err) }); herr != nil {
 			hookErr = fmt.Errorf("idempotency: Config.OnRun's done: %w", herr)
 		}
 	}
-	extensions, keepErr := stop()
-	defer func() { out.ev.Extensions = extensions }()
 	attached := att.close()
 	ran = true
 	if err != nil {
@@ -126,13 +126,14 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 		if hookErr != nil {
 			err = errors.Join(err, hookErr)
 		}
-		if strict && errors.Is(context.Cause(octx), ErrLeaseNotExtended) {
-			// Strict mode: the guard cut the operation because its claim
-			// could not be kept alive, so its outcome is unknown. The
-			// claim is left to lapse into quarantine, which a release
-			// would clear.
+		if lapsed {
+			// The operation returned after the lease it relied on ended
+			// (its context ended before): another worker may hold the
+			// claim, or have quarantined it (strict mode), which a
+			// release would clear. The claim is left as it is: a default
+			// claim takes it over, a strict one quarantines it.
 			return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true,
-				Err: fmt.Errorf("%w (strict: the claim is not released, the operation's outcome unknown)", err)}}
+				Err: fmt.Errorf("%w (it returned after its lease ended: the claim is not released)", err)}}
 		}
 		ev := Report{Outcome: OutcomeReleased, Ran: true, Err: err}
 		if rerr := g.release(ctx, id, rec.Owner); rerr != nil {
@@ -151,11 +152,6 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 		}
 		result = OutcomeFailed
 	}
-	if hookErr != nil && encErr == nil {
-		// The result is stored and replayed; this delivery fails, so
-		// that the hook's panic is seen.
-		encErr, result = hookErr, OutcomeFailed
-	}
 	kept := data // what the store is given: data, or its seal
 	if g.cfg.Sealer != nil && data != nil {
 		if kept, err = g.seal(ctx, id, data); err != nil {
@@ -165,6 +161,11 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 			data, kept, val = nil, []byte(driver.WithheldData), nil
 			encErr, result = fmt.Errorf("idempotency: seal result of %s: %w", id, err), OutcomeFailed
 		}
+	}
+	if hookErr != nil {
+		// The result is stored and replayed; this delivery fails, so
+		// that the hook's panic is seen.
+		encErr, result = errors.Join(encErr, hookErr), OutcomeFailed
 	}
 	step = "complete"
 	rec.Status, rec.Data, rec.Attached = driver.StatusCompleted, kept, attached

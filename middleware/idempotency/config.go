@@ -99,7 +99,8 @@ type Config struct {
 	// under a claim: the operation runs under the context it returns, and
 	// done gets its error. For tracing (package oteltrace); it must be
 	// safe for concurrent use. A panic in OnRun releases the claim, the
-	// operation not run; a panic in done fails the call, its result stored.
+	// operation not run; a panic in done fails the call, and a result the
+	// operation returned is stored.
 	OnRun func(ctx context.Context) (_ context.Context, done func(error))
 }
 

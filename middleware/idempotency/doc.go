@@ -72,10 +72,10 @@
 // One call claims its key ([driver.Store.Acquire]); finds a COMPLETED
 // record and returns its result, or a live claim and fails with
 // ErrInProgress; or runs the operation under a context that ends a reserve
-// before the lease. A failed or panicking operation releases its claim
-// (in strict mode, not one the guard cut because the claim could not be
-// kept alive: its outcome is unknown); a result is stored only while the
-// call still owns its lease. Calls of one
+// before the lease. A failed or panicking operation releases its claim,
+// unless it returned after its lease ended (another worker may hold the
+// claim, or have quarantined it); a result is stored only while the call
+// still owns its lease. Calls of one
 // key at the same time in one process run once and share the outcome.
 //
 // # Outcomes and errors

@@ -61,8 +61,10 @@ type keeper struct {
 }
 
 // opContext is the context an operation runs with, and the function to
-// call when it returned (it stops the keep-alive and reports how many
-// extensions it made and, when it ended the context, why).
+// call when it returned: it stops the keep-alive and reports how many
+// extensions it made, whether the lease the worker relied on had ended
+// (another worker may hold the claim, or have quarantined it), and, when
+// it ended the context, why.
 //
 // The lease this worker relies on ends at ctx's deadline (as inside
 // Lambda) or, without one, Config.Lease after claimed, the real time taken
@@ -80,7 +82,7 @@ type keeper struct {
 // the record expires, for a reader whose clock runs SkewMargin ahead,
 // no sooner. The reserve is a tenth of the lease, at most
 // maxCompleteReserve.
-func (g *Guard) opContext(ctx context.Context, f *flight, claimed, now time.Time, rec driver.Record) (context.Context, func() (int, error)) {
+func (g *Guard) opContext(ctx context.Context, f *flight, claimed, now time.Time, rec driver.Record) (context.Context, func() (extensions int, lapsed bool, cause error)) {
 	end, span := claimed.Add(g.cfg.Lease), g.cfg.Lease
 	if d, ok := ctx.Deadline(); ok && d.After(now) { // as claim decides
 		end, span = d, d.Sub(claimed)
@@ -96,7 +98,11 @@ func (g *Guard) opContext(ctx context.Context, f *flight, claimed, now time.Time
 	ext, ok := g.cfg.Store.(driver.Extender)
 	if !ok || g.cfg.KeepAliveEvery < 0 || span <= 0 {
 		octx, cancel := context.WithDeadline(ctx, end.Add(-reserve))
-		return octx, func() (int, error) { cancel(); return 0, nil }
+		return octx, func() (int, bool, error) {
+			lapsed := !time.Now().Before(end)
+			cancel()
+			return 0, lapsed, nil
+		}
 	}
 	every := g.cfg.KeepAliveEvery
 	if every == 0 || every > span/2 {
@@ -136,9 +142,10 @@ func (g *Guard) opContext(ctx context.Context, f *flight, claimed, now time.Time
 	k.mu.Lock() // fire reads k.tick under k.mu
 	k.tick = time.AfterFunc(time.Until(claimed.Add(every)), k.fire)
 	k.mu.Unlock()
-	return octx, func() (int, error) {
+	return octx, func() (int, bool, error) {
 		cause := context.Cause(octx) // as the operation returned
 		k.mu.Lock()
+		lapsed := !time.Now().Before(k.end)
 		k.stopped = true
 		k.tick.Stop()
 		if k.kcancel != nil {
@@ -157,7 +164,7 @@ func (g *Guard) opContext(ctx context.Context, f *flight, claimed, now time.Time
 		if !errors.Is(cause, ErrLeaseNotExtended) {
 			cause = nil
 		}
-		return n, cause
+		return n, lapsed, cause
 	}
 }
 

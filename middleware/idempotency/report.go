@@ -31,11 +31,15 @@ const (
 	// OutcomeMismatch (ERROR): the key was reused with another payload
 	// (see [WithPayload]); nothing ran.
 	OutcomeMismatch Outcome = "mismatch"
-	// OutcomeReleased (ERROR): the operation failed or panicked and its
-	// claim was released, so that a later delivery can run it again.
+	// OutcomeReleased (ERROR): the operation failed or panicked, or
+	// Config.OnRun panicked before it ran (Ran false), and its claim was
+	// released, so that a later delivery can run it again.
 	OutcomeReleased Outcome = "released"
-	// OutcomeFailed (ERROR): a key, body or store error, or a result that
-	// could not be encoded; the input is retried.
+	// OutcomeFailed (ERROR): a key, body or store error; a result that
+	// could not be encoded, or a panic in OnRun's done (its result stored);
+	// or an operation that failed after its lease ended, its claim not
+	// released (another worker may hold or have quarantined it). The input
+	// is retried.
 	OutcomeFailed Outcome = "failed"
 	// OutcomeDoubleRun (ERROR): the operation ran in this call after its
 	// lease had passed, and another worker took the key over and ran it

@@ -36,7 +36,8 @@ func Wrap[In, T any](g *Guard, key Selector, fn func(context.Context, In) (T, er
 // Do runs fn at most once for key and returns its result; later calls with
 // the same key return the stored result without calling fn: for code that
 // holds its key (see [Wrap] for the result). After fn fails or panics the
-// claim is released, so that a retry can run fn. An empty key fails with a
+// claim is released, so that a retry can run fn, unless fn returned after
+// its lease ended (see [OutcomeFailed]). An empty key fails with a
 // [*KeyError] wrapping [ErrNoKey]. Do takes WithPayload of a Selection,
 // OnReplay and Strict; another option fails the call, and nothing is
 // claimed.
