@@ -7,10 +7,10 @@
 //
 // Usage:
 //
-//	sqsonce-ops inspect (--key JSON [--key-field a.b] | --body FILE|- | --id ID) [--key-source SRC] [--tenant T]
+//	sqsonce-ops inspect (--key JSON [--key-field a.b] | --body FILE|- | --message FILE|- | --id ID) [--key-source SRC] [--tenant T] [--group G]
 //	sqsonce-ops list [--all]
-//	sqsonce-ops release (--id ID | --key … | --body …) --owner OWNER|- [--dry-run] [--force]
-//	sqsonce-ops resolve (--id ID | --key … | --body …) --owner OWNER|- (--result JSON | --result-file FILE|-) [--dry-run]
+//	sqsonce-ops release (--id ID | --key … | --body … | --message …) --owner OWNER|- [--dry-run] [--force]
+//	sqsonce-ops resolve (--id ID | --key … | --body … | --message …) --owner OWNER|- (--result JSON | --result-file FILE|-) [--dry-run]
 //	sqsonce-ops redrive --dlq URL --queue URL [--rate N/s] [--max N] [--dry-run] [--force REASON]
 //
 // Every command takes the store's flags (--store dynamodb|redis|postgres,
@@ -24,7 +24,11 @@
 // [idempotency.Guard.ID] computes it (Guard.ScopedID with --tenant), with
 // the function's key source (--key-source, $SQSONCE_KEY: see
 // envvars.KeySource), or the body field --key-field names, or else the
-// reference app's key function ([handler.Key]). list exits 2 when the
+// reference app's key function ([handler.Key]). --message takes the whole
+// message, one SQS record as Lambda delivers it (or an event of one), for
+// a key source that reads its attributes and for message-group tenancy
+// (its attributes.MessageGroupId scopes the id); it is bounded as SQS
+// bounds a message, and its errors never quote it. list exits 2 when the
 // namespace holds no record and the table holds others'. Records are
 // read through the store's [driver.Inspector]; release and resolve
 // write with its ReleaseInspected and CompleteInspected, fenced on

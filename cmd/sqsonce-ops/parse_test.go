@@ -23,8 +23,8 @@ func TestParseRefusals(t *testing.T) {
 	}{
 		{nil, "no command"},
 		{[]string{"frobnicate"}, "unknown command"},
-		{[]string{"inspect"}, "one of --key, --body and --id"},
-		{[]string{"inspect", "--key", `"a"`, "--id", "x#y"}, "one of --key, --body and --id"},
+		{[]string{"inspect"}, "one of --key, --body, --message and --id"},
+		{[]string{"inspect", "--key", `"a"`, "--id", "x#y"}, "one of --key, --body, --message and --id"},
 		{[]string{"inspect", "--id", "x", "extra"}, "unexpected argument"},
 		{[]string{"inspect", "--id", "x", "--key-field", "a..b"}, "empty member name"},
 		{[]string{"inspect", "--id", "x", "--store", "mongo"}, "not one of dynamodb"},

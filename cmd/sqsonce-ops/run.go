@@ -26,9 +26,14 @@ const (
 	exitRefused = 2 // bad usage, or a table or record the configuration cannot read: nothing was written
 )
 
-// maxBody bounds a message body read by --body: SQS's largest message is
-// 256 KiB (1 MiB with extended payloads).
+// maxBody bounds a message body read by --body or --message: SQS's
+// largest message is 256 KiB (1 MiB with extended payloads).
 const maxBody = 1 << 20
+
+// maxMessageFile bounds the file --message reads: a message of at most
+// maxBody bytes (its attributes included) as JSON, each byte escaped to at
+// most 6 (\u001f), with Lambda's other fields.
+const maxMessageFile = 6*maxBody + 64<<10
 
 // command is one subcommand.
 type command interface {
@@ -47,7 +52,7 @@ var commands = []struct {
 	name, help string
 	new        func() command
 }{
-	{"inspect", "show a record, by the request's key (--key), a message body (--body) or its id (--id)", func() command { return &inspectCmd{} }},
+	{"inspect", "show a record, by the request's key (--key), a message body (--body), the message as Lambda delivers it (--message) or its id (--id)", func() command { return &inspectCmd{} }},
 	{"list", "list INPROGRESS records past their lease, and quarantined ones (--all: every INPROGRESS record)", func() command { return &listCmd{} }},
 	{"release", "release an INPROGRESS record, fenced on the record as read (its owner, or none), so that the next delivery runs again", func() command { return &releaseCmd{} }},
 	{"resolve", "complete an INPROGRESS record with a given result, fenced on the record as read (its owner, or none)", func() command { return &resolveCmd{} }},
@@ -146,11 +151,13 @@ func runEnv(ctx context.Context, args []string, getenv func(string) string, stdo
 	return inv.cmd.exec(ctx, o)
 }
 
-// selector names a record: by the request's key, a message body, or its id.
+// selector names a record: by the request's key, a message body, the
+// whole message, or its id.
 type selector struct {
 	key      string
 	keyField string
 	body     string
+	message  string
 	id       string
 	tenant   string
 	group    string
@@ -160,6 +167,7 @@ func (s *selector) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.key, "key", "", "the request's key: a string as it is (order-17), or a JSON value as the producer sends it (17, '\"17\"'); with a body:A,B key source, a JSON object of those fields")
 	fs.StringVar(&s.keyField, "key-field", "", "the body field the key is in: names joined by dots, or a JSON array of names (default: --key-source, else the reference app's key, "+handler.KeyField+" else the request's canonical subset)")
 	fs.StringVar(&s.body, "body", "", "a file holding the message body, or - for standard input")
+	fs.StringVar(&s.message, "message", "", "a file holding the whole message, one SQS record as Lambda delivers it (messageId, body, attributes, messageAttributes; or an event of one record), or - for standard input: for a key source or tenancy that reads more than the body")
 	fs.StringVar(&s.id, "id", "", "the record id, {namespace}#{digest}")
 	fs.StringVar(&s.tenant, "tenant", "", "the invocation's tenant id, for a function in Lambda's tenant isolation mode: the id is scoped to it (idempotency.Guard.ScopedID)")
 	fs.StringVar(&s.group, "group", "", "the message's MessageGroupId, for a function with --tenancy message-group (a fair queue's tenant): the id is scoped to it")
@@ -167,14 +175,17 @@ func (s *selector) flags(fs *flag.FlagSet) {
 
 func (s *selector) check() error {
 	n := 0
-	for _, v := range []string{s.key, s.body, s.id} {
+	for _, v := range []string{s.key, s.body, s.message, s.id} {
 		if v != "" {
 			n++
 		}
 	}
 	var errs []error
-	if n != 1 {
-		errs = append(errs, errors.New("name the record with one of --key, --body and --id"))
+	switch {
+	case s.body != "" && s.message != "":
+		errs = append(errs, errors.New("--body and --message both give the message: give one (--message holds the body and the attributes)"))
+	case n != 1:
+		errs = append(errs, errors.New("name the record with one of --key, --body, --message and --id"))
 	}
 	if s.keyField != "" {
 		if _, err := keyPath(s.keyField); err != nil {
@@ -182,7 +193,7 @@ func (s *selector) check() error {
 		}
 	}
 	if (s.tenant != "" || s.group != "") && s.id != "" {
-		errs = append(errs, errors.New("--tenant and --group scope a key or a body's id: --id names the record already"))
+		errs = append(errs, errors.New("--tenant and --group scope a key's or a message's id: --id names the record already"))
 	}
 	return errors.Join(errs...)
 }
@@ -229,45 +240,47 @@ func (s *selector) resolve(o *ops, stdin io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var body string
-	if s.key != "" {
+	m := events.SQSMessage{MessageId: "sqsonce-ops"}
+	switch {
+	case s.message != "":
+		if m, err = readMessage(s.message, stdin); err != nil {
+			return "", err
+		}
+	case s.key != "":
 		switch ks.kind {
 		case envvars.KeyJMESPath:
-			return "", errors.New("--key: a JMESPath key source is evaluated on the message: give its body with --body")
+			return "", errors.New("--key: a JMESPath key source is evaluated on the message: give it with --message (or its body with --body)")
 		case envvars.KeySubset:
 			if !jsonValue(s.key) || !strings.HasPrefix(strings.TrimSpace(s.key), "{") {
 				return "", errors.New("--key: with a body:A,B key source, give the fields as one JSON object, e.g. '{\"a\":1,\"b\":2}'")
 			}
-			body = s.key
+			m.Body = s.key
 		default:
 			b, err := bodyWith(ks.path, s.key)
 			if err != nil {
 				return "", err
 			}
-			body = b
+			m.Body = b
 		}
-	} else {
-		var r io.Reader = stdin
-		if s.body != "-" {
-			f, err := os.Open(s.body)
-			if err != nil {
-				return "", fmt.Errorf("--body: %w", err)
-			}
-			defer f.Close()
-			r = f
-		}
-		b, err := io.ReadAll(io.LimitReader(r, maxBody+1))
+	default:
+		b, err := readInput("--body", s.body, stdin, maxBody)
 		if err != nil {
-			return "", fmt.Errorf("--body: %w", err)
+			return "", err
 		}
-		if len(b) > maxBody {
-			return "", fmt.Errorf("--body: longer than %d bytes", maxBody)
-		}
-		body = string(b)
+		m.Body = string(b)
 	}
-	k, err := idempotency.Select(ks.sel, events.SQSMessage{MessageId: "sqsonce-ops", Body: body})
+	k, err := idempotency.Select(ks.sel, m)
 	if err != nil {
 		return "", err
+	}
+	group := s.group
+	if g := m.Attributes["MessageGroupId"]; s.message != "" && g != "" && o.g.tenancy == envvars.TenancyMessageGroup {
+		// The function scopes the id to the message's group, as messageID
+		// does.
+		if group != "" && group != g {
+			return "", errors.New("--group differs from the message's attributes.MessageGroupId, which scopes the function's id: give one")
+		}
+		group = g
 	}
 	switch o.g.tenancy {
 	case envvars.TenancyOff:
@@ -280,7 +293,90 @@ func (s *selector) resolve(o *ops, stdin io.Reader) (string, error) {
 			return "", fmt.Errorf("--group scopes an id only for a function with --tenancy %s ($%s)", envvars.TenancyMessageGroup, envTenancy)
 		}
 	}
-	return o.guard.ScopedID(s.tenant, s.group, k)
+	return o.guard.ScopedID(s.tenant, group, k)
+}
+
+// readInput reads the file name names (- for r), of at most limit bytes.
+// Its errors name opt (the flag), never the content.
+func readInput(opt, name string, r io.Reader, limit int) ([]byte, error) {
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", opt, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opt, err)
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s: longer than %d bytes", opt, limit)
+	}
+	return b, nil
+}
+
+// lambdaRecord is --message's file: an SQS record as Lambda delivers it
+// (events.SQSMessage's JSON), or an event holding one.
+type lambdaRecord struct {
+	events.SQSMessage
+	Records []json.RawMessage `json:"Records"`
+}
+
+// readMessage reads --message: one SQS record as Lambda delivers it, or an
+// event of exactly one. Its errors name fields, offsets and sizes, never
+// the content (json's own quote values: a number, a character).
+func readMessage(name string, stdin io.Reader) (events.SQSMessage, error) {
+	b, err := readInput("--message", name, stdin, maxMessageFile)
+	if err != nil {
+		return events.SQSMessage{}, err
+	}
+	var rec lambdaRecord
+	if err := decodeMessage(b, &rec); err != nil {
+		return events.SQSMessage{}, err
+	}
+	if rec.Records != nil {
+		if len(rec.Records) != 1 {
+			return events.SQSMessage{}, fmt.Errorf("--message: an event of %d records: give one record", len(rec.Records))
+		}
+		var one lambdaRecord
+		if err := decodeMessage(rec.Records[0], &one); err != nil {
+			return events.SQSMessage{}, err
+		}
+		if one.Records != nil {
+			return events.SQSMessage{}, errors.New("--message: its record holds Records: give one SQS record")
+		}
+		rec = one
+	}
+	m := rec.SQSMessage
+	if m.Body == "" {
+		return events.SQSMessage{}, errors.New("--message: no body: give one SQS record as Lambda delivers it (messageId, body, attributes, messageAttributes); a message body alone goes to --body")
+	}
+	if len(m.Body) > maxBody {
+		return events.SQSMessage{}, fmt.Errorf("--message: its body is longer than %d bytes", maxBody)
+	}
+	return m, nil
+}
+
+// decodeMessage decodes b into rec, with an error that quotes nothing of b.
+func decodeMessage(b []byte, rec *lambdaRecord) error {
+	err := json.Unmarshal(b, rec)
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &syntax):
+		return fmt.Errorf("--message: not JSON (at byte %d of %d)", syntax.Offset, len(b))
+	case errors.As(err, &typ) && typ.Field != "":
+		// Only the record's own field: a path further in names map keys
+		// (message attributes' names), which are the message's.
+		field, _, _ := strings.Cut(strings.TrimPrefix(typ.Field, "SQSMessage."), ".")
+		return fmt.Errorf("--message: field %s holds a value of the wrong type: give one SQS record as Lambda delivers it", field)
+	default:
+		return fmt.Errorf("--message: not an SQS record as Lambda delivers it (a JSON object: messageId, body, attributes, messageAttributes; %d bytes)", len(b))
+	}
 }
 
 // messageID is the record id of m's key, scoped as the function scopes it
