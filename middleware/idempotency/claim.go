@@ -94,7 +94,7 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 	octx = context.WithValue(octx, attachKey{}, att)
 	var done func(error)
 	if g.cfg.OnRun != nil {
-		if herr := callHook(func() { octx, done = g.cfg.OnRun(octx) }); herr != nil {
+		if herr := recovered(func() { octx, done = g.cfg.OnRun(octx) }); herr != nil {
 			// The hook panicked before the operation started: end the
 			// keep-alive and release the claim, which nothing ran under.
 			extensions, _, _ := stop()
@@ -112,7 +112,7 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 	defer func() { out.ev.Extensions = extensions }()
 	var hookErr error // a panic in OnRun's done: the operation's outcome stands
 	if done != nil {
-		if herr := callHook(func() { done(err) }); herr != nil {
+		if herr := recovered(func() { done(err) }); herr != nil {
 			hookErr = fmt.Errorf("idempotency: Config.OnRun's done: %w", herr)
 		}
 	}
@@ -322,28 +322,24 @@ func (g *Guard) claim(ctx context.Context, id, validation string, strict bool, n
 // seal is data sealed by Config.Sealer for record id, with a panic of the
 // Sealer turned into a *failure.PanicError.
 func (g *Guard) seal(ctx context.Context, id string, data []byte) (sealed []byte, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &failure.PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return driver.SealData(ctx, g.cfg.Sealer, id, data)
+	if perr := recovered(func() { sealed, err = driver.SealData(ctx, g.cfg.Sealer, id, data) }); perr != nil {
+		return nil, perr
+	}
+	return sealed, err
 }
 
 // encode is the JSON encoding of val, with a panic in a MarshalJSON method
 // turned into a *failure.PanicError.
 func encode(val any) (data []byte, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &failure.PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return json.Marshal(val)
+	if perr := recovered(func() { data, err = json.Marshal(val) }); perr != nil {
+		return nil, perr
+	}
+	return data, err
 }
 
-// callHook runs f, a hook of Config, turning a panic into a
-// *failure.PanicError.
-func callHook(f func()) (err error) {
+// recovered runs f, turning a panic into a *failure.PanicError: a hook of
+// Config, the operation, the Sealer, a MarshalJSON method.
+func recovered(f func()) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &failure.PanicError{Value: v, Stack: debug.Stack()}
@@ -355,10 +351,8 @@ func callHook(f func()) (err error) {
 
 // callOp runs op, turning a panic into a *failure.PanicError.
 func callOp(ctx context.Context, op func(context.Context) (any, error)) (val any, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &failure.PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return op(ctx)
+	if perr := recovered(func() { val, err = op(ctx) }); perr != nil {
+		return nil, perr
+	}
+	return val, err
 }
