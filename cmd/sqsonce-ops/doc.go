@@ -36,8 +36,11 @@
 // mark). redrive refuses queues that --queue's RedrivePolicy does not
 // pair, stops a FIFO group at its first message not sent, and sends at
 // most --rate. It classes each message by what its redelivery will do,
-// with the key computed on the message as Lambda will deliver it (its
-// message attributes included, less sqsdlq's): a claim whose lease lapsed
+// with the key computed on the message as Lambda will deliver it from
+// --queue (its message attributes less sqsdlq's, the queue's ARN and
+// region, the MD5s; a key that reads what each delivery gets anew, such as
+// the message id, is classed run: its redelivery has a record id of its
+// own): a claim whose lease lapsed
 // runs again, unless the claim is strict or the function is (--strict,
 // $SQSONCE_STRICT=true), which quarantines it.
 //

@@ -2,11 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +47,7 @@ const ourPrefix = "sqsonce."
 // redriveCmd moves dead-letter messages back to their queue.
 type redriveCmd struct {
 	dlq, queue string
+	queueARN   string // --queue's, read by checkQueues: the redelivery's eventSourceARN
 	rate       string
 	perSecond  float64
 	max        int
@@ -313,10 +319,11 @@ func queueAttrs(ctx context.Context, o *ops, url string) (string, *redrivePolicy
 // message without receiving it, a dry run must not count receives toward
 // a RedrivePolicy of --dlq's own.
 func (c *redriveCmd) checkQueues(ctx context.Context, o *ops) ([]string, error) {
-	_, sourcePolicy, err := queueAttrs(ctx, o, c.queue)
+	sourceARN, sourcePolicy, err := queueAttrs(ctx, o, c.queue)
 	if err != nil {
 		return nil, err
 	}
+	c.queueARN = sourceARN
 	dlqARN, dlqPolicy, err := queueAttrs(ctx, o, c.dlq)
 	if err != nil {
 		return nil, err
@@ -377,14 +384,14 @@ func (c *redriveCmd) receive(ctx context.Context, o *ops, visibility time.Durati
 
 // classify computes m's record id and what its redelivery will do.
 func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Selector, m *dlqMessage) {
-	attrs := map[string]string{}
-	for k, v := range m.msg.Attributes {
-		attrs[k] = v
-	}
-	id, err := messageID(o, kf, events.SQSMessage{MessageId: aws.ToString(m.msg.MessageId), Body: aws.ToString(m.msg.Body), Attributes: attrs,
-		MessageAttributes: lambdaAttributes(sendable(m.msg.MessageAttributes))})
+	id, err := messageID(o, kf, c.redelivery(m, 1))
 	if err != nil {
 		m.Class, m.Problem = classBadKey, err.Error()
+		return
+	}
+	if again, err := messageID(o, kf, c.redelivery(m, 2)); err != nil || again != id {
+		m.Class, m.Problem = classRun, "the key reads what each delivery gets anew (the message id, receipt handle, "+
+			"timestamps or sender): the redelivery has a record id of its own, and the operation runs again"
 		return
 	}
 	m.RecordID = id
@@ -424,6 +431,85 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Select
 	default:
 		m.Class = classRun
 	}
+}
+
+// perDelivery are the system attributes SQS gives each delivery anew, and
+// those a redrive drops: a redelivery has its own.
+var perDelivery = []string{"ApproximateReceiveCount", "ApproximateFirstReceiveTimestamp", "SentTimestamp", "SenderId",
+	"SequenceNumber", "MessageDeduplicationId", "AWSTraceHeader", "DeadLetterQueueSourceArn"}
+
+// redelivery is m as Lambda will deliver it from --queue once redriven: its
+// body, the message attributes redrive sends (sqsonce's own left out), the
+// system attributes it keeps (MessageGroupId; a FIFO queue's deduplication
+// id, which send sets), and the source queue's ARN and region, with the MD5s
+// SQS computes. What each delivery gets anew (perDelivery, the message id
+// and receipt handle) holds placeholders numbered n: two redeliveries
+// (n 1 and 2) that differ only there show whether the key reads them. Its
+// ApproximateReceiveCount is 1: the class is its first delivery's.
+func (c *redriveCmd) redelivery(m *dlqMessage, n int) events.SQSMessage {
+	attrs := make(map[string]string, len(m.msg.Attributes))
+	for k, v := range m.msg.Attributes {
+		attrs[k] = v
+	}
+	for _, k := range perDelivery {
+		delete(attrs, k)
+	}
+	nth := strconv.Itoa(n)
+	// Its first delivery is its first receive from --queue.
+	attrs["ApproximateReceiveCount"] = "1"
+	attrs["SentTimestamp"], attrs["ApproximateFirstReceiveTimestamp"], attrs["SenderId"] = "170000000000"+nth, "170000000000"+nth, "SQSONCEOPSREDRIVE"+nth
+	if strings.HasSuffix(c.queue, ".fifo") {
+		attrs["SequenceNumber"] = "1000000000000000000" + nth
+		attrs["MessageDeduplicationId"] = aws.ToString(m.msg.MessageId)
+	}
+	sent := sendable(m.msg.MessageAttributes)
+	body := aws.ToString(m.msg.Body)
+	sum := md5.Sum([]byte(body))
+	out := events.SQSMessage{
+		MessageId:         "sqsonce-ops-redrive-" + nth,
+		ReceiptHandle:     "sqsonce-ops-redrive-" + nth,
+		Body:              body,
+		Md5OfBody:         hex.EncodeToString(sum[:]),
+		Attributes:        attrs,
+		MessageAttributes: lambdaAttributes(sent),
+		EventSource:       "aws:sqs",
+		EventSourceARN:    c.queueARN,
+	}
+	if len(sent) > 0 {
+		out.Md5OfMessageAttributes = attributesMD5(sent)
+	}
+	if parts := strings.SplitN(c.queueARN, ":", 5); len(parts) == 5 {
+		out.AWSRegion = parts[3]
+	}
+	return out
+}
+
+// attributesMD5 is the MD5 SQS computes of a message's attributes
+// (MD5OfMessageAttributes): over the attributes sorted by name, each as its
+// name, its data type, a transport byte (1 for a string or number value, 2
+// for a binary one) and its value, each of the three lengths a 4-byte
+// big-endian prefix.
+func attributesMD5(attrs map[string]types.MessageAttributeValue) string {
+	h := md5.New()
+	field := func(b []byte) {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		v := attrs[name]
+		field([]byte(name))
+		field([]byte(aws.ToString(v.DataType)))
+		if v.BinaryValue != nil {
+			h.Write([]byte{2})
+			field(v.BinaryValue)
+		} else {
+			h.Write([]byte{1})
+			field([]byte(aws.ToString(v.StringValue)))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // lambdaAttributes are a message's attributes as Lambda's event presents

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsonce/sqsonce/handler"
+	"github.com/sqsonce/sqsonce/internal/testenv/esm"
 	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
@@ -228,6 +230,93 @@ func TestRedriveMessageAttributes(t *testing.T) {
 			m := dryRunClasses(t, e, q)[id]
 			if m.Class != classReplay || m.RecordID != want {
 				t.Errorf("key %s: class %q, record %s (%s); want %q, the function's record %s", expr, m.Class, m.RecordID, m.Problem, classReplay, want)
+			}
+		})
+	}
+}
+
+// TestRedriveRedelivery: redrive classes a message by the record id of its
+// redelivery, the message as Lambda will deliver it from --queue. A key on
+// what SQS keeps (the body, the source queue's ARN and region, the MD5s of
+// the body and of the attributes redrive sends) finds the function's record
+// and replays, as does one on the receive count (the redelivery's first
+// receive, as the function's was); a key on what each delivery gets anew
+// (the message id, the time it was sent) is classed run. Each class is checked against the real
+// redelivery on moto, delivered as Lambda delivers it.
+func TestRedriveRedelivery(t *testing.T) {
+	env, store, _, _ := dynamoEnv(t, "orders")
+	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "orders", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := newQueues(t)
+	ctx := context.Background()
+	arn, err := q.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(q.source.URL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sourceARN := arn.Attributes[string(types.QueueAttributeNameQueueArn)]
+	// deliver receives the one message of the source queue and deletes it:
+	// the record Lambda delivers.
+	deliver := func(t *testing.T) events.SQSMessage {
+		t.Helper()
+		out, err := q.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.source.URL), MaxNumberOfMessages: 10,
+			WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: esm.SystemAttributes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) != 1 {
+			t.Fatalf("%d messages in the source queue, want 1", len(out.Messages))
+		}
+		if _, err := q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q.source.URL), ReceiptHandle: out.Messages[0].ReceiptHandle}); err != nil {
+			t.Fatal(err)
+		}
+		return esm.Event(sourceARN, out.Messages).Records[0]
+	}
+	str := func(v string) types.MessageAttributeValue {
+		return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+	}
+	for i, c := range []struct{ expr, want string }{
+		{"[powertools_json(body).k, eventSourceARN, awsRegion, eventSource, md5OfBody, md5OfMessageAttributes, messageAttributes.idem.stringValue, messageAttributes.blob.binaryValue, messageAttributes.blob.dataType]", classReplay},
+		// The redelivery's first receive, as the first delivery's.
+		{"[powertools_json(body).k, attributes.ApproximateReceiveCount]", classReplay},
+		{"[powertools_json(body).k, messageId]", classRun},
+		{"[powertools_json(body).k, attributes.SentTimestamp]", classRun},
+	} {
+		t.Run(c.expr, func(t *testing.T) {
+			body := fmt.Sprintf(`{"k":"order-%d"}`, i)
+			attrs := map[string]types.MessageAttributeValue{"idem": str(fmt.Sprint("a-", i)), "blob": {DataType: aws.String("Binary"), BinaryValue: []byte{0, 0xff, byte(i)}}}
+			ran := 0
+			f := idempotency.Wrap(g, jmespath.MustCompile(c.expr).Selector(), func(context.Context, events.SQSMessage) (string, error) { ran++; return "done", nil })
+			// The first delivery, which the function completes; then the
+			// message in the dead-letter queue as sqsdlq moves it.
+			if _, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.source.URL), MessageBody: aws.String(body), MessageAttributes: attrs}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f(ctx, deliver(t)); err != nil || ran != 1 {
+				t.Fatalf("first delivery: ran %d times, %v", ran, err)
+			}
+			moved := map[string]types.MessageAttributeValue{sqsdlq.AttrReason: str("permanent: a test"), sqsdlq.AttrMessageID: str("m-1")}
+			for k, v := range attrs {
+				moved[k] = v
+			}
+			id := sendToDLQ(t, q, body, moved)
+			e := map[string]string{}
+			for k, v := range env {
+				e[k] = v
+			}
+			e[envKey] = "jmespath:" + c.expr
+			m := dryRunClasses(t, e, q)[id]
+			if m.Class != c.want {
+				t.Errorf("key %s: class %q (%s), want %q", c.expr, m.Class, m.Problem, c.want)
+			}
+			cli(t, e, "redrive", "--dlq", q.dlq.URL, "--queue", q.source.URL, "--wait", "1s").want(t, exitOK)
+			if _, err := f(ctx, deliver(t)); err != nil {
+				t.Fatal(err)
+			}
+			if wantRan := map[string]int{classReplay: 1, classRun: 2}[c.want]; ran != wantRan {
+				t.Errorf("key %s classed %q: the redelivery ran the operation %d times in all, want %d", c.expr, m.Class, ran, wantRan)
 			}
 		})
 	}
