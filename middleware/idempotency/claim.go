@@ -191,7 +191,10 @@ func (g *Guard) completed(ctx context.Context, rec driver.Record, stored, data [
 	if !bytes.Equal(stored, rec.Data) {
 		val, withheld = nil, false
 		var err error
-		if data, err = driver.OpenData(ctx, g.cfg.Sealer, rec.ID, stored); err != nil {
+		octx, cancel := writeContext(ctx) // as the completion's: the work is done
+		data, err = driver.OpenData(octx, g.cfg.Sealer, rec.ID, stored)
+		cancel()
+		if err != nil {
 			return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: err}}
 		}
 	}
@@ -320,8 +323,13 @@ func (g *Guard) claim(ctx context.Context, id, validation string, strict bool, n
 }
 
 // seal is data sealed by Config.Sealer for record id, with a panic of the
-// Sealer turned into a *failure.PanicError.
+// Sealer turned into a *failure.PanicError. It runs in the context of the
+// write that follows (writeContext): the operation has run, and a result
+// that can still be stored is not withheld because the call's context ended
+// while it ran.
 func (g *Guard) seal(ctx context.Context, id string, data []byte) (sealed []byte, err error) {
+	ctx, cancel := writeContext(ctx)
+	defer cancel()
 	if perr := recovered(func() { sealed, err = driver.SealData(ctx, g.cfg.Sealer, id, data) }); perr != nil {
 		return nil, perr
 	}
