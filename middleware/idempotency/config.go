@@ -67,7 +67,8 @@ type Config struct {
 
 	// Sealer, if set, encrypts each stored result bound to its record id
 	// (package kmsseal); a sealed result it cannot open fails its call
-	// with [driver.ErrUnsealed], never replayed or run. Default none.
+	// with [driver.ErrUnsealed], never replayed or run. Default none. New
+	// refuses it with a Powertools Format, whose records Powertools reads.
 	Sealer driver.Sealer
 
 	// Tenancy scopes record ids to a tenant; by default, to the
@@ -177,6 +178,11 @@ func (c Config) validate() error {
 	}
 	if !c.Tenancy.valid() {
 		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Tenancy %d", int(c.Tenancy)))
+	}
+	if c.Sealer != nil && c.Format != FormatNative && c.Format.valid() {
+		// Its record ids are Powertools': a Powertools function on the same
+		// keys would return the sealed text as its handler's result.
+		errs = append(errs, fmt.Errorf("idempotency: Config.Sealer with Config.Format %v: the record ids are Powertools', and Powertools cannot open a sealed result (it would return the sealed text); seal only with FormatNative", c.Format))
 	}
 	if c.Sealer != nil && c.Store != nil {
 		if v, ok := c.Store.(driver.SealValidator); ok {

@@ -324,7 +324,9 @@ func put(t *testing.T, s driver.Store, g *idempotency.Guard, k idempotency.Selec
 // Lambda reads it: the id, status, expiration and in-progress expiry are
 // as without a sealer, and the data attribute a JSON string (the sealed
 // text) that Powertools would return as the handler's result; so
-// dynamostore refuses a Sealer in its Powertools data formats.
+// dynamostore refuses a Sealer in its Powertools data formats, and the guard
+// in Powertools' key formats (whose ids Powertools computes), in the default
+// DataJSON, which Powertools Python reads.
 func TestPowertoolsSeesSealedText(t *testing.T) {
 	client, keyID := newKey(t)
 	s, err := kmsseal.New(client, keyID)
@@ -378,6 +380,13 @@ func TestPowertoolsSeesSealedText(t *testing.T) {
 			t.Errorf("%v: a guard with a Sealer was accepted; Powertools would replay the sealed text", f)
 		} else if _, err := idempotency.New(idempotency.Config{Store: pt, Namespace: "pt"}); err != nil {
 			t.Errorf("%v without a Sealer: %v", f, err)
+		}
+	}
+	for _, f := range []idempotency.Format{idempotency.FormatPowertoolsPython, idempotency.FormatPowertoolsTypeScript} {
+		if _, err := idempotency.New(idempotency.Config{Store: ds, Namespace: "pt", Format: f, Sealer: s}); err == nil {
+			t.Errorf("Config.Format %v with a Sealer: accepted; a Powertools function on the same keys would return the sealed text", f)
+		} else if _, err := idempotency.New(idempotency.Config{Store: ds, Namespace: "pt", Format: f}); err != nil {
+			t.Errorf("Config.Format %v without a Sealer: %v", f, err)
 		}
 	}
 }
