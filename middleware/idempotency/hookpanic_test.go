@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/middleware/failure"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
@@ -86,6 +88,101 @@ func TestOnRunPanics(t *testing.T) {
 				}
 			} else if n := runs.Load(); n != want {
 				t.Errorf("second call: %d runs, want %d", n, want)
+			}
+		})
+	}
+}
+
+// TestUserCodePanicsReported: a panic in the user's code around the
+// operation (an OnReplay hook, a SelectorFunc key or payload, WrapJSON's
+// check) fails its call with a *failure.PanicError, reported as every call
+// is (one Report, one log line), never escaping the wrapper; before the
+// claim, nothing is claimed and the operation does not run.
+func TestUserCodePanicsReported(t *testing.T) {
+	type req struct {
+		Key string `json:"key"`
+	}
+	boom := func() { panic("user bug") }
+	key := idempotency.BodyField("key")
+	panicky := idempotency.SelectorFunc(func(events.SQSMessage) (idempotency.Selection, error) { boom(); return idempotency.Selection{}, nil })
+	panickyReq := idempotency.SelectorFunc(func(req) (idempotency.Selection, error) { boom(); return idempotency.Selection{}, nil })
+	replay := func(context.Context, string, idempotency.Report) (string, error) { boom(); return "", nil }
+	msg := events.SQSMessage{MessageId: "m", Body: `{"key":"k"}`}
+	sel, err := idempotency.Select(key, msg) // the record Wrap(g, key, …) finds for msg
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		call   func(g *idempotency.Guard, op func() string) (string, error)
+		replay bool // the panic is on a replay: the first call completes
+	}{
+		{"OnReplay in Do", func(g *idempotency.Guard, op func() string) (string, error) {
+			return idempotency.Do(context.Background(), g, sel, func(context.Context) (string, error) { return op(), nil }, idempotency.OnReplay(replay))
+		}, true},
+		{"OnReplay in Wrap", func(g *idempotency.Guard, op func() string) (string, error) {
+			return idempotency.Wrap(g, key, func(context.Context, events.SQSMessage) (string, error) { return op(), nil },
+				idempotency.OnReplay(replay))(context.Background(), events.SQSMessage{MessageId: "m", Body: `{"key":"k"}`})
+		}, true},
+		{"Wrap's key", func(g *idempotency.Guard, op func() string) (string, error) {
+			return idempotency.Wrap(g, panicky, func(context.Context, events.SQSMessage) (string, error) { return op(), nil })(
+				context.Background(), events.SQSMessage{MessageId: "m", Body: `{"key":"k"}`})
+		}, false},
+		{"Wrap's payload", func(g *idempotency.Guard, op func() string) (string, error) {
+			return idempotency.Wrap(g, key, func(context.Context, events.SQSMessage) (string, error) { return op(), nil },
+				idempotency.WithPayload(panicky))(context.Background(), events.SQSMessage{MessageId: "m", Body: `{"key":"k"}`})
+		}, false},
+		{"WrapJSON's key", func(g *idempotency.Guard, op func() string) (string, error) {
+			return idempotency.WrapJSON(g, panickyReq, func(context.Context, req, events.SQSMessage) (string, error) { return op(), nil })(
+				context.Background(), events.SQSMessage{MessageId: "m", Body: `{"key":"k"}`})
+		}, false},
+		{"WrapJSON's check", func(g *idempotency.Guard, op func() string) (string, error) {
+			return idempotency.WrapJSON(g, key, func(context.Context, req, events.SQSMessage) (string, error) { return op(), nil },
+				idempotency.WithCheck(func(req) error { boom(); return nil }))(context.Background(), events.SQSMessage{MessageId: "m", Body: `{"key":"k"}`})
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var reports []idempotency.Report
+			g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "n", Logger: slog.New(slog.DiscardHandler),
+				OnOutcome: func(_ context.Context, r idempotency.Report) { reports = append(reports, r) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs := 0
+			op := func() string { runs++; return "v" }
+			calls := 1
+			if c.replay {
+				calls = 2
+				if _, err := idempotency.Do(context.Background(), g, sel, func(context.Context) (string, error) { return op(), nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got error
+			func() {
+				defer func() {
+					if v := recover(); v != nil {
+						t.Fatalf("the panic escaped the call: %v", v)
+					}
+				}()
+				_, got = c.call(g, op)
+			}()
+			var pe *failure.PanicError
+			if !errors.As(got, &pe) {
+				t.Errorf("the call's error %v, want a *failure.PanicError", got)
+			}
+			if len(reports) != calls {
+				t.Fatalf("%d reports for %d calls", len(reports), calls)
+			}
+			if last := reports[len(reports)-1]; last.Outcome != idempotency.OutcomeFailed || !errors.As(last.Err, &pe) {
+				t.Errorf("the report: %s, %v; want failed with the panic", last.Outcome, last.Err)
+			}
+			if want := calls - 1; runs != want {
+				t.Errorf("the operation ran %d times, want %d", runs, want)
+			}
+			if !c.replay { // nothing was claimed: the next call runs it
+				if _, err := idempotency.Do(context.Background(), g, sel, func(context.Context) (string, error) { return op(), nil }); err != nil || runs != 1 {
+					t.Errorf("the next call: %v, the operation ran %d times; want it run once", err, runs)
+				}
 			}
 		})
 	}

@@ -59,25 +59,39 @@ func WrapJSON[Req, T any](g *Guard, key Selector, fn func(context.Context, Req, 
 		if err != nil {
 			return zero, g.fail(ctx, c, &BodyError{InputID: m.MessageId, Type: typeName, Err: err})
 		}
-		if c.key, err = w.key(&st); err == nil && len(c.key.Value) == 0 {
-			err = &KeyError{Source: typeName, Err: ErrNoKey}
+		// The user's selectors and check: a panic fails the call, reported.
+		if perr := recovered(func() { err = w.prepare(&st, &c, typeName) }); perr != nil {
+			err = perr
 		}
 		if err != nil {
-			return zero, g.fail(ctx, c, withInput(err, m.MessageId))
-		}
-		if w.check != nil {
-			if err := w.check(st.req); err != nil {
-				return zero, g.fail(ctx, c, &BodyError{InputID: m.MessageId, Type: typeName, Err: err, check: true})
-			}
-		}
-		if w.payload != nil && !planted.On(planted.JSONIgnoresPayload) {
-			c.validate = true
-			if c.payload, err = w.payload(&st); err != nil {
-				return zero, g.fail(ctx, c, withInput(payloadError(err), m.MessageId))
-			}
+			return zero, g.fail(ctx, c, err)
 		}
 		return do(ctx, g, c, func(ctx context.Context) (T, error) { return fn(ctx, st.req, m) }, w.hook)
 	}
+}
+
+// prepare sets c's key and payload from st, and runs the check: the error
+// to fail the call with, if any.
+func (w *jsonWrapper[Req, T]) prepare(st *jsonState[Req], c *call, typeName string) error {
+	var err error
+	if c.key, err = w.key(st); err == nil && len(c.key.Value) == 0 {
+		err = &KeyError{Source: typeName, Err: ErrNoKey}
+	}
+	if err != nil {
+		return withInput(err, st.m.MessageId)
+	}
+	if w.check != nil {
+		if err := w.check(st.req); err != nil {
+			return &BodyError{InputID: st.m.MessageId, Type: typeName, Err: err, check: true}
+		}
+	}
+	if w.payload != nil && !planted.On(planted.JSONIgnoresPayload) {
+		c.validate = true
+		if c.payload, err = w.payload(st); err != nil {
+			return withInput(payloadError(err), st.m.MessageId)
+		}
+	}
+	return nil
 }
 
 // jsonState is one call of a function made by WrapJSON: its message and

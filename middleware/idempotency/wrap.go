@@ -24,7 +24,12 @@ func Wrap[In, T any](g *Guard, key Selector, fn func(context.Context, In) (T, er
 	}
 	return func(ctx context.Context, in In) (T, error) {
 		st := &inputState[In]{in: in, body: w.body} // one allocation: the input and what is read of it
-		c, err := w.call(st)
+		var c call
+		var err error
+		// The user's selectors: a panic fails the call, reported.
+		if perr := recovered(func() { c, err = w.call(st) }); perr != nil {
+			err = perr
+		}
 		if err != nil {
 			var zero T
 			return zero, g.fail(ctx, c, err)
@@ -265,7 +270,10 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 	}
 	if replay && hook != nil && out.ev.Err == nil {
 		var err error
-		if v, err = hook(ctx, v, out.ev); err != nil {
+		if perr := recovered(func() { v, err = hook(ctx, v, out.ev) }); perr != nil {
+			v, err = *new(T), perr // reported as its error is: one line and one Report a call
+		}
+		if err != nil {
 			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: replay hook for %s: %w", id, err)
 		}
 	}
