@@ -240,3 +240,38 @@ func TestAttributes(t *testing.T) {
 		})
 	}
 }
+
+// TestMovedAgain: a message redriven from the dead-letter queue (SQS's
+// redrive keeps its attributes) that fails for good again carries this
+// move's reason, error type, message id, queue and receive count, not the
+// first move's, and keeps its own attributes.
+func TestMovedAgain(t *testing.T) {
+	f := &fakeSQS{}
+	m := newMover(t, f, sqsdlq.WithDeadLetterQueue(srcARN, dlqARN))
+	str := func(v string) events.SQSMessageAttribute {
+		return events.SQSMessageAttribute{DataType: "String", StringValue: aws.String(v)}
+	}
+	old := map[string]events.SQSMessageAttribute{
+		sqsdlq.AttrReason:       str("idempotency: body of message m-old is not a valid orders.Order: amount_cents must be positive"),
+		sqsdlq.AttrErrorType:    str("*idempotency.BodyError"),
+		sqsdlq.AttrMessageID:    str("m-old"),
+		sqsdlq.AttrSourceQueue:  str("arn:aws:sqs:eu-west-1:123456789012:old"),
+		sqsdlq.AttrReceiveCount: {DataType: "Number", StringValue: aws.String("1")},
+		"tenant":                str("t-1"),
+	}
+	mv := move("m-new", srcARN, old)
+	mv.Reason = "idempotency: key quarantined: its operation may have run"
+	mv.ErrorType = "*idempotency.QuarantinedError"
+	if errs := m.MoveToDeadLetter(t.Context(), []batch.DeadLetterMove{mv}); errs != nil {
+		t.Fatal(errs)
+	}
+	got := f.sends[0].MessageAttributes
+	for name, want := range map[string]string{
+		sqsdlq.AttrReason: mv.Reason, sqsdlq.AttrErrorType: mv.ErrorType, sqsdlq.AttrMessageID: "m-new",
+		sqsdlq.AttrSourceQueue: srcARN, sqsdlq.AttrReceiveCount: mv.Message.Attributes["ApproximateReceiveCount"], "tenant": "t-1",
+	} {
+		if v := aws.ToString(got[name].StringValue); v != want {
+			t.Errorf("%s = %q, want %q", name, v, want)
+		}
+	}
+}

@@ -35,8 +35,11 @@ const DefaultConcurrency = 8
 
 // The message attributes a moved message carries, besides its own: why
 // and from where it was moved. SQS allows ten attributes per message; those
-// that do not fit beside the message's own are left out, last first.
+// that do not fit beside the message's own are left out, last first. A
+// message moved again (redriven, and failed for good again) carries this
+// move's: its own attributes named "sqsonce." are left out.
 const (
+	ourPrefix        = "sqsonce."
 	AttrReason       = "sqsonce.reason"        // String: the record's error message, at most MaxReason bytes
 	AttrErrorType    = "sqsonce.error-type"    // String: the Go type of the error that made the failure permanent
 	AttrMessageID    = "sqsonce.message-id"    // String: the messageId in the source queue
@@ -310,12 +313,15 @@ func (m *Mover) move(ctx context.Context, mv *batch.DeadLetterMove) error {
 	return nil
 }
 
-// attributes returns the message's own attributes, and as many of the
-// reason's as fit beside them.
+// attributes returns the message's own attributes, less an earlier move's
+// (ourPrefix), and as many of this move's as fit beside them.
 func attributes(mv *batch.DeadLetterMove) map[string]types.MessageAttributeValue {
 	msg := &mv.Message
 	out := make(map[string]types.MessageAttributeValue, maxAttributes)
 	for name, a := range msg.MessageAttributes {
+		if strings.HasPrefix(name, ourPrefix) {
+			continue
+		}
 		v := types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
 		out[name] = v
 	}
