@@ -275,7 +275,7 @@ func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
 	c.print(o, report)
 	switch {
 	case refused:
-		return refuse(o, "%d message(s) have records this configuration cannot read (--namespace, --format, --data-format): nothing was sent", report.Classes[classUnreadable])
+		return refuse(o, "%d message(s) have records this configuration cannot read (--namespace, --format, --data-format, --seal-key): nothing was sent", report.Classes[classUnreadable])
 	case report.NotSent > 0 || report.SentNotDeleted > 0:
 		return exitFailed
 	}
@@ -407,8 +407,14 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Select
 	switch state(rec.Record, now()) {
 	case stateCompleted:
 		m.Class = classReplay
-		if string(rec.Data) == driver.WithheldData {
+		switch {
+		case string(rec.Data) == driver.WithheldData:
 			m.Class = classWithheld
+		case o.sealer != nil && driver.IsSealed(rec.Data):
+			// Its redelivery replays it only if the function's key opens it.
+			if _, err := driver.OpenData(ctx, o.sealer, id, rec.Data); err != nil {
+				m.Class, m.Problem = classUnreadable, "its sealed result does not open with --seal-key: the redelivery fails again (ErrUnsealed): "+err.Error()
+			}
 		}
 	case stateQuarantined:
 		m.Class = classQuarantined

@@ -3,15 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
+	"github.com/sqsonce/sqsonce/handler"
+	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal"
 )
@@ -156,4 +160,54 @@ func TestResolveRefusesPlaintextWhereSealed(t *testing.T) {
 	other, store2, _, _ := dynamoEnv(t, "orders")
 	claimLapsed(t, store2, id)
 	cli(t, other, "resolve", "--id", id, "--owner", "o", "--result", `{"a":1}`).want(t, exitOK)
+}
+
+// TestRedriveSealedUnopenable: a message whose record holds a sealed result
+// that the function's key (--seal-key, $SQSONCE_SEAL_KEY) does not open, as
+// after the key changed, is classed unreadable and nothing is sent: its
+// redelivery would fail again (ErrUnsealed). Under the right key it replays.
+func TestRedriveSealedUnopenable(t *testing.T) {
+	env, store, _, _ := dynamoEnv(t, "orders")
+	t.Setenv("AWS_ENDPOINT_URL_KMS", moto.Endpoint(t))
+	client := kms.NewFromConfig(moto.Config(t))
+	keys := make([]string, 2)
+	for i := range keys {
+		key, err := client.CreateKey(t.Context(), &kms.CreateKeyInput{Description: aws.String(t.Name())})
+		if err != nil {
+			t.Fatalf("moto KMS CreateKey: %v", err)
+		}
+		keys[i] = aws.ToString(key.KeyMetadata.Arn)
+	}
+	sealer, err := kmsseal.New(client, keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "orders", Sealer: sealer, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"idempotency_key":"order-sealed","document":{"id":"d","version":1},"prompt_version":"v1"}`
+	f := idempotency.Wrap(g, handler.Key(), func(context.Context, events.SQSMessage) (string, error) { return "done", nil })
+	if _, err := f(t.Context(), events.SQSMessage{MessageId: "m-1", Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	q := newQueues(t)
+	id := sendToDLQ(t, q, body, nil)
+	defer q.drain(t, q.dlq.URL)
+	for _, c := range []struct {
+		key, class string
+		exit       int
+	}{{keys[0], classReplay, exitOK}, {keys[1], classUnreadable, exitRefused}} {
+		env[envSealKey] = c.key
+		var r redriveReport
+		cli(t, env, "redrive", "--dlq", q.dlq.URL, "--queue", q.source.URL, "--wait", "1s", "--dry-run", "--json").want(t, c.exit).decode(t, &r)
+		if len(r.Messages) != 1 || r.Messages[0].MessageID != id || r.Messages[0].Class != c.class {
+			t.Errorf("--seal-key %s: %+v, want message %s classed %q", c.key, r.Messages, id, c.class)
+		}
+	}
+	// Not a dry run: refused, nothing sent.
+	cli(t, env, "redrive", "--dlq", q.dlq.URL, "--queue", q.source.URL, "--wait", "1s").want(t, exitRefused)
+	if n := q.count(t, q.source.URL); n != 0 {
+		t.Errorf("%d messages sent to the queue, want none", n)
+	}
 }
