@@ -2,6 +2,7 @@ package lambdaenv_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -26,7 +27,7 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
-	_ "github.com/sqsonce/sqsonce/middleware/lambdaenv/kmsenv"
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv/kmsenv"
 	_ "github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv"
 	_ "github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv"
 )
@@ -320,4 +321,32 @@ func receive(t *testing.T, client *sqs.Client, url string, n int) []types.Messag
 		out = append(out, r.Messages...)
 	}
 	return out
+}
+
+// noDecrypt is a KMS client whose role may generate data keys but not
+// decrypt them, as AWS answers a missing kms:Decrypt.
+type noDecrypt struct{ *kms.Client }
+
+func (noDecrypt) Decrypt(context.Context, *kms.DecryptInput, ...func(*kms.Options)) (*kms.DecryptOutput, error) {
+	return nil, errors.New("AccessDeniedException: not authorized to perform: kms:Decrypt")
+}
+
+// TestKMSEnvChecksDecrypt: kmsenv.New fails at start-up, naming
+// kms:Decrypt and the variable, for a key the function may seal under but
+// not open (its duplicates from other processes would fail for good); with
+// both permissions (moto's KMS) it returns the sealer.
+func TestKMSEnvChecksDecrypt(t *testing.T) {
+	client := kms.NewFromConfig(moto.Config(t))
+	out, err := client.CreateKey(t.Context(), &kms.CreateKeyInput{Description: aws.String(t.Name())})
+	if err != nil {
+		t.Fatalf("moto KMS CreateKey: %v", err)
+	}
+	key := aws.ToString(out.KeyMetadata.Arn)
+	if _, err := kmsenv.New(t.Context(), client, key); err != nil {
+		t.Fatalf("both permissions: %v", err)
+	}
+	_, err = kmsenv.New(t.Context(), noDecrypt{client}, key)
+	if err == nil || !strings.Contains(err.Error(), "kms:Decrypt") || !strings.Contains(err.Error(), envvars.EnvSealKey) {
+		t.Errorf("without kms:Decrypt: %v, want an error naming kms:Decrypt and %s", err, envvars.EnvSealKey)
+	}
 }

@@ -11,8 +11,8 @@
 //
 // The KMS client takes the function's AWS configuration (AWS_ENDPOINT_URL_KMS
 // overrides its endpoint, for local runs). Open asks KMS for the first data
-// key, so that a key the function may not use fails Load, at start-up,
-// rather than the first result's completion.
+// key and decrypts it, so that a key the function may not use fails Load,
+// at start-up, rather than the first result's completion or replay.
 package kmsenv
 
 import (
@@ -31,8 +31,8 @@ import (
 func init() { lambdaenv.RegisterSealer(Open) }
 
 // Open returns the sealer of the KMS key s.SealKey, on a client of the
-// process's AWS configuration, after one GenerateDataKey (whose data key
-// the sealer keeps for the first results). lambdaenv calls it when
+// process's AWS configuration, after New's checks (the data key of its
+// GenerateDataKey the sealer keeps for the first results). lambdaenv calls it when
 // SQSONCE_SEAL_KEY is set. Its errors name the variable.
 func Open(ctx context.Context, s envvars.Settings) (driver.Sealer, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
@@ -43,14 +43,27 @@ func Open(ctx context.Context, s envvars.Settings) (driver.Sealer, error) {
 }
 
 // New returns the sealer of the KMS key keyID on client, after one
-// GenerateDataKey: a key the caller may not use fails here.
+// GenerateDataKey and one Decrypt of the data key it gave: a key the
+// caller may not use for either fails here. (Without kms:Decrypt a
+// function would seal its own results and fail every duplicate another
+// process delivers, ErrUnsealed, for good.)
 func New(ctx context.Context, client kmsseal.KMS, keyID string) (*kmsseal.Sealer, error) {
 	s, err := kmsseal.New(client, keyID)
 	if err != nil {
 		return nil, fmt.Errorf("lambdaenv: %s: %w", envvars.EnvSealKey, err)
 	}
-	if _, err := s.Seal(ctx, "lambdaenv-check", []byte("{}")); err != nil {
+	const checkID = "lambdaenv-check"
+	sealed, err := s.Seal(ctx, checkID, []byte("{}"))
+	if err != nil {
 		return nil, fmt.Errorf("lambdaenv: %s: the key does not give a data key (kms:GenerateDataKey): %w", envvars.EnvSealKey, err)
+	}
+	// A sealer without a cache opens it as another process would.
+	other, err := kmsseal.New(client, keyID, kmsseal.WithoutCache())
+	if err == nil {
+		_, err = other.Open(ctx, checkID, sealed)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lambdaenv: %s: the key does not open a sealed result (kms:Decrypt): %w", envvars.EnvSealKey, err)
 	}
 	return s, nil
 }
