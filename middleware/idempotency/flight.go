@@ -25,6 +25,10 @@ type calls struct {
 type flight struct {
 	done chan struct{} // closed when out is set; made, under calls.mu, by the first call that waits
 	out  outcome
+	// callerDone: the running call's own context had ended when its run
+	// did: a waiter whose context is live tries again rather than share a
+	// failure that was its caller's, not the operation's.
+	callerDone bool
 
 	mu    sync.Mutex
 	lease time.Time // the end of the run's lease once claimed, for its waiters' InProgressError
@@ -89,7 +93,7 @@ func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op 
 		g.mu.Unlock()
 		select {
 		case <-done:
-			if ctxErr(f.out.ev.Err) && ctx.Err() == nil {
+			if f.callerDone && ctxErr(f.out.ev.Err) && ctx.Err() == nil {
 				continue // the run ended for its own caller's context, not ours: try again
 			}
 			return f.out.shared()
@@ -111,6 +115,7 @@ func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op 
 		}
 	}()
 	f.out = g.claimAndRun(ctx, f, id, validation, strict, op)
+	f.callerDone = ctx.Err() != nil // read by waiters after done closes
 	return f.out
 }
 

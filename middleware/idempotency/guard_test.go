@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"strings"
@@ -572,6 +573,44 @@ func TestWaiterRetriesWhenTheRunFailedForItsOwnContext(t *testing.T) {
 	}
 	if err := <-waiterDone; err != nil || got != "waiter ran" {
 		t.Fatalf("waiter whose context is fine: %q, %v; want it to run the released key", got, err)
+	}
+}
+
+// TestWaiterSharesTheOperationsTimeout: a run that fails with the
+// operation's own timeout (an error wrapping context.DeadlineExceeded from
+// a client's timeout, its caller's context still live) is shared as any
+// failure: the waiter fails with it, and the operation ran once.
+func TestWaiterSharesTheOperationsTimeout(t *testing.T) {
+	f := newFixture(t, nil)
+	started, release := make(chan struct{}), make(chan struct{})
+	timeout := fmt.Errorf("model call: %w", context.DeadlineExceeded)
+	var runs atomic.Int32
+	op := func(context.Context) (string, error) {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return "", timeout
+	}
+	errs := make(chan error, 2)
+	go func() {
+		_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, op)
+		errs <- err
+	}()
+	<-started
+	go func() {
+		_, err := idempotency.Do(ctxWithDeadline(t), f.guard, key, op)
+		errs <- err
+	}()
+	poll.Goroutines(t, 2, guardRun)
+	close(release)
+	for range 2 {
+		if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want the run's timeout for both calls", err)
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the operation ran %d times, want once: the waiter shares the run's failure", n)
 	}
 }
 
