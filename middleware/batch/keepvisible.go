@@ -53,7 +53,10 @@ const (
 //
 // The changes run under a context that ignores the invocation's end (each
 // bounded by Every, at most 5 s), since a record still running after it
-// still holds its message. No change asks for more than SQS accepts (12
+// still holds its message. They never hold the response back: once the
+// last record has finished, a change in flight is canceled and no other
+// is made, so the handler goes on at once (pacing then makes the failed
+// records' changes). No change asks for more than SQS accepts (12
 // hours since the message was received, as for pacing): once that is
 // reached the message is no longer changed. A failed change never changes
 // a record's outcome: it is logged (the first of an invocation) and its
@@ -135,6 +138,12 @@ type visKeeper struct {
 	stopc   chan struct{}
 	done    chan struct{}
 
+	// ctx is the base of the changes' contexts: it ignores the
+	// invocation's end, and stop cancels it once every record has
+	// finished, so that a change in flight does not hold the response.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	// floor is the end of the visibility the queue gave the messages, at
 	// most, when known: a change ends after it or is not made. quiet is
 	// the moment before which no change is made (without a known floor,
@@ -148,7 +157,8 @@ type visKeeper struct {
 
 // keepVisible starts keeping the messages of the run's records invisible,
 // when a Changer is set and keeping visible is on, and returns the
-// function that stops it (and waits for a change in flight).
+// function that stops it, to be called once every record has finished: it
+// cancels a change in flight and returns once the Changer has.
 func (r *sqsRun) keepVisible() (stop func()) {
 	if r.p.opts.Pacing.Changer == nil {
 		return func() {}
@@ -159,6 +169,7 @@ func (r *sqsRun) keepVisible() (stop func()) {
 	}
 	k := &visKeeper{r: r, every: every, timeout: timeout, stopc: make(chan struct{}), done: make(chan struct{}),
 		finished: make([]bool, len(r.recs)), beyond: make([]bool, len(r.recs))}
+	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(r.parent))
 	if qt := r.p.opts.KeepVisible.QueueTimeout; qt > 0 {
 		k.floor = r.start.Add(qt)
 	} else if r.hasDeadline {
@@ -167,7 +178,15 @@ func (r *sqsRun) keepVisible() (stop func()) {
 	r.finished = k.finish
 	go k.run()
 	return func() {
+		// Every record has finished: a change in flight (from a tick just
+		// before the last one did) is moot, and waiting for it, up to
+		// Every, could take the handler past the deadline and lose the
+		// response. Canceled, it leaves its message as SQS had it, or as
+		// the call would have: no worse than a call cut by its timeout.
+		// Should SQS apply it after a failed record's pacing change, it
+		// replaces pacing's, as a failed pacing change would.
 		close(k.stopc)
+		k.cancel()
 		<-k.done
 	}
 }
@@ -190,7 +209,12 @@ func (k *visKeeper) run() {
 			return
 		case <-t.C:
 		}
-		if err := k.extend(); err != nil && !warned {
+		select {
+		case <-k.stopc: // both were ready: select may have taken the tick
+			return
+		default:
+		}
+		if err := k.extend(); err != nil && !warned && k.ctx.Err() == nil { // canceled by stop: moot
 			warned = true
 			k.r.log.LogAttrs(k.r.parent, slog.LevelWarn, "batch: keeping messages invisible failed; a message whose change failed comes back after the last timeout applied",
 				slog.Any("error", err))
@@ -232,7 +256,7 @@ func (k *visKeeper) extend() error {
 	if len(changes) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.parent), callTimeout)
+	ctx, cancel := context.WithTimeout(k.ctx, callTimeout)
 	defer cancel()
 	errs := callEach(changes, func(c []VisibilityChange) []error { return r.p.opts.Pacing.Changer.ChangeVisibility(ctx, c) },
 		"VisibilityChanger", "changes")
