@@ -57,23 +57,28 @@ const (
 	dStore
 	dBatch
 	dSealer
+	dDeadLetter
 )
 
 var dims = []Dim{
 	{"wrapper", []string{"wrap", "json", "do"}},
 	{"tenancy", []string{"off", "invocation", "group"}},
-	{"keepalive", []string{"off", "default"}},
+	// Config.KeepAliveEvery: -1, zero (a third of the lease), 400 ms.
+	{"keepalive", []string{"off", "default", "every_400ms"}},
 	{"strict", []string{"off", "on"}},
 	{"cache", []string{"off", "on"}},
 	{"payload", []string{"off", "on"}},
 	{"store", []string{"memstore", "dynamodb", "redis", "postgres"}},
 	// batch.Options: the zero value; AlwaysFullBatchError (Powertools'
 	// full-batch error); pacing and KeepVisible with the queue's
-	// QueueTimeout (18 s).
-	{"batch", []string{"default", "full_batch_error", "keep_visible"}},
+	// QueueTimeout (18 s), or one as short as Lambda accepts (the
+	// function's 3 s).
+	{"batch", []string{"default", "full_batch_error", "keep_visible", "keep_visible_3s"}},
 	// Config.Sealer: none, or package kmsseal on moto's KMS (one key for
 	// the matrix).
 	{"sealer", []string{"off", "on"}},
+	// batch.Options.DeadLetter: none, or a Mover that takes every move.
+	{"deadletter", []string{"off", "on"}},
 }
 
 func describe(r Row) string {
@@ -170,6 +175,33 @@ type req struct {
 type worker struct {
 	handler   func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 	onOutcome func(context.Context, idempotency.Report)
+	mover     *mover // with deadletter=on
+}
+
+// mover is a batch.DeadLetterMover that records the messages it moves.
+type mover struct {
+	mu    sync.Mutex
+	moved map[string]bool
+}
+
+func (m *mover) MoveToDeadLetter(_ context.Context, moves []batch.DeadLetterMove) []error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, mv := range moves {
+		m.moved[mv.Message.MessageId] = true
+	}
+	return nil
+}
+
+// wasMoved reports whether the worker moved message id to its dead-letter
+// queue.
+func (w *worker) wasMoved(id string) bool {
+	if w.mover == nil {
+		return false
+	}
+	w.mover.mu.Lock()
+	defer w.mover.mu.Unlock()
+	return w.mover.moved[id]
 }
 
 // runs counts the operation's runs per key, and can hold a key's run.
@@ -217,8 +249,11 @@ func newWorker(t *testing.T, row Row, store driver.Store, ns string, r *runs, se
 	case "group":
 		cfg.Tenancy = idempotency.TenancyMessageGroup
 	}
-	if row[dKeepAlive] == 0 {
+	switch row[dKeepAlive] {
+	case 0:
 		cfg.KeepAliveEvery = -1
+	case 2:
+		cfg.KeepAliveEvery = 400 * time.Millisecond
 	}
 	if row[dCache] == 1 {
 		cfg.CacheBytes = 1 << 20
@@ -276,6 +311,13 @@ func newWorker(t *testing.T, row Row, store driver.Store, ns string, r *runs, se
 	case "keep_visible":
 		bo.Pacing.Changer = queueChanger{}
 		bo.KeepVisible.QueueTimeout = queueTimeout
+	case "keep_visible_3s":
+		bo.Pacing.Changer = queueChanger{}
+		bo.KeepVisible.QueueTimeout = 3 * time.Second
+	}
+	if row[dDeadLetter] == 1 {
+		wk.mover = &mover{moved: map[string]bool{}}
+		bo.DeadLetter.Mover = wk.mover
 	}
 	wk.handler = batch.SQS(h, bo)
 	return wk
@@ -303,8 +345,17 @@ type msg struct {
 }
 
 // invoke runs one invocation of one message at Lambda's default 3 s
-// deadline and reports whether its record succeeded.
+// deadline and reports whether its record succeeded (or was moved to the
+// dead-letter queue). The handler must return before the deadline: a
+// response after it is lost.
 func (w *worker) invoke(t *testing.T, m msg) bool {
+	t.Helper()
+	start := time.Now()
+	defer func() {
+		if took := time.Since(start); took >= 3*time.Second {
+			t.Errorf("message %s: the handler returned %v after the invocation began, past Lambda's 3 s deadline", m.id, took)
+		}
+	}()
 	ctx := context.Background()
 	if m.tenant != "" {
 		ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "req-" + m.id, TenantID: m.tenant})
@@ -363,8 +414,12 @@ func TestMatrix(t *testing.T) {
 			if !w.invoke(t, msg{id: "m1", body: body("a", "x")}) || !w.invoke(t, msg{id: "m2", body: body("a", "x")}) {
 				t.Errorf("%s: a delivery failed", where("a re-send"))
 			}
-			if row[dPayload] == 1 && w.invoke(t, msg{id: "m3", body: body("a", "y")}) {
-				t.Errorf("%s: a re-send with another payload succeeded", where("a re-send"))
+			if row[dPayload] == 1 {
+				// A mismatch is permanent: failed, or moved to the
+				// dead-letter queue, never acknowledged otherwise.
+				if acked := w.invoke(t, msg{id: "m3", body: body("a", "y")}); acked != w.wasMoved("m3") {
+					t.Errorf("%s: a re-send with another payload: acknowledged %v, moved %v", where("a re-send"), acked, w.wasMoved("m3"))
+				}
 			}
 			if n := r.count("a"); n != 1 {
 				t.Errorf("%s: the operation ran %d times, want 1", where("a re-send"), n)
@@ -403,6 +458,9 @@ func TestMatrix(t *testing.T) {
 			<-r.started
 			if w2.invoke(t, msg{id: "m2", body: body("a", "x")}) {
 				t.Errorf("%s: the duplicate succeeded while the first ran", where("a duplicate while the first runs"))
+			}
+			if w2.wasMoved("m2") {
+				t.Errorf("%s: the duplicate of a key in progress was moved to the dead-letter queue", where("a duplicate while the first runs"))
 			}
 			r.mu.Lock()
 			close(r.hold["a"])
@@ -455,8 +513,13 @@ func TestMatrix(t *testing.T) {
 		{
 			r := &runs{n: map[string]int{}}
 			w := newWorker(t, row, store, ns("poison"), r, seal())
-			for _, b := range []string{`{"p":"x"}`, `not json`} {
-				if w.invoke(t, msg{id: "m1", body: b}) {
+			for i, b := range []string{`{"p":"x"}`, `not json`} {
+				id := fmt.Sprint("m", i)
+				acked := w.invoke(t, msg{id: id, body: b})
+				switch moved := w.wasMoved(id); {
+				case row[dDeadLetter] == 1 && (!moved || !acked):
+					t.Errorf("%s: the poison message %q: moved %v, acknowledged %v; want moved to the dead-letter queue", where("a poison message"), b, moved, acked)
+				case row[dDeadLetter] == 0 && acked:
 					t.Errorf("%s: the poison message %q succeeded", where("a poison message"), b)
 				}
 			}
