@@ -2,6 +2,7 @@ package idempotentconsumer
 
 import (
 	"errors"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -136,8 +137,9 @@ type Consumer struct {
 	// Function is the consumer.
 	Function awslambda.Function
 	// EncryptionKey is the customer-managed key of the table, the queues,
-	// the log group and the function's environment: [Props.EncryptionKey],
-	// the key the construct created ([Props.CreateEncryptionKey]), or nil.
+	// the log group and the function's environment: [Props.EncryptionKey]
+	// (its target key, when it is an alias), the key the construct created
+	// ([Props.CreateEncryptionKey]), or nil.
 	EncryptionKey awskms.IKey
 	// SealKey is the key the function seals its results with:
 	// [Props.SealKey], EncryptionKey with [Props.SealWithEncryptionKey],
@@ -215,7 +217,12 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 	this := constructs.NewConstruct(scope, jsii.String(id))
 	c := &Consumer{Construct: this, Plan: plan}
 
-	c.EncryptionKey = props.EncryptionKey
+	// An alias is its target key here: the log group and the function's
+	// environment take a key ARN, and IAM grants name keys. Plan refused an
+	// alias whose target the app does not know.
+	if props.EncryptionKey != nil {
+		c.EncryptionKey = keyOf(props.EncryptionKey).key
+	}
 	if props.CreateEncryptionKey {
 		c.EncryptionKey = awskms.NewKey(this, jsii.String("Key"), &awskms.KeyProps{
 			Description:       jsii.String("sqsonce: the consumer's table, queues, log group and function environment"),
@@ -412,21 +419,17 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		Actions:   jsii.Strings(RecordActions()...),
 		Resources: jsii.Strings(*c.Table.TableArn()),
 	}))
+	var encryption keyRef
 	if key := c.EncryptionKey; key != nil {
-		c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String("EncryptionKey"),
-			Actions:   jsii.Strings(KeyActions()...),
-			Resources: jsii.Strings(*key.KeyArn()),
-		}))
+		encryption = keyOf(key)
+		c.Role.AddToPolicy(encryption.statement("EncryptionKey"))
 	}
-	if key := c.SealKey; key != nil && key != c.EncryptionKey {
+	if key := c.SealKey; key != nil {
 		// The sealer asks KMS for data keys and decrypts them: the
 		// encryption key's grant holds both already.
-		c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String("SealResults"),
-			Actions:   jsii.Strings(KeyActions()...),
-			Resources: jsii.Strings(*key.KeyArn()),
-		}))
+		if seal := keyOf(key); seal.id() != encryption.id() {
+			c.Role.AddToPolicy(seal.statement("SealResults"))
+		}
 	}
 	c.grantTableKey(c.Table)
 
@@ -566,13 +569,102 @@ func (c *Consumer) GrantItems(table awsdynamodb.ITable) {
 // it has one and it is not c.EncryptionKey (granted already).
 func (c *Consumer) grantTableKey(table awsdynamodb.ITable) {
 	key := table.EncryptionKey()
-	if key == nil || (c.EncryptionKey != nil && *key.KeyArn() == *c.EncryptionKey.KeyArn()) {
+	if key == nil {
 		return
 	}
-	c.Role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings(KeyActions()...),
-		Resources: jsii.Strings(*key.KeyArn()),
-	}))
+	ref := keyOf(key)
+	if c.EncryptionKey != nil && ref.id() == keyOf(c.EncryptionKey).id() {
+		return
+	}
+	c.Role.AddToPolicy(ref.statement(""))
+}
+
+// keyRef is a KMS key as an IAM statement can name it. IAM names a key in
+// a statement's Resource by its key ARN only: an alias name or alias ARN
+// there matches no key, and the principal gets AccessDenied. So an alias
+// ([awskms.IAlias]) is its target key when the app knows it (an
+// awskms.Alias, or Alias_FromAliasAttributes), and otherwise (an alias
+// imported by name, or a key "ARN" that names an alias) the keys of the
+// alias's account and Region that carry it, by the kms:ResourceAliases
+// condition: what the CDK's own grant on an imported alias gives (feature
+// flag @aws-cdk/aws-kms:applyImportedAliasPermissionsToPrincipal), without
+// depending on the flag. An alias is of one account and Region and names
+// one key at a time, so that is the one key too, whatever id a request
+// names it by.
+type keyRef struct {
+	// key is the key; nil for an alias whose target the app does not know.
+	key awskms.IKey
+	// alias is then the alias's name ("alias/..."), and keys the ARN
+	// pattern of its account's and Region's keys.
+	alias, keys string
+}
+
+// aliasARN is the ARN of a KMS alias, as a key ARN may (wrongly) be spelt.
+var aliasARN = regexp.MustCompile(`^arn:([^:]+):kms:([^:]*):([^:]*):(alias/.+)$`)
+
+// keyOf resolves key as [keyRef] says.
+func keyOf(key awskms.IKey) keyRef {
+	// The target of an alias imported with its attributes may itself be an
+	// alias; an alias of an alias cannot be made, so the chain is short.
+	for range 4 {
+		alias, ok := key.(awskms.IAlias)
+		if !ok {
+			break
+		}
+		target := aliasTarget(alias)
+		if target == nil {
+			return keyRef{
+				alias: *alias.AliasName(),
+				keys: *awscdk.Stack_Of(alias).FormatArn(&awscdk.ArnComponents{
+					Service: jsii.String("kms"), Resource: jsii.String("key"), ResourceName: jsii.String("*"),
+				}),
+			}
+		}
+		key = target
+	}
+	if arn := *key.KeyArn(); !*awscdk.Token_IsUnresolved(jsii.String(arn)) {
+		if m := aliasARN.FindStringSubmatch(arn); m != nil {
+			return keyRef{alias: m[4], keys: "arn:" + m[1] + ":kms:" + m[2] + ":" + m[3] + ":key/*"}
+		}
+	}
+	return keyRef{key: key}
+}
+
+// aliasTarget is alias's target key, or nil when the app does not know it:
+// an alias imported by name throws on AliasTargetKey.
+func aliasTarget(alias awskms.IAlias) (target awskms.IKey) {
+	defer func() {
+		if recover() != nil {
+			target = nil
+		}
+	}()
+	return alias.AliasTargetKey()
+}
+
+// id tells keys apart: the key's ARN, or the alias's name.
+func (r keyRef) id() string {
+	switch {
+	case r.key != nil:
+		return *r.key.KeyArn()
+	case r.alias != "":
+		return r.alias
+	}
+	return ""
+}
+
+// statement grants [KeyActions] on r, under sid when it is not empty.
+func (r keyRef) statement(sid string) awsiam.PolicyStatement {
+	p := &awsiam.PolicyStatementProps{Actions: jsii.Strings(KeyActions()...)}
+	if sid != "" {
+		p.Sid = jsii.String(sid)
+	}
+	if r.key != nil {
+		p.Resources = jsii.Strings(*r.key.KeyArn())
+	} else {
+		p.Resources = jsii.Strings(r.keys)
+		p.Conditions = &map[string]any{"ForAnyValue:StringEquals": map[string]any{"kms:ResourceAliases": r.alias}}
+	}
+	return awsiam.NewPolicyStatement(p)
 }
 
 // consumerQueue is the consumer's queue. While the event source binds

@@ -66,6 +66,12 @@
 // writes attached to a record's completion); add anything else with
 // Consumer.Role.AddToPolicy.
 //
+// Every KMS grant names a key by its key ARN, which is all an IAM statement
+// matches a key by: a key given as an alias is granted on the alias's
+// target key, or, for an alias imported by name, on the keys of its
+// account and Region that carry the alias (kms:ResourceAliases). An
+// encryption key known only by such an alias is refused.
+//
 // # Errors
 //
 // [New] checks [Props] before it adds anything to the scope and returns

@@ -30,6 +30,7 @@ var keyProperty = map[string][]string{
 var unencrypted = map[string]bool{
 	"AWS::IAM::Role": true, "AWS::IAM::Policy": true, "AWS::SQS::QueuePolicy": true,
 	"AWS::Lambda::EventSourceMapping": true, "AWS::CloudWatch::Alarm": true, "AWS::KMS::Key": true,
+	"AWS::KMS::Alias": true,
 }
 
 // namesKey checks that every encryptable resource of tpl names keyArn, and

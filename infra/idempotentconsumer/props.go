@@ -108,10 +108,11 @@ const (
 	// EnvTenancy is [Props.Tenancy], set only when it is: the function's
 	// idempotency.Config.Tenancy, and how sqsonce-ops scopes a record id.
 	EnvTenancy = envvars.EnvTenancy
-	// EnvSealKey is the ARN of [Props.SealKey] (or of the encryption key,
-	// with [Props.SealWithEncryptionKey]), set only then: the function's
-	// idempotency.Config.Sealer (lambdaenv with package kmsenv), and the
-	// key sqsonce-ops seals what it writes with.
+	// EnvSealKey is the ARN of [Props.SealKey] (the alias's ARN for an
+	// alias), or of the encryption key with [Props.SealWithEncryptionKey],
+	// set only then: the function's idempotency.Config.Sealer (lambdaenv
+	// with package kmsenv), and the key sqsonce-ops seals what it writes
+	// with.
 	EnvSealKey = envvars.EnvSealKey
 )
 
@@ -385,7 +386,12 @@ type Props struct {
 	// policy must let CloudWatch Logs (logs.<region>.amazonaws.com) use it:
 	// the construct adds that statement to a key of the same app, and
 	// cannot to an imported one. Producers then need kms:GenerateDataKey
-	// and kms:Decrypt on it to send to the queue. Default: none, AWS- and
+	// and kms:Decrypt on it to send to the queue. An alias (awskms.Alias,
+	// or Alias_FromAliasAttributes) stands for its target key, which every
+	// resource and the grant then name: the log group and the function's
+	// environment need a key's ARN, and IAM names keys by their ARN only.
+	// An alias whose key the app does not know (Alias_FromAliasName, or an
+	// alias ARN given to Key_FromKeyArn) is refused. Default: none, AWS- and
 	// SQS-managed keys.
 	EncryptionKey awskms.IKey
 
@@ -397,7 +403,13 @@ type Props struct {
 	// SealKey, if set, is a KMS key that seals the stored results
 	// (idempotency.Config.Sealer, package kmsseal): the construct sets
 	// [EnvSealKey] to its ARN and grants the function exactly [KeyActions]
-	// on it; the function imports middleware/lambdaenv/kmsenv. Not with
+	// on it; the function imports middleware/lambdaenv/kmsenv. It may be an
+	// alias: [EnvSealKey] is then the alias's ARN, and the grant is on the
+	// alias's target key when the app knows it (awskms.Alias,
+	// Alias_FromAliasAttributes), since IAM names keys by their ARN only;
+	// for an alias imported by name (Alias_FromAliasName), on the keys of
+	// its account and Region that carry the alias (the condition
+	// kms:ResourceAliases), as the CDK's own grant on such an alias. Not with
 	// SealWithEncryptionKey. Default: results unsealed.
 	SealKey awskms.IKey
 
@@ -511,6 +523,13 @@ func (p Props) Plan() (Plan, error) {
 	}
 	if p.EncryptionKey != nil && p.CreateEncryptionKey {
 		bad("Props.EncryptionKey and Props.CreateEncryptionKey: give a key or have one created, not both")
+	}
+	if p.EncryptionKey != nil {
+		if k := keyOf(p.EncryptionKey); k.key == nil {
+			bad("Props.EncryptionKey is the alias %s, whose key the app does not know (an alias imported by name, or an alias ARN given as a key ARN): "+
+				"the log group and the function's environment need the key's ARN, and an IAM grant names a key by its ARN, never by an alias; "+
+				"give the key (awskms.Key_FromKeyArn with the key's ARN) or the alias with its key (awskms.Alias_FromAliasAttributes with AliasTargetKey)", k.alias)
+		}
 	}
 	if p.SealWithEncryptionKey && p.SealKey != nil {
 		bad("Props.SealKey and Props.SealWithEncryptionKey: seal with one key, not both")
