@@ -29,7 +29,10 @@ type Config struct {
 	// "limit" (workers without a deadline, a 2 s lease kept alive up to
 	// KeepAliveLimit, at or above a short ExpiresAfter: the limit's default
 	// is ExpiresAfter).
-	KeepAlive      string        `json:"keepalive"`
+	KeepAlive string `json:"keepalive"`
+	// KeepAliveEvery, with keep-alive on, is every guard's
+	// Config.KeepAliveEvery: zero (a third of the lease) or a shorter one.
+	KeepAliveEvery time.Duration `json:"keepalive_every,omitempty"`
 	ExpiresAfter   time.Duration `json:"expires_after,omitempty"`
 	KeepAliveLimit time.Duration `json:"keepalive_limit,omitempty"`
 	// SkewMargin is every guard's Config.SkewMargin; the clock skews a
@@ -123,6 +126,9 @@ func ConfigOf(seed uint64) Config {
 	if s := Sealers[pick(len(Sealers))]; s != "off" {
 		c.Sealer = s
 	}
+	if c.KeepAlive != "off" && pick(2) == 1 {
+		c.KeepAliveEvery = 400 * time.Millisecond
+	}
 	return c
 }
 
@@ -132,6 +138,9 @@ func (c Config) String() string {
 	s := fmt.Sprintf("wrapper=%s tenancy=%s keepalive=%s", c.Wrapper, c.Tenancy, c.KeepAlive)
 	if c.KeepAlive == "limit" {
 		s += fmt.Sprintf(" expires=%v limit=%v", c.ExpiresAfter, c.KeepAliveLimit)
+	}
+	if c.KeepAliveEvery != 0 {
+		s += fmt.Sprintf(" keepalive_every=%v", c.KeepAliveEvery)
 	}
 	s += fmt.Sprintf(" skew_margin=%v strict=%d%% cache=%v payload=%v pacing=%v dead_letter=%v", c.SkewMargin, c.Strict, c.Cache, c.Payload, c.Pacing, c.DeadLetter)
 	if c.FullBatchError {

@@ -293,6 +293,7 @@ func (w *world) newProc(slot, inc int, strict bool) *proc {
 	if c.KeepAlive == "limit" {
 		gc.Lease, gc.ExpiresAfter, gc.KeepAliveLimit = 2*time.Second, c.ExpiresAfter, c.KeepAliveLimit
 	}
+	gc.KeepAliveEvery = c.KeepAliveEvery
 	if c.Cache {
 		gc.CacheBytes = 1 << 20
 	}
