@@ -30,7 +30,7 @@
 //	Failed                 delivery the guard failed: released, mismatch or failed
 //	DoubleRuns             run whose lease passed while it ran, and whose key another worker ran too
 //	Quarantined            delivery whose key strict mode quarantined, or found quarantined
-//	RecordsFailed          record the batch handler reported failed, for any reason
+//	RecordsFailed          record that failed, for any reason (moved to the dead-letter queue or not)
 //	RecordsNotStarted      record the batch handler reported failed without starting it
 //
 // [Recorder.Observe] (the guard's OnOutcome) moves the first six,

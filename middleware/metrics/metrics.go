@@ -40,7 +40,7 @@ const (
 	Failed               = "Failed"               // a delivery the guard failed
 	DoubleRuns           = "DoubleRuns"           // a run whose lease passed while it ran, and whose key another worker ran too
 	Quarantined          = "Quarantined"          // a delivery whose key strict mode quarantined, or found quarantined
-	RecordsFailed        = "RecordsFailed"        // a record the batch handler reported failed, for any reason
+	RecordsFailed        = "RecordsFailed"        // a record that failed, for any reason (moved to the dead-letter queue or not)
 	RecordsNotStarted    = "RecordsNotStarted"    // a record the batch handler reported failed without starting it
 )
 
