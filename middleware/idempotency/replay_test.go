@@ -2,7 +2,9 @@ package idempotency_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"strings"
@@ -281,5 +283,31 @@ func TestOnReplayDoubleRun(t *testing.T) {
 	close(finish)
 	if s := <-done; s != "winner's" || hooked.Load() != 1 {
 		t.Errorf("loser returned %q with %d hook calls, want the winner's result, hooked once as a double run", s, hooked.Load())
+	}
+}
+
+// TestDecodeErrorQuotesNoResult: a stored result that no longer decodes
+// into the call's type (the type changed between deploys) fails the call
+// with an error that names the field and the kinds, never the stored value
+// (which may be sealed in the store, and errors reach the logs).
+func TestDecodeErrorQuotesNoResult(t *testing.T) {
+	g, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "n", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := idempotency.Raw([]byte(`"k"`))
+	const secret = 73194028561
+	if _, err := idempotency.Do(context.Background(), g, key, func(context.Context) (map[string]int64, error) {
+		return map[string]int64{"n": secret}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	type narrower struct {
+		N int8 `json:"n"`
+	}
+	_, err = idempotency.Do(context.Background(), g, key, func(context.Context) (narrower, error) { return narrower{}, nil })
+	var te *json.UnmarshalTypeError
+	if err == nil || strings.Contains(err.Error(), fmt.Sprint(secret)) || !errors.As(err, &te) {
+		t.Errorf("err %v: want a decode error that does not quote the stored value and wraps the *json.UnmarshalTypeError", err)
 	}
 }

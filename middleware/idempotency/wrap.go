@@ -265,7 +265,7 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 	var v T
 	if out.ev.Err == nil {
 		if err := decode(out, &v); err != nil {
-			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: decode stored result of %s into %T: %w", id, v, err)
+			out.ev.Outcome, out.ev.Err = OutcomeFailed, fmt.Errorf("idempotency: decode stored result of %s into %T: %w", id, v, &quietError{describeDecode(err, ""), err})
 		}
 	}
 	if replay && hook != nil && out.ev.Err == nil {
@@ -284,6 +284,16 @@ func do[T any](ctx context.Context, g *Guard, c call, fn func(context.Context) (
 	}
 	return v, nil
 }
+
+// quietError is err told without quoting the value it is about (a stored
+// result, which may be sealed): errors reach the logs.
+type quietError struct {
+	msg string
+	err error
+}
+
+func (e *quietError) Error() string { return e.msg }
+func (e *quietError) Unwrap() error { return e.err }
 
 // decode sets *v to the call's result: the value the operation returned
 // when it ran in this call, else the stored result (the zero value when
