@@ -16,7 +16,8 @@ type Option func(*config)
 
 // WithTracerProvider makes the spans with tp instead of the global
 // provider. When tp has a ForceFlush method (the SDK's provider does), each
-// invocation flushes it before returning.
+// invocation flushes it before returning, until half the handler's
+// reserve before the deadline (see Export in the package doc).
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tp = tp }
 }

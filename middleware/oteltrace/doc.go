@@ -26,7 +26,9 @@
 //   - one span per record, "<queue> process" (CONSUMER; messaging.message.id,
 //     messaging.destination.name), linked, not parented, to its producer's
 //     context: the AWSTraceHeader system attribute (X-Ray's format) and a
-//     traceparent message attribute (W3C's), each when present. The guard's
+//     traceparent message attribute (W3C's), each when present: a link
+//     holds the producer's trace id, span id and flags, not its tracestate,
+//     a message attribute's value like any other. The guard's
 //     decision is on it: sqsonce.outcome (claimed, taken_over, replayed,
 //     in_progress, mismatch, released, failed, double_run, quarantined),
 //     sqsonce.source (store, cache or shared for a replay), sqsonce.ran,
@@ -52,6 +54,22 @@
 // OTLP at localhost:4318, and otlptracehttp sends there by default. When the
 // provider given with WithTracerProvider can ForceFlush (the SDK's can),
 // every invocation flushes it before it returns, since Lambda freezes the
-// environment between invocations. An invocation X-Ray did not sample
-// (Sampled=0) records nothing, and costs next to nothing.
+// environment between invocations. Under an outer span of this process
+// (otellambda's, or one of your own) it flushes the spans made here; the
+// outer span ends after, and its instrumentation flushes it (otellambda's
+// WithFlusher). Wrap called under a span of this process is no invocation
+// and does not flush.
+//
+// The flush does not take the time batch keeps before the invocation's
+// deadline to return the response (the reserve: batch.Options.Reserve for
+// SQS, batch.StreamOptions.Reserve for Kinesis and DynamoDBStream,
+// batch.DefaultReserve when zero and for Wrap): it ends half the reserve
+// before the deadline, cut short if the exporter has not
+// finished (a slow or stuck collector), and is skipped if that moment has
+// passed, each reported to otel.Handle. At least half the reserve is left
+// to return the response; the spans not sent are lost, or sent by a later
+// flush. Raise the reserve to give the flush more time.
+//
+// An invocation X-Ray did not sample (Sampled=0) records nothing, flushes
+// nothing, and costs next to nothing.
 package oteltrace

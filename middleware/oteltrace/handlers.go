@@ -1,6 +1,7 @@
 package oteltrace
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -18,8 +19,9 @@ import (
 func SQS[T any](fn func(context.Context, events.SQSMessage) (T, error), opts batch.Options, o ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	c := newConfig(o)
 	h := batch.SQS(sqsRecord(c, fn), opts)
+	reserve := cmp.Or(opts.Reserve, batch.DefaultReserve)
 	return func(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
-		ctx, end := c.invocation(ctx, semconv.FaaSTriggerPubSub)
+		ctx, end := c.invocation(ctx, semconv.FaaSTriggerPubSub, reserve)
 		defer func() { end(err) }()
 		if !sampled(ctx) {
 			return h(ctx, ev)
@@ -147,8 +149,9 @@ func Kinesis[T any](fn func(context.Context, events.KinesisEventRecord) (T, erro
 	h := batch.Kinesis(func(ctx context.Context, r events.KinesisEventRecord) (T, error) {
 		return streamRecord(ctx, c, r.EventSourceArn, r.EventID, semconv.FaaSTriggerPubSub, func(ctx context.Context) (T, error) { return fn(ctx, r) })
 	}, opts)
+	reserve := cmp.Or(opts.Reserve, batch.DefaultReserve)
 	return func(ctx context.Context, ev events.KinesisEvent) (resp events.KinesisEventResponse, err error) {
-		ctx, end := c.invocation(ctx, semconv.FaaSTriggerPubSub)
+		ctx, end := c.invocation(ctx, semconv.FaaSTriggerPubSub, reserve)
 		defer func() { end(err) }()
 		return h(ctx, ev)
 	}
@@ -160,8 +163,9 @@ func DynamoDBStream[T any](fn func(context.Context, events.DynamoDBEventRecord) 
 	h := batch.DynamoDBStream(func(ctx context.Context, r events.DynamoDBEventRecord) (T, error) {
 		return streamRecord(ctx, c, tableOf(r.EventSourceArn), r.EventID, semconv.FaaSTriggerDatasource, func(ctx context.Context) (T, error) { return fn(ctx, r) })
 	}, opts)
+	reserve := cmp.Or(opts.Reserve, batch.DefaultReserve)
 	return func(ctx context.Context, ev events.DynamoDBEvent) (resp events.DynamoDBEventResponse, err error) {
-		ctx, end := c.invocation(ctx, semconv.FaaSTriggerDatasource)
+		ctx, end := c.invocation(ctx, semconv.FaaSTriggerDatasource, reserve)
 		defer func() { end(err) }()
 		return h(ctx, ev)
 	}
@@ -194,7 +198,7 @@ func Wrap[In, T any](name string, fn func(context.Context, In) (T, error), o ...
 	c := newConfig(o)
 	return func(ctx context.Context, in In) (v T, err error) {
 		if sc := trace.SpanContextFromContext(ctx); !sc.IsValid() || sc.IsRemote() {
-			ctx, end := c.invocation(ctx, semconv.FaaSTriggerOther)
+			ctx, end := c.invocation(ctx, semconv.FaaSTriggerOther, batch.DefaultReserve)
 			defer func() { end(err) }()
 			trace.SpanFromContext(ctx).SetName(name)
 			return fn(ctx, in)

@@ -2,8 +2,10 @@ package oteltrace
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"go.opentelemetry.io/otel"
@@ -11,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sqsonce/sqsonce/middleware/batch"
 )
 
 // The trace header Lambda gives an invocation: aws-lambda-go puts it in the
@@ -23,11 +27,22 @@ const (
 // invocation starts the invocation's span, a child of the trace context
 // Lambda gave it, unless ctx holds a span of this process already (an
 // outer instrumentation's), which then stands for it. end ends the span it
-// started, with err's class when err is not nil, and flushes the provider.
-// Under a trace context that was not sampled it starts nothing.
-func (c *config) invocation(ctx context.Context, trigger attribute.KeyValue) (_ context.Context, end func(error)) {
+// started, with err's class when err is not nil, and flushes the provider
+// (under an outer span too) while more than reserve/2 is left before ctx's
+// deadline (see flushNow): reserve is the handler's, the time batch keeps
+// before the deadline to return the response. Under a trace context that
+// was not sampled it starts and flushes nothing.
+func (c *config) invocation(ctx context.Context, trigger attribute.KeyValue, reserve time.Duration) (_ context.Context, end func(error)) {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsRemote() {
-		return ctx, func(error) {}
+		if c.flush == nil || !sc.IsSampled() {
+			return ctx, func(error) {}
+		}
+		// The outer span ends after this returns: its instrumentation
+		// flushes it (otellambda's WithFlusher). The spans made here are
+		// flushed now, as Lambda may freeze the environment right after.
+		// (outer, never reassigned, keeps ctx off the heap on every path.)
+		outer := ctx
+		return ctx, func(error) { c.flushNow(outer, reserve) }
 	}
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		h, _ := ctx.Value(lambdaTraceKey).(string)
@@ -64,7 +79,7 @@ func (c *config) invocation(ctx context.Context, trigger attribute.KeyValue) (_ 
 	return ctx, func(err error) {
 		endSpan(span, err)
 		if c.flush != nil && span.SpanContext().IsSampled() {
-			c.flushNow(ctx)
+			c.flushNow(ctx, reserve)
 		}
 	}
 }
@@ -83,16 +98,29 @@ func arnField(arn string, i int) string {
 	return f
 }
 
+// errFlushSkipped is reported when no flush could start: the records ran
+// past the moment it must end.
+var errFlushSkipped = fmt.Errorf("oteltrace: flush skipped: %w", batch.ErrReserveReached)
+
 // flushNow exports the spans the provider holds, before Lambda freezes the
-// environment, within the invocation's deadline.
-func (c *config) flushNow(ctx context.Context) {
+// environment, until reserve/2 before ctx's deadline: a flush still going
+// then (a slow or stuck collector) is cut short, and none starts after,
+// so that the handler keeps at least half its reserve to return the
+// response, which Lambda loses when it comes after the deadline (the
+// whole batch is then delivered again). Both are reported to otel.Handle.
+func (c *config) flushNow(ctx context.Context, reserve time.Duration) {
 	fctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
 	if d, ok := ctx.Deadline(); ok {
-		fctx, cancel = context.WithDeadline(fctx, d)
+		until := d.Add(-reserve / 2)
+		if time.Until(until) <= 0 {
+			otel.Handle(errFlushSkipped)
+			return
+		}
+		fctx, cancel = context.WithDeadline(fctx, until)
 	}
 	defer cancel()
 	if err := c.flush(fctx); err != nil {
-		otel.Handle(err)
+		otel.Handle(fmt.Errorf("oteltrace: flush: %w", err))
 	}
 }
 

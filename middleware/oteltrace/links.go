@@ -17,9 +17,10 @@ var (
 
 // appendProducerLinks appends to links those to m's producers: the context
 // in its AWSTraceHeader system attribute (X-Ray's format) and the one in
-// its traceparent message attribute (W3C's), each when present and valid.
-// It allocates nothing when m has neither (and, but for a tracestate,
-// nothing beyond links' growth when it has them).
+// its traceparent message attribute (W3C's), each when present and valid:
+// trace id, span id and flags only. A tracestate message attribute is not
+// read: it is a message attribute's value, which no span holds. It
+// allocates nothing beyond links' growth.
 func appendProducerLinks(links []trace.Link, m *events.SQSMessage) []trace.Link {
 	var first trace.SpanContext
 	if h := m.Attributes["AWSTraceHeader"]; h != "" {
@@ -30,11 +31,6 @@ func appendProducerLinks(links []trace.Link, m *events.SQSMessage) []trace.Link 
 	}
 	if a, ok := m.MessageAttributes["traceparent"]; ok && a.StringValue != nil {
 		if sc, ok := parseTraceparent(*a.StringValue); ok {
-			if s, ok := m.MessageAttributes["tracestate"]; ok && s.StringValue != nil && *s.StringValue != "" {
-				if ts, err := trace.ParseTraceState(*s.StringValue); err == nil {
-					sc = sc.WithTraceState(ts)
-				}
-			}
 			if !first.IsValid() || sc.TraceID() != first.TraceID() || sc.SpanID() != first.SpanID() {
 				links = append(links, trace.Link{SpanContext: sc, Attributes: w3cLinkAttrs})
 			}

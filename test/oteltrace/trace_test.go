@@ -427,8 +427,11 @@ func TestSealRefusalTraced(t *testing.T) {
 		guard  idempotency.Format
 		refuse bool
 	}{
-		{dynamostore.DataPowertoolsPython, idempotency.FormatPowertoolsPython, true},
-		{dynamostore.DataJSON, idempotency.FormatPowertoolsPython, false},
+		// The store's refusal (its data format), through the traced store;
+		// the guard's own (a Powertools key format) is traced or not alike.
+		{dynamostore.DataPowertoolsPython, idempotency.FormatNative, true},
+		{dynamostore.DataJSON, idempotency.FormatNative, false},
+		{dynamostore.DataJSON, idempotency.FormatPowertoolsPython, true},
 	} {
 		s, err := dynamostore.New(db, "records", dynamostore.WithDataFormat(c.format))
 		if err != nil {
