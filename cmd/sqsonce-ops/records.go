@@ -356,27 +356,30 @@ func (c *resolveCmd) exec(ctx context.Context, o *ops) int {
 		} else if n > 0 {
 			return refuse(o, "resolve %s: the namespace's results are sealed (%d of its completed records): give the function's key, --seal-key ($%s), so that the result is sealed too, not written in plaintext", id, n, envSealKey)
 		}
-	} else {
-		sealed, err := driver.SealData(ctx, o.sealer, id, data)
+	}
+	expires := rec.ExpiresAt
+	if expires.IsZero() {
+		expires = now().Add(defaultExpiresAfter)
+	}
+	// The claim's own owner; a claim without one (written by Powertools)
+	// is completed under a new token, so that the store can tell its own
+	// completion sent again.
+	owner := rec.Owner
+	if owner == "" {
+		owner = rand.Text()
+	}
+	done := driver.Record{ID: id, Status: driver.StatusCompleted, Owner: owner,
+		ExpiresAt: expires, Validation: rec.Validation, Data: data}
+	if o.sealer != nil {
+		// As the guard seals: compressed first only where the store would
+		// not keep the seal whole.
+		sealed, err := driver.SealDataFor(ctx, o.sealer, o.store, done)
 		if err != nil {
 			return failed(o, "resolve %s: sealing the result with --seal-key: %v; nothing written", id, err)
 		}
-		data = sealed
+		done.Data = sealed
 	}
 	if !c.dryRun {
-		expires := rec.ExpiresAt
-		if expires.IsZero() {
-			expires = now().Add(defaultExpiresAfter)
-		}
-		// The claim's own owner; a claim without one (written by
-		// Powertools) is completed under a new token, so that the store
-		// can tell its own completion sent again.
-		owner := rec.Owner
-		if owner == "" {
-			owner = rand.Text()
-		}
-		done := driver.Record{ID: id, Status: driver.StatusCompleted, Owner: owner,
-			ExpiresAt: expires, Validation: rec.Validation, Data: data}
 		if err := o.inspect.CompleteInspected(ctx, rec.Record, done); err != nil {
 			return writeFailed(o, "resolve", id, err)
 		}

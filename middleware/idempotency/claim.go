@@ -154,7 +154,7 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 	}
 	kept := data // what the store is given: data, or its seal
 	if g.cfg.Sealer != nil && data != nil {
-		if kept, err = g.seal(ctx, id, data); err != nil {
+		if kept, err = g.seal(ctx, rec, data); err != nil {
 			// The operation ran: the record completes, its result withheld
 			// (never stored in plaintext), and this delivery fails; later
 			// ones fail for good (driver.WithheldData), never replay empty.
@@ -322,15 +322,19 @@ func (g *Guard) claim(ctx context.Context, id, validation string, strict bool, n
 	return rec
 }
 
-// seal is data sealed by Config.Sealer for record id, with a panic of the
-// Sealer turned into a *failure.PanicError. It runs in the context of the
-// write that follows (writeContext): the operation has run, and a result
-// that can still be stored is not withheld because the call's context ended
-// while it ran.
-func (g *Guard) seal(ctx context.Context, id string, data []byte) (sealed []byte, err error) {
+// seal is data, the result of the claim rec, sealed by Config.Sealer for
+// its completion, with a panic of the Sealer (or of the store's
+// driver.DataFitter) turned into a *failure.PanicError. It is compressed
+// before it is sealed only where the store would not keep it sealed
+// uncompressed (driver.SealDataFor), a form older releases cannot open.
+// It runs in the context of the write that follows (writeContext): the
+// operation has run, and a result that can still be stored is not
+// withheld because the call's context ended while it ran.
+func (g *Guard) seal(ctx context.Context, rec driver.Record, data []byte) (sealed []byte, err error) {
 	ctx, cancel := writeContext(ctx)
 	defer cancel()
-	if perr := recovered(func() { sealed, err = driver.SealData(ctx, g.cfg.Sealer, id, data) }); perr != nil {
+	rec.Status, rec.Data = driver.StatusCompleted, data
+	if perr := recovered(func() { sealed, err = driver.SealDataFor(ctx, g.cfg.Sealer, g.cfg.Store, rec) }); perr != nil {
 		return nil, perr
 	}
 	return sealed, err

@@ -28,7 +28,9 @@ type extender struct {
 
 // wrapStore is s traced, with the optional interfaces s implements and no
 // other, so that the guard and tools find in it what they find in s. It is
-// always a [driver.SealValidator], a check New makes once: s's own, or none.
+// always a [driver.SealValidator], a check New makes once: s's own, or none;
+// and a [driver.DataFitter]: s's own answer, or that it keeps every result,
+// as the guard takes a store without one.
 func wrapStore(s driver.Store) driver.Store {
 	t := &store{s: s}
 	e, isE := s.(driver.Extender)
@@ -141,6 +143,17 @@ func (t *store) ValidateSealed() error {
 		return v.ValidateSealed()
 	}
 	return nil
+}
+
+// FitsData implements [driver.DataFitter]: s's answer, or true (s keeps
+// every result) when it has none, so that a guard seals a result for a
+// traced store as it seals it for s (compressed only where s would not
+// keep it whole otherwise). It adds no event: it calls nothing.
+func (t *store) FitsData(rec driver.Record) bool {
+	if f, ok := t.s.(driver.DataFitter); ok {
+		return f.FitsData(rec)
+	}
+	return true
 }
 
 // Acquire implements driver.Store.

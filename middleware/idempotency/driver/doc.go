@@ -35,6 +35,9 @@
 //   - [SealValidator]: the store refuses a guard that seals results
 //     (idempotency.Config.Sealer, a [Sealer]) when its other readers would
 //     misread a sealed result ([SealedPrefix]).
+//   - [DataFitter]: the store says whether it would keep a result whole; a
+//     guard with a Sealer compresses a result before sealing it only where
+//     the store would not keep its seal otherwise ([SealedGzipPrefix]).
 //
 // storetest.Run finds the optional interfaces itself and runs their cases
 // too.

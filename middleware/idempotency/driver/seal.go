@@ -2,10 +2,13 @@ package driver
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+
+	"github.com/sqsonce/sqsonce/internal/inflate"
 )
 
 // Sealer encrypts the stored results of a guard (idempotency.Config.Sealer)
@@ -17,6 +20,10 @@ import (
 type Sealer interface {
 	// Seal returns plaintext encrypted and authenticated, with recordID
 	// bound to it as associated data. Its error never quotes plaintext.
+	// Of a result compressed before it is sealed ([SealedGzipPrefix]),
+	// recordID is the record id followed by "#gzip", which no record id
+	// is (an id has one "#"): the compressed seal of a record opens as
+	// neither its nor another record's uncompressed one.
 	Seal(ctx context.Context, recordID string, plaintext []byte) ([]byte, error)
 
 	// Open returns the plaintext of what Seal returned for recordID. It
@@ -34,6 +41,21 @@ type SealValidator interface {
 	ValidateSealed() error
 }
 
+// DataFitter is implemented by stores that complete a record without its
+// result when the result does not fit (dynamostore: an item's 400 KB).
+// A guard with a Sealer asks it whether the sealed result, as [SealData]
+// writes it, would be kept whole; only when it would not does the guard
+// compress the result before sealing it ([SealedGzipPrefix]), a form
+// releases before it cannot open. Without it, a result is never sealed
+// compressed; a store that keeps every result need not implement it.
+type DataFitter interface {
+	// FitsData reports whether Complete of rec (its fields as the
+	// completion writes them) would store rec.Data whole, as it is or
+	// compressed by the store, rather than complete the record without
+	// it. It calls nothing outside the process.
+	FitsData(rec Record) bool
+}
+
 // SealedPrefix begins the stored result (Record.Data) of a sealed record.
 // A sealed result is the JSON string "sqsonce:sealed:1:" followed by the
 // [Sealer]'s output in standard base64: valid JSON, so that every store
@@ -44,6 +66,27 @@ type SealValidator interface {
 // too: its duplicates fail with [ErrUnsealed], or permanently when it is
 // [WithheldData], and the operation does not run again.
 const SealedPrefix = `"sqsonce:sealed:1:`
+
+// SealedGzipPrefix begins a sealed result whose plaintext was gzipped
+// before it was sealed: the JSON string "sqsonce:sealed:1:gzip:" followed
+// by the [Sealer]'s output in standard base64, sealed for the record id
+// followed by "#gzip" (see [Sealer.Seal]). It begins with [SealedPrefix],
+// so that every reader takes it for sealed; a release that predates it
+// fails it with [ErrUnsealed] (':' is not base64), never replays it.
+// [SealDataFor] writes it only where [SealData]'s form would not be kept
+// whole ([DataFitter]): a release that predates it loses no result it
+// could have replayed. Opened, it inflates to at most [MaxSealedInflated]
+// bytes.
+const SealedGzipPrefix = SealedPrefix + `gzip:`
+
+// MaxSealedInflated bounds the result of a compressed seal
+// ([SealedGzipPrefix]): [OpenData] fails one that inflates beyond it,
+// and [SealDataFor] never compresses a larger result.
+const MaxSealedInflated = 64 << 20
+
+// gzipBinding follows the record id as the Sealer's recordID of a
+// compressed seal.
+const gzipBinding = "#gzip"
 
 // ErrUnsealed is wrapped by the error of a call that found a sealed result
 // it could not open: the guard has no Sealer, or the Sealer refused it
@@ -72,22 +115,69 @@ func SealData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, er
 	if data == nil {
 		return nil, nil
 	}
-	sealed, err := s.Seal(ctx, id, data)
+	return seal(ctx, s, id, data, SealedPrefix)
+}
+
+// seal is plain sealed by s for recordID, in base64 after prefix, closed
+// as a JSON string.
+func seal(ctx context.Context, s Sealer, recordID string, plain []byte, prefix string) ([]byte, error) {
+	sealed, err := s.Seal(ctx, recordID, plain)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(SealedPrefix)+base64.StdEncoding.EncodedLen(len(sealed))+1)
-	out = append(out, SealedPrefix...)
+	out := make([]byte, 0, len(prefix)+base64.StdEncoding.EncodedLen(len(sealed))+1)
+	out = append(out, prefix...)
 	out = base64.StdEncoding.AppendEncode(out, sealed)
 	return append(out, '"'), nil
 }
 
+// SealCompressedData is [SealData] with data gzipped before s seals it,
+// in the form [SealedGzipPrefix] describes. Nil data stays nil; data
+// larger than [MaxSealedInflated] is refused.
+func SealCompressedData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, error) {
+	if data == nil {
+		return nil, nil
+	}
+	if len(data) > MaxSealedInflated {
+		return nil, fmt.Errorf("idempotency: record %s: a result of %d bytes is above the %d a compressed seal holds", id, len(data), MaxSealedInflated)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	_, _ = zw.Write(data) // writes to a bytes.Buffer do not fail
+	_ = zw.Close()
+	return seal(ctx, s, id+gzipBinding, z.Bytes(), SealedGzipPrefix)
+}
+
+// SealDataFor returns the stored form of rec.Data, the result of the
+// completion rec (its other fields as the completion writes them), sealed
+// by s for store: [SealData]'s, unless store is a [DataFitter] that would
+// not keep that whole; then [SealCompressedData]'s, which an older release
+// cannot open but which may fit where the other did not (sealed data does
+// not compress: only its plaintext does). A result larger than
+// [MaxSealedInflated] is never compressed. Nil data stays nil.
+func SealDataFor(ctx context.Context, s Sealer, store Store, rec Record) ([]byte, error) {
+	sealed, err := SealData(ctx, s, rec.ID, rec.Data)
+	if err != nil || sealed == nil || len(rec.Data) > MaxSealedInflated {
+		return sealed, err
+	}
+	f, ok := store.(DataFitter)
+	if !ok {
+		return sealed, nil
+	}
+	plain := rec.Data
+	if rec.Data = sealed; f.FitsData(rec) {
+		return sealed, nil
+	}
+	return SealCompressedData(ctx, s, rec.ID, plain)
+}
+
 // OpenData returns the result of record id from data as stored: data
-// itself when it is not sealed, else its plaintext as s opens it. Its
-// error wraps [ErrUnsealed], and names neither the data nor the plaintext;
-// s nil opens nothing. Of [WithheldData] the error is permanent
-// (it has the Permanent method of
-// failure.PermanentError).
+// itself when it is not sealed, else its plaintext as s opens it (and
+// inflates it, of [SealedGzipPrefix]). Its error wraps [ErrUnsealed], and
+// names neither the data nor the plaintext; s nil opens nothing. Of
+// [WithheldData], and of a compressed seal that opens but does not
+// inflate (within [MaxSealedInflated]), the error is permanent (it has the
+// Permanent method of failure.PermanentError).
 func OpenData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, error) {
 	if !IsSealed(data) {
 		return data, nil
@@ -100,7 +190,10 @@ func OpenData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, er
 	if s == nil {
 		return nil, fmt.Errorf("%w: record %s is sealed and the guard has no Sealer (idempotency.Config.Sealer)", ErrUnsealed, id)
 	}
-	body := data[len(SealedPrefix):]
+	body, recordID, compressed := data[len(SealedPrefix):], id, bytes.HasPrefix(data, []byte(SealedGzipPrefix))
+	if compressed {
+		body, recordID = data[len(SealedGzipPrefix):], id+gzipBinding
+	}
 	if len(body) == 0 || body[len(body)-1] != '"' {
 		return nil, fmt.Errorf("%w: record %s: the sealed result is malformed", ErrUnsealed, id)
 	}
@@ -108,16 +201,25 @@ func OpenData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: record %s: the sealed result is not base64", ErrUnsealed, id)
 	}
-	plain, err := s.Open(ctx, id, sealed)
+	plain, err := s.Open(ctx, recordID, sealed)
 	if err != nil {
 		return nil, fmt.Errorf("%w: record %s: %w", ErrUnsealed, id, err)
 	}
-	return plain, nil
+	if !compressed {
+		return plain, nil
+	}
+	// It opened: its writer held the key. What it holds, no delivery
+	// changes; it is inflated within a bound, whatever it claims.
+	out, err := inflate.GunzipMember(plain, MaxSealedInflated)
+	if err != nil {
+		return nil, permanent{fmt.Errorf("%w: record %s: the compressed sealed result does not inflate: %w", ErrUnsealed, id, err)}
+	}
+	return out, nil
 }
 
 // permanent marks an error as one no redelivery can change, by the method
 // failure.PermanentError asks for (the driver imports only the standard
-// library).
+// library and this module's internal packages).
 type permanent struct{ error }
 
 func (p permanent) Unwrap() error   { return p.error }

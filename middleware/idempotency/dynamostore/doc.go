@@ -118,6 +118,12 @@
 // what it kept). A
 // completed operation is never run again for lack of space.
 //
+// A sealed result (idempotency.Config.Sealer) is ciphertext, which gzip
+// cannot shrink: when its seal does not fit ([Store.FitsData]), the guard
+// gzips the result before sealing it (driver.SealedGzipPrefix), a form
+// releases before it fail with driver.ErrUnsealed; one that does not fit
+// even so is left out as above.
+//
 // # Powertools compatibility
 //
 // [WithDataFormat] sets how the data attribute holds a result, for the

@@ -321,7 +321,7 @@ func (s *Store) fit(rec driver.Record) (placement, int, string) {
 	if rec.Data == nil {
 		return placement{}, 0, ""
 	}
-	budget := s.itemLimit - sizeMargin - s.completedSize(rec)
+	budget := s.budget(rec)
 	plainFits := len(rec.Data) <= budget
 	if s.format == DataJSON && (len(rec.Data) > s.compressAbove || !plainFits) {
 		if z := gzipBytes(rec.Data); len(z) < len(rec.Data) && len(z) <= budget {
@@ -336,6 +336,11 @@ func (s *Store) fit(rec driver.Record) (placement, int, string) {
 		return placement{value: v}, budget, ""
 	}
 	return placement{omitted: true}, budget, "the result does not fit in the item, even compressed"
+}
+
+// budget is the bytes the item of rec's completion has for its result.
+func (s *Store) budget(rec driver.Record) int {
+	return s.itemLimit - sizeMargin - s.completedSize(rec)
 }
 
 func (s *Store) omitted(ctx context.Context, rec driver.Record, budget int, why string) {
@@ -418,7 +423,7 @@ func (s *Store) Complete(ctx context.Context, rec driver.Record) ([]byte, error)
 	if errors.Is(err, errTooLarge) && p.value != nil {
 		// Our size estimate fell short (attributes we did not write?): never
 		// leave a completed operation unrecorded for lack of space.
-		s.omitted(ctx, rec, s.itemLimit-sizeMargin-s.completedSize(rec), "DynamoDB refused the item's size")
+		s.omitted(ctx, rec, s.budget(rec), "DynamoDB refused the item's size")
 		p = placement{omitted: true}
 		stored, err = s.commit(ctx, rec, p, true, writes)
 	}
