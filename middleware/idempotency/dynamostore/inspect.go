@@ -73,11 +73,12 @@ func (s *Store) List(ctx context.Context, opts driver.ListOptions) iter.Seq2[dri
 			return
 		}
 		a := s.attrs
-		names := map[string]string{"#call": a.ReleaseCall}
-		values := map[string]types.AttributeValue{}
-		filter := []string{"attribute_not_exists(#call)"}
+		// Not a released claim (see isReleased).
+		names := map[string]string{"#call": a.ReleaseCall, "#st": a.Status}
+		values := map[string]types.AttributeValue{":inprogress": s.req.inProgress}
+		filter := []string{"(attribute_not_exists(#call) OR #st <> :inprogress)"}
 		if opts.Status != "" {
-			names["#st"], values[":st"] = a.Status, attrS(string(opts.Status))
+			values[":st"] = attrS(string(opts.Status))
 			filter = append(filter, "#st = :st")
 		}
 		var keyCond string

@@ -99,7 +99,7 @@ func newRequests(table string, o *options) requests {
 		claimCond:       aws.String(claimCondition),
 		strictClaimCond: aws.String(strictClaimCondition),
 		claimNames:      map[string]string{"#id": a.ID, "#exp": a.Expiration, "#st": a.Status, "#lease": a.LeaseExpiry},
-		strictNames:     map[string]string{"#id": a.ID, "#exp": a.Expiration, "#call": a.ReleaseCall},
+		strictNames:     map[string]string{"#id": a.ID, "#exp": a.Expiration, "#call": a.ReleaseCall, "#st": a.Status},
 		fenceCond:       aws.String(fenceCondition),
 		retryCond:       aws.String(retryCondition),
 		completeNames: map[string]string{
@@ -149,8 +149,10 @@ func New(api API, table string, opts ...Option) (*Store, error) {
 const claimCondition = "attribute_not_exists(#id) OR #exp < :now OR (#st = :inprogress AND #lease < :now_ms)"
 
 // The condition of a strict claim: no record, an expired one, or a claim
-// released by Release; never a lapsed lease.
-const strictClaimCondition = "attribute_not_exists(#id) OR #exp < :now OR attribute_exists(#call)"
+// released by Release (still in progress: a Powertools worker's completion
+// of the released claim leaves the mark on a COMPLETED record); never a
+// lapsed lease.
+const strictClaimCondition = "attribute_not_exists(#id) OR #exp < :now OR (attribute_exists(#call) AND #st = :inprogress)"
 
 // The condition of a fenced write: still in progress, and ours.
 const fenceCondition = "#st = :inprogress AND #own = :me"
@@ -217,7 +219,7 @@ func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 	}
 	if strict {
 		in.ConditionExpression, in.ExpressionAttributeNames = s.req.strictClaimCond, s.req.strictNames
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":now": nowS}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":now": nowS, ":inprogress": s.req.inProgress}
 	} else {
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{
 			":now":        nowS,
@@ -588,10 +590,13 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	}
 }
 
-// isReleased reports whether item is a claim released by Release.
+// isReleased reports whether item is a claim released by Release: marked
+// so and still in progress. (Powertools' completion, an UpdateItem that
+// removes nothing, leaves the mark on the COMPLETED record of a released
+// claim a Powertools worker still ran.)
 func (s *Store) isReleased(item map[string]types.AttributeValue) bool {
 	_, ok := item[s.attrs.ReleaseCall]
-	return ok
+	return ok && stringAttr(item[s.attrs.Status]) == string(driver.StatusInProgress)
 }
 
 // leaseLost is the error of a fenced write whose condition failed; item is
