@@ -230,6 +230,10 @@ func (g *globals) check() error {
 	if _, err := lambdaenv.Tenancy(g.tenancy); err != nil {
 		errs = append(errs, fmt.Errorf("--tenancy ($%s): %q is not %s, %s or %s", envTenancy, g.tenancy, envvars.TenancyInvocation, envvars.TenancyMessageGroup, envvars.TenancyOff))
 	}
+	if g.tenancy == envvars.TenancyMessageGroup && g.format != "" && g.format != "native" {
+		// The function refuses it (idempotency.New): Powertools scopes no id by group.
+		errs = append(errs, fmt.Errorf("--tenancy %s with --format %s: Powertools does not scope its ids by message group; the function refuses it too", g.tenancy, g.format))
+	}
 	if g.strictEnv != "" && g.strictEnv != "true" && g.strictEnv != "false" {
 		// The function refuses it too (envvars.Read).
 		errs = append(errs, fmt.Errorf("$%s=%q is not true or false", envStrict, g.strictEnv))

@@ -279,6 +279,19 @@ func TestTenancyValidated(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Tenancy") {
 		t.Errorf("unknown Tenancy: %v, want an error naming it", err)
 	}
+	// Powertools scopes no id by message group: every message of a fair or
+	// FIFO queue has one, so its formats' ids would never be Powertools'.
+	for _, f := range []idempotency.Format{idempotency.FormatPowertoolsPython, idempotency.FormatPowertoolsTypeScript} {
+		for _, tc := range []struct {
+			tenancy idempotency.Tenancy
+			refused bool
+		}{{idempotency.TenancyMessageGroup, true}, {idempotency.TenancyOff, false}, {idempotency.TenancyInvocation, false}} {
+			_, err := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "summarise", Format: f, Tenancy: tc.tenancy})
+			if (err != nil) != tc.refused || tc.refused && !strings.Contains(err.Error(), "TenancyMessageGroup") {
+				t.Errorf("Format %v, Tenancy %v: %v; want refused %v", f, tc.tenancy, err, tc.refused)
+			}
+		}
+	}
 }
 
 // testScope is a tenant and a message group, as Guard.ScopedID takes them.
