@@ -33,43 +33,40 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/oteltrace"
 )
 
-// TestSealedLargeResult: a 1 MiB compressible
-// result on dynamostore replays sealed as it does unsealed. Before, its
-// seal (~1.4 MB of base64 ciphertext, which gzip cannot shrink) did not
-// fit the item: the record completed without its result, and every
-// duplicate got the zero value.
+// TestSealedLargeResult: a 1 MiB compressible result replays sealed as it
+// does unsealed, on every store. Before, its seal (~1.4 MB of base64
+// ciphertext, which gzip cannot shrink) did not fit a DynamoDB item or
+// redisstore's WithMaxData: the record completed without its result, and
+// the call and every duplicate got the zero value.
 func TestSealedLargeResult(t *testing.T) {
 	client, keyID := newKey(t)
-	db := moto.DynamoDB(t)
-	table := motoserver.NewTable(t, db)
-	ds, err := dynamostore.New(db, table)
-	if err != nil {
-		t.Fatal(err)
-	}
 	big := make([]byte, 1<<20)
 	for i := range big {
 		big[i] = "abcdefgh"[i%8]
 	}
-	for _, sealed := range []bool{false, true} {
-		var sealer driver.Sealer
-		ns := "plainbig"
-		if sealed {
-			s, err := kmsseal.New(client, keyID)
-			if err != nil {
-				t.Fatal(err)
+	for _, st := range stores(t) {
+		for _, sealed := range []bool{false, true} {
+			var sealer driver.Sealer
+			ns := "plainbig"
+			if sealed {
+				s, err := kmsseal.New(client, keyID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sealer, ns = s, "sealedbig"
 			}
-			sealer, ns = s, "sealedbig"
-		}
-		g := guard(t, ds, ns, sealer)
-		k := idempotency.Raw([]byte(`"order-big"`))
-		runs := 0
-		op := func(context.Context) (result, error) { runs++; return result{Answer: string(big)}, nil }
-		if _, err := idempotency.Do(ctx(t), g, k, op); err != nil {
-			t.Fatalf("sealed %v: %v", sealed, err)
-		}
-		got, err := idempotency.Do(ctx(t), g, k, op)
-		if err != nil || len(got.Answer) != len(big) || runs != 1 {
-			t.Errorf("sealed %v: duplicate got %d bytes, %v, %d runs; want the %d-byte result, 1 run", sealed, len(got.Answer), err, runs, len(big))
+			g := guard(t, st.s, ns, sealer)
+			k := idempotency.Raw([]byte(`"order-big"`))
+			runs := 0
+			op := func(context.Context) (result, error) { runs++; return result{Answer: string(big)}, nil }
+			first, err := idempotency.Do(ctx(t), g, k, op)
+			if err != nil || len(first.Answer) != len(big) {
+				t.Errorf("%s, sealed %v: the first call got %d bytes, %v", st.name, sealed, len(first.Answer), err)
+			}
+			got, err := idempotency.Do(ctx(t), g, k, op)
+			if err != nil || len(got.Answer) != len(big) || runs != 1 {
+				t.Errorf("%s, sealed %v: duplicate got %d bytes, %v, %d runs; want the %d-byte result, 1 run", st.name, sealed, len(got.Answer), err, runs, len(big))
+			}
 		}
 	}
 }

@@ -57,6 +57,20 @@ func (s *Store) place(ctx context.Context, id string, data []byte) (string, []by
 	return placeOmitted, nil
 }
 
+var _ driver.DataFitter = (*Store)(nil)
+
+// FitsData implements [driver.DataFitter]: whether Complete stores rec.Data
+// whole, as it is or compressed, as place decides (without its log line).
+// A guard with a Sealer then compresses a result before sealing it only
+// where its seal would be left out.
+func (s *Store) FitsData(rec driver.Record) bool {
+	if len(rec.Data) <= s.maxData {
+		return true
+	}
+	z := gzipBytes(rec.Data)
+	return len(z) < len(rec.Data) && len(z) <= s.maxData
+}
+
 var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 
 func gzipBytes(p []byte) []byte {

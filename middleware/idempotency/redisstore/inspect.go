@@ -133,15 +133,16 @@ func inspected(id string, fields map[string]string) (driver.StoredRecord, error)
 	return out, nil
 }
 
-// globEscape quotes the characters SCAN's MATCH pattern gives a meaning.
+// globEscape quotes the characters SCAN's MATCH pattern gives a meaning,
+// byte by byte: a prefix that is not valid UTF-8 stays as it is.
 func globEscape(s string) string {
 	var b strings.Builder
-	for _, r := range s {
-		switch r {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
 		case '*', '?', '[', ']', '\\', '^', '-':
 			b.WriteByte('\\')
 		}
-		b.WriteRune(r)
+		b.WriteByte(s[i])
 	}
 	return b.String()
 }

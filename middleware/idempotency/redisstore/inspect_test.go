@@ -2,8 +2,10 @@ package redisstore_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/redisstore"
@@ -35,5 +37,34 @@ func TestInspectNotAHash(t *testing.T) {
 	_, err := s.Inspect(context.Background(), "str#1")
 	if err == nil || errors.Is(err, driver.ErrNotFound) {
 		t.Fatalf("inspect a string key: %v", err)
+	}
+}
+
+// TestListPrefixNotUTF8: a key prefix (or namespace) that is not valid
+// UTF-8 lists its records: SCAN's pattern is escaped byte by byte. Before,
+// each invalid byte became U+FFFD and List found nothing, so sqsonce-ops
+// list showed nothing and resolve saw no sealed results.
+func TestListPrefixNotUTF8(t *testing.T) {
+	s := newStore(t, newClient(t), redisstore.WithKeyPrefix("p\xff\xfe-"+rand.Text()+":"))
+	ctx := context.Background()
+	now := time.Now()
+	rec := driver.Record{ID: "ns\xff#" + rand.Text(), Status: driver.StatusInProgress, ExpiresAt: now.Add(time.Hour),
+		LeaseUntil: now.Add(time.Minute), Owner: rand.Text()}
+	if _, _, err := s.Acquire(ctx, rec, now, driver.Takeover); err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{"", "ns\xff#"} {
+		n := 0
+		for r, err := range s.List(ctx, driver.ListOptions{Prefix: prefix}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.ID == rec.ID {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("List (prefix %q) found the record %d times, want 1", prefix, n)
+		}
 	}
 }
