@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -390,7 +391,7 @@ func (r *nativeReader) value() (types.AttributeValue, error) {
 		r.i++
 	}
 	n := string(r.data[start:r.i])
-	if err := dynamoNumber(n); err != nil {
+	if err := nativeNumber(n); err != nil {
 		return nil, err
 	}
 	return &types.AttributeValueMemberN{Value: n}, nil
@@ -428,7 +429,7 @@ func toNative(x any) (types.AttributeValue, error) {
 	case string:
 		return attrS(x), nil
 	case json.Number:
-		if err := dynamoNumber(string(x)); err != nil {
+		if err := nativeNumber(string(x)); err != nil {
 			return nil, err
 		}
 		return &types.AttributeValueMemberN{Value: string(x)}, nil
@@ -455,6 +456,25 @@ func toNative(x any) (types.AttributeValue, error) {
 	}
 	return nil, fmt.Errorf("unexpected JSON value %T", x) // not reached: Decode makes only the types above
 }
+
+// nativeNumber checks a number of a result in DataPowertoolsTypeScript:
+// one DynamoDB stores (dynamoNumber) and Powertools reads back. Its
+// unmarshall turns a number beyond JavaScript's safe integers (±2^53−1)
+// into a BigInt, which throws for a fraction or an exponent and which
+// JSON cannot write: every Powertools delivery of the key would fail. Its
+// marshall refuses to write one.
+func nativeNumber(n string) error {
+	if err := dynamoNumber(n); err != nil {
+		return err
+	}
+	if f, err := strconv.ParseFloat(n, 64); err != nil && !errors.Is(err, strconv.ErrRange) || math.Abs(f) > maxSafeInteger {
+		return fmt.Errorf("number %s is beyond JavaScript's safe integers (±2^53−1), which Powertools for TypeScript cannot read back", redact.String(n))
+	}
+	return nil
+}
+
+// maxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER.
+const maxSafeInteger = 1<<53 - 1
 
 // dynamoNumber checks that a JSON number fits DynamoDB's number type: at
 // most 38 significant digits, magnitude from 1E-130 to below 1E+126. Its

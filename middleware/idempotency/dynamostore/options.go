@@ -250,8 +250,10 @@ const (
 	// JavaScript's marshall): an object as M, an array as L, a string as S,
 	// a number as N, true and false as BOOL, null as NULL; never compressed.
 	// A string result "123" is S "123" and reads back as the string "123".
-	// Use it with the guard's Powertools TypeScript key format to share a
-	// table with it.
+	// A result holding a number beyond JavaScript's safe integers (±2^53−1),
+	// which Powertools' unmarshall cannot read back, is left out as a result
+	// too large is (see Large results). Use it with the guard's Powertools
+	// TypeScript key format to share a table with it.
 	DataPowertoolsTypeScript
 )
 
