@@ -138,7 +138,7 @@ func TestTenantScopeOneRequestOneID(t *testing.T) {
 func TestTenantScopeBoundedCost(t *testing.T) {
 	k := idempotency.Raw([]byte(`"doc-4471-v9"`))
 	for _, f := range formats {
-		g := guardOf(t, f, idempotency.TenancyMessageGroup)
+		g := guardOf(t, f, idempotency.TenancyInvocation) // ScopedID takes both parts, whatever the tenancy
 		want := len("summarise#t-") + 64
 		for _, n := range []int{1, 100, idempotency.MaxScopeBytes} {
 			s := testScope{Tenant: strings.Repeat("t", n), MessageGroup: strings.Repeat("g", n)}
