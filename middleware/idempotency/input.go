@@ -193,6 +193,7 @@ func compile[S any](sel Selector, body func(*S) (string, error), views []view[S]
 	source := sel.source
 	return func(s *S) (Selection, error) {
 		var why []string
+		var payload noKeyPayload // the first part's that carries one
 		for _, part := range parts {
 			k, err := part(s)
 			if err == nil {
@@ -200,6 +201,9 @@ func compile[S any](sel Selector, body func(*S) (string, error), views []view[S]
 			}
 			if !errors.Is(err, ErrNoKey) {
 				return Selection{}, err
+			}
+			if c, ok := errors.AsType[noKeyPayload](err); ok && payload == nil {
+				payload = c
 			}
 			from, detail := "", err.Error()
 			if ke, ok := errors.AsType[*KeyError](err); ok {
@@ -210,7 +214,11 @@ func compile[S any](sel Selector, body func(*S) (string, error), views []view[S]
 			}
 			why = append(why, from+detail)
 		}
-		return Selection{}, &KeyError{Source: source, Err: fmt.Errorf("%w (%s)", ErrNoKey, strings.Join(why, "; "))}
+		err := fmt.Errorf("%w (%s)", ErrNoKey, strings.Join(why, "; "))
+		if payload != nil {
+			err = &noKey{payload.NoKeyPayload(), err}
+		}
+		return Selection{}, &KeyError{Source: source, Err: err}
 	}, nil
 }
 

@@ -93,8 +93,9 @@ func SelectorFunc[In any](fn func(In) (Selection, error)) Selector {
 // BodyField returns a Selector of a field of the body, named by the
 // members that lead to it: BodyField("document", "id") takes 4471 from
 // {"document":{"id":4471}}. "abc" and 123 are keys; null, "" and an absent
-// field are not. Its selector is `body ["document","id"]`. BodyField
-// panics when a name is empty.
+// field are not (as a payload, [WithPayload], they are: an absent field is
+// null). Its selector is `body ["document","id"]`. BodyField panics when a
+// name is empty.
 func BodyField(name string, nested ...string) Selector {
 	path := append([]string{name}, nested...)
 	if slices.Contains(path, "") {
@@ -108,22 +109,30 @@ func BodyField(name string, nested ...string) Selector {
 	selector := "body " + string(quoted)
 	return Selector{source: source, body: func(body string) (Selection, error) {
 		values, err := bodyPaths(body, path)
+		if errors.Is(err, ErrNoKey) { // a null body: the field is absent
+			return Selection{}, &noKey{Selection{Selector: selector, Value: []byte("null")}, err}
+		}
 		if err != nil {
 			return Selection{}, err
 		}
-		raw := values[0]
-		if raw == "" || raw == "null" || raw == `""` {
-			return Selection{}, ErrNoKey
+		switch raw := values[0]; raw {
+		case "", "null", `""`:
+			if raw == "" {
+				raw = "null"
+			}
+			return Selection{}, &noKey{Selection{Selector: selector, Value: []byte(raw)}, ErrNoKey}
+		default:
+			return Selection{Selector: selector, Value: []byte(raw)}, nil
 		}
-		return Selection{Selector: selector, Value: []byte(raw)}, nil
 	}}
 }
 
 // BodySubset returns a Selector of the object of the named top-level
 // fields of the body: those that define the work, such as
 // {"document_id":"4471","version":9}, without timestamps or request ids.
-// Every one must be present and not null. Its selector is "body fields".
-// BodySubset panics when given no names or an empty one.
+// Every one must be present and not null (as a payload, [WithPayload], an
+// absent field is null). Its selector is "body fields". BodySubset panics
+// when given no names or an empty one.
 func BodySubset(names ...string) Selector {
 	if len(names) == 0 || slices.Contains(names, "") {
 		panic("idempotency: BodySubset: no field names, or an empty one")
@@ -139,15 +148,21 @@ func BodySubset(names ...string) Selector {
 	}
 	return Selector{source: fmt.Sprintf("body subset %s", strings.Join(names, ", ")), body: func(body string) (Selection, error) {
 		values, err := bodyPaths(body, paths...)
-		if err != nil {
+		var missing error
+		if errors.Is(err, ErrNoKey) { // a null body: every field is absent
+			values, missing = make([]string, len(names)), err
+		} else if err != nil {
 			return Selection{}, err
 		}
 		size := 2
 		for n, raw := range values {
 			if raw == "" || raw == "null" {
-				return Selection{}, fmt.Errorf("%w: field %q is missing", ErrNoKey, names[n])
+				if missing == nil {
+					missing = fmt.Errorf("%w: field %q is missing", ErrNoKey, names[n])
+				}
+				values[n] = "null" // as a payload
 			}
-			size += len(quoted[n]) + len(raw) + 2
+			size += len(quoted[n]) + len(values[n]) + 2
 		}
 		v := make([]byte, 0, size)
 		v = append(v, '{')
@@ -157,14 +172,53 @@ func BodySubset(names ...string) Selector {
 			}
 			v = append(append(append(v, quoted[n]...), ':'), raw...)
 		}
-		return Selection{Selector: "body fields", Value: append(v, '}')}, nil
+		sel := Selection{Selector: "body fields", Value: append(v, '}')}
+		if missing != nil {
+			return Selection{}, &noKey{sel, missing}
+		}
+		return sel, nil
 	}}
+}
+
+// noKey is the error of a selector whose selection is no key but is a
+// payload (see [payloadOf]): an absent, null or "" body field, in package
+// jmespath a null or empty selection. It wraps ErrNoKey and says what err
+// says.
+type noKey struct {
+	payload Selection // what WithPayload validates
+	err     error     // wraps ErrNoKey
+}
+
+func (e *noKey) Error() string           { return e.err.Error() }
+func (e *noKey) Unwrap() error           { return e.err }
+func (e *noKey) NoKeyPayload() Selection { return e.payload }
+
+// noKeyPayload is an error that wraps ErrNoKey and carries the payload its
+// selection is: this package's noKey, package jmespath's missing selection.
+type noKeyPayload interface {
+	error
+	NoKeyPayload() Selection
+}
+
+// payloadOf is what a payload selector's result validates: a selection
+// that is no key (an error carrying its payload, noKeyPayload) is a
+// payload like any other, hashed as Powertools hashes a null or empty
+// payload; any other error is said to be about the payload.
+func payloadOf(p Selection, err error) (Selection, error) {
+	if err == nil {
+		return p, nil
+	}
+	if c, ok := errors.AsType[noKeyPayload](err); ok && errors.Is(err, ErrNoKey) {
+		return c.NoKeyPayload(), nil
+	}
+	return Selection{}, payloadError(err)
 }
 
 // FirstOf returns a Selector that tries sels in order: one that finds
 // nothing (its error wraps [ErrNoKey]) passes to the next; any other error
-// is returned at once. Each keeps its selector. FirstOf panics when given
-// no selectors or a zero one.
+// is returned at once. Each keeps its selector. As a payload
+// ([WithPayload]), when none finds one, the first's payload is validated
+// (see BodyField). FirstOf panics when given no selectors or a zero one.
 func FirstOf(sels ...Selector) Selector {
 	if len(sels) == 0 || slices.ContainsFunc(sels, Selector.zero) {
 		panic("idempotency: FirstOf: no selectors, or a zero one")

@@ -34,7 +34,11 @@ type options struct {
 // fails with a [*PayloadMismatchError] instead of returning the other
 // payload's result. For Wrap and WrapJSON it is a [Selector]; for Do, the
 // [Selection] itself. Pass the part that defines the work, not a whole
-// body, whose timestamps would make every re-send a mismatch.
+// body, whose timestamps would make every re-send a mismatch. A
+// selection that the body selectors or package jmespath take as no key (an
+// absent field, null, "", in jmespath an empty array or object) is a
+// payload like any other, hashed as Powertools hashes it (an absent field
+// as null).
 func WithPayload[P Selector | Selection](p P) Option {
 	return Option{name: "WithPayload", apply: func(o *options) {
 		switch p := any(p).(type) {

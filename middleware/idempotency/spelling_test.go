@@ -218,9 +218,10 @@ print('\n'.join(out))
 // {body}, with keyPrefix "fn": eventKeyJmesPath powertools_json(body).
 // idempotency_key, powertools_json(body).doc.id and
 // powertools_json(body).{idempotency_key: idempotency_key, version:
-// version}; the whole body parsed (no JMESPath); and the validation hash
-// of payloadValidationJmesPath powertools_json(body).idempotency_key; "-"
-// where it throws.
+// version}; the whole body parsed (no JMESPath); and the validation hashes
+// of payloadValidationJmesPath powertools_json(body).idempotency_key and
+// powertools_json(body).{idempotency_key: idempotency_key, version:
+// version}; "-" where it throws.
 const powertoolsSpellingPeer = `
 import { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import { IdempotencyConfig } from '@aws-lambda-powertools/idempotency';
@@ -233,6 +234,7 @@ const field = hasher({ eventKeyJmesPath: 'powertools_json(body).idempotency_key'
 const doc = hasher({ eventKeyJmesPath: 'powertools_json(body).doc.id' });
 const subset = hasher({ eventKeyJmesPath: 'powertools_json(body).{idempotency_key: idempotency_key, version: version}' });
 const whole = hasher({});
+const subsetPayload = hasher({ payloadValidationJmesPath: 'powertools_json(body).{idempotency_key: idempotency_key, version: version}' });
 const tryOr = (f) => { try { const v = f(); return v === undefined || v === '' ? '-' : v; } catch { return '-'; } };
 const origWarn = console.warn; console.warn = () => {};
 const out = [];
@@ -242,7 +244,7 @@ for (const line of readFileSync(0, 'utf8').split('\n').slice(0, -1)) {
   out.push([
     tryOr(() => field.getHashedIdempotencyKey(rec)), tryOr(() => doc.getHashedIdempotencyKey(rec)),
     tryOr(() => subset.getHashedIdempotencyKey(rec)), tryOr(() => whole.getHashedIdempotencyKey(JSON.parse(body))),
-    tryOr(() => field.getHashedPayload(rec)),
+    tryOr(() => field.getHashedPayload(rec)), tryOr(() => subsetPayload.getHashedPayload(rec)),
   ].join(' '));
 }
 console.warn = origWarn;
@@ -251,7 +253,7 @@ console.log(out.join('\n'));
 
 // tsIDs are Powertools TypeScript's ids of a body, as powertoolsSpellingPeer
 // writes them.
-type tsIDs struct{ field, docid, subset, whole, validation string }
+type tsIDs struct{ field, docid, subset, whole, validation, validationSubset string }
 
 // spellingSurface is one surface of the package that reads a body, in
 // one format.
@@ -387,20 +389,32 @@ var spellingSurfaces = []spellingSurface{
 		id: func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
 			return e.guards[fi].ID(idempotency.Raw([]byte(m.Body)))
 		}},
-	{name: "validation hash stored by Wrap WithPayload, BodyField(idempotency_key)", selector: "validation", sel: "field", noKey: noField, native: true,
-		id: func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
-			e.calls++
-			key, _ := idempotency.SelectionOf("validation", fmt.Sprintf("validation record %d", e.calls)) // a record of its own: no body's key
-			h := idempotency.Wrap(e.guards[fi], idempotency.SelectorFunc(func(events.SQSMessage) (idempotency.Selection, error) { return key, nil }), func(context.Context, events.SQSMessage) (int, error) { return 1, nil }, idempotency.WithPayload(idempotency.BodyField("idempotency_key")))
-			if _, err := h(context.Background(), m); err != nil {
-				return "", err
-			}
-			rec, ok := e.stores[fi].Get(e.lastID)
-			if !ok {
-				return "", errors.New("no record")
-			}
-			return rec.Validation, nil
-		}},
+	// A payload is never missing: an absent field is null, and null and ""
+	// are hashed as Powertools hashes them.
+	{name: "validation hash stored by Wrap WithPayload, BodyField(idempotency_key)", selector: "validation", sel: "field", noKey: never, native: true,
+		id: validationHash(idempotency.BodyField("idempotency_key"))},
+	{name: "validation hash stored by Wrap WithPayload, BodySubset(idempotency_key, version)", selector: "validation", sel: "subset", noKey: never, native: true,
+		id: validationHash(idempotency.BodySubset("version", "idempotency_key"))},
+	{name: "validation hash stored by Wrap WithPayload, jmespath powertools_json(body).idempotency_key", selector: "validation", sel: "field", body: true, noKey: never, native: true,
+		id: validationHash(jmespath.MustCompile(`powertools_json(body).idempotency_key`).Selector())},
+}
+
+// validationHash is the validation hash Wrap stores for payload, in a
+// record of its own.
+func validationHash(payload idempotency.Selector) func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
+	return func(e *spellingEnv, fi int, m events.SQSMessage) (string, error) {
+		e.calls++
+		key, _ := idempotency.SelectionOf("validation", fmt.Sprintf("validation record %d", e.calls)) // a record of its own: no body's key
+		h := idempotency.Wrap(e.guards[fi], idempotency.SelectorFunc(func(events.SQSMessage) (idempotency.Selection, error) { return key, nil }), func(context.Context, events.SQSMessage) (int, error) { return 1, nil }, idempotency.WithPayload(payload))
+		if _, err := h(context.Background(), m); err != nil {
+			return "", err
+		}
+		rec, ok := e.stores[fi].Get(e.lastID)
+		if !ok {
+			return "", errors.New("no record")
+		}
+		return rec.Validation, nil
+	}
 }
 
 // documentedRefusal names the documented refusal err is in format fi, or
@@ -488,10 +502,10 @@ func TestSpellingDifferential(t *testing.T) {
 	ts := make([]tsIDs, len(bodies))
 	for k, a := range runPeer(t, dir, tsLines, node, "--input-type=module", "-e", powertoolsSpellingPeer) {
 		f := strings.Fields(a)
-		if len(f) != 5 {
+		if len(f) != 6 {
 			t.Fatalf("Powertools TypeScript answered %q", a)
 		}
-		ts[tsOf[k]] = tsIDs{f[0], f[1], f[2], f[3], f[4]}
+		ts[tsOf[k]] = tsIDs{f[0], f[1], f[2], f[3], f[4], f[5]}
 	}
 
 	var logs logCapture
@@ -583,7 +597,7 @@ func TestSpellingDifferential(t *testing.T) {
 				case idempotency.FormatPowertoolsTypeScript:
 					want := tsRef
 					if validation {
-						want = ts[i].validation
+						want = map[string]string{"field": ts[i].validation, "subset": ts[i].validationSubset}[s.sel]
 					}
 					if id != want {
 						fail("%s, %s: id %s; Powertools TypeScript says %s:\n%.400q", s.name, styleName(b), id, want, b.text)

@@ -87,8 +87,8 @@ func (w *jsonWrapper[Req, T]) prepare(st *jsonState[Req], c *call, typeName stri
 	}
 	if w.payload != nil && !planted.On(planted.JSONIgnoresPayload) {
 		c.validate = true
-		if c.payload, err = w.payload(st); err != nil {
-			return withInput(payloadError(err), st.m.MessageId)
+		if c.payload, err = payloadOf(w.payload(st)); err != nil {
+			return withInput(err, st.m.MessageId)
 		}
 	}
 	return nil

@@ -195,9 +195,7 @@ func (w *wrapper[In, T]) call(st *inputState[In]) (call, error) {
 	}
 	if err == nil && w.payload != nil {
 		c.validate = true
-		if c.payload, err = w.payload(st); err != nil {
-			err = payloadError(err)
-		}
+		c.payload, err = payloadOf(w.payload(st))
 	}
 	if ke, ok := err.(*KeyError); ok {
 		ke.InputID = c.inputID

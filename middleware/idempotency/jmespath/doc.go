@@ -20,7 +20,9 @@
 // object whose values are all null is no key: [Expression.Select] returns a
 // [*idempotency.KeyError] wrapping [idempotency.ErrNoKey] and the message
 // fails. Powertools TypeScript's default (throwOnNoIdempotencyKey false)
-// runs a message whose selection is null without idempotency instead.
+// runs a message whose selection is null without idempotency instead. A
+// payload ([idempotency.WithPayload]) is never missing: such a selection
+// is hashed as any other, as both runtimes hash it.
 //
 // # The runtime's id, or a refusal
 //

@@ -44,11 +44,12 @@ func (e *Expression) SelectJSON(doc json.RawMessage) (idempotency.Selection, err
 // SQS message as [Expression.Select] does (the record as Lambda delivers
 // it), on a json.RawMessage as it is, and on any other input on its JSON
 // encoding (json.Marshal), as [Expression.SelectJSON] does. The encoding
-// holds what the input's type declares: a field it lacks is absent (its
-// selection is missing and the call fails), and strings are as the Lambda
-// runtime decoded them, with a lone surrogate already read as U+FFFD. For
-// an event exactly as delivered, make the input json.RawMessage. In
-// [idempotency.WrapJSON] it is evaluated on the message.
+// holds what the input's type declares: a field it lacks is absent (as a
+// key, its selection is missing and the call fails; see the package doc),
+// and strings are as the Lambda runtime decoded them, with a lone
+// surrogate already read as U+FFFD. For an event exactly as delivered,
+// make the input json.RawMessage. In [idempotency.WrapJSON] it is
+// evaluated on the message.
 func (e *Expression) Selector() idempotency.Selector {
 	return idempotency.SelectorFunc(func(in any) (idempotency.Selection, error) {
 		switch in := in.(type) {

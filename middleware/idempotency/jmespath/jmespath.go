@@ -101,7 +101,15 @@ func (e *Expression) key(ev *evaluator, v value) (k idempotency.Selection, err e
 		return idempotency.Selection{}, err
 	}
 	if missing {
-		return idempotency.Selection{}, fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(sel))
+		err := fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(sel))
+		b, serr := ev.reserve(nil, keySize(sel))
+		if serr == nil {
+			b, serr = ev.keyJSON(b, sel)
+		}
+		if serr != nil {
+			return idempotency.Selection{}, err
+		}
+		return idempotency.Selection{}, &noKeyError{idempotency.Selection{Selector: e.selector, Value: b}, err}
 	}
 	b, err := ev.reserve(nil, keySize(sel))
 	if err != nil {
@@ -112,6 +120,21 @@ func (e *Expression) key(ev *evaluator, v value) (k idempotency.Selection, err e
 	}
 	return idempotency.Selection{Selector: e.selector, Value: b}, nil
 }
+
+// noKeyError is a missing selection (see the package doc): no key, but a
+// payload like any other, which [idempotency.WithPayload] validates as
+// Powertools does (it hashes JSON.stringify, or json.dumps, of whatever
+// the expression selects). It wraps idempotency.ErrNoKey and says what
+// err says; package idempotency takes the payload by its NoKeyPayload
+// method.
+type noKeyError struct {
+	payload idempotency.Selection
+	err     error
+}
+
+func (e *noKeyError) Error() string                       { return e.err.Error() }
+func (e *noKeyError) Unwrap() error                       { return e.err }
+func (e *noKeyError) NoKeyPayload() idempotency.Selection { return e.payload }
 
 // sortedKeys is m's keys, sorted, in one allocation.
 func sortedKeys[V any](m map[string]V) []string {

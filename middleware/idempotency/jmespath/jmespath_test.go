@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/md5"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -240,5 +242,69 @@ func BenchmarkKey(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestMissingPayload: a selection that is no key (null, "", an empty array
+// or object, one of nulls only) is, as a payload, hashed as Powertools
+// TypeScript hashes it (md5 base64 of JSON.stringify(deepSort(…))), on an
+// SQS message and on a whole event; as a key it is still none.
+func TestMissingPayload(t *testing.T) {
+	for _, tc := range []struct {
+		expr, body string
+		attrs      map[string]events.SQSMessageAttribute
+		want       string // JSON.stringify(deepSort(selection))
+	}{
+		{`powertools_json(body).payload`, `{"id":"k"}`, nil, `null`},
+		{`powertools_json(body).payload`, `{"id":"k","payload":null}`, nil, `null`},
+		{`powertools_json(body).payload`, `{"id":"k","payload":""}`, nil, `""`},
+		{`powertools_json(body).payload`, `{"id":"k","payload":[ ]}`, nil, `[]`},
+		{`powertools_json(body).payload`, `{"id":"k","payload":{ }}`, nil, `{}`},
+		{`powertools_json(body).payload`, `{"id":"k","payload":[null, null]}`, nil, `[null,null]`},
+		{`powertools_json(body).payload`, `{"id":"k","payload":{"a": null}}`, nil, `{"a":null}`},
+		{`powertools_json(body).[a, b]`, `{"id":"k"}`, nil, `[null,null]`},
+		{`powertools_json(body).{b: b, a: a}`, `{"id":"k"}`, nil, `{"a":null,"b":null}`},
+		{"powertools_json(body).items[?qty > `5`]", `{"id":"k","items":[{"qty":1}]}`, nil, `[]`},
+		{`messageAttributes.absent.stringValue`, `{"id":"k"}`, nil, `null`},
+		{`messageAttributes.tag.stringValue`, `{"id":"k"}`, map[string]events.SQSMessageAttribute{"tag": {DataType: "String", StringValue: new("")}}, `""`},
+	} {
+		sum := md5.Sum([]byte(tc.want))
+		want := base64.StdEncoding.EncodeToString(sum[:])
+		store := memstore.New()
+		var lastID string
+		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "ns", Format: idempotency.FormatPowertoolsTypeScript,
+			Logger: slog.New(slog.DiscardHandler), OnOutcome: func(_ context.Context, r idempotency.Report) { lastID = r.ID }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := jmespath.MustCompile(tc.expr)
+		m := events.SQSMessage{MessageId: "m-1", Body: tc.body, MessageAttributes: tc.attrs}
+		key := jmespath.MustCompile(`powertools_json(body).id`).Selector()
+		runs := 0
+		op := func(context.Context, events.SQSMessage) (int, error) { runs++; return runs, nil }
+		h := idempotency.Wrap(g, key, op, idempotency.WithPayload(e.Selector()))
+		for range 2 {
+			if v, err := h(t.Context(), m); err != nil || v != 1 {
+				t.Errorf("%s on %s: %d, %v; want the first run's result", tc.expr, tc.body, v, err)
+			}
+		}
+		if rec, _ := store.Get(lastID); rec.Validation != want {
+			t.Errorf("%s on %s: validation hash %q, want %q, Powertools TypeScript's of %s", tc.expr, tc.body, rec.Validation, want, tc.want)
+		}
+		if _, err := e.Select(m); !errors.Is(err, idempotency.ErrNoKey) {
+			t.Errorf("%s on %s as a key: %v, want ErrNoKey", tc.expr, tc.body, err)
+		}
+		if tc.attrs != nil {
+			continue
+		}
+		// The body as a whole event (SelectJSON), in a store of its own.
+		we := jmespath.MustCompile(strings.ReplaceAll(tc.expr, "powertools_json(body)", "@"))
+		wk := jmespath.MustCompile(`id`).Selector()
+		wh := idempotency.Wrap(g, wk, func(context.Context, json.RawMessage) (int, error) { return 1, nil }, idempotency.WithPayload(we.Selector()))
+		if _, err := wh(t.Context(), json.RawMessage(tc.body)); err != nil {
+			t.Errorf("%s on the event %s: %v", we, tc.body, err)
+		} else if rec, _ := store.Get(lastID); rec.Validation != want {
+			t.Errorf("%s on the event %s: validation hash %q, want %q", we, tc.body, rec.Validation, want)
+		}
 	}
 }
