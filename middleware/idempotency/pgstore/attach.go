@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +31,10 @@ type Statement struct {
 //
 // The statements must not control the transaction (BEGIN, COMMIT) and
 // should not touch the table "idempotency". They run only if the lease is
-// still the operation's: a lost lease writes nothing.
+// still the operation's: a lost lease writes nothing. They run at the
+// session's isolation level (default_transaction_isolation); a batch
+// refused with a serialization failure committed nothing and is sent
+// again (see Isolation in the package's documentation).
 func Attach(ctx context.Context, stmts ...Statement) error {
 	for _, st := range stmts {
 		if err := idempotency.Attach(ctx, st); err != nil {
@@ -78,22 +82,25 @@ func statements(attached []any) ([]Statement, error) {
 
 // completeWith completes rec and runs stmts in one batch: the batch's
 // implicit transaction commits all of it or nothing. A batch refused for
-// a stale cached plan (DDL on a table it touches) did not run, and is sent
-// again.
+// a stale cached plan (DDL on a table it touches), or because its
+// transaction could not be serialized (SQLSTATE 40001, at the session's
+// REPEATABLE READ or SERIALIZABLE), committed nothing, and is sent again
+// (see again).
 func (s *Store) completeWith(ctx context.Context, rec driver.Record, stmts []Statement) ([]byte, error) {
 	for attempt := 1; ; attempt++ {
-		stored, stale, err := s.completeBatch(ctx, rec, stmts)
-		if !stale || attempt == stalePlanAttempts || ctx.Err() != nil {
+		stored, cause, err := s.completeBatch(ctx, rec, stmts)
+		if !again(ctx, cause, attempt) {
 			return stored, err
 		}
 	}
 }
 
 // completeBatch sends the batch once, and returns the result stored.
-// stale reports a batch refused for a stale cached plan: nothing of it ran.
-func (s *Store) completeBatch(ctx context.Context, rec driver.Record, stmts []Statement) (stored []byte, stale bool, err error) {
+// cause is the driver's error that failed the batch, if any: a
+// PostgreSQL error means the batch's transaction committed nothing.
+func (s *Store) completeBatch(ctx context.Context, rec driver.Record, stmts []Statement) (stored []byte, cause, err error) {
 	b := &pgx.Batch{}
-	b.Queue(s.sql.completeOrAbort, rec.ID, rec.Owner, micros(rec.ExpiresAt), rec.Data)
+	b.Queue(s.sql.completeOrAbort, rec.ID, rec.Owner, stamp(rec.ExpiresAt), rec.Data)
 	for _, st := range stmts {
 		b.Queue(st.SQL, st.Args...)
 	}
@@ -111,7 +118,7 @@ func (s *Store) completeBatch(ctx context.Context, rec driver.Record, stmts []St
 		}
 	}
 	closeErr := br.Close()
-	stale = stalePlan(fenceErr) || stalePlan(stmtErr)
+	cause = cmp.Or(fenceErr, stmtErr, closeErr)
 	var pgErr *pgconn.PgError
 	var pre pgx.ErrPreprocessingBatch
 	switch {
@@ -121,30 +128,30 @@ func (s *Store) completeBatch(ctx context.Context, rec driver.Record, stmts []St
 		// statement it names, and nothing ran.
 		i := slices.IndexFunc(stmts, func(st Statement) bool { return st.SQL == pre.SQL() })
 		if i < 0 {
-			return nil, stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: preparing the completion's fenced update: %w", fenceErr))
+			return nil, cause, storeError("complete", rec.ID, fmt.Errorf("pgstore: preparing the completion's fenced update: %w", fenceErr))
 		}
-		return nil, stale, storeError("complete", rec.ID, &StatementError{Index: i, Err: fenceErr, unencodable: !errors.As(fenceErr, &pgErr)})
+		return nil, cause, storeError("complete", rec.ID, &StatementError{Index: i, Err: fenceErr, unencodable: !errors.As(fenceErr, &pgErr)})
 	case fenceErr != nil && errors.As(fenceErr, &pgErr) && pgErr.Code == "22012": // division_by_zero: the fence failed
 		var status, owner *string
 		var data []byte
 		err := s.queryRow(ctx, s.sql.state, []any{rec.ID}, &status, &owner, &data)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return nil, stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: read the record after its completion was refused: %w", err))
+			return nil, nil, storeError("complete", rec.ID, fmt.Errorf("pgstore: read the record after its completion was refused: %w", err))
 		}
 		if err := fenced("complete", rec.ID, rec.Owner, false, status, owner); err != nil {
-			return nil, stale, err
+			return nil, nil, err
 		}
-		return data, stale, nil
+		return data, nil, nil
 	case fenceErr != nil:
 		// The fenced update itself failed (a lock timeout, a cancelled
 		// statement, a lost connection): nothing was written.
-		return nil, stale, storeError("complete", rec.ID, fmt.Errorf("pgstore: the completion's fenced update: %w", fenceErr))
+		return nil, cause, storeError("complete", rec.ID, fmt.Errorf("pgstore: the completion's fenced update: %w", fenceErr))
 	case stmtErr != nil:
-		return nil, stale, storeError("complete", rec.ID, &StatementError{Index: failed, Err: stmtErr})
+		return nil, cause, storeError("complete", rec.ID, &StatementError{Index: failed, Err: stmtErr})
 	case closeErr != nil:
-		return nil, stale, storeError("complete", rec.ID, closeErr)
+		return nil, cause, storeError("complete", rec.ID, closeErr)
 	}
-	return rec.Data, false, nil
+	return rec.Data, nil, nil
 }
 
 // StatementError reports an attached statement that failed: nothing of the

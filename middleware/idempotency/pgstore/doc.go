@@ -58,6 +58,11 @@
 // prepared statement's result type, the store sends a statement PostgreSQL
 // refused with SQLSTATE 0A000 once more. A claim refused by a record that a
 // concurrent claim committed while the statement ran costs one SELECT more.
+// Each fenced write locks the record's row before it judges it (SELECT …
+// FOR UPDATE in the same statement), so that a write it waited for (the
+// owner's own completion, sent again while the first still ran on the
+// server) is judged as it left the record. A statement refused with a
+// serialization failure is sent again (see Isolation).
 //
 // # Rules
 //
@@ -70,6 +75,32 @@
 // lost) succeeds without writing again. Times are the caller's clock,
 // truncated to microseconds (timestamptz's resolution) on both sides of a
 // comparison.
+//
+// A timestamp of 'infinity' or '-infinity' (timestamptz takes them; an
+// operator may keep a record for good by hand) is read as
+// 9999-12-31T23:59:59.999999Z or 0001-01-01T00:00:00.000001Z, after or
+// before any time the store compares with, as PostgreSQL compares the
+// infinities, and those times are written back as the infinities: an
+// infinite expiry never expires (DeleteExpired keeps it, a duplicate
+// replays), an infinite lease never lapses (the claim is held until the
+// record expires, or an operator releases it), and an operator's or a
+// quarantine's fence matches the record as read.
+//
+// # Isolation
+//
+// The statements are written for READ COMMITTED, PostgreSQL's default:
+// each is its own transaction, and one that waits for a row another
+// transaction changes goes on with the row as that one left it. Where the
+// sessions' default_transaction_isolation is REPEATABLE READ or
+// SERIALIZABLE, PostgreSQL refuses such a statement instead (SQLSTATE
+// 40001), and SERIALIZABLE may refuse claims of keys whose index entries
+// share a page; the store sends a refused statement again, up to 10 times,
+// each after a random pause below 64 ms, within its context (nothing of
+// it was applied), and returns the last refusal. Statements attached to a
+// completion run at the session's level, in a batch sent again the same
+// way. Where nothing else needs the stricter level, give the store's role
+// READ COMMITTED (ALTER ROLE … SET default_transaction_isolation = 'read
+// committed'): the store then never retries.
 //
 // # Attached statements
 //

@@ -60,7 +60,16 @@ func (s *Store) List(ctx context.Context, opts driver.ListOptions) iter.Seq2[dri
 		like := likeEscape(opts.Prefix) + "%"
 		after := ""
 		for {
-			page, err := s.listPage(ctx, string(opts.Status), like, after)
+			var (
+				page []listed
+				err  error
+			)
+			for attempt := 1; ; attempt++ {
+				page, err = s.listPage(ctx, string(opts.Status), like, after)
+				if !again(ctx, err, attempt) {
+					break
+				}
+			}
 			if err != nil {
 				yield(driver.StoredRecord{}, storeError("list", "", err))
 				return

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
@@ -25,29 +24,38 @@ const inspectedFenceSQL = `id = $1 AND status = 'INPROGRESS' AND lease_owner = $
       AND strict_lease_expiration IS NOT DISTINCT FROM $6`
 
 // releaseInspectedSQL deletes the record found, and returns whether it did
-// with the record's status and owner as of the statement's start.
+// with the record's status and owner as it found them: the old CTE locks
+// the row first, as completeSQL's does.
 const releaseInspectedSQL = `
-WITH gone AS (
-    DELETE FROM {{table}} WHERE ` + inspectedFenceSQL + `
-    RETURNING 1
-)
-SELECT EXISTS (SELECT FROM gone),
-       (SELECT status FROM {{table}} WHERE id = $1),
-       (SELECT lease_owner FROM {{table}} WHERE id = $1)`
-
-// completeInspectedSQL completes the record found with expiration $7,
-// result $8 and owner $9, and returns whether it did with the record's
-// status, owner and result as of the statement's start.
-const completeInspectedSQL = `
-WITH done AS (
-    UPDATE {{table}} SET status = 'COMPLETED', expiration = $7, data = $8, lease_owner = $9, quarantined = NULL
+WITH old AS MATERIALIZED (
+    SELECT status, lease_owner FROM {{table}} WHERE id = $1
+    FOR UPDATE
+), gone AS (
+    DELETE FROM {{table}}
+    USING (SELECT count(*) FROM old) AS locked
     WHERE ` + inspectedFenceSQL + `
     RETURNING 1
 )
-SELECT EXISTS (SELECT FROM done),
-       (SELECT status FROM {{table}} WHERE id = $1),
-       (SELECT lease_owner FROM {{table}} WHERE id = $1),
-       (SELECT data FROM {{table}} WHERE id = $1)`
+SELECT EXISTS (SELECT FROM gone), o.status, o.lease_owner
+FROM (SELECT) AS one LEFT JOIN old AS o ON true`
+
+// completeInspectedSQL completes the record found with expiration $7,
+// result $8 and owner $9, and returns whether it did with the record's
+// status, owner and result as it found them: the old CTE locks the row
+// first, as completeSQL's does, so that the same completion sent again
+// while the first runs finds the record as the first left it.
+const completeInspectedSQL = `
+WITH old AS MATERIALIZED (
+    SELECT status, lease_owner, data FROM {{table}} WHERE id = $1
+    FOR UPDATE
+), done AS (
+    UPDATE {{table}} SET status = 'COMPLETED', expiration = $7, data = $8, lease_owner = $9, quarantined = NULL
+    FROM (SELECT count(*) FROM old) AS locked
+    WHERE ` + inspectedFenceSQL + `
+    RETURNING 1
+)
+SELECT EXISTS (SELECT FROM done), o.status, o.lease_owner, o.data
+FROM (SELECT) AS one LEFT JOIN old AS o ON true`
 
 func (s *Store) operatorSQL(sql string) string {
 	return strings.ReplaceAll(sql, "{{table}}", s.sql.table)
@@ -55,14 +63,7 @@ func (s *Store) operatorSQL(sql string) string {
 
 // fenceArgs are the arguments $1 to $6 of inspectedFenceSQL for found.
 func fenceArgs(found driver.Record) []any {
-	orNull := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		m := micros(t)
-		return &m
-	}
-	return []any{found.ID, found.Owner, micros(found.ExpiresAt), micros(found.LeaseUntil), orNull(found.Quarantined), orNull(found.StrictLease)}
+	return []any{found.ID, found.Owner, stamp(found.ExpiresAt), stamp(found.LeaseUntil), stampOrNull(found.Quarantined), stampOrNull(found.StrictLease)}
 }
 
 // ReleaseInspected releases the INPROGRESS record found, as [Store.Inspect]
@@ -108,7 +109,7 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done driver.Record
 		status, owner *string
 		data          []byte
 	)
-	args := append(fenceArgs(found), micros(done.ExpiresAt), done.Data, done.Owner)
+	args := append(fenceArgs(found), stamp(done.ExpiresAt), done.Data, done.Owner)
 	if err := s.queryRow(ctx, s.operatorSQL(completeInspectedSQL), args, &ok, &status, &owner, &data); err != nil {
 		return storeError("complete", found.ID, err)
 	}
@@ -119,7 +120,8 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done driver.Record
 }
 
 // changed is the error of an operator's write refused by its fence, judged
-// from the record's status and owner before the write.
+// from the record's status and owner as the write found them, holding the
+// row.
 func changed(op string, found driver.Record, status, owner *string) error {
 	why := "the record is gone"
 	switch {

@@ -52,19 +52,27 @@ SELECT status, expiration, in_progress_expiration, data, validation, lease_owner
 FROM {{table}} WHERE id = $1`
 
 // completeSQL completes $1 if it is INPROGRESS and owned by $2, and returns
-// whether it did with the record's status, owner and result as of the
-// statement's start, to tell a lost lease from the owner's own earlier
-// completion and to return the result that completion stored.
+// whether it did with the record's status, owner and result as it found
+// them, to tell a lost lease from the owner's own earlier completion and to
+// return the result that completion stored. The old CTE locks the row
+// before the UPDATE runs, as claimSQL's does: a write that commits while
+// the statement runs (the owner's own completion, sent before and still
+// running on the server) is waited for, and old reads the row as it left
+// it, not as of the statement's start, which still showed the record in
+// progress with the caller's owner and called that completion a lost
+// lease.
 const completeSQL = `
-WITH done AS (
-    UPDATE {{table}} SET status = 'COMPLETED', expiration = $3, data = $4, quarantined = NULL
-    WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2
+WITH old AS MATERIALIZED (
+    SELECT status, lease_owner, data FROM {{table}} WHERE id = $1
+    FOR UPDATE
+), done AS (
+    UPDATE {{table}} AS r SET status = 'COMPLETED', expiration = $3, data = $4, quarantined = NULL
+    FROM (SELECT count(*) FROM old) AS locked
+    WHERE r.id = $1 AND r.status = 'INPROGRESS' AND r.lease_owner = $2
     RETURNING 1
 )
-SELECT EXISTS (SELECT FROM done),
-       (SELECT status FROM {{table}} WHERE id = $1),
-       (SELECT lease_owner FROM {{table}} WHERE id = $1),
-       (SELECT data FROM {{table}} WHERE id = $1)`
+SELECT EXISTS (SELECT FROM done), o.status, o.lease_owner, o.data
+FROM (SELECT) AS one LEFT JOIN old AS o ON true`
 
 // completeOrAbortSQL is completeSQL for a batch with attached statements:
 // when the fence fails it divides by zero, which aborts the batch's
@@ -82,17 +90,20 @@ SELECT 1 / (SELECT count(*)::int FROM done)`
 const stateSQL = `SELECT status, lease_owner, data FROM {{table}} WHERE id = $1`
 
 // releaseSQL deletes $1 if it is INPROGRESS and owned by $2, and returns
-// whether it did with the record's status and owner as of the statement's
-// start.
+// whether it did with the record's status and owner as it found them: the
+// old CTE locks the row first, as completeSQL's does.
 const releaseSQL = `
-WITH gone AS (
-    DELETE FROM {{table}}
-    WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2
+WITH old AS MATERIALIZED (
+    SELECT status, lease_owner FROM {{table}} WHERE id = $1
+    FOR UPDATE
+), gone AS (
+    DELETE FROM {{table}} AS r
+    USING (SELECT count(*) FROM old) AS locked
+    WHERE r.id = $1 AND r.status = 'INPROGRESS' AND r.lease_owner = $2
     RETURNING 1
 )
-SELECT EXISTS (SELECT FROM gone),
-       (SELECT status FROM {{table}} WHERE id = $1),
-       (SELECT lease_owner FROM {{table}} WHERE id = $1)`
+SELECT EXISTS (SELECT FROM gone), o.status, o.lease_owner
+FROM (SELECT) AS one LEFT JOIN old AS o ON true`
 
 // quarantineSQL marks $1 quarantined at $4, if it is INPROGRESS, owned by
 // $2, expiring at $3, its lease before $4 and not quarantined yet: it sets
@@ -126,19 +137,22 @@ FROM (SELECT) AS one LEFT JOIN old AS o ON true`
 // strict_lease_expiration; else in_progress_expiration) if it is
 // INPROGRESS, owned by $2, not quarantined and not expired at $5, and
 // returns whether it did with the record's status, owner and quarantine
-// mark as of the statement's start.
+// mark as it found them: the old CTE locks the row first, as
+// completeSQL's does.
 const extendSQL = `
-WITH ext AS (
-    UPDATE {{table}} SET
-        in_progress_expiration = CASE WHEN $4::boolean THEN in_progress_expiration ELSE $3 END,
-        strict_lease_expiration = CASE WHEN $4::boolean THEN $3 ELSE strict_lease_expiration END
-    WHERE id = $1 AND status = 'INPROGRESS' AND lease_owner = $2 AND quarantined IS NULL AND expiration >= $5
+WITH old AS MATERIALIZED (
+    SELECT status, lease_owner, quarantined IS NOT NULL AS quarantined FROM {{table}} WHERE id = $1
+    FOR UPDATE
+), ext AS (
+    UPDATE {{table}} AS r SET
+        in_progress_expiration = CASE WHEN $4::boolean THEN r.in_progress_expiration ELSE $3 END,
+        strict_lease_expiration = CASE WHEN $4::boolean THEN $3 ELSE r.strict_lease_expiration END
+    FROM (SELECT count(*) FROM old) AS locked
+    WHERE r.id = $1 AND r.status = 'INPROGRESS' AND r.lease_owner = $2 AND r.quarantined IS NULL AND r.expiration >= $5
     RETURNING 1
 )
-SELECT EXISTS (SELECT FROM ext),
-       (SELECT status FROM {{table}} WHERE id = $1),
-       (SELECT lease_owner FROM {{table}} WHERE id = $1),
-       (SELECT quarantined IS NOT NULL FROM {{table}} WHERE id = $1)`
+SELECT EXISTS (SELECT FROM ext), o.status, o.lease_owner, o.quarantined
+FROM (SELECT) AS one LEFT JOIN old AS o ON true`
 
 // deleteExpiredSQL deletes up to $1 records past their expiration, oldest
 // first from $2 (NULL: the oldest), skipping rows a claim holds locked, and

@@ -5,11 +5,13 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
@@ -112,11 +114,13 @@ func storeError(op, id string, err error) error {
 	return &idempotency.StoreError{Op: op, ID: id, Err: err}
 }
 
-// row is a record as read from the table; Status is nil when absent.
+// row is a record as read from the table; Status is nil when absent. Its
+// times are scanned as pgtype.Timestamptz, which holds the infinities a
+// time.Time cannot (see timeOf).
 type row struct {
 	status, validation, owner *string
-	expiration, lease         *time.Time
-	quarantined, strictLease  *time.Time
+	expiration, lease         pgtype.Timestamptz
+	quarantined, strictLease  pgtype.Timestamptz
 	data                      []byte
 }
 
@@ -124,26 +128,65 @@ func (r row) record(id string) driver.Record {
 	if r.status == nil {
 		return driver.Record{}
 	}
-	rec := driver.Record{ID: id, Status: driver.Status(*r.status), Data: r.data}
-	if r.expiration != nil {
-		rec.ExpiresAt = *r.expiration
-	}
-	if r.lease != nil {
-		rec.LeaseUntil = *r.lease
-	}
+	rec := driver.Record{ID: id, Status: driver.Status(*r.status), Data: r.data,
+		ExpiresAt: timeOf(r.expiration), LeaseUntil: timeOf(r.lease),
+		Quarantined: timeOf(r.quarantined), StrictLease: timeOf(r.strictLease)}
 	if r.validation != nil {
 		rec.Validation = *r.validation
 	}
 	if r.owner != nil {
 		rec.Owner = *r.owner
 	}
-	if r.quarantined != nil {
-		rec.Quarantined = *r.quarantined
-	}
-	if r.strictLease != nil {
-		rec.StrictLease = *r.strictLease
-	}
 	return rec
+}
+
+// The times the store reads timestamptz's 'infinity' and '-infinity' as
+// (an operator may write them by hand, to keep a record for good), and
+// writes back as them: the last microsecond of year 9999 (the last year
+// JSON and RFC 3339 show) and the first after Go's zero time (which means
+// none), after and before any time the store compares with, so that Go's
+// comparisons agree with PostgreSQL's. An expiry at infinity never
+// expires; a lease ending at infinity never lapses (the claim is held
+// until the record expires, or an operator releases it).
+var (
+	infinity         = time.Date(9999, time.December, 31, 23, 59, 59, 999999000, time.UTC)
+	negativeInfinity = time.Date(1, time.January, 1, 0, 0, 0, 1000, time.UTC)
+)
+
+// timeOf is the time of t as the store reads it: the zero time for NULL,
+// and the times above for the infinities.
+func timeOf(t pgtype.Timestamptz) time.Time {
+	switch {
+	case !t.Valid:
+		return time.Time{}
+	case t.InfinityModifier == pgtype.Infinity:
+		return infinity
+	case t.InfinityModifier == pgtype.NegativeInfinity:
+		return negativeInfinity
+	}
+	return t.Time
+}
+
+// stamp is the argument the store writes or compares t as: truncated to
+// microseconds (see micros), and the infinities for the times timeOf reads
+// them as, so that a record read is matched and kept as stored.
+func stamp(t time.Time) pgtype.Timestamptz {
+	t = micros(t)
+	switch {
+	case t.Equal(infinity):
+		return pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+	case t.Equal(negativeInfinity):
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	}
+	return pgtype.Timestamptz{Time: t, Valid: true}
+}
+
+// stampOrNull is stamp, with NULL for the zero time.
+func stampOrNull(t time.Time) pgtype.Timestamptz {
+	if t.IsZero() {
+		return pgtype.Timestamptz{}
+	}
+	return stamp(t)
 }
 
 // claimable reports whether a claim made at now may take r over.
@@ -178,17 +221,14 @@ func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 			errors.New("pgstore: record has no owner: its Complete and Release could not be fenced"))
 	}
 	now = micros(now)
-	var strictLease *time.Time // NULL: not a strict claim
-	if !rec.StrictLease.IsZero() {
-		t := micros(rec.StrictLease)
-		strictLease = &t
-	}
+	args := []any{rec.ID, stamp(rec.ExpiresAt), stamp(rec.LeaseUntil), rec.Validation, rec.Owner, stamp(now), strict,
+		stampOrNull(rec.StrictLease)} // NULL: not a strict claim
 	for range 2 {
 		var (
 			claimed bool
 			old     row
 		)
-		err := s.queryRow(ctx, s.sql.claim, []any{rec.ID, micros(rec.ExpiresAt), micros(rec.LeaseUntil), rec.Validation, rec.Owner, now, strict, strictLease},
+		err := s.queryRow(ctx, s.sql.claim, args,
 			&claimed, &old.status, &old.expiration, &old.lease, &old.data, &old.validation, &old.owner, &old.quarantined, &old.strictLease)
 		if err != nil {
 			return driver.Record{}, false, storeError("acquire", rec.ID, err)
@@ -245,12 +285,64 @@ func stalePlan(err error) bool {
 		(pgErr.Routine == "RevalidateCachedQuery" || strings.Contains(pgErr.Message, "cached plan must not change result type"))
 }
 
+// serializationAttempts bounds how often a statement refused with a
+// serialization failure is sent (see serializationFailure).
+const serializationAttempts = 10
+
+// serializationFailure reports whether err is PostgreSQL refusing a
+// transaction that could not be serialized (SQLSTATE 40001), at REPEATABLE
+// READ or SERIALIZABLE: the session's default_transaction_isolation, which
+// some teams set for a whole database. The store's statements are written
+// for READ COMMITTED, PostgreSQL's default, where a statement that waited
+// for a row another transaction changed goes on with the row as that
+// transaction left it; at the stricter levels PostgreSQL refuses the
+// statement instead, and may refuse one that took part in a cycle of
+// read/write dependencies. Each of the store's statements is its own
+// transaction, rolled back when refused: sent again, it runs afresh, as at
+// READ COMMITTED.
+func serializationFailure(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40001"
+}
+
+// serializationBackoff is the longest pause before a statement refused
+// with a serialization failure is sent again: after its attempt n, a
+// random pause below min(2^(n-1) ms, serializationBackoff), so that
+// statements refused together (claims of neighbouring keys, whose index
+// entries share a page) do not collide again.
+const serializationBackoff = 64 * time.Millisecond
+
+// again reports whether a statement that failed with err, on its attempt,
+// is sent again: at once when its cached plan was stale, after a short
+// random pause when its transaction could not be serialized, a bounded
+// number of times and while ctx lasts. Nothing of it was applied either
+// way.
+func again(ctx context.Context, err error, attempt int) bool {
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return false
+	case stalePlan(err):
+		return attempt < stalePlanAttempts
+	case !serializationFailure(err) || attempt >= serializationAttempts:
+		return false
+	}
+	pause := time.NewTimer(rand.N(min(time.Millisecond<<(attempt-1), serializationBackoff)))
+	defer pause.Stop()
+	select {
+	case <-pause.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // queryRow runs sql and scans its one row into dest, sending it again
-// when its cached plan was stale.
+// when its cached plan was stale or its transaction could not be
+// serialized (see again).
 func (s *Store) queryRow(ctx context.Context, sql string, args []any, dest ...any) error {
 	for attempt := 1; ; attempt++ {
 		err := s.db.QueryRow(ctx, sql, args...).Scan(dest...)
-		if err == nil || !stalePlan(err) || attempt == stalePlanAttempts || ctx.Err() != nil {
+		if !again(ctx, err, attempt) {
 			return err
 		}
 	}
@@ -261,10 +353,12 @@ func (s *Store) queryRow(ctx context.Context, sql string, args []any, dest ...an
 // fenced UPDATE and then the statements in one transaction (see
 // [Attach]). The table keeps every result in full, so it returns rec.Data
 // when it completes the record. A record already completed by the same
-// owner (an earlier attempt whose reply was lost, its attached statements
+// owner (an earlier attempt whose reply was lost, or that was still
+// running on the server when this one was sent, its attached statements
 // committed with it, or an operator's resolve under the claim's owner) is
 // a success: nothing is written again, and the result returned is the one
-// stored then, read by the same statement.
+// stored then, read by the same statement once it holds the row (with
+// attached statements, by one SELECT more).
 func (s *Store) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
 	if rec.ID == "" {
 		return nil, storeError("complete", "", errors.New("pgstore: empty record id"))
@@ -284,7 +378,7 @@ func (s *Store) Complete(ctx context.Context, rec driver.Record) ([]byte, error)
 		status, owner *string
 		data          []byte
 	)
-	err = s.queryRow(ctx, s.sql.complete, []any{rec.ID, rec.Owner, micros(rec.ExpiresAt), rec.Data}, &done, &status, &owner, &data)
+	err = s.queryRow(ctx, s.sql.complete, []any{rec.ID, rec.Owner, stamp(rec.ExpiresAt), rec.Data}, &done, &status, &owner, &data)
 	if err != nil {
 		return nil, storeError("complete", rec.ID, err)
 	}
@@ -298,7 +392,8 @@ func (s *Store) Complete(ctx context.Context, rec driver.Record) ([]byte, error)
 }
 
 // Release implements [driver.Store.Release] with one DELETE fenced by
-// status and owner: a completed record is never deleted.
+// status and owner: a completed record is never deleted. A refusal names
+// the record as the statement found it once it held the row.
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if id == "" {
 		return storeError("release", "", errors.New("pgstore: empty record id"))
@@ -318,7 +413,7 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 
 // fenced is the outcome of a fenced write: done, or the owner's own earlier
 // completion, or a lost lease, judged from the record's status and owner
-// before the write.
+// as the write found them, holding the row.
 func fenced(op, id, owner string, done bool, status, own *string) error {
 	if done {
 		return nil
@@ -361,7 +456,7 @@ func (s *Store) DeleteExpired(ctx context.Context, batchSize int) (int64, error)
 	}
 	var (
 		total int64
-		from  *time.Time // where the next batch starts
+		from  pgtype.Timestamptz // where the next batch starts; NULL: the oldest
 	)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -369,9 +464,9 @@ func (s *Store) DeleteExpired(ctx context.Context, batchSize int) (int64, error)
 		}
 		var (
 			n    int64
-			last *time.Time
+			last pgtype.Timestamptz // -infinity, for a record expiring then
 		)
-		if err := s.db.QueryRow(ctx, s.sql.deleteExpired, batchSize, from).Scan(&n, &last); err != nil {
+		if err := s.queryRow(ctx, s.sql.deleteExpired, []any{batchSize, from}, &n, &last); err != nil {
 			return total, fmt.Errorf("pgstore: delete expired records: %w", err)
 		}
 		total += n

@@ -25,7 +25,7 @@ func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Ti
 		done bool
 		old  row
 	)
-	err := s.queryRow(ctx, s.sql.quarantine, []any{found.ID, found.Owner, micros(found.ExpiresAt), now},
+	err := s.queryRow(ctx, s.sql.quarantine, []any{found.ID, found.Owner, stamp(found.ExpiresAt), stamp(now)},
 		&done, &old.status, &old.expiration, &old.lease, &old.data, &old.validation, &old.owner, &old.quarantined, &old.strictLease)
 	if err != nil {
 		return driver.Record{}, storeError("quarantine", found.ID, err)
@@ -71,7 +71,7 @@ func (s *Store) Extend(ctx context.Context, rec driver.Record, now time.Time) er
 		status, owner *string
 		quarantined   *bool
 	)
-	err := s.queryRow(ctx, s.sql.extend, []any{rec.ID, rec.Owner, micros(until), rec.Strict(), micros(now)},
+	err := s.queryRow(ctx, s.sql.extend, []any{rec.ID, rec.Owner, stamp(until), rec.Strict(), stamp(now)},
 		&done, &status, &owner, &quarantined)
 	if err != nil {
 		return storeError("extend", rec.ID, err)
