@@ -179,7 +179,9 @@ func (p Pacing) timeout(msg *events.SQSMessage, err error, started bool, now tim
 	}
 	var d time.Duration
 	if ra, ok := errors.AsType[RetryAtError](err); ok && !ra.RetryAt().IsZero() {
-		d = max(ra.RetryAt().Sub(now), 0) + time.Duration(rnd()*p.Jitter*float64(p.Base))
+		// Capped before the jitter is added: Sub saturates for a RetryAt
+		// far ahead (a lease kept for good), and the sum would overflow.
+		d = min(max(ra.RetryAt().Sub(now), 0), MaxVisibilityTimeout) + time.Duration(rnd()*p.Jitter*float64(p.Base))
 	} else {
 		d = p.backoff(receiveCount(msg))
 		d -= time.Duration(rnd() * p.Jitter * float64(d))

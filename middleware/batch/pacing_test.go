@@ -84,7 +84,8 @@ func TestPacingTimeouts(t *testing.T) {
 		"inprog":   fmt.Errorf("wrapped: %w", inProgress{at: now.Add(90 * time.Second)}),
 		"past":     inProgress{at: now.Add(-time.Minute)},
 		"far":      inProgress{at: now.Add(48 * time.Hour)},
-		"unknown":  inProgress{}, // no lease end: backs off
+		"forever":  inProgress{at: time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)}, // a lease kept for good: Sub saturates
+		"unknown":  inProgress{},                                                             // no lease end: backs off
 		"first":    errRecord,
 		"third":    errRecord,
 		"hundred":  errRecord,
@@ -109,6 +110,7 @@ func TestPacingTimeouts(t *testing.T) {
 		withCount(std("inprog", ""), "4"),
 		withCount(std("past", ""), "1"),
 		withCount(std("far", ""), "1"),
+		withCount(std("forever", ""), "1"),
 		withCount(std("unknown", ""), "2"),
 		withCount(std("first", ""), "1"),
 		withCount(std("third", ""), "3"),
@@ -130,6 +132,7 @@ func TestPacingTimeouts(t *testing.T) {
 		"inprog":   90*time.Second + jitterAfterLease,
 		"past":     jitterAfterLease,
 		"far":      MaxVisibilityTimeout - pacingTimeout - limitMargin, // see TestPacingVisibilityLimit
+		"forever":  MaxVisibilityTimeout - pacingTimeout - limitMargin,
 		"unknown":  backoff(20 * time.Second),
 		"first":    backoff(10 * time.Second),
 		"third":    backoff(40 * time.Second),
