@@ -137,3 +137,33 @@ func TestCompletedAfterRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestPowertoolsCompletesUnderOurClaim: a Powertools worker that outlived
+// its lease completes the key while sqsonce, which took the claim over,
+// still runs it. Powertools' completion leaves sqsonce's lease owner on the
+// record; sqsonce's completion, refused by its fence, must not take that
+// record for its own earlier attempt: the operation ran twice, and the
+// outcome says so (double_run: its ERROR line, metric and alarm).
+func TestPowertoolsCompletesUnderOurClaim(t *testing.T) {
+	tb := newTable(t)
+	key := "k-" + rand.Text()
+	slow := message(key, nil, `"powertools"`)
+	done := startSlowPowertools(t, tb, slow, 1, 2500)
+	s := newSqsonce(t, tb, withClock(time.Second))
+	s.block, s.started = make(chan struct{}), make(chan struct{})
+	again := message(key, nil, `"sqsonce"`)
+	resp := make(chan events.SQSEventResponse, 1)
+	go func() { resp <- s.run(t, again) }()
+	<-s.started
+	if rep := <-done; rep.Events[0].Records[0].Status != "success" || len(rep.Ran) != 1 {
+		t.Fatalf("powertools: %+v", rep)
+	}
+	close(s.block)
+	<-resp
+	if ev := s.outcome(again.MessageId); ev.Outcome != idempotency.OutcomeDoubleRun {
+		t.Errorf("sqsonce's outcome %q, want double_run: the operation ran in Powertools and in sqsonce", ev.Outcome)
+	}
+	if r := s.result(again.MessageId); !sameJSON(t, r.val, `"powertools"`) {
+		t.Errorf("sqsonce's call returned %#v (%v), want the stored result, Powertools'", r.val, r.err)
+	}
+}

@@ -517,15 +517,20 @@ func (s *Store) completionFailed(ctx context.Context, rec driver.Record, err err
 
 // conditionFailed is the outcome of a completion whose condition failed;
 // item is the record as the condition saw it. Found COMPLETED under rec's
-// own owner, it is this completion, applied by an earlier attempt: only
-// this completion writes rec.Owner on a completed record (owner tokens are
-// random per claim), and with its attached writes, since they commit
-// together or not at all. Otherwise, or when the server left the record
-// out, the lease was lost.
+// own owner, and as this store completes (a result marked with its data
+// format, or none), it is this completion, applied by an earlier attempt:
+// only this completion writes rec.Owner on a completed record (owner tokens
+// are random per claim), and with its attached writes, since they commit
+// together or not at all. (A Powertools worker that outlived its lease and
+// completed under this claim leaves the owner, but writes its result
+// without the mark: that is a double run.) Otherwise, or when the server
+// left the record out, the lease was lost.
 func (s *Store) conditionFailed(ctx context.Context, rec driver.Record, item map[string]types.AttributeValue) ([]byte, error) {
 	if len(item) > 0 {
 		st, err := s.decode(item)
-		if st.rec.Status == driver.StatusCompleted && st.rec.Owner != "" && st.rec.Owner == rec.Owner {
+		_, marked := item[s.attrs.DataFormat]
+		_, data := item[s.attrs.Data]
+		if st.rec.Status == driver.StatusCompleted && st.rec.Owner != "" && st.rec.Owner == rec.Owner && (marked || !data) {
 			if err != nil {
 				return nil, storeError("complete", rec.ID, fmt.Errorf("dynamostore: completed by this owner, but the stored result cannot be read: %w", permanent{err}))
 			}
