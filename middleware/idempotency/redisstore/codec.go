@@ -39,6 +39,18 @@ const (
 // does not fit in WithMaxData even compressed. It returns the placement
 // and the bytes to write.
 func (s *Store) place(ctx context.Context, id string, data []byte) (string, []byte) {
+	where, stored := s.placement(data)
+	if where != placeOmitted {
+		return where, stored
+	}
+	s.logger.LogAttrs(ctx, slog.LevelError, "redisstore: record completed WITHOUT its result: the result does not fit "+
+		"in WithMaxData, even compressed; later deliveries of the key get an empty result, the operation is not run again",
+		slog.String("record_id", id), slog.Int("result_bytes", len(data)), slog.Int("max_bytes", s.maxData))
+	return placeOmitted, nil
+}
+
+// placement is place's decision, without its log line.
+func (s *Store) placement(data []byte) (string, []byte) {
 	if data == nil {
 		return placeNone, nil
 	}
@@ -51,9 +63,6 @@ func (s *Store) place(ctx context.Context, id string, data []byte) (string, []by
 	if plainFits {
 		return placePlain, data
 	}
-	s.logger.LogAttrs(ctx, slog.LevelError, "redisstore: record completed WITHOUT its result: the result does not fit "+
-		"in WithMaxData, even compressed; later deliveries of the key get an empty result, the operation is not run again",
-		slog.String("record_id", id), slog.Int("result_bytes", len(data)), slog.Int("max_bytes", s.maxData))
 	return placeOmitted, nil
 }
 
@@ -67,8 +76,8 @@ func (s *Store) FitsData(rec driver.Record) bool {
 	if len(rec.Data) <= s.maxData {
 		return true
 	}
-	z := gzipBytes(rec.Data)
-	return len(z) < len(rec.Data) && len(z) <= s.maxData
+	where, _ := s.placement(rec.Data)
+	return where != placeOmitted
 }
 
 var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
