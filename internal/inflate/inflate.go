@@ -1,5 +1,6 @@
 // Package inflate decompresses gzip data that a message or a stored record
 // carries, bounded: what a sender compressed is never inflated past a limit.
+// Gzip is its inverse, for the stores and the sealer that compress results.
 package inflate
 
 import (
@@ -9,7 +10,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
+
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
+// Gzip is p gzip-compressed at the default level, with a writer reused
+// from a pool.
+func Gzip(p []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(p)/2 + 64)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
+	_, _ = zw.Write(p) // writes to a bytes.Buffer do not fail
+	_ = zw.Close()
+	zw.Reset(nil)
+	gzipWriters.Put(zw)
+	return buf.Bytes()
+}
 
 // tooLarge is the error of data that inflates beyond the limit.
 type tooLarge struct{ max int }

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -131,29 +130,26 @@ func seal(ctx context.Context, s Sealer, recordID string, plain []byte, prefix s
 	return append(out, '"'), nil
 }
 
-// SealCompressedData is [SealData] with data gzipped before s seals it,
+// sealCompressedData is [SealData] with data gzipped before s seals it,
 // in the form [SealedGzipPrefix] describes. Nil data stays nil; data
 // larger than [MaxSealedInflated] is refused.
-func SealCompressedData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, error) {
+func sealCompressedData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, error) {
 	if data == nil {
 		return nil, nil
 	}
 	if len(data) > MaxSealedInflated {
 		return nil, fmt.Errorf("idempotency: record %s: a result of %d bytes is above the %d a compressed seal holds", id, len(data), MaxSealedInflated)
 	}
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	_, _ = zw.Write(data) // writes to a bytes.Buffer do not fail
-	_ = zw.Close()
-	return seal(ctx, s, id+gzipBinding, z.Bytes(), SealedGzipPrefix)
+	return seal(ctx, s, id+gzipBinding, inflate.Gzip(data), SealedGzipPrefix)
 }
 
 // SealDataFor returns the stored form of rec.Data, the result of the
 // completion rec (its other fields as the completion writes them), sealed
 // by s for store: [SealData]'s, unless store is a [DataFitter] that would
-// not keep that whole; then [SealCompressedData]'s, which an older release
-// cannot open but which may fit where the other did not (sealed data does
-// not compress: only its plaintext does). A result larger than
+// not keep that whole; then the result gzipped before it is sealed
+// ([SealedGzipPrefix]), which an older release cannot open but which may
+// fit where the other did not (a seal compresses only by its base64's
+// quarter; its plaintext may compress far more). A result larger than
 // [MaxSealedInflated] is never compressed. Nil data stays nil.
 func SealDataFor(ctx context.Context, s Sealer, store Store, rec Record) ([]byte, error) {
 	sealed, err := SealData(ctx, s, rec.ID, rec.Data)
@@ -168,7 +164,7 @@ func SealDataFor(ctx context.Context, s Sealer, store Store, rec Record) ([]byte
 	if rec.Data = sealed; f.FitsData(rec) {
 		return sealed, nil
 	}
-	return SealCompressedData(ctx, s, rec.ID, plain)
+	return sealCompressedData(ctx, s, rec.ID, plain)
 }
 
 // OpenData returns the result of record id from data as stored: data

@@ -2,7 +2,6 @@ package dynamostore
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -586,14 +585,6 @@ func plainASCII(s string) bool {
 		}
 	}
 	return true
-}
-
-func gzipBytes(p []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write(p) // writes to a bytes.Buffer do not fail
-	_ = zw.Close()
-	return buf.Bytes()
 }
 
 func gunzip(z []byte) ([]byte, error) {

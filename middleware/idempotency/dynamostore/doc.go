@@ -118,8 +118,8 @@
 // what it kept). A
 // completed operation is never run again for lack of space.
 //
-// A sealed result (idempotency.Config.Sealer) is ciphertext, which gzip
-// cannot shrink: when its seal does not fit ([Store.FitsData]), the guard
+// A sealed result (idempotency.Config.Sealer) is ciphertext in base64,
+// which gzip shrinks by a quarter at most: when its seal does not fit ([Store.FitsData]), the guard
 // gzips the result before sealing it (driver.SealedGzipPrefix), a form
 // releases before it fail with driver.ErrUnsealed; one that does not fit
 // even so is left out as above.

@@ -27,7 +27,7 @@ func (s *Store) ValidateSealed() error {
 // stores rec.Data, plain or compressed, within the item's budget for it
 // (see Large results in the package doc), rather than completing the
 // record without it. A guard with a Sealer asks it of a sealed result,
-// which does not compress: when it does not fit, the guard compresses the
+// which gzip shrinks by a quarter at most: when it does not fit, the guard compresses the
 // result before sealing it (driver.SealedGzipPrefix). Data within the
 // budget fits at once; above it, FitsData compresses it, as Complete
 // would, to tell.

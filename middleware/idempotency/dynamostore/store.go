@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/sqsonce/sqsonce/internal/inflate"
 	"github.com/sqsonce/sqsonce/middleware/failure"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
@@ -326,7 +327,7 @@ func (s *Store) fit(rec driver.Record) (placement, int, string) {
 	budget := s.budget(rec)
 	plainFits := len(rec.Data) <= budget
 	if s.format == DataJSON && (len(rec.Data) > s.compressAbove || !plainFits) {
-		if z := gzipBytes(rec.Data); len(z) < len(rec.Data) && len(z) <= budget {
+		if z := inflate.Gzip(rec.Data); len(z) < len(rec.Data) && len(z) <= budget {
 			return placement{value: &types.AttributeValueMemberB{Value: z}, encoding: encodingGzip}, budget, ""
 		}
 	}

@@ -1,14 +1,11 @@
 package redisstore
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/sqsonce/sqsonce/internal/inflate"
@@ -56,7 +53,7 @@ func (s *Store) placement(data []byte) (string, []byte) {
 	}
 	plainFits := len(data) <= s.maxData
 	if len(data) > s.compressAbove || !plainFits {
-		if z := gzipBytes(data); len(z) < len(data) && len(z) <= s.maxData {
+		if z := inflate.Gzip(data); len(z) < len(data) && len(z) <= s.maxData {
 			return placeGzip, z
 		}
 	}
@@ -78,20 +75,6 @@ func (s *Store) FitsData(rec driver.Record) bool {
 	}
 	where, _ := s.placement(rec.Data)
 	return where != placeOmitted
-}
-
-var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
-
-func gzipBytes(p []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(p)/2 + 64)
-	zw := gzipWriters.Get().(*gzip.Writer)
-	zw.Reset(&buf)
-	_, _ = zw.Write(p) // writes to a bytes.Buffer do not fail
-	_ = zw.Close()
-	zw.Reset(nil)
-	gzipWriters.Put(zw)
-	return buf.Bytes()
 }
 
 // decode reads a record from its hash's fields, as HGETALL lists them.

@@ -58,7 +58,7 @@
 // dynamostore leaves it out: the record is completed with data_omitted
 // set, an error is logged ([WithLogger]), and every delivery gets the zero
 // value of the result ([Store.Complete]). A sealed result
-// (idempotency.Config.Sealer) does not compress: where its seal would not
+// (idempotency.Config.Sealer) barely compresses: where its seal would not
 // fit, the guard gzips the result before sealing it ([Store.FitsData]), so
 // a compressible result is kept sealed as unsealed; an incompressible one
 // of about 720 to 960 KiB fits unsealed but not sealed (a seal is about

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sqsonce/sqsonce/internal/inflate"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
@@ -153,7 +154,7 @@ func (s *Store) CompleteInspected(ctx context.Context, found, done driver.Record
 	if done.Data != nil {
 		placement, value = placePlain, done.Data
 		if len(done.Data) > s.compressAbove || len(done.Data) > s.maxData {
-			if z := gzipBytes(done.Data); len(z) < len(done.Data) && len(z) <= s.maxData {
+			if z := inflate.Gzip(done.Data); len(z) < len(done.Data) && len(z) <= s.maxData {
 				placement, value = placeGzip, z
 			}
 		}
