@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,6 +176,8 @@ func TestUserCodePanicsReported(t *testing.T) {
 			}
 			if last := reports[len(reports)-1]; last.Outcome != idempotency.OutcomeFailed || !errors.As(last.Err, &pe) {
 				t.Errorf("the report: %s, %v; want failed with the panic", last.Outcome, last.Err)
+			} else if !strings.HasPrefix(c.name, "OnReplay in Do") && last.InputID != "m" {
+				t.Errorf("the report names input %q, want the message's id m", last.InputID)
 			}
 			if want := calls - 1; runs != want {
 				t.Errorf("the operation ran %d times, want %d", runs, want)

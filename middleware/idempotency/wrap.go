@@ -27,7 +27,7 @@ func Wrap[In, T any](g *Guard, key Selector, fn func(context.Context, In) (T, er
 		var c call
 		var err error
 		// The user's selectors: a panic fails the call, reported.
-		if perr := recovered(func() { c, err = w.call(st) }); perr != nil {
+		if perr := recovered(func() { err = w.call(st, &c) }); perr != nil {
 			err = perr
 		}
 		if err != nil {
@@ -80,7 +80,8 @@ func Select[In any](sel Selector, in In) (Selection, error) {
 	if err != nil {
 		return Selection{}, fmt.Errorf("idempotency: Select: %w", err)
 	}
-	c, err := w.call(&inputState[In]{in: in, body: w.body})
+	var c call
+	err = w.call(&inputState[In]{in: in, body: w.body}, &c)
 	return c.key, err
 }
 
@@ -179,10 +180,11 @@ func once(given []string) error {
 	return nil
 }
 
-// call takes the key and payload of one input; on an error, the call
-// returned is the one to report (its input id set).
-func (w *wrapper[In, T]) call(st *inputState[In]) (call, error) {
-	c := call{source: "the key", strict: w.strict}
+// call fills c with the key and payload of one input; on an error (or a
+// panic of the user's selectors), c is the call to report, its input id
+// set once known.
+func (w *wrapper[In, T]) call(st *inputState[In], c *call) error {
+	*c = call{source: "the key", strict: w.strict}
 	if w.inputID != nil {
 		c.inputID = w.inputID(&st.in)
 	}
@@ -200,7 +202,7 @@ func (w *wrapper[In, T]) call(st *inputState[In]) (call, error) {
 	if ke, ok := err.(*KeyError); ok {
 		ke.InputID = c.inputID
 	}
-	return c, err
+	return err
 }
 
 // messageGroup is m's MessageGroupId: what scopes its record id under
