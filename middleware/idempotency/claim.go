@@ -108,7 +108,7 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 		}
 	}
 	val, err := callOp(octx, op)
-	extensions, lapsed, keepErr := stop()
+	extensions, late, keepErr := stop()
 	defer func() { out.ev.Extensions = extensions }()
 	var hookErr error // a panic in OnRun's done: the operation's outcome stands
 	if done != nil {
@@ -126,7 +126,7 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 		if hookErr != nil {
 			err = errors.Join(err, hookErr)
 		}
-		if lapsed {
+		if late {
 			// The operation returned after the lease it relied on ended
 			// (its context ended before): another worker may hold the
 			// claim, or have quarantined it (strict mode), which a
@@ -350,7 +350,8 @@ func encode(val any) (data []byte, err error) {
 }
 
 // recovered runs f, turning a panic into a *failure.PanicError: a hook of
-// Config, the operation, the Sealer, a MarshalJSON method.
+// Config, the operation, the Sealer, a MarshalJSON method, the user's
+// selectors, WithCheck and OnReplay.
 func recovered(f func()) (err error) {
 	defer func() {
 		if v := recover(); v != nil {

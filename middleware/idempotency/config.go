@@ -179,12 +179,13 @@ func (c Config) validate() error {
 	if !c.Tenancy.valid() {
 		errs = append(errs, fmt.Errorf("idempotency: unknown Config.Tenancy %d", int(c.Tenancy)))
 	}
-	if c.Tenancy == TenancyMessageGroup && c.Format != FormatNative && c.Format.valid() {
+	powertools := c.Format != FormatNative && c.Format.valid() // ids Powertools computes
+	if c.Tenancy == TenancyMessageGroup && powertools {
 		// Every message of a fair or FIFO queue has a group: no id would
 		// be Powertools', and a key would run once on each side.
 		errs = append(errs, fmt.Errorf("idempotency: Config.Tenancy TenancyMessageGroup with Config.Format %v: Powertools does not scope its ids by message group, so a key would run once in Powertools and once here; use TenancyOff to share its records", c.Format))
 	}
-	if c.Sealer != nil && c.Format != FormatNative && c.Format.valid() {
+	if c.Sealer != nil && powertools {
 		// Its record ids are Powertools': a Powertools function on the same
 		// keys would return the sealed text as its handler's result.
 		errs = append(errs, fmt.Errorf("idempotency: Config.Sealer with Config.Format %v: the record ids are Powertools', and Powertools cannot open a sealed result (it would return the sealed text); seal only with FormatNative", c.Format))

@@ -217,8 +217,9 @@ func payloadOf(p Selection, err error) (Selection, error) {
 // FirstOf returns a Selector that tries sels in order: one that finds
 // nothing (its error wraps [ErrNoKey]) passes to the next; any other error
 // is returned at once. Each keeps its selector. As a payload
-// ([WithPayload]), when none finds one, the first's payload is validated
-// (see BodyField). FirstOf panics when given no selectors or a zero one.
+// ([WithPayload]), when none finds one, the payload of the first that
+// carries one (a body selector or a jmespath one; see BodyField) is
+// validated. FirstOf panics when given no selectors or a zero one.
 func FirstOf(sels ...Selector) Selector {
 	if len(sels) == 0 || slices.ContainsFunc(sels, Selector.zero) {
 		panic("idempotency: FirstOf: no selectors, or a zero one")

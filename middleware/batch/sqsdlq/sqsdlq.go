@@ -338,7 +338,7 @@ func attributes(mv *batch.DeadLetterMove) map[string]types.MessageAttributeValue
 		if len(out) == maxAttributes {
 			break
 		}
-		if _, taken := out[r.name]; taken || r.value == "" {
+		if r.value == "" { // out holds none of these names: its own are left out above
 			continue
 		}
 		if r.typ == "Number" {
