@@ -60,6 +60,18 @@ func hostileMessages() []hostile {
 		b.WriteString("\n}")
 		return b.String()
 	}(mib)
+	nullMembers := func(n int) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := 0; b.Len() < n-40; i++ {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(`"k` + strconv.Itoa(i) + `":null`)
+		}
+		b.WriteString("}")
+		return b.String()
+	}(mib)
 	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
 	shortNames := func(escaped bool) string { // the most members 1 MiB holds
 		var b strings.Builder
@@ -129,6 +141,10 @@ func hostileMessages() []hostile {
 		body("1 MiB of pretty-printed members, a late member", `powertools_json(body).k40000`, prettyMembers),
 		body("1 MiB of pretty-printed members, the whole body", `powertools_json(body)`, prettyMembers),
 		body("1 MiB of pretty-printed members, keys", `keys(powertools_json(body))`, prettyMembers),
+		// A selection that is no key but is a payload (WithPayload): its
+		// JSON spelling travels with the refusal.
+		body("1 MiB of nulls, the whole body", `powertools_json(body)`, fill("[", "null", ",", "]", mib)),
+		body("1 MiB of null members, the whole body", `powertools_json(body)`, nullMembers),
 		{name: "10 attributes of 100 KiB", expr: `[messageAttributes.a0.stringValue, messageAttributes.a9.stringValue]`,
 			m: events.SQSMessage{MessageId: "m-1", Body: "{}", MessageAttributes: attrs}},
 	}
