@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -97,6 +98,47 @@ func TestLateReturnNotReleased(t *testing.T) {
 			got, err := idempotency.Do(context.Background(), next, key, op)
 			if c.secondRuns != (runs.Load() == 2) || !errors.Is(err, c.secondErr) || (c.secondErr == nil && got != "again") {
 				t.Errorf("second call: %q, %v, %d runs; want error %v, run again %v", got, err, runs.Load(), c.secondErr, c.secondRuns)
+			}
+		})
+	}
+}
+
+// TestLateReturnNotReleasedWithoutKeepAlive: with keep-alive off (or a
+// store without Extend) the lease is the claimed one, and its end decides
+// as the keeper's does: an operation that fails after it is not released
+// (a strict claim stays to be quarantined), one that fails in time is.
+func TestLateReturnNotReleasedWithoutKeepAlive(t *testing.T) {
+	const lease = 400 * time.Millisecond
+	for _, late := range []bool{true, false} {
+		t.Run(fmt.Sprint("late ", late), func(t *testing.T) {
+			s := memstore.New()
+			g, err := idempotency.New(idempotency.Config{Store: s, Namespace: "cut", Lease: lease, KeepAliveEvery: -1,
+				SkewMargin: time.Millisecond, Strict: true, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var runs atomic.Int32
+			op := func(ctx context.Context) (string, error) {
+				if runs.Add(1) > 1 {
+					return "again", nil
+				}
+				<-ctx.Done() // ends a reserve before the lease does
+				if late {
+					time.Sleep(lease / 2) // past the lease
+				}
+				return "", ctx.Err()
+			}
+			if _, err := idempotency.Do(context.Background(), g, key, op); err == nil {
+				t.Fatal("first call: no error")
+			}
+			rec, found := s.Get(mustID(t, g, key))
+			if released := !found || rec.Owner == ""; released == late {
+				t.Fatalf("record %+v after the first call: released %v, want %v", rec, released, !late)
+			}
+			time.Sleep(lease)
+			got, err := idempotency.Do(context.Background(), g, key, op)
+			if late && !errors.Is(err, idempotency.ErrQuarantined) || !late && (err != nil || got != "again") {
+				t.Errorf("second call: %q, %v; want quarantined %v, else run again", got, err, late)
 			}
 		})
 	}
