@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"go.opentelemetry.io/otel/attribute"
@@ -19,7 +20,7 @@ import (
 func SQS[T any](fn func(context.Context, events.SQSMessage) (T, error), opts batch.Options, o ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	c := newConfig(o)
 	h := batch.SQS(sqsRecord(c, fn), opts)
-	reserve := cmp.Or(opts.Reserve, batch.DefaultReserve)
+	reserve := reserveOf(opts.Reserve)
 	return func(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
 		ctx, end := c.invocation(ctx, semconv.FaaSTriggerPubSub, reserve)
 		defer func() { end(err) }()
@@ -149,7 +150,7 @@ func Kinesis[T any](fn func(context.Context, events.KinesisEventRecord) (T, erro
 	h := batch.Kinesis(func(ctx context.Context, r events.KinesisEventRecord) (T, error) {
 		return streamRecord(ctx, c, r.EventSourceArn, r.EventID, semconv.FaaSTriggerPubSub, func(ctx context.Context) (T, error) { return fn(ctx, r) })
 	}, opts)
-	reserve := cmp.Or(opts.Reserve, batch.DefaultReserve)
+	reserve := reserveOf(opts.Reserve)
 	return func(ctx context.Context, ev events.KinesisEvent) (resp events.KinesisEventResponse, err error) {
 		ctx, end := c.invocation(ctx, semconv.FaaSTriggerPubSub, reserve)
 		defer func() { end(err) }()
@@ -163,7 +164,7 @@ func DynamoDBStream[T any](fn func(context.Context, events.DynamoDBEventRecord) 
 	h := batch.DynamoDBStream(func(ctx context.Context, r events.DynamoDBEventRecord) (T, error) {
 		return streamRecord(ctx, c, tableOf(r.EventSourceArn), r.EventID, semconv.FaaSTriggerDatasource, func(ctx context.Context) (T, error) { return fn(ctx, r) })
 	}, opts)
-	reserve := cmp.Or(opts.Reserve, batch.DefaultReserve)
+	reserve := reserveOf(opts.Reserve)
 	return func(ctx context.Context, ev events.DynamoDBEvent) (resp events.DynamoDBEventResponse, err error) {
 		ctx, end := c.invocation(ctx, semconv.FaaSTriggerDatasource, reserve)
 		defer func() { end(err) }()
@@ -233,3 +234,7 @@ func spanName(source string) string {
 	}
 	return source + " process"
 }
+
+// reserveOf is the time batch keeps free before the deadline for a
+// handler whose options give reserve: batch's default when zero.
+func reserveOf(reserve time.Duration) time.Duration { return cmp.Or(reserve, batch.DefaultReserve) }
