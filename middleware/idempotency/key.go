@@ -194,7 +194,8 @@ func (e *noKey) Unwrap() error           { return e.err }
 func (e *noKey) NoKeyPayload() Selection { return e.payload }
 
 // noKeyPayload is an error that wraps ErrNoKey and carries the payload its
-// selection is: this package's noKey, package jmespath's missing selection.
+// selection is: this package's noKey, package jmespath's missing selection
+// (its noKeyError, which has the method without naming this interface).
 type noKeyPayload interface {
 	error
 	NoKeyPayload() Selection

@@ -100,22 +100,18 @@ func (e *Expression) key(ev *evaluator, v value) (k idempotency.Selection, err e
 	if err != nil {
 		return idempotency.Selection{}, err
 	}
-	if missing {
-		err := fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(sel))
-		b, serr := ev.reserve(nil, keySize(sel))
-		if serr == nil {
-			b, serr = ev.keyJSON(b, sel)
-		}
-		if serr != nil {
-			return idempotency.Selection{}, err
-		}
-		return idempotency.Selection{}, &noKeyError{idempotency.Selection{Selector: e.selector, Value: b}, err}
-	}
 	b, err := ev.reserve(nil, keySize(sel))
-	if err != nil {
-		return idempotency.Selection{}, err
+	if err == nil {
+		b, err = ev.keyJSON(b, sel)
 	}
-	if b, err = ev.keyJSON(b, sel); err != nil {
+	if missing {
+		noKey := fmt.Errorf("%w: the expression selects %s", idempotency.ErrNoKey, describe(sel))
+		if err != nil {
+			return idempotency.Selection{}, noKey
+		}
+		return idempotency.Selection{}, &noKeyError{idempotency.Selection{Selector: e.selector, Value: b}, noKey}
+	}
+	if err != nil {
 		return idempotency.Selection{}, err
 	}
 	return idempotency.Selection{Selector: e.selector, Value: b}, nil
@@ -126,7 +122,8 @@ func (e *Expression) key(ev *evaluator, v value) (k idempotency.Selection, err e
 // Powertools does (it hashes JSON.stringify, or json.dumps, of whatever
 // the expression selects). It wraps idempotency.ErrNoKey and says what
 // err says; package idempotency takes the payload by its NoKeyPayload
-// method.
+// method (the unexported interface noKeyPayload of key.go, which its own
+// body selectors' error implements too).
 type noKeyError struct {
 	payload idempotency.Selection
 	err     error
