@@ -100,11 +100,9 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 			extensions, _, _ := stop()
 			att.close()
 			step = "release"
-			ev := Report{Outcome: OutcomeReleased, Err: fmt.Errorf("idempotency: Config.OnRun: %w", herr), Extensions: extensions}
-			if rerr := g.release(ctx, id, rec.Owner); rerr != nil {
-				ev.Outcome, ev.Err = OutcomeFailed, errors.Join(ev.Err, rerr)
-			}
-			return outcome{ev: ev}
+			out := g.released(ctx, rec, false, fmt.Errorf("idempotency: Config.OnRun: %w", herr))
+			out.ev.Extensions = extensions
+			return out
 		}
 	}
 	val, err := callOp(octx, op)
@@ -135,11 +133,7 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 			return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true,
 				Err: fmt.Errorf("%w (it returned after its lease ended: the claim is not released)", err)}}
 		}
-		ev := Report{Outcome: OutcomeReleased, Ran: true, Err: err}
-		if rerr := g.release(ctx, id, rec.Owner); rerr != nil {
-			ev.Outcome, ev.Err = OutcomeFailed, errors.Join(err, rerr)
-		}
-		return outcome{ev: ev}
+		return g.released(ctx, rec, true, err)
 	}
 
 	data, encErr := encode(val)
@@ -320,6 +314,16 @@ func (g *Guard) claim(ctx context.Context, id, validation string, strict bool, n
 		rec.StrictLease, rec.LeaseUntil = rec.LeaseUntil, planted.If(planted.StrictLeaseReadable, rec.LeaseUntil, rec.ExpiresAt)
 	}
 	return rec
+}
+
+// released releases the claim rec after err (the operation's, when ran):
+// OutcomeReleased, or OutcomeFailed with the release's error joined.
+func (g *Guard) released(ctx context.Context, rec driver.Record, ran bool, err error) outcome {
+	ev := Report{Outcome: OutcomeReleased, Ran: ran, Err: err}
+	if rerr := g.release(ctx, rec.ID, rec.Owner); rerr != nil {
+		ev.Outcome, ev.Err = OutcomeFailed, errors.Join(err, rerr)
+	}
+	return outcome{ev: ev}
 }
 
 // seal is data, the result of the claim rec, sealed by Config.Sealer for
