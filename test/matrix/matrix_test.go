@@ -424,6 +424,15 @@ func TestMatrix(t *testing.T) {
 			if n := r.count("a"); n != 1 {
 				t.Errorf("%s: the operation ran %d times, want 1", where("a re-send"), n)
 			}
+			// A request without the validated field, twice: the payload is
+			// null (as Powertools hashes it), never a refused message.
+			noP := `{"k":"b"}`
+			if !w.invoke(t, msg{id: "m4", body: noP}) || !w.invoke(t, msg{id: "m5", body: noP}) || w.wasMoved("m4") || w.wasMoved("m5") {
+				t.Errorf("%s: a request without the payload field failed or was moved", where("a re-send"))
+			}
+			if n := r.count("b"); n != 1 {
+				t.Errorf("%s: the operation ran %d times for the request without the payload field, want 1", where("a re-send"), n)
+			}
 		}
 		// Two tenants with one key: each runs, unless tenancy is off.
 		{
