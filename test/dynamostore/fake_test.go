@@ -165,35 +165,67 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
+// TestAcquireRequest: a new key is claimed with one PutItem whose condition
+// is attribute_not_exists alone; a record the claim may take (here expired)
+// is taken by a second PutItem under the full claim condition, which returns
+// the record it replaced.
 func TestAcquireRequest(t *testing.T) {
-	f := &fakeAPI{putReplies: []reply[dynamodb.PutItemOutput]{ok(&dynamodb.PutItemOutput{})}}
-	st := newFake(t, f)
 	rec := record("ns#k")
 	rec.Validation = "digest"
 	now := t0.Add(1500 * time.Millisecond)
-	prev, loaded, err := st.Acquire(context.Background(), rec, now, driver.Takeover)
-	if err != nil || loaded || !reflect.DeepEqual(prev, driver.Record{}) {
-		t.Fatalf("Acquire = %+v, %v, %v; want zero record, false, nil", prev, loaded, err)
-	}
-	in := f.puts[0]
-	if got, want := aws.ToString(in.ConditionExpression),
-		"attribute_not_exists(#id) OR #exp < :now OR (#st = :inprogress AND #lease < :now_ms)"; got != want {
-		t.Errorf("condition = %q, want %q", got, want)
-	}
-	if in.ReturnValues != types.ReturnValueAllOld || in.ReturnValuesOnConditionCheckFailure != types.ReturnValuesOnConditionCheckFailureAllOld {
-		t.Errorf("ReturnValues = %q, on failure %q; want ALL_OLD for both", in.ReturnValues, in.ReturnValuesOnConditionCheckFailure)
-	}
 	wantItem := map[string]types.AttributeValue{
 		"id": s("ns#k"), "status": s("INPROGRESS"), "validation": s("digest"), "lease_owner": s("me"),
 		"expiration": n(rec.ExpiresAt.Unix()), "in_progress_expiration": n(rec.LeaseUntil.UnixMilli()),
 	}
-	if !reflect.DeepEqual(in.Item, wantItem) {
-		t.Errorf("item = %s, want %s", show(in.Item), show(wantItem))
-	}
-	wantValues := map[string]types.AttributeValue{":now": n(now.Unix()), ":now_ms": n(now.UnixMilli()), ":inprogress": s("INPROGRESS")}
-	if !reflect.DeepEqual(in.ExpressionAttributeValues, wantValues) {
-		t.Errorf("values = %s, want %s", show(in.ExpressionAttributeValues), show(wantValues))
-	}
+	t.Run("new key", func(t *testing.T) {
+		f := &fakeAPI{putReplies: []reply[dynamodb.PutItemOutput]{ok(&dynamodb.PutItemOutput{})}}
+		prev, loaded, err := newFake(t, f).Acquire(context.Background(), rec, now, driver.Takeover)
+		if err != nil || loaded || !reflect.DeepEqual(prev, driver.Record{}) {
+			t.Fatalf("Acquire = %+v, %v, %v; want zero record, false, nil", prev, loaded, err)
+		}
+		in := f.puts[0]
+		if got, want := aws.ToString(in.ConditionExpression), "attribute_not_exists(#id)"; got != want {
+			t.Errorf("condition = %q, want %q", got, want)
+		}
+		if !reflect.DeepEqual(in.ExpressionAttributeNames, map[string]string{"#id": "id"}) || in.ExpressionAttributeValues != nil {
+			t.Errorf("names %v, values %s; want #id only and no values", in.ExpressionAttributeNames, show(in.ExpressionAttributeValues))
+		}
+		if in.ReturnValuesOnConditionCheckFailure != types.ReturnValuesOnConditionCheckFailureAllOld {
+			t.Errorf("on failure %q; want ALL_OLD", in.ReturnValuesOnConditionCheckFailure)
+		}
+		if !reflect.DeepEqual(in.Item, wantItem) {
+			t.Errorf("item = %s, want %s", show(in.Item), show(wantItem))
+		}
+	})
+	t.Run("takeover", func(t *testing.T) {
+		expired := completedItem("ns#k", `{"n":1}`)
+		expired["expiration"] = n(now.Unix() - 1)
+		f := &fakeAPI{putReplies: []reply[dynamodb.PutItemOutput]{
+			fail[dynamodb.PutItemOutput](ccf(expired)), ok(&dynamodb.PutItemOutput{Attributes: expired}),
+		}}
+		prev, loaded, err := newFake(t, f).Acquire(context.Background(), rec, now, driver.Takeover)
+		if err != nil || loaded || prev.Status != driver.StatusCompleted {
+			t.Fatalf("Acquire = %+v, %v, %v; want the replaced record, false, nil", prev, loaded, err)
+		}
+		if len(f.puts) != 2 {
+			t.Fatalf("%d PutItem calls, want 2", len(f.puts))
+		}
+		in := f.puts[1]
+		if got, want := aws.ToString(in.ConditionExpression),
+			"attribute_not_exists(#id) OR #exp < :now OR (#st = :inprogress AND #lease < :now_ms)"; got != want {
+			t.Errorf("condition = %q, want %q", got, want)
+		}
+		if in.ReturnValues != types.ReturnValueAllOld || in.ReturnValuesOnConditionCheckFailure != types.ReturnValuesOnConditionCheckFailureAllOld {
+			t.Errorf("ReturnValues = %q, on failure %q; want ALL_OLD for both", in.ReturnValues, in.ReturnValuesOnConditionCheckFailure)
+		}
+		if !reflect.DeepEqual(in.Item, wantItem) {
+			t.Errorf("item = %s, want %s", show(in.Item), show(wantItem))
+		}
+		wantValues := map[string]types.AttributeValue{":now": n(now.Unix()), ":now_ms": n(now.UnixMilli()), ":inprogress": s("INPROGRESS")}
+		if !reflect.DeepEqual(in.ExpressionAttributeValues, wantValues) {
+			t.Errorf("values = %s, want %s", show(in.ExpressionAttributeValues), show(wantValues))
+		}
+	})
 }
 
 func show(m map[string]types.AttributeValue) string {
@@ -270,8 +302,8 @@ func TestAcquireWithoutItem(t *testing.T) {
 		{name: "no expiration attribute: not claimable", puts: []reply[dynamodb.PutItemOutput]{failed},
 			gets: []reply[dynamodb.GetItemOutput]{ok(&dynamodb.GetItemOutput{Item: map[string]types.AttributeValue{
 				"id": s("ns#k"), "status": s("COMPLETED"), "data": s(`2`)}})}, wantLoaded: true, wantData: `2`},
-		{name: "vanished twice", puts: []reply[dynamodb.PutItemOutput]{failed, failed},
-			gets: []reply[dynamodb.GetItemOutput]{ok(&dynamodb.GetItemOutput{}), ok(&dynamodb.GetItemOutput{})}, wantErr: true},
+		{name: "vanished three times", puts: []reply[dynamodb.PutItemOutput]{failed, failed, failed},
+			gets: []reply[dynamodb.GetItemOutput]{ok(&dynamodb.GetItemOutput{}), ok(&dynamodb.GetItemOutput{}), ok(&dynamodb.GetItemOutput{})}, wantErr: true},
 		{name: "read fails", puts: []reply[dynamodb.PutItemOutput]{failed},
 			gets: []reply[dynamodb.GetItemOutput]{fail[dynamodb.GetItemOutput](transient()["Throttling"])}, wantErr: true},
 	} {
@@ -606,3 +638,53 @@ func TestValidateAttached(t *testing.T) {
 
 // errOf is the error of a call that returns a value and an error.
 func errOf[T any](_ T, err error) error { return err }
+
+// TestAcquireFirstAttempt: what the first PutItem (a key with no record)
+// decides from the record it returns, and what it leaves to a second one
+// under the claim condition.
+func TestAcquireFirstAttempt(t *testing.T) {
+	inProgress := func(owner string, lease time.Time) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{
+			"id": s("ns#k"), "status": s("INPROGRESS"), "lease_owner": s(owner),
+			"expiration": n(t0.Add(time.Hour).Unix()), "in_progress_expiration": n(lease.UnixMilli()),
+		}
+	}
+	badNumber := inProgress("other", t0.Add(time.Minute))
+	badNumber["expiration"] = s("soon")
+	badData := completedItem("ns#k", `{"n":1}`)
+	badData["data_encoding"] = s("zstd")
+	live := inProgress("other", t0.Add(time.Minute))
+	for _, tc := range []struct {
+		name       string
+		found      map[string]types.AttributeValue
+		then       []reply[dynamodb.PutItemOutput] // the second attempt's replies
+		wantLoaded bool
+		wantErr    bool
+	}{
+		{name: "completed: replayed", found: completedItem("ns#k", `{"n":1}`), wantLoaded: true},
+		{name: "in progress, lease live: blocked", found: live, wantLoaded: true},
+		{name: "our own claim, applied by a lost attempt: claimed", found: inProgress("me", t0.Add(time.Minute))},
+		{name: "lapsed lease: the claim condition takes it", found: inProgress("other", t0.Add(-time.Second)),
+			then: []reply[dynamodb.PutItemOutput]{ok(&dynamodb.PutItemOutput{})}},
+		{name: "a number that does not read: the server decides", found: badNumber,
+			then: []reply[dynamodb.PutItemOutput]{fail[dynamodb.PutItemOutput](ccf(live))}, wantLoaded: true},
+		{name: "a result that does not read, not claimable: an error", found: badData, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeAPI{putReplies: append([]reply[dynamodb.PutItemOutput]{fail[dynamodb.PutItemOutput](ccf(tc.found))}, tc.then...)}
+			_, loaded, err := newFake(t, f).Acquire(context.Background(), record("ns#k"), t0, driver.Takeover)
+			var se *idempotency.StoreError
+			if tc.wantErr != errors.As(err, &se) || !tc.wantErr && err != nil || loaded != tc.wantLoaded {
+				t.Fatalf("Acquire = loaded %v, err %v; want loaded %v, a *StoreError %v", loaded, err, tc.wantLoaded, tc.wantErr)
+			}
+			if want := 1 + len(tc.then); len(f.puts) != want {
+				t.Errorf("%d PutItem calls, want %d", len(f.puts), want)
+			}
+			for i, in := range f.puts[1:] {
+				if !strings.HasPrefix(aws.ToString(in.ConditionExpression), "attribute_not_exists(#id) OR ") {
+					t.Errorf("attempt %d condition %q, want the claim condition", i+2, aws.ToString(in.ConditionExpression))
+				}
+			}
+		})
+	}
+}

@@ -105,7 +105,11 @@ func testRoundTrips(t *testing.T, e env) {
 	other := claim(rec.ID, now, time.Minute)
 	freed := claim("ns#rt-"+rand.Text(), now, time.Minute)
 	tx := claim("ns#rt-"+rand.Text(), now, time.Minute)
+	lapsed := claim("ns#rt-"+rand.Text(), now, -time.Second)
 	summaries := motoserver.NewTable(t, e.db)
+	if _, _, err := e.store.Acquire(ctx, lapsed, now, driver.Takeover); err != nil {
+		t.Fatal(err)
+	}
 	e.calls.Reset()
 
 	steps := []struct {
@@ -133,6 +137,16 @@ func testRoundTrips(t *testing.T, e env) {
 				return err
 			}
 			return e.store.Release(ctx, freed.ID, freed.Owner)
+		}},
+		// A key with a record the claim may take costs a second PutItem:
+		// the first claims only a key with no record.
+		{"Acquire a released claim", map[string]int{"PutItem": 2}, func() error {
+			got, loaded, err := e.store.Acquire(ctx, claim(freed.ID, now, time.Minute), now, driver.Takeover)
+			return want(err, !loaded && got.ID == "", "claimed, replacing nothing")
+		}},
+		{"Acquire a lapsed lease", map[string]int{"PutItem": 2}, func() error {
+			got, loaded, err := e.store.Acquire(ctx, claim(lapsed.ID, now, time.Minute), now, driver.Takeover)
+			return want(err, !loaded && got.Owner == lapsed.Owner, "taken over, replacing the lapsed claim")
 		}},
 		{"Acquire then Complete with an attached write", map[string]int{"PutItem": 1, "TransactWriteItems": 1}, func() error {
 			if _, _, err := e.store.Acquire(ctx, tx, now, driver.Takeover); err != nil {

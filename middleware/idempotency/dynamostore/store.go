@@ -45,8 +45,10 @@ type Store struct {
 // concurrent calls share them. A caller that adds to a map clones it first.
 type requests struct {
 	table                       *string
-	claimCond, strictClaimCond  *string
-	claimNames, strictNames     map[string]string
+	newCond, claimCond          *string // newCond: newCondition
+	strictClaimCond             *string
+	newNames, claimNames        map[string]string
+	strictNames                 map[string]string
 	fenceCond, retryCond        *string
 	completeNames               map[string]string
 	setOmitted, setNone         *string // completion update expressions, by placement
@@ -97,6 +99,8 @@ func newRequests(table string, o *options) requests {
 			fenced(", #data = :data, #fmt = :fmt", "#data", a.Data, "#fmt", a.DataFormat),
 		},
 		table:           aws.String(table),
+		newCond:         aws.String(newCondition),
+		newNames:        map[string]string{"#id": a.ID},
 		claimCond:       aws.String(claimCondition),
 		strictClaimCond: aws.String(strictClaimCondition),
 		claimNames:      map[string]string{"#id": a.ID, "#exp": a.Expiration, "#st": a.Status, "#lease": a.LeaseExpiry},
@@ -146,6 +150,11 @@ func New(api API, table string, opts ...Option) (*Store, error) {
 	return &Store{api: api, table: table, options: o, req: newRequests(table, &o)}, nil
 }
 
+// The condition of a claim's first attempt: no record. It is the first
+// clause of both claim conditions; the server evaluates it at a fraction of
+// their cost (moto: a fifth less CPU per PutItem).
+const newCondition = "attribute_not_exists(#id)"
+
 // The condition of a claim: no record, an expired one, or a lapsed lease.
 const claimCondition = "attribute_not_exists(#id) OR #exp < :now OR (#st = :inprogress AND #lease < :now_ms)"
 
@@ -194,9 +203,11 @@ func (s *Store) idAttr() string {
 	return s.attrs.ID
 }
 
-// Acquire implements [driver.Store.Acquire] with one conditional
-// PutItem that returns the existing record when the condition fails. Only
-// when the server leaves the existing record out of the failure (some
+// Acquire implements [driver.Store.Acquire] with one PutItem conditional
+// on no record, which returns the existing record when the condition fails;
+// a record the claim may take (expired, a lapsed lease, a released claim)
+// costs a second PutItem under the full claim condition, which decides.
+// Only when the server leaves the existing record out of a failure (some
 // emulators do) does Acquire read it, with one consistent GetItem. With
 // [driver.NoTakeover] the condition takes over no lapsed lease: no
 // record, an expired one, or a claim released by Release.
@@ -210,6 +221,40 @@ func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 			errors.New("dynamostore: record has no owner: its Complete and Release could not be fenced"))
 	}
 	item, nowS, nowMs := s.claimItem(rec, now)
+	// The first attempt claims only a key with no record: the condition a
+	// new key needs, and the lightest for the server to evaluate. When the
+	// record it returns is one the claim condition could take (expired, a
+	// lapsed lease, a released claim), or cannot be read here, a second
+	// PutItem under the claim condition decides, as one call would have.
+	first := &dynamodb.PutItemInput{
+		TableName:                           s.req.table,
+		Item:                                item,
+		ConditionExpression:                 s.req.newCond,
+		ExpressionAttributeNames:            s.req.newNames,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	_, err := s.api.PutItem(ctx, first)
+	if err == nil {
+		return driver.Record{}, false, nil
+	}
+	existing, err := s.existing(ctx, rec.ID, err)
+	if err != nil {
+		return driver.Record{}, false, err
+	}
+	if len(existing) > 0 {
+		// A number that does not read as one reads as 0 (claimable): the
+		// server decides on it. Only a result that does not read is an
+		// error here, as it is after the claim condition.
+		st, err := s.decode(existing)
+		switch {
+		case !st.claimable(now, strict) && err != nil:
+			return driver.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("dynamostore: read existing record: %w", err))
+		case ownClaim(st.rec, rec):
+			return driver.Record{}, false, nil
+		case !st.claimable(now, strict):
+			return st.rec, true, nil
+		}
+	}
 	in := &dynamodb.PutItemInput{
 		TableName:                           s.req.table,
 		Item:                                item,
@@ -236,36 +281,48 @@ func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 			return s.replaced(ctx, rec.ID, out.Attributes), false, nil
 		}
 		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return driver.Record{}, false, storeError("acquire", rec.ID, err)
-		}
-		if len(ccf.Item) > 0 {
-			st, own, err := s.blocking(ccf.Item, rec)
-			if err != nil || own {
-				return driver.Record{}, false, err
-			}
-			return st.rec, true, nil
-		}
-		got, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName:      s.req.table,
-			Key:            s.key(rec.ID),
-			ConsistentRead: aws.Bool(true),
-		})
+		returned := errors.As(err, &ccf) && len(ccf.Item) > 0
+		existing, err := s.existing(ctx, rec.ID, err)
 		if err != nil {
-			return driver.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("dynamostore: read existing record: %w", err))
+			return driver.Record{}, false, err
 		}
-		if len(got.Item) > 0 {
-			st, own, err := s.blocking(got.Item, rec)
+		if len(existing) > 0 {
+			st, own, err := s.blocking(existing, rec)
 			if err != nil || own {
 				return driver.Record{}, false, err
 			}
-			if !st.claimable(now, strict) {
+			// The server's own verdict on the record it returned; a record
+			// read after the failure may have changed since.
+			if returned || !st.claimable(now, strict) {
 				return st.rec, true, nil
 			}
 		}
 	}
 	return driver.Record{}, false, storeError("acquire", rec.ID,
 		errors.New("dynamostore: the record changed between the claim and its read, twice; not claimed"))
+}
+
+// existing is the record that failed a claim's condition (err): as the
+// server returned it, or read with one consistent GetItem from a server that
+// leaves it out (some emulators do); none when it is gone. Any other error
+// is the claim's.
+func (s *Store) existing(ctx context.Context, id string, err error) (map[string]types.AttributeValue, error) {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return nil, storeError("acquire", id, err)
+	}
+	if len(ccf.Item) > 0 {
+		return ccf.Item, nil
+	}
+	got, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      s.req.table,
+		Key:            s.key(id),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, storeError("acquire", id, fmt.Errorf("dynamostore: read existing record: %w", err))
+	}
+	return got.Item, nil
 }
 
 // blocking decodes the record that failed the claim rec's condition, and
