@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
+
+	"github.com/sqsonce/sqsonce/internal/redact"
 )
 
 // MaxDocumentBytes bounds the size of a document read by [Dir] and by the S3
@@ -39,7 +41,8 @@ func (d Dir) Get(ctx context.Context, doc Document) (string, error) {
 	}
 	name := path.Join(string(doc.ID), string(doc.Version)+".txt")
 	if !identPattern.MatchString(string(doc.ID)) || !identPattern.MatchString(string(doc.Version)) || !fs.ValidPath(name) {
-		return "", fmt.Errorf("handler: document %q version %q: %w", doc.ID, doc.Version, ErrInvalidRequest)
+		// Not a plain identifier: named by length and digest, as Validate does.
+		return "", fmt.Errorf("handler: document %s version %s: %w", redact.String(string(doc.ID)), redact.String(string(doc.Version)), ErrInvalidRequest)
 	}
 	root, err := os.OpenRoot(string(d))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sqsonce/sqsonce/internal/redact"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
@@ -103,7 +104,7 @@ func (h *Handler) HandleRequest(ctx context.Context, req Request, m events.SQSMe
 	}
 	system, ok := Prompt(req.PromptVersion)
 	if !ok {
-		return Summary{}, fmt.Errorf("%w: prompt_version %q is unknown", ErrInvalidRequest, req.PromptVersion)
+		return Summary{}, fmt.Errorf("%w: prompt_version %s is unknown", ErrInvalidRequest, redact.String(req.PromptVersion))
 	}
 	text, err := h.cfg.Documents.Get(ctx, req.Document)
 	if err != nil {

@@ -241,13 +241,13 @@ func (r Request) Validate() error {
 	}
 	p := r.Parameters
 	if p.Temperature != nil && (*p.Temperature < 0 || *p.Temperature > 2) {
-		bad("parameters.temperature %v is outside [0, 2]", *p.Temperature)
+		bad("parameters.temperature is outside [0, 2]")
 	}
 	if p.TopP != nil && (*p.TopP < 0 || *p.TopP > 1) {
-		bad("parameters.top_p %v is outside [0, 1]", *p.TopP)
+		bad("parameters.top_p is outside [0, 1]")
 	}
 	if p.MaxTokens != nil && *p.MaxTokens < 1 {
-		bad("parameters.max_tokens %d is below 1", *p.MaxTokens)
+		bad("parameters.max_tokens is below 1")
 	}
 	if len(errs) == 0 {
 		return nil

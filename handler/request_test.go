@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqsonce/sqsonce/handler"
 )
 
@@ -34,5 +36,44 @@ func TestParseRequest(t *testing.T) {
 				t.Errorf("error = %v, want ErrInvalidRequest", err)
 			}
 		})
+	}
+}
+
+// TestValidateQuotesNoNumber: a parameter out of range is named by its field
+// and rule, never its value (the message's content), in ParseRequest's and
+// WorkKey's errors alike.
+func TestValidateQuotesNoNumber(t *testing.T) {
+	for _, c := range []struct{ body, number string }{
+		{`{"document":{"id":"d","version":"1"},"prompt_version":"v1","parameters":{"temperature":31415926.53589793}}`, "3.141592653589793e+07"},
+		{`{"document":{"id":"d","version":"1"},"prompt_version":"v1","parameters":{"top_p":-1234567.891}}`, "-1.234567891e+06"},
+		{`{"document":{"id":"d","version":"1"},"prompt_version":"v1","parameters":{"max_tokens":-987654321987}}`, "987654321987"},
+	} {
+		_, err := handler.ParseRequest([]byte(c.body))
+		if !errors.Is(err, handler.ErrInvalidRequest) || strings.Contains(err.Error(), c.number) || strings.Contains(err.Error(), "1234567") {
+			t.Errorf("ParseRequest error %v: want ErrInvalidRequest without the number %s", err, c.number)
+		}
+		_, err = handler.WorkKey(events.SQSMessage{MessageId: "m", Body: c.body})
+		if err == nil || strings.Contains(err.Error(), c.number) || strings.Contains(err.Error(), "1234567") {
+			t.Errorf("WorkKey error %v: want an error without the number %s", err, c.number)
+		}
+	}
+}
+
+// TestHandlerErrorsQuoteNoField: a document id that is not a plain
+// identifier (read by Dir) and a prompt version HandleRequest does not know
+// (a WrapJSON user may call it without Validate) are named by length and
+// digest, never quoted.
+func TestHandlerErrorsQuoteNoField(t *testing.T) {
+	const secret = "customer-4471-private"
+	if _, err := handler.Dir(t.TempDir()).Get(t.Context(), handler.Document{ID: secret + "/..", Version: secret}); !errors.Is(err, handler.ErrInvalidRequest) || strings.Contains(err.Error(), secret) {
+		t.Errorf("Dir.Get error %v: want ErrInvalidRequest without the id", err)
+	}
+	h, err := handler.New(handler.Config{Documents: handler.Dir(t.TempDir()), Provider: handler.Stub{}, Sink: &handler.MemorySink{}, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.HandleRequest(t.Context(), handler.Request{Document: handler.Document{ID: "d", Version: "1"}, PromptVersion: secret}, events.SQSMessage{MessageId: "m"})
+	if !errors.Is(err, handler.ErrInvalidRequest) || strings.Contains(err.Error(), secret) {
+		t.Errorf("HandleRequest error %v: want ErrInvalidRequest without the prompt version", err)
 	}
 }
