@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -48,12 +51,16 @@ func (d *Documents) Get(ctx context.Context, doc handler.Document) (string, erro
 		in.VersionId = aws.String(doc.VersionID)
 	}
 	what := fmt.Sprintf("s3://%s/%s", bucket, key)
-	if doc.Bucket != "" || doc.Key != "" || doc.VersionID != "" {
+	chosen := doc.Bucket != "" || doc.Key != "" || doc.VersionID != ""
+	if chosen {
 		// A location the message chose: errors and logs never quote it.
 		what = fmt.Sprintf("document %s version %s at %s", doc.ID, doc.Version, redact.String(what+"?versionId="+doc.VersionID))
 	}
 	out, err := d.api.GetObject(ctx, in)
 	if err != nil {
+		if chosen {
+			err = &quietError{err: err, text: quiet(err.Error(), doc.Bucket, doc.Key, doc.VersionID)}
+		}
 		var apiErr smithy.APIError
 		if errors.As(err, &apiErr) {
 			switch apiErr.ErrorCode() {
@@ -77,4 +84,35 @@ func (d *Documents) Location(doc handler.Document) (bucket, key string) {
 		key = d.prefix + string(doc.ID) + "/" + string(doc.Version) + ".txt"
 	}
 	return bucket, key
+}
+
+// quietError is an SDK error about a location the message chose, with a
+// text that quotes none of it: the SDK's own text quotes the request's URL
+// (net/http's *url.Error), and with it the bucket, key and version id.
+// errors.Is and errors.As still see the SDK's error.
+type quietError struct {
+	err  error
+	text string
+}
+
+func (e *quietError) Error() string { return e.text }
+func (e *quietError) Unwrap() error { return e.err }
+
+// quotedText matches a Go-quoted string, as net/http quotes a URL.
+var quotedText = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// quiet is text with every quoted string, and each of the message's
+// location values of 4 bytes or more, raw or escaped as a URL carries it,
+// replaced by "…" (a shorter one is too common a substring to mask).
+func quiet(text string, values ...string) string {
+	text = quotedText.ReplaceAllString(text, `"…"`)
+	for _, v := range values {
+		if len(v) < 4 {
+			continue
+		}
+		for _, form := range []string{v, url.PathEscape(v), url.QueryEscape(v), strings.ReplaceAll(url.PathEscape(v), "%2F", "/")} {
+			text = strings.ReplaceAll(text, form, "…")
+		}
+	}
+	return text
 }

@@ -122,3 +122,36 @@ func TestMotoVersions(t *testing.T) {
 		t.Errorf("missing object: %v, want ErrDocumentNotFound", err)
 	}
 }
+
+// TestGetErrorQuotesNoLocation: a transport error reading a location the
+// message chose (its key and version id here) quotes neither: the SDK's text
+// quotes the request's URL. errors.Is still sees the cause.
+func TestGetErrorQuotesNoLocation(t *testing.T) {
+	client := s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"), // nothing listens
+		UsePathStyle: true, Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1,
+	})
+	const secret = "customer-4471-ssn-123-45-6789"
+	for _, doc := range []handler.Document{
+		{ID: "d", Version: "1", Key: "private/" + secret + ".txt"},
+		{ID: "d", Version: "1", Key: "private/" + secret + " with spaces.txt"},
+		{ID: "d", Version: "1", VersionID: "v-" + secret},
+		{ID: "d", Version: "1", Bucket: "bucket-" + secret},
+	} {
+		_, err := s3docs.New(client, "docs", "").Get(t.Context(), doc)
+		if err == nil {
+			t.Fatal("no error from an endpoint nobody listens on")
+		}
+		if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "customer-4471") {
+			t.Errorf("the error quotes the message's location: %v", err)
+		}
+		if _, ok := errors.AsType[*smithy.OperationError](err); !ok {
+			t.Errorf("errors.As does not find the SDK's error in %v", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s3docs.New(client, "docs", "").Get(ctx, handler.Document{ID: "d", Version: "1", Key: secret}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Get with an ended context = %v, want it to wrap context.Canceled", err)
+	}
+}
