@@ -91,6 +91,7 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 
 	att := &attachments{id: id, store: g.cfg.Store}
 	octx, stop := g.opContext(ctx, f, claimed, now, rec)
+	base := octx // ends with the caller's context, a reserve before its deadline, or the lease's
 	octx = context.WithValue(octx, attachKey{}, att)
 	var done func(error)
 	if g.cfg.OnRun != nil {
@@ -106,6 +107,9 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 		}
 	}
 	val, err := callOp(octx, op)
+	if f != nil && base.Err() != nil && !errors.Is(context.Cause(base), ErrLeaseNotExtended) {
+		f.callerEnded = true // before stop, which ends base
+	}
 	extensions, late, keepErr := stop()
 	defer func() { out.ev.Extensions = extensions }()
 	var hookErr error // a panic in OnRun's done: the operation's outcome stands

@@ -26,9 +26,13 @@ type flight struct {
 	done chan struct{} // closed when out is set; made, under calls.mu, by the first call that waits
 	out  outcome
 	// callerDone: the running call's own context had ended when its run
-	// did: a waiter whose context is live tries again rather than share a
-	// failure that was its caller's, not the operation's.
-	callerDone bool
+	// did, or the operation's context had, a reserve before that call's
+	// deadline: a waiter whose context is live and outlasts that deadline
+	// (callerDeadline, zero when the call was cancelled or had none) tries
+	// again rather than share a failure that was its caller's, not the
+	// operation's. callerEnded is the operation's part, set by claimAndRun.
+	callerDone, callerEnded bool
+	callerDeadline          time.Time
 
 	mu    sync.Mutex
 	lease time.Time // the end of the run's lease once claimed, for its waiters' InProgressError
@@ -93,7 +97,7 @@ func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op 
 		g.mu.Unlock()
 		select {
 		case <-done:
-			if f.callerDone && ctxErr(f.out.ev.Err) && ctx.Err() == nil {
+			if f.callerDone && ctxErr(f.out.ev.Err) && ctx.Err() == nil && outlasts(ctx, f.callerDeadline) {
 				continue // the run ended for its own caller's context, not ours: try again
 			}
 			return f.out.shared()
@@ -115,8 +119,19 @@ func (g *Guard) run(ctx context.Context, id, validation string, strict bool, op 
 		}
 	}()
 	f.out = g.claimAndRun(ctx, f, id, validation, strict, op)
-	f.callerDone = ctx.Err() != nil // read by waiters after done closes
+	// Read by waiters after done closes.
+	if f.callerDone = f.callerEnded || ctx.Err() != nil; f.callerDone && !errors.Is(ctx.Err(), context.Canceled) {
+		f.callerDeadline, _ = ctx.Deadline()
+	}
 	return f.out
+}
+
+// outlasts reports whether ctx's deadline is later than d: a waiter whose
+// own deadline is no later would meet the running call's end again. A zero
+// d (the call was cancelled) or no deadline of ctx's outlasts.
+func outlasts(ctx context.Context, d time.Time) bool {
+	w, ok := ctx.Deadline()
+	return d.IsZero() || !ok || w.After(d)
 }
 
 func ctxErr(err error) bool {

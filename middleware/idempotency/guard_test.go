@@ -614,6 +614,69 @@ func TestWaiterSharesTheOperationsTimeout(t *testing.T) {
 	}
 }
 
+// TestWaiterOutlastsTheRunnersDeadline: two invocations in one process
+// (Lambda Managed Instances) call one key, the running one with the earlier
+// deadline. Its operation's context ends a reserve before that deadline,
+// and the operation returns its error, its caller's context still live: a
+// waiter whose own deadline is later runs the released key in its own time
+// rather than fail with the other invocation's deadline. A waiter with the
+// same deadline (a duplicate in the same batch) shares the failure: it would
+// meet the same end.
+func TestWaiterOutlastsTheRunnersDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		waiter      time.Duration // the waiter's deadline, after the runner's 400 ms
+		wantRuns    int32
+		wantWaiterV string
+	}{
+		{"later deadline: runs", 20 * time.Second, 2, "waiter ran"},
+		{"same deadline: shares", 0, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			var runs atomic.Int32
+			started := make(chan struct{})
+			op := func(ctx context.Context) (string, error) {
+				if runs.Add(1) == 1 {
+					close(started)
+					<-ctx.Done() // a long model call that honours its context
+					return "", ctx.Err()
+				}
+				return "waiter ran", nil
+			}
+			d := time.Now().Add(400 * time.Millisecond)
+			runnerCtx, cancel := context.WithDeadline(t.Context(), d)
+			defer cancel()
+			waiterCtx, cancelW := context.WithDeadline(t.Context(), d.Add(tc.waiter))
+			defer cancelW()
+			runner := make(chan error, 1)
+			go func() { _, err := idempotency.Do(runnerCtx, f.guard, key, op); runner <- err }()
+			<-started
+			waiter := make(chan error, 1)
+			var got string
+			go func() {
+				var err error
+				got, err = idempotency.Do(waiterCtx, f.guard, key, op)
+				waiter <- err
+			}()
+			poll.Goroutines(t, 2, guardRun)
+			if err := <-runner; !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("the running call: %v, want its deadline", err)
+			}
+			err := <-waiter
+			if tc.wantWaiterV != "" && (err != nil || got != tc.wantWaiterV) {
+				t.Errorf("the waiter, its deadline later: %q, %v; want it to run the released key", got, err)
+			}
+			if tc.wantWaiterV == "" && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("the waiter, its deadline the same: %q, %v; want the run's failure shared", got, err)
+			}
+			if n := runs.Load(); n != tc.wantRuns {
+				t.Errorf("the operation ran %d times, want %d", n, tc.wantRuns)
+			}
+		})
+	}
+}
+
 func TestWrapRefusesNilConfiguration(t *testing.T) {
 	g := newFixture(t, nil).guard
 	fn := func(context.Context, events.SQSMessage) (int, error) { return 0, nil }
