@@ -654,12 +654,15 @@ func TestAcquireFirstAttempt(t *testing.T) {
 	badData := completedItem("ns#k", `{"n":1}`)
 	badData["data_encoding"] = s("zstd")
 	live := inProgress("other", t0.Add(time.Minute))
+	fractional := completedItem("ns#k", `{"n":1}`)
+	fractional["expiration"] = &types.AttributeValueMemberN{Value: "1699999999.99999999"} // before t0; a float64 rounds it to t0
 	for _, tc := range []struct {
 		name       string
 		found      map[string]types.AttributeValue
 		then       []reply[dynamodb.PutItemOutput] // the second attempt's replies
 		wantLoaded bool
 		wantErr    bool
+		wantPrev   driver.Status // the status of the record a claim replaced
 	}{
 		{name: "completed: replayed", found: completedItem("ns#k", `{"n":1}`), wantLoaded: true},
 		{name: "in progress, lease live: blocked", found: live, wantLoaded: true},
@@ -669,10 +672,17 @@ func TestAcquireFirstAttempt(t *testing.T) {
 		{name: "a number that does not read: the server decides", found: badNumber,
 			then: []reply[dynamodb.PutItemOutput]{fail[dynamodb.PutItemOutput](ccf(live))}, wantLoaded: true},
 		{name: "a result that does not read, not claimable: an error", found: badData, wantErr: true},
+		{name: "an expiry that is not an integer: the server compares it exactly", found: fractional,
+			then: []reply[dynamodb.PutItemOutput]{ok(&dynamodb.PutItemOutput{Attributes: fractional})}, wantPrev: "COMPLETED"},
+		{name: "the second attempt retried by the SDK finds our claim: it replaced the record first found", found: inProgress("other", t0.Add(-time.Second)),
+			then: []reply[dynamodb.PutItemOutput]{fail[dynamodb.PutItemOutput](ccf(inProgress("me", t0.Add(time.Minute))))}, wantPrev: "INPROGRESS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeAPI{putReplies: append([]reply[dynamodb.PutItemOutput]{fail[dynamodb.PutItemOutput](ccf(tc.found))}, tc.then...)}
-			_, loaded, err := newFake(t, f).Acquire(context.Background(), record("ns#k"), t0, driver.Takeover)
+			prev, loaded, err := newFake(t, f).Acquire(context.Background(), record("ns#k"), t0, driver.Takeover)
+			if !loaded && prev.Status != tc.wantPrev {
+				t.Errorf("the claim replaced %+v, want a record %q", prev, tc.wantPrev)
+			}
 			var se *idempotency.StoreError
 			if tc.wantErr != errors.As(err, &se) || !tc.wantErr && err != nil || loaded != tc.wantLoaded {
 				t.Fatalf("Acquire = loaded %v, err %v; want loaded %v, a *StoreError %v", loaded, err, tc.wantLoaded, tc.wantErr)

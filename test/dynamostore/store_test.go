@@ -691,3 +691,41 @@ func TestPlainResultAtTheLimit(t *testing.T) {
 // guardRun is the guard's run of a call as a stack dump names it: the
 // goroutines in it run a call or wait for one.
 const guardRun = "idempotency.(*Guard).run("
+
+// TestClaimOverFractionalNumbers: an expiry or lease stored with a fraction
+// (another writer's) just before now is past for DynamoDB, which compares
+// numbers exactly: the claim takes the record, as one conditional write
+// would, though a float64 rounds the number to now.
+func TestClaimOverFractionalNumbers(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Unix(1_700_000_000, 0)
+	for _, tc := range []struct {
+		name string
+		item map[string]types.AttributeValue
+	}{
+		{"expired completed record", map[string]types.AttributeValue{
+			"status":     &types.AttributeValueMemberS{Value: "COMPLETED"},
+			"expiration": &types.AttributeValueMemberN{Value: "1699999999.99999999"},
+			"data":       &types.AttributeValueMemberS{Value: `"old"`},
+		}},
+		{"lapsed lease", map[string]types.AttributeValue{
+			"status":                 &types.AttributeValueMemberS{Value: "INPROGRESS"},
+			"expiration":             &types.AttributeValueMemberN{Value: "1700086400"},
+			"in_progress_expiration": &types.AttributeValueMemberN{Value: "1699999999999.9999"},
+			"lease_owner":            &types.AttributeValueMemberS{Value: "other"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "ns#frac-" + rand.Text()
+			tc.item["id"] = &types.AttributeValueMemberS{Value: id}
+			if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.table), Item: tc.item}); err != nil {
+				t.Fatal(err)
+			}
+			prev, loaded, err := e.store.Acquire(ctx, claim(id, now, time.Minute), now, driver.Takeover)
+			if err != nil || loaded || prev.ID != id {
+				t.Fatalf("Acquire = %+v, loaded %v, err %v; want the record taken over", prev, loaded, err)
+			}
+		})
+	}
+}

@@ -78,6 +78,7 @@ type stored struct {
 	hasExpiration bool // the item has an expiration attribute
 	hasLease      bool // the item has a lease expiry attribute
 	released      bool // the item is a claim released by Release
+	inexact       bool // its expiration or lease is not an integer: claimable may differ from the server's comparison
 }
 
 // claimable reports whether Acquire's condition (with NoTakeover's when
@@ -108,6 +109,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (stored, error) {
 			errs = append(errs, fmt.Errorf("attribute %s: %w", a.Expiration, err))
 		}
 		st.rec.ExpiresAt, st.hasExpiration = time.Unix(n, 0), true
+		st.inexact = !isInteger(v)
 	}
 	if v, ok := item[a.LeaseExpiry]; ok {
 		n, err := numberAttr(v)
@@ -115,6 +117,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (stored, error) {
 			errs = append(errs, fmt.Errorf("attribute %s: %w", a.LeaseExpiry, err))
 		}
 		st.rec.LeaseUntil, st.hasLease = time.UnixMilli(n), true
+		st.inexact = st.inexact || !isInteger(v)
 	}
 	if v, ok := item[a.Quarantined]; ok {
 		n, err := numberAttr(v)
@@ -143,6 +146,16 @@ func stringAttr(v types.AttributeValue) string {
 		return s.Value
 	}
 	return ""
+}
+
+// isInteger reports whether v is a number that reads exactly as an int64.
+func isInteger(v types.AttributeValue) bool {
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	_, err := strconv.ParseInt(n.Value, 10, 64)
+	return err == nil
 }
 
 func numberAttr(v types.AttributeValue) (int64, error) {

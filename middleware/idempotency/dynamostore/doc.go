@@ -1,5 +1,6 @@
 // Package dynamostore is a [driver.Store] on Amazon DynamoDB: one
-// round trip per claim, completions fenced by a lease owner token, and
+// round trip per claim of a new key or a duplicate (two to take a record
+// over), completions fenced by a lease owner token, and
 // completion atomic with the application's own DynamoDB writes.
 //
 //	db := dynamodb.NewFromConfig(cfg) // built once, by main

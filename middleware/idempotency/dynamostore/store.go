@@ -241,19 +241,23 @@ func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 	if err != nil {
 		return driver.Record{}, false, err
 	}
+	var found map[string]types.AttributeValue // the record the claim may take, as first found
 	if len(existing) > 0 {
-		// A number that does not read as one reads as 0 (claimable): the
-		// server decides on it. Only a result that does not read is an
-		// error here, as it is after the claim condition.
+		// A number that is not an integer (the server compares it exactly)
+		// or does not read as one leaves the decision to the server. Only
+		// a result that does not read is an error here, as it is after the
+		// claim condition.
 		st, err := s.decode(existing)
+		decides := !st.inexact && !st.claimable(now, strict)
 		switch {
-		case !st.claimable(now, strict) && err != nil:
+		case decides && err != nil:
 			return driver.Record{}, false, storeError("acquire", rec.ID, fmt.Errorf("dynamostore: read existing record: %w", err))
-		case ownClaim(st.rec, rec):
+		case err == nil && ownClaim(st.rec, rec):
 			return driver.Record{}, false, nil
-		case !st.claimable(now, strict):
+		case decides:
 			return st.rec, true, nil
 		}
+		found = existing
 	}
 	in := &dynamodb.PutItemInput{
 		TableName:                           s.req.table,
@@ -288,6 +292,12 @@ func (s *Store) Acquire(ctx context.Context, rec driver.Record, now time.Time, m
 		}
 		if len(existing) > 0 {
 			st, own, err := s.blocking(existing, rec)
+			if own && err == nil && found != nil {
+				// The SDK retried this claim, whose first attempt was
+				// applied: it replaced the record the first PutItem found,
+				// as far as this store can tell.
+				return s.replaced(ctx, rec.ID, found), false, nil
+			}
 			if err != nil || own {
 				return driver.Record{}, false, err
 			}
