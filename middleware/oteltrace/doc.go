@@ -16,8 +16,9 @@
 //
 //   - the invocation (SERVER, named after the function; faas.invocation_id,
 //     cloud.account.id, aws.lambda.invoked_arn), a child of the trace
-//     context Lambda gives the invocation (X-Ray's, from the context or
-//     _X_AMZN_TRACE_ID), so that it is sampled as X-Ray sampled it. When the
+//     context Lambda gives the invocation (X-Ray's, from the context, or
+//     _X_AMZN_TRACE_ID for a context without the header at one invocation
+//     at a time), so that it is sampled as X-Ray sampled it. When the
 //     context already holds a span of this process (otellambda's), that span
 //     stands for the invocation and none is added;
 //   - the batch, "<queue> process" (CONSUMER; faas.trigger pubsub,

@@ -18,7 +18,8 @@ import (
 )
 
 // The trace header Lambda gives an invocation: aws-lambda-go puts it in the
-// context under this key and in the environment variable.
+// context under this key, and in the environment variable when it runs one
+// invocation at a time.
 const (
 	lambdaTraceKey = "x-amzn-trace-id"
 	lambdaTraceEnv = "_X_AMZN_TRACE_ID"
@@ -45,8 +46,13 @@ func (c *config) invocation(ctx context.Context, trigger attribute.KeyValue, res
 		return ctx, func(error) { c.flushNow(outer, reserve) }
 	}
 	if !trace.SpanContextFromContext(ctx).IsValid() {
-		h, _ := ctx.Value(lambdaTraceKey).(string)
-		if h == "" {
+		// aws-lambda-go puts the invocation's header in the context, empty
+		// when Lambda sent none. The environment variable stands in only
+		// for a context without it (a caller other than aws-lambda-go), and
+		// only where one invocation runs at a time: with several, it is
+		// not set per invocation, and another's may be there.
+		h, set := ctx.Value(lambdaTraceKey).(string)
+		if !set && lambdacontext.MaxConcurrency() <= 1 {
 			h = os.Getenv(lambdaTraceEnv)
 		}
 		if sc, ok := parseXRay(h); ok {

@@ -511,3 +511,45 @@ func slicesContain(s []string, v string) bool {
 	}
 	return false
 }
+
+// TestTraceHeaderFromTheInvocation: an invocation whose context carries
+// aws-lambda-go's trace header key, empty (Lambda sent none), starts a trace
+// of its own: it never joins the trace in _X_AMZN_TRACE_ID, which with
+// several invocations in one process is not set per invocation and may be
+// another's. A context without the key (a caller other than aws-lambda-go,
+// one invocation at a time) reads the environment variable.
+func TestTraceHeaderFromTheInvocation(t *testing.T) {
+	const envTrace = "5759e988bd862e3fe1be46a994272793"
+	t.Setenv("_X_AMZN_TRACE_ID", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
+	for _, tc := range []struct {
+		name     string
+		header   *string // nil: no key in the context
+		joinsEnv bool
+	}{
+		{"empty header", str(""), false},
+		{"no header key", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, sdktrace.AlwaysSample(), func(context.Context, order) (string, error) { return "ok", nil })
+			ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
+			if tc.header != nil {
+				//lint:ignore SA1029 aws-lambda-go's own key
+				ctx = context.WithValue(ctx, "x-amzn-trace-id", *tc.header)
+			}
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			if _, err := f.h(ctx, events.SQSEvent{Records: []events.SQSMessage{message("m1", `{"key":"k1"}`)}}); err != nil {
+				t.Fatal(err)
+			}
+			spans := f.exp.GetSpans()
+			if len(spans) == 0 {
+				t.Fatal("no spans")
+			}
+			for _, s := range spans {
+				if joined := s.SpanContext.TraceID().String() == envTrace; joined != tc.joinsEnv {
+					t.Errorf("span %q in trace %s: joins _X_AMZN_TRACE_ID's trace = %v, want %v", s.Name, s.SpanContext.TraceID(), joined, tc.joinsEnv)
+				}
+			}
+		})
+	}
+}
