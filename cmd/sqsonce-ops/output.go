@@ -94,7 +94,7 @@ func view(o *ops, id string, rec driver.StoredRecord, err error, t time.Time) re
 	v.DataBytes, v.StoredBytes = len(rec.Data), rec.Size
 	v.DataFormat, v.Encoding, v.DataOmitted = rec.DataMark, rec.Encoding, rec.Omitted
 	v.Sealed = driver.IsSealed(rec.Data)
-	v.Withheld = string(rec.Data) == driver.WithheldData
+	v.Withheld = driver.IsWithheld(rec.Data)
 	v.Validation = rec.Validation != ""
 	var problems []string
 	if err != nil {

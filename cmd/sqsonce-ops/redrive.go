@@ -408,7 +408,7 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Select
 	case stateCompleted:
 		m.Class = classReplay
 		switch {
-		case string(rec.Data) == driver.WithheldData:
+		case driver.IsWithheld(rec.Data):
 			m.Class = classWithheld
 		case o.sealer != nil && driver.IsSealed(rec.Data):
 			// Its redelivery replays it only if the function's key opens it.

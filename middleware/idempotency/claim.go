@@ -185,7 +185,7 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 // delivery, this one included, gets what it kept; a sealed result it kept
 // otherwise (an earlier attempt's) is opened.
 func (g *Guard) completed(ctx context.Context, rec driver.Record, stored, data []byte, val any, ev Report) outcome {
-	withheld := bytes.Equal(rec.Data, []byte(driver.WithheldData))
+	withheld := driver.IsWithheld(rec.Data)
 	if !bytes.Equal(stored, rec.Data) {
 		val, withheld = nil, false
 		var err error

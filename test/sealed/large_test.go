@@ -79,10 +79,10 @@ func openV1(ctx context.Context, s driver.Sealer, id string, data []byte) ([]byt
 		return data, nil
 	}
 	body := data[len(driver.SealedPrefix):]
-	if len(body) == 0 || body[len(body)-1] != '"' {
+	if len(body) == 0 {
 		return nil, fmt.Errorf("%w: malformed", driver.ErrUnsealed)
 	}
-	sealed, err := base64.StdEncoding.AppendDecode(nil, body[:len(body)-1])
+	sealed, err := base64.StdEncoding.AppendDecode(nil, body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: not base64", driver.ErrUnsealed)
 	}
@@ -214,9 +214,9 @@ func TestSealedForms(t *testing.T) {
 		if _, ok := item[driver.AttrData].(*dtypes.AttributeValueMemberB); ok != c.storeGzip {
 			t.Errorf("%s: data attribute %T; want the store's gzip %v", c.name, item[driver.AttrData], c.storeGzip)
 		}
-		form := `"sqsonce:sealed:1:`
+		form := `sqsonce:sealed:1:`
 		if c.compressed {
-			form = `"sqsonce:sealed:1:gzip:`
+			form = `sqsonce:sealed:1:gzip:`
 		}
 		after := strings.TrimPrefix(string(data), form)
 		if !strings.HasPrefix(string(data), form) || len(after) < 2 || !strings.ContainsRune("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", rune(after[0])) {
@@ -382,7 +382,7 @@ func TestSealedGzipBomb(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		put(t, ds, g, k, []byte(driver.SealedGzipPrefix+base64.StdEncoding.EncodeToString(sealed)+`"`))
+		put(t, ds, g, k, []byte(driver.SealedGzipPrefix+base64.StdEncoding.EncodeToString(sealed)))
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)

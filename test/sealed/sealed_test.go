@@ -322,8 +322,9 @@ func put(t *testing.T, s driver.Store, g *idempotency.Guard, k idempotency.Selec
 
 // TestPowertoolsSeesSealedText: a sealed record as Powertools for AWS
 // Lambda reads it: the id, status, expiration and in-progress expiry are
-// as without a sealer, and the data attribute a JSON string (the sealed
-// text) that Powertools would return as the handler's result; so
+// as without a sealer, and the data attribute the sealed text, not JSON,
+// on which Powertools would fail every duplicate or which it would return
+// as the handler's result; so
 // dynamostore refuses a Sealer in its Powertools data formats, and the guard
 // in Powertools' key formats (whose ids Powertools computes), in the default
 // DataJSON, which Powertools Python reads.
@@ -363,13 +364,11 @@ func TestPowertoolsSeesSealedText(t *testing.T) {
 	if !ok {
 		t.Fatalf("data: %#v, want S", item[driver.AttrData])
 	}
-	var v any // what Powertools' json.loads / JSON.parse returns
-	if err := json.Unmarshal([]byte(data.Value), &v); err != nil {
-		t.Fatalf("data is not JSON: %v", err)
-	}
-	text, isString := v.(string)
-	if !isString || !strings.HasPrefix(text, "sqsonce:sealed:1:") || strings.Contains(text, secret) {
-		t.Errorf("Powertools reads the result as %T %.40q..., want the sealed text", v, text)
+	// What Powertools' json.loads / JSON.parse make of it: nothing; every
+	// duplicate would fail (Python), or, read as a native string, return
+	// the sealed text (TypeScript).
+	if text := data.Value; json.Valid([]byte(text)) || !strings.HasPrefix(text, "sqsonce:sealed:1:") || strings.Contains(text, secret) {
+		t.Errorf("Powertools reads the result as %.40q..., want the sealed text, not JSON", text)
 	}
 	for _, f := range []dynamostore.DataFormat{dynamostore.DataPowertoolsPython, dynamostore.DataPowertoolsTypeScript} {
 		pt, err := dynamostore.New(db, table, dynamostore.WithDataFormat(f))
@@ -388,5 +387,52 @@ func TestPowertoolsSeesSealedText(t *testing.T) {
 		} else if _, err := idempotency.New(idempotency.Config{Store: ds, Namespace: "pt", Format: f}); err != nil {
 			t.Errorf("Config.Format %v without a Sealer: %v", f, err)
 		}
+	}
+}
+
+// TestPreSealingReaderFailsSafe: a release that predates sealing reads a
+// sealed record of any store during a rolling deploy or after a rollback.
+// It decodes the stored result into the call's type, as its guard does
+// (json.Unmarshal): the sealed result is not JSON, so the call fails and
+// is retried, for any type, a string included; it never replays the sealed
+// text, and the record stays COMPLETED, so the operation does not run.
+// Records in the JSON string form earlier builds wrote still open here.
+func TestPreSealingReaderFailsSafe(t *testing.T) {
+	s := newGCMSealer(t)
+	for _, st := range stores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			g := guard(t, st.s, "presealing", s)
+			k := idempotency.Raw([]byte(`"order-7"`))
+			if _, err := idempotency.Do(ctx(t), g, k, func(context.Context) (string, error) { return "receipt-42", nil }); err != nil {
+				t.Fatal(err)
+			}
+			id, _ := g.ID(k)
+			now := time.Now()
+			found, loaded, err := st.s.Acquire(ctx(t), driver.Record{ID: id, Status: driver.StatusInProgress,
+				ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(time.Minute), Owner: "old-release"}, now, driver.Takeover)
+			if err != nil || !loaded || found.Status != driver.StatusCompleted || !driver.IsSealed(found.Data) {
+				t.Fatalf("the record as a claim finds it: %+v, loaded %v, %v", found, loaded, err)
+			}
+			var str string
+			var raw json.RawMessage
+			var anything any
+			for name, into := range map[string]any{"string": &str, "json.RawMessage": &raw, "any": &anything} {
+				if err := json.Unmarshal(found.Data, into); err == nil {
+					t.Errorf("a pre-sealing reader decodes the sealed result into %s: it would replay %.40q", name, found.Data)
+				}
+			}
+
+			// The JSON string form of earlier builds: opened, replayed.
+			legacy := idempotency.Raw([]byte(`"order-8"`))
+			lid, _ := g.ID(legacy)
+			sealed, err := driver.SealData(ctx(t), s, lid, []byte(`"receipt-43"`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			put(t, st.s, g, legacy, []byte(`"`+string(sealed)+`"`))
+			if v, err := idempotency.Do(ctx(t), g, legacy, func(context.Context) (string, error) { return "ran again", nil }); err != nil || v != "receipt-43" {
+				t.Errorf("a record in the earlier JSON string form: %q, %v; want it opened and replayed", v, err)
+			}
+		})
 	}
 }

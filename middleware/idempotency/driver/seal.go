@@ -56,22 +56,28 @@ type DataFitter interface {
 }
 
 // SealedPrefix begins the stored result (Record.Data) of a sealed record.
-// A sealed result is the JSON string "sqsonce:sealed:1:" followed by the
-// [Sealer]'s output in standard base64: valid JSON, so that every store
-// and data format keeps it as it keeps any result, and recognisable, so
-// that a reader without the sealer fails instead of replaying it. An
-// unsealed result that is a JSON string beginning with the same characters
-// (an operation that echoes its input may return one) is taken for sealed
-// too: its duplicates fail with [ErrUnsealed], or permanently when it is
-// [WithheldData], and the operation does not run again.
-const SealedPrefix = `"sqsonce:sealed:1:`
+// A sealed result is "sqsonce:sealed:1:" followed by the [Sealer]'s output
+// in standard base64. It is not JSON text, so that a reader that predates
+// sealing (an earlier release of this module, during a rolling deploy or
+// after a rollback) fails to decode it, as it fails on any stored result
+// that does not decode, instead of replaying the sealed text as a JSON
+// string; and no result, which is JSON text, begins with it. Stores keep
+// it as they keep any result that is not JSON (dynamostore: S, or B
+// compressed). Records sealed by earlier builds of this release hold the
+// same text as a JSON string (a leading and a trailing '"'): every reader
+// here takes that form for sealed too and opens it; none writes it.
+const SealedPrefix = `sqsonce:sealed:1:`
+
+// legacySealedPrefix begins a sealed result in the JSON string form that
+// earlier builds wrote (see [SealedPrefix]): read, never written.
+const legacySealedPrefix = `"` + SealedPrefix
 
 // SealedGzipPrefix begins a sealed result whose plaintext was gzipped
-// before it was sealed: the JSON string "sqsonce:sealed:1:gzip:" followed
-// by the [Sealer]'s output in standard base64, sealed for the record id
-// followed by "#gzip" (see [Sealer.Seal]). It begins with [SealedPrefix],
-// so that every reader takes it for sealed; a release that predates it
-// fails it with [ErrUnsealed] (':' is not base64), never replays it.
+// before it was sealed: "sqsonce:sealed:1:gzip:" followed by the
+// [Sealer]'s output in standard base64, sealed for the record id followed
+// by "#gzip" (see [Sealer.Seal]). It begins with [SealedPrefix], so that
+// every reader takes it for sealed; a release that knows [SealedPrefix]
+// only fails it with [ErrUnsealed] (':' is not base64), never replays it.
 // [SealDataFor] writes it only where [SealData]'s form would not be kept
 // whole ([DataFitter]): a release that predates it loses no result it
 // could have replayed. Opened, it inflates to at most [MaxSealedInflated]
@@ -97,14 +103,21 @@ var ErrUnsealed = errors.New("idempotency: sealed result cannot be opened")
 // WithheldData is the stored result of a record whose operation ran but
 // whose result the guard's Sealer could not seal (KMS unavailable, a
 // panic): the record is COMPLETED, so that the operation never runs again,
-// and its result is withheld, not stored in plaintext. It is sealed by
-// [IsSealed]; [OpenData] fails on it, with a permanent error.
-const WithheldData = SealedPrefix + `"`
+// and its result is withheld, not stored in plaintext. It is [SealedPrefix]
+// with nothing sealed after it: sealed by [IsSealed], withheld by
+// [IsWithheld]; [OpenData] fails on it, with a permanent error.
+const WithheldData = SealedPrefix
 
 // IsSealed reports whether data, a stored result, is sealed: it begins
-// with [SealedPrefix].
+// with [SealedPrefix] (or is in the JSON string form earlier builds wrote).
 func IsSealed(data []byte) bool {
-	return bytes.HasPrefix(data, []byte(SealedPrefix))
+	return bytes.HasPrefix(data, []byte(SealedPrefix)) || bytes.HasPrefix(data, []byte(legacySealedPrefix))
+}
+
+// IsWithheld reports whether data, a stored result, is [WithheldData] (or
+// its JSON string form, which earlier builds wrote).
+func IsWithheld(data []byte) bool {
+	return string(data) == WithheldData || string(data) == legacySealedPrefix+`"`
 }
 
 // SealData returns the stored form of the result data of record id: s's
@@ -117,17 +130,15 @@ func SealData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, er
 	return seal(ctx, s, id, data, SealedPrefix)
 }
 
-// seal is plain sealed by s for recordID, in base64 after prefix, closed
-// as a JSON string.
+// seal is plain sealed by s for recordID, in base64 after prefix.
 func seal(ctx context.Context, s Sealer, recordID string, plain []byte, prefix string) ([]byte, error) {
 	sealed, err := s.Seal(ctx, recordID, plain)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(prefix)+base64.StdEncoding.EncodedLen(len(sealed))+1)
+	out := make([]byte, 0, len(prefix)+base64.StdEncoding.EncodedLen(len(sealed)))
 	out = append(out, prefix...)
-	out = base64.StdEncoding.AppendEncode(out, sealed)
-	return append(out, '"'), nil
+	return base64.StdEncoding.AppendEncode(out, sealed), nil
 }
 
 // sealCompressedData is [SealData] with data gzipped before s seals it,
@@ -178,7 +189,7 @@ func OpenData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, er
 	if !IsSealed(data) {
 		return data, nil
 	}
-	if bytes.Equal(data, []byte(WithheldData)) {
+	if IsWithheld(data) {
 		// No delivery can have the result: the message fails for good
 		// (a batch handler's dead-letter queue), never replays empty.
 		return nil, permanent{fmt.Errorf("%w: record %s: the operation ran, but its result could not be sealed and was withheld; it is not run again", ErrUnsealed, id)}
@@ -186,14 +197,20 @@ func OpenData(ctx context.Context, s Sealer, id string, data []byte) ([]byte, er
 	if s == nil {
 		return nil, fmt.Errorf("%w: record %s is sealed and the guard has no Sealer (idempotency.Config.Sealer)", ErrUnsealed, id)
 	}
+	if data[0] == '"' { // the JSON string form earlier builds wrote
+		if len(data) < len(legacySealedPrefix)+1 || data[len(data)-1] != '"' {
+			return nil, fmt.Errorf("%w: record %s: the sealed result is malformed", ErrUnsealed, id)
+		}
+		data = data[1 : len(data)-1]
+	}
 	body, recordID, compressed := data[len(SealedPrefix):], id, bytes.HasPrefix(data, []byte(SealedGzipPrefix))
 	if compressed {
 		body, recordID = data[len(SealedGzipPrefix):], id+gzipBinding
 	}
-	if len(body) == 0 || body[len(body)-1] != '"' {
+	if len(body) == 0 {
 		return nil, fmt.Errorf("%w: record %s: the sealed result is malformed", ErrUnsealed, id)
 	}
-	sealed, err := base64.StdEncoding.AppendDecode(nil, body[:len(body)-1])
+	sealed, err := base64.StdEncoding.AppendDecode(nil, body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: record %s: the sealed result is not base64", ErrUnsealed, id)
 	}

@@ -8,6 +8,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -83,14 +84,14 @@ func openV1(ctx context.Context, s driver.Sealer, id string, data []byte) ([]byt
 	if !driver.IsSealed(data) {
 		return data, nil
 	}
-	if bytes.Equal(data, []byte(driver.WithheldData)) {
+	if driver.IsWithheld(data) {
 		return nil, fmt.Errorf("%w: withheld", driver.ErrUnsealed)
 	}
 	body := data[len(driver.SealedPrefix):]
-	if len(body) == 0 || body[len(body)-1] != '"' {
+	if len(body) == 0 {
 		return nil, fmt.Errorf("%w: malformed", driver.ErrUnsealed)
 	}
-	sealed, err := base64.StdEncoding.AppendDecode(nil, body[:len(body)-1])
+	sealed, err := base64.StdEncoding.AppendDecode(nil, body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: not base64", driver.ErrUnsealed)
 	}
@@ -108,7 +109,8 @@ func permanent(err error) bool {
 
 // TestSealDataVersion1: SealData writes SealedPrefix and base64 (no
 // compression), which both this release's OpenData and an older one's open,
-// and which holds no plaintext.
+// which holds no plaintext, and which is not JSON text: a reader that
+// predates sealing fails to decode it into any type, never replays it.
 func TestSealDataVersion1(t *testing.T) {
 	ctx, s := context.Background(), newGCM(t)
 	data := []byte(`{"answer":"the customer's secret"}`)
@@ -116,9 +118,15 @@ func TestSealDataVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := strings.TrimSuffix(strings.TrimPrefix(string(sealed), driver.SealedPrefix), `"`)
-	if !bytes.HasPrefix(sealed, []byte(driver.SealedPrefix)) || bytes.HasPrefix(sealed, []byte(driver.SealedGzipPrefix)) || !strings.HasSuffix(string(sealed), `"`) {
-		t.Fatalf("sealed %q: want %s, base64, '\"'", sealed, driver.SealedPrefix)
+	body := strings.TrimPrefix(string(sealed), driver.SealedPrefix)
+	if !bytes.HasPrefix(sealed, []byte(driver.SealedPrefix)) || bytes.HasPrefix(sealed, []byte(driver.SealedGzipPrefix)) {
+		t.Fatalf("sealed %q: want %s and base64", sealed, driver.SealedPrefix)
+	}
+	var str string
+	var raw json.RawMessage
+	var anything any
+	if json.Valid(sealed) || json.Unmarshal(sealed, &str) == nil || json.Unmarshal(sealed, &raw) == nil || json.Unmarshal(sealed, &anything) == nil {
+		t.Errorf("sealed %q decodes as JSON: a reader that predates sealing would replay it", sealed)
 	}
 	if _, err := base64.StdEncoding.DecodeString(body); err != nil || bytes.Contains(sealed, []byte("secret")) {
 		t.Fatalf("the body is not base64 (%v), or holds the plaintext", err)
@@ -149,8 +157,8 @@ func TestSealCompressedData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !driver.IsSealed(v2) || !bytes.HasPrefix(v2, []byte(`"sqsonce:sealed:1:gzip:`)) || !strings.HasSuffix(string(v2), `"`) {
-		t.Fatalf("compressed seal %.40q: want %s…\"", v2, driver.SealedGzipPrefix)
+	if !driver.IsSealed(v2) || !bytes.HasPrefix(v2, []byte(`sqsonce:sealed:1:gzip:`)) || json.Valid(v2) {
+		t.Fatalf("compressed seal %.40q: want %s…, not JSON", v2, driver.SealedGzipPrefix)
 	}
 	if s.ids[1] != id+"#gzip" {
 		t.Errorf("sealed for %q, want %q", s.ids[1], id+"#gzip")
@@ -279,7 +287,7 @@ func sealedRaw(t *testing.T, s driver.Sealer, payload []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []byte(driver.SealedGzipPrefix + base64.StdEncoding.EncodeToString(sealed) + `"`)
+	return []byte(driver.SealedGzipPrefix + base64.StdEncoding.EncodeToString(sealed))
 }
 
 // gzipOf is the gzip of n zero bytes, streamed.
@@ -343,5 +351,42 @@ func TestOpenDataHostileCompressed(t *testing.T) {
 	// At the bound exactly, it opens.
 	if got, err := driver.OpenData(ctx, s, id, sealedRaw(t, s, gzipOf(t, driver.MaxSealedInflated))); err != nil || len(got) != driver.MaxSealedInflated {
 		t.Errorf("a result of MaxSealedInflated bytes: %d bytes, %v", len(got), err)
+	}
+}
+
+// TestSealedLegacyForm: earlier builds wrote a sealed result as a JSON
+// string (the same text between two '"'). This release takes that form for
+// sealed, opens it (and its compressed form), and fails its withheld form
+// for good; it never writes it.
+func TestSealedLegacyForm(t *testing.T) {
+	ctx, s := context.Background(), newGCM(t)
+	data := []byte(`"a string result"`)
+	for name, seal := range map[string]func(context.Context, driver.Sealer, string, []byte) ([]byte, error){
+		"sealed": driver.SealData, "compressed": driver.SealCompressedData,
+	} {
+		sealed, err := seal(ctx, s, id, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		legacy := []byte(`"` + string(sealed) + `"`)
+		if !driver.IsSealed(legacy) || driver.IsWithheld(legacy) {
+			t.Errorf("%s: the legacy form %.30q is not taken for sealed", name, legacy)
+		}
+		if got, err := driver.OpenData(ctx, s, id, legacy); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("%s: OpenData of the legacy form = %q, %v; want the result", name, got, err)
+		}
+		for _, bad := range [][]byte{legacy[:len(legacy)-1], []byte(`"` + driver.SealedPrefix)} {
+			if _, err := driver.OpenData(ctx, s, id, bad); !errors.Is(err, driver.ErrUnsealed) {
+				t.Errorf("%s: OpenData(%.30q) = %v, want ErrUnsealed", name, bad, err)
+			}
+		}
+	}
+	for _, withheld := range [][]byte{[]byte(driver.WithheldData), []byte(`"` + driver.WithheldData + `"`)} {
+		if !driver.IsSealed(withheld) || !driver.IsWithheld(withheld) {
+			t.Errorf("%q: sealed %v, withheld %v; want both", withheld, driver.IsSealed(withheld), driver.IsWithheld(withheld))
+		}
+		if _, err := driver.OpenData(ctx, s, id, withheld); !errors.Is(err, driver.ErrUnsealed) || !permanent(err) {
+			t.Errorf("OpenData(%q) = %v, want a permanent ErrUnsealed", withheld, err)
+		}
 	}
 }

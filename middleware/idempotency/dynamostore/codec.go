@@ -231,7 +231,9 @@ func (s *Store) decodeData(item map[string]types.AttributeValue) ([]byte, error)
 		// A result that is not valid UTF-8, stored as written.
 		return v.Value, nil
 	case *types.AttributeValueMemberS:
-		if !json.Valid([]byte(v.Value)) {
+		if !json.Valid([]byte(v.Value)) && !driver.IsSealed([]byte(v.Value)) {
+			// A sealed result is not JSON text either (see
+			// driver.SealedPrefix): the guard opens it.
 			return nil, &FormatError{Have: DataPowertoolsTypeScript, Want: s.format, Detail: "a string that is not JSON text"}
 		}
 		return []byte(v.Value), nil
