@@ -16,6 +16,7 @@ import (
 
 	"github.com/sqsonce/sqsonce/middleware/batch"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
+	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 	"github.com/sqsonce/sqsonce/middleware/metrics"
 )
@@ -212,7 +213,8 @@ type Props struct {
 	Architecture awslambda.Architecture
 
 	// Environment adds variables to the function's environment. It may not
-	// set the variables the construct owns ([EnvTable] and the others).
+	// set the variables the construct owns (envvars.Set: [EnvTable] and
+	// the others); Plan refuses them.
 	Environment map[string]string
 
 	// MemorySize is the function's memory in MB. Default [DefaultMemorySize].
@@ -541,7 +543,9 @@ func (p Props) Plan() (Plan, error) {
 		bad("Props.Namespace %q holds a \"#\", which ends the namespace in a record id ({Namespace}#{digest}): "+
 			"its ids would read as those of the namespace before it, and the function's guard (idempotency.Config.Namespace) refuses it at start-up", p.Namespace)
 	}
-	for _, k := range []string{EnvTable, EnvNamespace, EnvExpiresAfter, EnvQueueWindow, EnvPartitionKey, EnvSortKey, EnvStaticPartition, EnvStrict, EnvMinRemaining, EnvMetricsNamespace, EnvMetricsService, EnvKey, EnvSealKey} {
+	// envvars.Set is the list the construct owns: checking against it, not
+	// a list of its own, keeps the two from drifting apart.
+	for _, k := range envvars.Set() {
 		if _, ok := p.Environment[k]; ok {
 			bad("Props.Environment sets %s, which the construct derives", k)
 		}
@@ -799,7 +803,10 @@ func (p Props) Plan() (Plan, error) {
 	return pl, nil
 }
 
-// planKeySource checks Props.KeySource as the function's reader parses it.
+// planKeySource checks Props.KeySource as the function's reader does:
+// envvars.ParseKey, then, for a JMESPath source, jmespath.Compile (what
+// lambdaenv.Selector runs at every cold start), so that synth refuses a
+// source the deployed function would refuse.
 func planKeySource(v string) (string, error) {
 	if v == "" {
 		return "", nil
@@ -807,6 +814,11 @@ func planKeySource(v string) (string, error) {
 	k, err := envvars.ParseKey(v)
 	if err != nil {
 		return "", fmt.Errorf("Props.KeySource: %w", err)
+	}
+	if k.Kind == envvars.KeyJMESPath {
+		if _, err := jmespath.Compile(k.Expr); err != nil {
+			return "", fmt.Errorf("Props.KeySource: the JMESPath expression does not compile, and the function's reader (lambdaenv.Selector) would refuse it at every cold start: %w", err)
+		}
 	}
 	return k.String(), nil
 }
