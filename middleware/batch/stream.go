@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -61,7 +62,7 @@ type StreamRecord struct {
 	EventSourceARN string // the stream
 	EventID        string // the record's eventID
 	SequenceNumber string // what BatchItemFailures reports
-	Key            string // its ordering key: the Kinesis partition key, or the DynamoDB item's key attributes as JSON
+	Key            string // its ordering key: the Kinesis partition key, or the DynamoDB item's key attributes as JSON ("" when they cannot be encoded)
 }
 
 // Validate reports whether o is a valid configuration, with every problem
@@ -97,8 +98,9 @@ func (o StreamOptions) Validate() error {
 func Kinesis[T any](fn func(context.Context, events.KinesisEventRecord) (T, error), opts StreamOptions) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
 	p := newStream(fn, opts, time.Now, "Kinesis",
 		func(r *events.KinesisEventRecord) (string, string) { return r.Kinesis.SequenceNumber, r.EventID },
-		func(r *events.KinesisEventRecord) StreamRecord {
-			return StreamRecord{EventSourceARN: r.EventSourceArn, EventID: r.EventID, SequenceNumber: r.Kinesis.SequenceNumber, Key: r.Kinesis.PartitionKey}
+		func(r *events.KinesisEventRecord) (StreamRecord, error) {
+			// A partition key is a string: every record has one, "" included.
+			return StreamRecord{EventSourceARN: r.EventSourceArn, EventID: r.EventID, SequenceNumber: r.Kinesis.SequenceNumber, Key: r.Kinesis.PartitionKey}, nil
 		})
 	return func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 		failed, err := p.handle(ctx, ev.Records)
@@ -112,13 +114,21 @@ func Kinesis[T any](fn func(context.Context, events.KinesisEventRecord) (T, erro
 // item (the same key attributes, dynamodb.Keys, in the same stream) run one
 // after another, in event order.
 //
+// A record whose key attributes cannot be encoded (an attribute value that
+// holds no value of its type, such as the zero
+// events.DynamoDBAttributeValue, a list or map nested deeper than DynamoDB
+// allows, or one that holds itself) fails without running, with a permanent error
+// ([Permanent]) that names no attribute and quotes no value; the other
+// records run as usual. The handler never panics on a record's content.
+//
 // DynamoDBStream panics if fn is nil or opts is invalid. The returned
 // handler is safe for concurrent use.
 func DynamoDBStream[T any](fn func(context.Context, events.DynamoDBEventRecord) (T, error), opts StreamOptions) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	p := newStream(fn, opts, time.Now, "DynamoDBStream",
 		func(r *events.DynamoDBEventRecord) (string, string) { return r.Change.SequenceNumber, r.EventID },
-		func(r *events.DynamoDBEventRecord) StreamRecord {
-			return StreamRecord{EventSourceARN: r.EventSourceArn, EventID: r.EventID, SequenceNumber: r.Change.SequenceNumber, Key: itemKey(r)}
+		func(r *events.DynamoDBEventRecord) (StreamRecord, error) {
+			key, err := itemKey(r)
+			return StreamRecord{EventSourceARN: r.EventSourceArn, EventID: r.EventID, SequenceNumber: r.Change.SequenceNumber, Key: key}, err
 		})
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		failed, err := p.handle(ctx, ev.Records)
@@ -143,19 +153,128 @@ type streamKey struct {
 	stream, key string
 }
 
-// itemKey is the JSON of a DynamoDB stream record's key attributes, in the
-// order of their names. A record whose key cannot be encoded gets "",
-// which puts it in one lane with every other such record of its stream:
-// in order rather than out of it.
-func itemKey(r *events.DynamoDBEventRecord) string {
+// itemKey returns the JSON of a DynamoDB stream record's key attributes,
+// in the order of their names: "" for a record without any, which puts it
+// in one lane with every other such record of its stream. It never panics:
+// for key attributes that cannot be encoded it returns "" and an error
+// (see keyEncodable) that quotes none of them.
+//
+// Such a record fails without running rather than run in the lane of "":
+// its item is unknown, so no lane is known to be its item's. Failing it
+// keeps the order of every item: a record that does not run runs neither
+// before nor beside an earlier record of its item, and Lambda delivers it
+// and every later record again from its sequence number, as after any
+// failure. Running it in the lane of "" would order it only against the
+// records without key attributes, and hand the record function a record
+// that it cannot encode either.
+func itemKey(r *events.DynamoDBEventRecord) (key string, err error) {
 	if len(r.Change.Keys) == 0 {
-		return ""
+		return "", nil
 	}
+	budget := maxKeyValues
+	for _, v := range r.Change.Keys {
+		if err := keyEncodable(v, 0, &budget); err != nil {
+			return "", err
+		}
+	}
+	// keyEncodable found every value one json.Marshal encodes; the
+	// recover is for a value that aws-lambda-go encodes otherwise one day.
+	defer func() {
+		if recover() != nil {
+			key, err = "", Permanent(errors.New(errKeyPrefix+"encoding them panicked"))
+		}
+	}()
 	b, err := json.Marshal(r.Change.Keys)
 	if err != nil {
-		return ""
+		// The error would quote the value: name its type only.
+		return "", Permanent(fmt.Errorf("%sencoding them failed with a %T", errKeyPrefix, err))
 	}
-	return string(b)
+	return string(b), nil
+}
+
+// The bounds of the key attributes keyEncodable walks: DynamoDB nests
+// values at most 32 levels deep (a key attribute is a string, number or
+// binary, not nested at all), and maxKeyValues bounds the walk of a list
+// or map that holds itself many times over.
+const (
+	maxKeyDepth  = 32
+	maxKeyValues = 10000
+)
+
+// errKeyPrefix begins the error of a record whose key attributes cannot be
+// encoded.
+const errKeyPrefix = "batch: DynamoDB stream record not run: its key attributes (dynamodb.Keys) cannot be encoded: "
+
+// keyEncodable returns nil if json.Marshal encodes v, an attribute value
+// at the given depth, without panicking and in bounded time, taking from
+// budget one value for v and each value it holds. Otherwise it returns a
+// permanent error naming the value's type, never the value or its
+// attribute: aws-lambda-go's MarshalJSON and accessors panic on a value
+// that holds no value of its type (the zero events.DynamoDBAttributeValue
+// claims to be binary), and recurse without end into a list or map that
+// holds itself.
+func keyEncodable(v events.DynamoDBAttributeValue, depth int, budget *int) (err error) {
+	if *budget--; *budget < 0 {
+		return Permanent(fmt.Errorf("%smore than %d attribute values", errKeyPrefix, maxKeyValues))
+	}
+	if depth > maxKeyDepth {
+		return Permanent(fmt.Errorf("%snested deeper than %d levels", errKeyPrefix, maxKeyDepth))
+	}
+	t := v.DataType()
+	defer func() {
+		if recover() != nil {
+			err = Permanent(fmt.Errorf("%san attribute value of type %s holds no value of that type", errKeyPrefix, dataTypeName(t)))
+		}
+	}()
+	var held []events.DynamoDBAttributeValue
+	switch t {
+	case events.DataTypeBinary:
+		_ = v.Binary()
+	case events.DataTypeBoolean:
+		_ = v.Boolean()
+	case events.DataTypeBinarySet:
+		_ = v.BinarySet()
+	case events.DataTypeList:
+		held = v.List()
+	case events.DataTypeMap:
+		for _, e := range v.Map() {
+			held = append(held, e)
+			if len(held) > *budget {
+				break // the walk below runs out of budget
+			}
+		}
+	case events.DataTypeNumber:
+		_ = v.Number()
+	case events.DataTypeNumberSet:
+		_ = v.NumberSet()
+	case events.DataTypeNull:
+	case events.DataTypeString:
+		_ = v.String()
+	case events.DataTypeStringSet:
+		_ = v.StringSet()
+	default:
+		return Permanent(fmt.Errorf("%san attribute value of unknown type %d", errKeyPrefix, t))
+	}
+	for _, e := range held {
+		if err := keyEncodable(e, depth+1, budget); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dataTypeName is the name DynamoDB gives an attribute value's type.
+func dataTypeName(t events.DynamoDBDataType) string {
+	names := [...]string{
+		events.DataTypeBinary: "B", events.DataTypeBoolean: "BOOL", events.DataTypeBinarySet: "BS",
+		events.DataTypeList: "L", events.DataTypeMap: "M", events.DataTypeNumber: "N",
+		events.DataTypeNumberSet: "NS", events.DataTypeNull: "NULL", events.DataTypeString: "S",
+		events.DataTypeStringSet: "SS",
+	}
+	if int(t) >= 0 && int(t) < len(names) {
+		return names[t]
+	}
+	return fmt.Sprint(int(t))
 }
 
 // stream is what Kinesis and DynamoDBStream were built with; it is never
@@ -166,13 +285,16 @@ type stream[R any] struct {
 	now  func() time.Time
 	kind kind[R]
 	id   func(*R) (seq, eventID string)
-	desc func(*R) StreamRecord // its Key and EventSourceARN order the records
+	// desc describes a record: its Key and EventSourceARN order the
+	// records. Its error, when its key cannot be encoded, is the record's.
+	desc func(*R) (StreamRecord, error)
 }
 
 // newStream validates and builds the processor of a stream handler named
-// name: id names a record, desc describes it to OnRecord.
+// name: id names a record, desc describes it to OnRecord (and fails a
+// record whose key cannot be encoded). desc must never panic.
 func newStream[R, T any](fn func(context.Context, R) (T, error), opts StreamOptions, now func() time.Time, name string,
-	id func(*R) (seq, eventID string), desc func(*R) StreamRecord) *stream[R] {
+	id func(*R) (seq, eventID string), desc func(*R) (StreamRecord, error)) *stream[R] {
 	if fn == nil {
 		panic("batch: " + name + ": nil record function")
 	}
@@ -194,23 +316,35 @@ func newStream[R, T any](fn func(context.Context, R) (T, error), opts StreamOpti
 		},
 	}
 	if opts.OnRecord != nil {
-		p.kind.onRecord = func(ctx context.Context, rec *R, err error) { opts.OnRecord(ctx, desc(rec), err) }
+		p.kind.onRecord = func(ctx context.Context, rec *R, err error) {
+			d, _ := desc(rec)
+			opts.OnRecord(ctx, d, err)
+		}
 	}
 	return p
 }
 
 // handle runs one invocation and returns the sequence numbers of the
 // records that failed or did not start, in event order, and the batch's
-// error. The records of one key of one stream run in order.
+// error. The records of one key of one stream run in order; a record
+// whose key cannot be encoded is a lane by itself and fails with desc's
+// error instead of running (see itemKey).
 func (p *stream[R]) handle(ctx context.Context, recs []R) ([]string, error) {
 	if len(recs) == 0 {
 		return []string{}, nil
 	}
-	group := func(i int) (streamKey, bool) {
-		d := p.desc(&recs[i])
-		return streamKey{d.EventSourceARN, d.Key}, true
+	keys := make([]streamKey, len(recs))
+	keyed := make([]bool, len(recs))
+	fn := p.fn
+	for i := range recs {
+		d, err := p.desc(&recs[i])
+		keys[i], keyed[i] = streamKey{d.EventSourceARN, d.Key}, err == nil
+		if err != nil {
+			fn = p.keyChecked
+		}
 	}
-	r := newRun(ctx, &p.cfg, &p.kind, p.fn, p.now, recs, planLanes(len(recs), group))
+	group := func(i int) (streamKey, bool) { return keys[i], keyed[i] }
+	r := newRun(ctx, &p.cfg, &p.kind, fn, p.now, recs, planLanes(len(recs), group))
 	defer r.cancel()
 	r.execute()
 	failed := make([]string, 0, len(recs))
@@ -221,4 +355,14 @@ func (p *stream[R]) handle(ctx context.Context, recs []R) ([]string, error) {
 		}
 	}
 	return failed, r.fullFailure(len(failed))
+}
+
+// keyChecked is the record function of an invocation in which a record's
+// key cannot be encoded: such a record fails with desc's error, the others
+// run.
+func (p *stream[R]) keyChecked(ctx context.Context, rec R) error {
+	if _, err := p.desc(&rec); err != nil {
+		return err
+	}
+	return p.fn(ctx, rec)
 }

@@ -20,4 +20,9 @@
 // .tools/, make test passes it in SQSONCE_RIE) and, for the comparison,
 // node with the pinned Powertools packages (internal/testenv/powertools);
 // without them they skip, and fail under CI=true.
+//
+// TestDocumentedDynamoDBKey needs neither: it takes the DynamoDB Streams
+// key that docs/events.md gives and runs it, in this process, on INSERT,
+// MODIFY and REMOVE records (a TTL expiry among them) through an
+// idempotent batch.DynamoDBStream, in each record id format.
 package streams
