@@ -6,8 +6,8 @@ toolchain go1.26.10
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/handler v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/handler v0.10.0
 )
 
 require (

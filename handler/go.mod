@@ -13,9 +13,9 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/smithy-go v1.28.9
 	github.com/gowebpki/jcs v1.0.2
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.10.0
 )
 
 require (

@@ -32,8 +32,8 @@ require (
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.10.0
 )
 
 replace (

@@ -10,11 +10,11 @@ require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.21
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/handler v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/handler v0.10.0
+	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.10.0
 )
 
 require (
@@ -33,9 +33,9 @@ require (
 	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/gowebpki/jcs v1.0.2 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
-	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0 // indirect
-	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0 // indirect
-	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.10.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.10.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.10.0 // indirect
 )
 
 replace (

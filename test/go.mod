@@ -21,24 +21,24 @@ require (
 	github.com/gowebpki/jcs v1.0.2
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/handler v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/esm v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/pgserver v0.9.0
-	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0
-	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/kmsenv v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv v0.9.0
-	github.com/sqsonce/sqsonce/middleware/oteltrace v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/handler v0.10.0
+	github.com/sqsonce/sqsonce/internal/testenv/esm v0.10.0
+	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.10.0
+	github.com/sqsonce/sqsonce/internal/testenv/pgserver v0.10.0
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.10.0
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/storetest/linearize v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/kmsenv v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/pgenv v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/redisenv v0.10.0
+	github.com/sqsonce/sqsonce/middleware/oteltrace v0.10.0
 	go.opentelemetry.io/contrib/propagators/aws v1.47.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0

@@ -10,10 +10,10 @@ require (
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.3
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/esm v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/internal/testenv/esm v0.10.0
+	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.10.0
 )
 
 require (

@@ -11,9 +11,9 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/iam v1.66.0
 	github.com/aws/aws-sdk-go-v2/service/lambda v1.115.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/esm v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/internal/testenv/esm v0.10.0
+	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.10.0
 )
 
 require (

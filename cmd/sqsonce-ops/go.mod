@@ -13,18 +13,18 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/handler v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/esm v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.9.0
-	github.com/sqsonce/sqsonce/internal/testenv/pgserver v0.9.0
-	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/handler v0.10.0
+	github.com/sqsonce/sqsonce/internal/testenv/esm v0.10.0
+	github.com/sqsonce/sqsonce/internal/testenv/motoserver v0.10.0
+	github.com/sqsonce/sqsonce/internal/testenv/pgserver v0.10.0
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.10.0
 )
 
 require (
@@ -47,7 +47,7 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.10.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect

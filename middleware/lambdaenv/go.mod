@@ -10,11 +10,11 @@ require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.21
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0
-	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.10.0
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.10.0
 )
 
 require (

@@ -8,7 +8,7 @@ replace github.com/sqsonce/sqsonce => ../..
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1
-	github.com/sqsonce/sqsonce v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 )

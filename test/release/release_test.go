@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
 	"golang.org/x/mod/zip"
 
 	"github.com/sqsonce/sqsonce/internal/testenv/workspace"
@@ -32,7 +33,7 @@ import (
 const (
 	// release is the version every go.mod of the tree requires its
 	// sibling modules at: the release being prepared.
-	release = "v0.9.0"
+	release = "v0.10.0"
 	// lib is the root module's path; every module of the tree is under it.
 	lib = "github.com/sqsonce/sqsonce"
 	// maxDynamoUser is issue 34's ceiling on `go list -m all` for a user of
@@ -208,6 +209,45 @@ func TestSiblingRequires(t *testing.T) {
 	}
 	if len(bad) != 1 || !strings.Contains(bad[0], "dynamostore at v0.0.0-") {
 		t.Errorf("complaints %q, want one, on dynamostore's pseudo-version", bad)
+	}
+}
+
+// TestReleaseIsNew: the version the tree's go.mod files require their
+// siblings at is the release being prepared: later than every release
+// CHANGELOG.md records (a published tag cannot be cut again, and siblings at
+// an earlier release would select its old API), and the version
+// docs/development.md's release steps name.
+func TestReleaseIsNew(t *testing.T) {
+	root := workspace.Root(t)
+	changelog, err := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !semver.IsValid(release) {
+		t.Fatalf("release %q is not a semantic version", release)
+	}
+	var released []string
+	for line := range strings.Lines(string(changelog)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "## "); ok {
+			if f := strings.Fields(v); len(f) > 0 && semver.IsValid(f[0]) {
+				released = append(released, f[0])
+			}
+		}
+	}
+	if len(released) == 0 {
+		t.Fatal("CHANGELOG.md records no release (## vX.Y.Z)")
+	}
+	for _, v := range released {
+		if semver.Compare(release, v) <= 0 {
+			t.Errorf("release %s is not later than %s, which CHANGELOG.md records as released", release, v)
+		}
+	}
+	dev, err := os.ReadFile(filepath.Join(root, "docs", "development.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(dev), "`"+release+"`") {
+		t.Errorf("docs/development.md's release steps do not name %s", release)
 	}
 }
 

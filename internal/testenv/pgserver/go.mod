@@ -6,7 +6,7 @@ toolchain go1.26.10
 
 require (
 	github.com/jackc/pgx/v5 v5.13.0
-	github.com/sqsonce/sqsonce v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
 )
 
 require (

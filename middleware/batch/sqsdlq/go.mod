@@ -8,8 +8,8 @@ require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.10.0
 )
 
 require (

@@ -10,7 +10,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.21
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/smithy-go v1.28.9
-	github.com/sqsonce/sqsonce v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
 )
 
 require (

@@ -7,7 +7,7 @@ toolchain go1.26.10
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/kms v1.63.0
-	github.com/sqsonce/sqsonce v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
 )
 
 require (

@@ -4,7 +4,7 @@ go 1.26.0
 
 toolchain go1.26.10
 
-require github.com/sqsonce/sqsonce v0.9.0
+require github.com/sqsonce/sqsonce v0.10.0
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1 // indirect

@@ -7,10 +7,10 @@ toolchain go1.26.10
 require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.21
 	github.com/aws/aws-sdk-go-v2/service/kms v1.63.0
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/kmsseal v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.10.0
 )
 
 require (
@@ -32,9 +32,9 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sts v1.53.0 // indirect
 	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
-	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0 // indirect
-	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0 // indirect
-	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.10.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.10.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.10.0 // indirect
 )
 
 replace (

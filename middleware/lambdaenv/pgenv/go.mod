@@ -5,14 +5,14 @@ go 1.26.0
 toolchain go1.26.10
 
 require (
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.10.0
 )
 
 require (
 	github.com/jackc/pgx/v5 v5.13.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore v0.9.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/pgstore v0.10.0
 )
 
 require (
@@ -38,9 +38,9 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0 // indirect
-	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0 // indirect
-	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.10.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.10.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.10.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )

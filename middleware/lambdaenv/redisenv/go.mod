@@ -5,14 +5,14 @@ go 1.26.0
 toolchain go1.26.10
 
 require (
-	github.com/sqsonce/sqsonce v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.9.0
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0
+	github.com/sqsonce/sqsonce v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv v0.10.0
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.10.0
 )
 
 require (
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore v0.9.0
+	github.com/sqsonce/sqsonce/middleware/idempotency/redisstore v0.10.0
 )
 
 require (
@@ -36,9 +36,9 @@ require (
 	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
-	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.9.0 // indirect
-	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.9.0 // indirect
-	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.9.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsdlq v0.10.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/batch/sqsvisibility v0.10.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/idempotency/dynamostore v0.10.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )

@@ -21,8 +21,8 @@ require (
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
-	github.com/sqsonce/sqsonce v0.9.0 // indirect
-	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.9.0 // indirect
+	github.com/sqsonce/sqsonce v0.10.0 // indirect
+	github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars v0.10.0 // indirect
 	github.com/yuin/goldmark v1.7.16 // indirect
 	golang.org/x/lint v0.0.0-20241112194109-818c5a804067 // indirect
 	golang.org/x/mod v0.42.0 // indirect
@@ -34,7 +34,7 @@ require (
 	golang.org/x/tools/godoc v0.1.0-deprecated // indirect
 )
 
-require github.com/sqsonce/sqsonce/infra v0.9.0
+require github.com/sqsonce/sqsonce/infra v0.10.0
 
 replace (
 	github.com/sqsonce/sqsonce => ../../..
