@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -265,5 +266,43 @@ func TestNativeNumbers(t *testing.T) {
 				t.Errorf("a number DynamoDB cannot hold: stored %v, want the result left out", vals[":data"])
 			}
 		})
+	}
+}
+
+// TestDeeplyNestedResult: in DataPowertoolsTypeScript a result is stored in
+// DynamoDB's native types, which nest at most 32 levels counting the
+// attribute (31 maps or lists around a value); DynamoDB refuses a deeper
+// write whole. A deeper result completes its record without it (left out,
+// as a result too large is), so that the operation never runs again; one
+// at the limit is stored and replayed whole.
+func TestDeeplyNestedResult(t *testing.T) {
+	e := newEnv(t, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript))
+	g, err := idempotency.New(idempotency.Config{Store: e.store, Namespace: "deep", Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested := func(depth int) json.RawMessage {
+		return json.RawMessage(strings.Repeat(`{"a":`, depth) + `1` + strings.Repeat(`}`, depth))
+	}
+	for _, tc := range []struct {
+		depth int
+		kept  bool
+	}{{31, true}, {32, false}, {200, false}} {
+		k := idempotency.Raw(fmt.Appendf(nil, "depth-%d", tc.depth))
+		runs := 0
+		op := func(context.Context) (json.RawMessage, error) { runs++; return nested(tc.depth), nil }
+		if _, err := idempotency.Do(context.Background(), g, k, op); err != nil {
+			t.Fatalf("depth %d, first delivery: %v", tc.depth, err)
+		}
+		replayed, err := idempotency.Do(context.Background(), g, k, op)
+		if err != nil {
+			t.Fatalf("depth %d, duplicate: %v", tc.depth, err)
+		}
+		if kept := string(replayed) == string(nested(tc.depth)); kept != tc.kept || !kept && replayed != nil {
+			t.Errorf("depth %d: the duplicate replays %.40s; want the result kept %v (or nothing)", tc.depth, replayed, tc.kept)
+		}
+		if runs != 1 {
+			t.Errorf("depth %d: the operation ran %d times, want once", tc.depth, runs)
+		}
 	}
 }

@@ -297,11 +297,42 @@ func (s *Store) encodeData(data []byte) (types.AttributeValue, error) {
 	return attrS(string(data)), nil
 }
 
+// maxNesting is the deepest an attribute's value may nest maps and lists
+// in DynamoDB: 32 levels counting the attribute itself, so 31 maps or lists
+// around a value (DynamoDB refuses the whole write with a ValidationException
+// beyond it).
+const maxNesting = 31
+
+// jsonDepth is how deep data nests objects and arrays, read as JSON text
+// (strings skipped), whether or not it is valid.
+func jsonDepth(data []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
 // nativeValue converts a JSON document to DynamoDB's native types, as the
 // AWS SDK for JavaScript's marshall does: objects to M, arrays to L,
 // strings to S, numbers to N (as written), true and false to BOOL, null to
 // NULL.
 func nativeValue(data []byte) (types.AttributeValue, error) {
+	if d := jsonDepth(data); d > maxNesting {
+		return nil, fmt.Errorf("the result nests %d objects and arrays deep; DynamoDB stores at most %d", d, maxNesting)
+	}
 	if json.Valid(data) {
 		// Valid JSON is converted as it is read, without the decoder's
 		// values in between; the decoder below reports what is not.

@@ -145,3 +145,16 @@ func BenchmarkNativeHostile(b *testing.B) {
 		})
 	}
 }
+
+// TestJSONDepth: the nesting of objects and arrays, strings skipped (their
+// brackets, escaped quotes and backslashes included).
+func TestJSONDepth(t *testing.T) {
+	for in, want := range map[string]int{
+		`1`: 0, `"{[{["`: 0, `{}`: 1, `[[],[[]]]`: 3, `{"a":[{"b":"]}}"}]}`: 3,
+		`["\"[", ["\\"], "\\\"{"]`: 2, `{"a":` + strings.Repeat(`[`, 40): 41,
+	} {
+		if got := jsonDepth([]byte(in)); got != want {
+			t.Errorf("jsonDepth(%s) = %d, want %d", in, got, want)
+		}
+	}
+}
