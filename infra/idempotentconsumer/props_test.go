@@ -138,6 +138,8 @@ func TestPlanRejects(t *testing.T) {
 		{"retention too long", func(p *Props) { p.Retention = 15 * 24 * time.Hour }, []string{"Retention 360h0m0s is outside"}},
 		{"DLQ shorter than queue", func(p *Props) { p.DeadLetterRetention = time.Hour }, []string{"DeadLetterRetention 1h0m0s is below Retention"}},
 		{"receive count", func(p *Props) { p.MaxReceiveCount = -1 }, []string{"MaxReceiveCount -1 is outside"}},
+		{"metrics namespace reserved", func(p *Props) { p.MetricsNamespace = "AWS/Lambda" }, []string{`MetricsNamespace "AWS/Lambda" is not one CloudWatch takes`}},
+		{"metrics namespace too long", func(p *Props) { p.MetricsNamespace = strings.Repeat("n", 256) }, []string{"is not one CloudWatch takes"}},
 		{"batch over 10 without window", func(p *Props) { p.BatchSize = 11; p.MaxBatchingWindow = -1 }, []string{"needs a MaxBatchingWindow"}},
 		{"window too long", func(p *Props) { p.MaxBatchingWindow = 6 * time.Minute }, []string{"above Lambda's maximum"}},
 		{"concurrency 1", func(p *Props) { p.MaxConcurrency = 1 }, []string{"MaxConcurrency 1 is outside 2–1000"}},
