@@ -1,6 +1,7 @@
 // Package oteltrace traces an idempotent Lambda function with OpenTelemetry:
-// one span per SQS, Kinesis or DynamoDB stream record, linked to its
-// producer, that says what the idempotency guard decided for it.
+// one span per SQS, Kinesis or DynamoDB stream record, that says what the
+// idempotency guard decided for it; an SQS record's is linked to its
+// producer (stream records carry no producer's trace context).
 //
 //	g, err := idempotency.New(oteltrace.Instrument(cfg, oteltrace.WithTracerProvider(tp)))
 //	lambda.StartHandlerFunc(oteltrace.SQS(idempotency.Wrap(g, key, summarise), batch.Options{}, oteltrace.WithTracerProvider(tp)))
