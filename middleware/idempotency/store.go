@@ -9,9 +9,27 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
 
-// fencedWriteTimeout bounds the store writes made after the operation
-// returned when the invocation's own context is already done.
+// fencedWriteTimeout bounds, from its start, each store write made after
+// the operation returned when the call's own context is already done; a
+// context its deadline ended bounds them sooner (deadlineWriteGrace).
 const fencedWriteTimeout = 5 * time.Second
+
+// deadlineWriteGrace is how long past the call's deadline the writes made
+// after the operation returned may run when that deadline ended the call's
+// context. The caller's response is still to be sent: under batch the
+// deadline is the records' (the invocation's less batch.DefaultReserve,
+// 500 ms), and writes that run on past the reserve make Lambda lose the
+// batch's response, so that every record of the batch comes back. 200 ms
+// is within that reserve, and ample for a healthy store's write.
+const deadlineWriteGrace = 200 * time.Millisecond
+
+// lateWriteFloor is the least time such a write gets from its start, past
+// deadlineWriteGrace too: an operation may run on well past its deadline
+// (Lambda Managed Instances do not stop it, and keep-alive keeps its
+// claim), and a healthy store must still store its result. It is below
+// deadlineWriteGrace, so that writes that follow one another (a seal,
+// then the completion) still end within batch's reserve.
+const lateWriteFloor = 100 * time.Millisecond
 
 // acquire is the store's Acquire: a strict call's without taking a lapsed
 // claim over. A claim refused by a lapsed claim quarantines it when the
@@ -57,14 +75,28 @@ func (g *Guard) markQuarantined(ctx context.Context, prev driver.Record, now tim
 }
 
 // writeContext is the context of a store write made after the operation
-// returned: ctx itself while it is live, else a detached one bounded by
-// fencedWriteTimeout, since the work is done and recording it (or freeing
-// its key) is still worth a try.
+// returned: ctx itself while it is live, else a detached one, since the
+// work is done and recording it (or freeing its key) is still worth a try.
+// The detached context ends deadlineWriteGrace after ctx's deadline when
+// that deadline ended ctx (but no sooner than lateWriteFloor from now),
+// else fencedWriteTimeout from now; never later than that.
 func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if ctx.Err() == nil {
+	err := ctx.Err()
+	if err == nil {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(context.WithoutCancel(ctx), fencedWriteTimeout)
+	now := time.Now()
+	end := now.Add(fencedWriteTimeout)
+	if d, ok := ctx.Deadline(); ok && errors.Is(err, context.DeadlineExceeded) {
+		bound := d.Add(deadlineWriteGrace)
+		if floor := now.Add(lateWriteFloor); bound.Before(floor) {
+			bound = floor
+		}
+		if bound.Before(end) {
+			end = bound
+		}
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), end)
 }
 
 // retryable reports whether a failed Complete may succeed if tried again.
