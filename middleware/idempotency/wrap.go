@@ -72,9 +72,12 @@ func Do[T any](ctx context.Context, g *Guard, key Selection, fn func(context.Con
 
 // Select returns what sel takes from in, as a function made by [Wrap]
 // takes its key: for tools that compute an input's record id (with
-// [Guard.ID]) and for tests of a selector. It fails as Wrap fails an
-// input, with a [*KeyError], or, for a selector that cannot read an In,
-// with the reason Wrap would panic.
+// [Guard.ID]) and for tests of a selector. It fails as Wrap's selection
+// fails an input, with a [*KeyError], or, for a selector that cannot read
+// an In, with the reason Wrap would panic. It does not hash: a selection
+// the guard's [Format] cannot hash (a number a double cannot hold exactly,
+// see [Format.Hash]) is returned, and fails in [Guard.ID], as Wrap fails
+// that input.
 func Select[In any](sel Selector, in In) (Selection, error) {
 	w, err := newWrapper[In, struct{}](&Guard{}, sel, false, nil)
 	if err != nil {
