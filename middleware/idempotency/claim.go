@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/sqsonce/sqsonce/internal/planted"
@@ -196,7 +197,11 @@ func (g *Guard) completed(ctx context.Context, rec driver.Record, stored, data [
 			return outcome{ev: Report{Outcome: OutcomeFailed, Ran: true, Err: err}}
 		}
 	}
-	rec.Data, rec.Attached = planted.If(planted.CacheKeepsSealed, rec.Data, data), nil
+	kept := rec.Data
+	rec.Data, rec.Attached = data, nil
+	if planted.On(planted.CacheKeepsSealed) {
+		rec.Data = sealedAsText(kept)
+	}
 	if !withheld { // a duplicate reads the record, and fails
 		g.remember(rec)
 	}
@@ -279,7 +284,7 @@ func (g *Guard) existing(ctx context.Context, prev driver.Record, validation str
 	case driver.StatusCompleted:
 		data, err := driver.OpenData(ctx, g.cfg.Sealer, prev.ID, prev.Data)
 		if planted.On(planted.NoSealerReplays) && g.cfg.Sealer == nil {
-			data, err = prev.Data, nil
+			data, err = sealedAsText(prev.Data), nil
 		}
 		if err != nil {
 			return outcome{ev: Report{Outcome: OutcomeFailed, Ran: ran, Err: err}}
@@ -376,4 +381,14 @@ func callOp(ctx context.Context, op func(context.Context) (any, error)) (val any
 		return nil, perr
 	}
 	return val, err
+}
+
+// sealedAsText is a stored result as a reader that takes it for plain
+// gets it: a sealed one as a JSON string of its sealed text (the form
+// earlier builds stored). Only planted defects call it.
+func sealedAsText(data []byte) []byte {
+	if !driver.IsSealed(data) || data[0] == '"' {
+		return data
+	}
+	return strconv.AppendQuote(nil, string(data))
 }
