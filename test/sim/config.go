@@ -8,8 +8,10 @@ import (
 
 // Config is the point of the configuration space one run simulates: which
 // wrapper the workers use, how record ids are scoped to tenants, how leases
-// are kept alive, the skew margin, the share of strict workers, the cache,
-// payload validation, pacing, the dead-letter path and sealed results.
+// are kept alive, the skew margin, the share of strict workers (and how
+// they are strict), the cache and its size, payload validation, pacing and
+// its interval, the batch's concurrency and full-batch error, the
+// dead-letter path and sealed results.
 // [ConfigOf] draws it from the seed; a saved tape keeps it (a tape saved
 // before configurations were drawn replays [Legacy]).
 type Config struct {
@@ -67,6 +69,21 @@ type Config struct {
 	// (every worker but slot 1's, which has none, as during a rollout:
 	// a sealed record it reads fails its call with driver.ErrUnsealed).
 	Sealer string `json:"sealer,omitempty"`
+	// SmallCache, with Cache, sets Config.CacheBytes to 1 KiB instead:
+	// two records, so that a run's keys evict each other.
+	SmallCache bool `json:"small_cache,omitempty"`
+	// StrictGuard makes the strict workers strict with Config.Strict (the
+	// guard's every call) instead of the wrapper's option Strict().
+	StrictGuard bool `json:"strict_guard,omitempty"`
+	// Sequential sets batch.Options.Concurrency to 1: a batch's records
+	// run one after another, in event order.
+	Sequential bool `json:"sequential,omitempty"`
+	// NoFullBatchError sets batch.Options.NoFullBatchError (never with
+	// FullBatchError): a batch whose every record failed returns no error.
+	NoFullBatchError bool `json:"no_full_batch_error,omitempty"`
+	// KeepVisibleEvery, with Pacing, is KeepVisible.Every: zero (a third
+	// of the records' window) or a shorter interval.
+	KeepVisibleEvery time.Duration `json:"keep_visible_every,omitempty"`
 	// Legacy: the one configuration the simulation ran before it drew
 	// one, with its draws (tapes saved then replay it).
 	Legacy bool `json:"legacy,omitempty"`
@@ -129,6 +146,14 @@ func ConfigOf(seed uint64) Config {
 	if c.KeepAlive != "off" && pick(2) == 1 {
 		c.KeepAliveEvery = 400 * time.Millisecond
 	}
+	// After every draw above, as they were drawn before these.
+	c.SmallCache = c.Cache && pick(2) == 1
+	c.StrictGuard = c.Strict > 0 && pick(2) == 1
+	c.Sequential = pick(2) == 1
+	c.NoFullBatchError = !c.FullBatchError && pick(2) == 1
+	if c.Pacing && pick(2) == 1 {
+		c.KeepVisibleEvery = 250 * time.Millisecond
+	}
 	return c
 }
 
@@ -151,6 +176,21 @@ func (c Config) String() string {
 	}
 	if c.Sealer != "" {
 		s += " sealer=" + c.Sealer
+	}
+	if c.SmallCache {
+		s += " small_cache=true"
+	}
+	if c.StrictGuard {
+		s += " strict_guard=true"
+	}
+	if c.Sequential {
+		s += " sequential=true"
+	}
+	if c.NoFullBatchError {
+		s += " no_full_batch_error=true"
+	}
+	if c.KeepVisibleEvery != 0 {
+		s += fmt.Sprintf(" keep_visible_every=%v", c.KeepVisibleEvery)
 	}
 	if c.Legacy {
 		s += " (legacy)"

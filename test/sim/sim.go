@@ -296,7 +296,11 @@ func (w *world) newProc(slot, inc int, strict bool) *proc {
 	gc.KeepAliveEvery = c.KeepAliveEvery
 	if c.Cache {
 		gc.CacheBytes = 1 << 20
+		if c.SmallCache {
+			gc.CacheBytes = 1 << 10
+		}
 	}
+	gc.Strict = strict && c.StrictGuard
 	if c.sealed(slot) {
 		gc.Sealer = w.newSealer()
 	}
@@ -308,7 +312,7 @@ func (w *world) newProc(slot, inc int, strict bool) *proc {
 	if c.Payload && c.Wrapper != "do" {
 		opts = append(opts, idempotency.WithPayload(idempotency.BodyField("p")))
 	}
-	if strict {
+	if strict && !c.StrictGuard {
 		opts = append(opts, idempotency.Strict())
 	}
 	var wrapped func(context.Context, events.SQSMessage) (string, error)
@@ -361,8 +365,12 @@ func (w *world) newProc(slot, inc int, strict bool) *proc {
 		if c.QueueTimeout {
 			bo.KeepVisible.QueueTimeout = VisibilityTimeout
 		}
+		bo.KeepVisible.Every = c.KeepVisibleEvery
 	}
-	bo.AlwaysFullBatchError = c.FullBatchError
+	bo.AlwaysFullBatchError, bo.NoFullBatchError = c.FullBatchError, c.NoFullBatchError
+	if c.Sequential {
+		bo.Concurrency = 1
+	}
 	if c.DeadLetter {
 		mv, err := sqsdlq.New(&sqsAPI{p: p}, sqsdlq.WithQueueURL(func(arn string) (string, error) { return arn, nil }),
 			sqsdlq.WithDeadLetterQueue(queueARN, deadLetterARN))
