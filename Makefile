@@ -59,10 +59,10 @@ help-check:
 	           for (d in doc) if (!(d in phony)) { print "Makefile: help line for " d ", which is not a .PHONY target"; bad = 1 } \
 	           exit bad }' $(firstword $(MAKEFILE_LIST))
 
-# Moto_server and the Lambda Runtime Interface Emulator are started by the
-# tests themselves; infra's tests synthesise the stack and run cfn-lint on it;
-# deploy-local deploys it to moto_server.
-## test: lint, every Go test with the race detector (against moto_server and the Lambda RIE), infra's tests, release-check and deploy-local; ends with the Go tests skipped and what to install for each.
+# moto_server, redis-server, PostgreSQL and the Lambda Runtime Interface
+# Emulator are started by the tests themselves; infra's tests synthesise the
+# stack and run cfn-lint on it; deploy-local deploys it to moto_server.
+## test: lint, test-go (every Go test with the race detector, against moto_server, redis-server, PostgreSQL and the Lambda RIE), test-infra (CDK synth and cfn-lint), release-check, deploy-local and own-function; ends with the Go tests skipped and what to install for each.
 test: lint test-go test-infra release-check deploy-local own-function
 	@$(GO) run ./tools/testreport -skipped build/test-go.json
 
@@ -128,7 +128,7 @@ staticcheck: $(STATICCHECK)
 	$(STATICCHECK) -tags sqsonceplanted $(PLANTED_PKGS)
 	cd infra && $(STATICCHECK) ./...
 
-## bench: measure the decorator's overhead per record (BenchmarkBare vs BenchmarkIdempotent).
+## bench: every benchmark under middleware/, among them the decorator's overhead per record (BenchmarkBare vs BenchmarkIdempotent).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./middleware/...
 

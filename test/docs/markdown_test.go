@@ -36,6 +36,14 @@ func manual(t *testing.T) []string {
 	return files
 }
 
+// checked returns the files whose links and shell blocks the tests check:
+// the manual, and infra/README.md, the CDK app's and the construct's page,
+// which is not in the manual's word budget.
+func checked(t *testing.T) []string {
+	t.Helper()
+	return append(manual(t), "infra/README.md")
+}
+
 func read(t *testing.T, file string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
@@ -247,9 +255,9 @@ func resolve(l link, anchorsOf func(file string) (map[string]bool, error)) strin
 	return ""
 }
 
-// TestLinks resolves every relative link of the README and of docs/: the
-// file or folder exists, and the #anchor is a heading (or <a id>) of its
-// page as GitHub renders it.
+// TestLinks resolves every relative link of the README, of docs/ and of
+// infra/README.md: the file or folder exists, and the #anchor is a heading
+// (or <a id>) of its page as GitHub renders it.
 func TestLinks(t *testing.T) {
 	cache := map[string]map[string]bool{}
 	anchorsOf := func(file string) (map[string]bool, error) {
@@ -264,9 +272,11 @@ func TestLinks(t *testing.T) {
 		return cache[file], nil
 	}
 	n, anchored := 0, 0
-	for _, file := range manual(t) {
+	perFile := map[string]int{}
+	for _, file := range checked(t) {
 		for _, l := range links(file, read(t, file)) {
 			n++
+			perFile[file]++
 			if strings.Contains(l.target, "#") {
 				anchored++
 			}
@@ -275,8 +285,8 @@ func TestLinks(t *testing.T) {
 			}
 		}
 	}
-	if n == 0 {
-		t.Fatal("no relative link in the manual: the test would check nothing")
+	if n == 0 || perFile["infra/README.md"] == 0 {
+		t.Fatalf("%d relative links, %d of them in infra/README.md: the test would check nothing", n, perFile["infra/README.md"])
 	}
 	t.Logf("%d relative links (%d with an anchor) resolve", n, anchored)
 }
@@ -385,25 +395,24 @@ func identifies(src, page, code string) bool {
 	}
 }
 
-// TestREADMEShellBlocks checks that every shell block of the README and of
-// the pages of docs/ is marked with the tests that run it, each of which
-// reads that very block (it names the page, and finds the block by a
-// string of its code: see identifies), or with why nothing here can run
-// it.
+// TestREADMEShellBlocks checks that every shell block of the README, of
+// the pages of docs/ and of infra/README.md is marked with the tests that
+// run it, each of which reads that very block (it names the page, and
+// finds the block by a string of its code: see identifies), or with why
+// nothing here can run it; and that no shell command hides from that rule
+// in a block with no language (see looksLikeShell).
 func TestREADMEShellBlocks(t *testing.T) {
-	pages := []string{"README.md"}
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range docs {
-		pages = append(pages, "docs/"+filepath.Base(d))
-	}
 	n, run := 0, 0
-	for _, page := range pages {
+	for _, page := range checked(t) {
 		text := read(t, page)
 		lines := strings.Split(text, "\n")
 		for _, b := range blocks(page, text) {
+			if b.lang() == "" {
+				if first := firstCommand(b.code); looksLikeShell(first) {
+					t.Errorf("%s:%d: a block with no language whose first line is a shell command (%q): make it ```sh, marked as the other sh blocks are", page, b.line-1, first)
+				}
+				continue
+			}
 			if b.lang() != "sh" {
 				continue
 			}
@@ -437,13 +446,106 @@ func TestREADMEShellBlocks(t *testing.T) {
 	if n == 0 || run == 0 {
 		t.Fatalf("%d sh blocks, %d run: the test would check nothing", n, run)
 	}
-	t.Logf("%d sh blocks in README.md and docs/, each marked; %d run by a test that reads it", n, run)
+	t.Logf("%d sh blocks in README.md, docs/ and infra/README.md, each marked; %d run by a test that reads it", n, run)
 	if got := runBy("Makefile (make help-check; make lint); a/b_test.go (x)"); !slices.Equal(got, []string{"Makefile", "a/b_test.go"}) {
 		t.Errorf("runBy: %v, want [Makefile a/b_test.go]", got)
 	}
 	src := "package x\nvar _ = [2]string{\"README.md\", \"moto_server \"} // `make help`"
 	if !identifies(src, "README.md", "moto_server -p 5000 &") || identifies(src, "README.md", "make help") || identifies(src, "docs/stores.md", "moto_server -p 5000 &") {
 		t.Error("identifies: a file that names the page and finds the block by its code, and only that, reads it")
+	}
+}
+
+// firstCommand returns the first line of a block's code that is neither
+// blank nor a # comment.
+func firstCommand(code string) string {
+	for _, l := range strings.Split(code, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return l
+		}
+	}
+	return ""
+}
+
+var (
+	// assignment is a shell variable assignment before a command: VAR=value.
+	assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=\S*$`)
+	// programName is what a command's name looks like: a lower-case word.
+	programName = regexp.MustCompile(`^[a-z][a-z0-9_.+-]*$`)
+	// commands are the programs the pages run, beside the repository's
+	// own commands (cmd/*).
+	commands = map[string]bool{
+		"apt-get": true, "aws": true, "aws-lambda-rie": true, "brew": true, "cat": true, "cd": true,
+		"cdk": true, "cfn-lint": true, "cp": true, "curl": true, "docker": true, "echo": true,
+		"env": true, "export": true, "git": true, "go": true, "gofmt": true, "govulncheck": true,
+		"initdb": true, "jq": true, "ls": true, "make": true, "mkdir": true, "moto_server": true,
+		"mv": true, "node": true, "npm": true, "npx": true, "pg_ctl": true, "pip": true,
+		"pip3": true, "postgres": true, "psql": true, "python3": true, "redis-cli": true,
+		"redis-server": true, "rm": true, "sam": true, "staticcheck": true, "sudo": true, "zip": true,
+	}
+)
+
+// looksLikeShell reports whether a line reads as a shell command: a "$ "
+// prompt; one or more VAR=value followed by a program name (or VAR=$(...));
+// or a program the pages run (commands, or one of cmd/), or a path to one
+// (./x), first. "window = retention + …" is no command.
+func looksLikeShell(line string) bool {
+	f := strings.Fields(line)
+	if len(f) > 1 && f[0] == "$" {
+		return true
+	}
+	assigned := false
+	for len(f) > 0 && assignment.MatchString(f[0]) {
+		if _, v, _ := strings.Cut(f[0], "="); strings.HasPrefix(v, "$(") {
+			return true
+		}
+		assigned = true
+		f = f[1:]
+	}
+	if len(f) == 0 {
+		return false
+	}
+	w := strings.TrimPrefix(f[0], "(") // a subshell: (cd dir && ...)
+	if strings.HasPrefix(w, "./") || strings.HasPrefix(w, "../") || strings.HasPrefix(w, "~/") {
+		return true
+	}
+	if assigned {
+		return programName.MatchString(w)
+	}
+	if commands[w] {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(root, "cmd", w))
+	return programName.MatchString(w) && err == nil
+}
+
+func TestLooksLikeShell(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want bool
+	}{
+		{"SQSONCE_RIE=.tools/aws-lambda-rie go test -race ./test/concurrency/", true},
+		{"CGO_ENABLED=0 GOOS=linux go build .", true},
+		{"QUEUE_URL=$(aws sqs get-queue-url)", true},
+		{"go test ./...", true},
+		{"make tools", true},
+		{"$ make demo", true},
+		{"(cd tools && go test .)", true},
+		{"./build/bootstrap", true},
+		{"sqsonce-ops inspect --key o-1", true},
+		{"window           = retention + maxReceiveCount × visibilityTimeout", false},
+		{"visibilityTimeout = 6 × 180s = 1080s  (18m)", false},
+		{"func handle(ctx durable.Context) (Out, error) {", false},
+		{"producer  SendMessage ───┐", false},
+		{"A=1", false},
+		{"", false},
+	} {
+		if got := looksLikeShell(c.line); got != c.want {
+			t.Errorf("looksLikeShell(%q) = %v, want %v", c.line, got, c.want)
+		}
+	}
+	if got := firstCommand("# a comment\n\n  make test\n"); got != "make test" {
+		t.Errorf("firstCommand: %q, want make test", got)
 	}
 }
 
