@@ -35,29 +35,30 @@ import (
 // sets, with the app's meaning, so that an operator can reuse the
 // function's environment. Flags override the environment.
 const (
-	envStore            = "SQSONCE_STORE"             // dynamodb | redis | postgres; default dynamodb
+	envStore            = envvars.EnvStore            // dynamodb | redis | postgres; default dynamodb
 	envTable            = envvars.EnvTable            // the DynamoDB table (the app's PostgreSQL table is pgstore's default)
 	envNamespace        = envvars.EnvNamespace        // record id prefix; required
 	envKey              = envvars.EnvKey              // the function's key source (envvars.KeySource)
 	envTenancy          = envvars.EnvTenancy          // the function's tenancy: invocation | message-group | off
 	envStrict           = envvars.EnvStrict           // true | false: the function's strict mode (idempotency.Config.Strict); default false
 	envDynamoDBEndpoint = envvars.EnvDynamoDBEndpoint // DynamoDB endpoint override
-	envSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"      // SQS endpoint override
-	envRedisURL         = "SQSONCE_REDIS_URL"         // redis:// or rediss:// URL
-	envPostgresURL      = "SQSONCE_POSTGRES_URL"      // postgres:// URL or DSN
+	envSQSEndpoint      = envvars.EnvSQSEndpoint      // SQS endpoint override
+	envRedisURL         = envvars.EnvRedisURL         // redis:// or rediss:// URL
+	envPostgresURL      = envvars.EnvPostgresURL      // postgres:// URL or DSN
 	envPartitionKey     = envvars.EnvPartitionKey     // dynamostore.Attributes.ID; default id
 	envSortKey          = envvars.EnvSortKey          // dynamostore.SortKey.Attr
 	envStaticPartition  = envvars.EnvStaticPartition  // dynamostore.SortKey.Partition (Powertools' static_pk_value)
 	envSealKey          = envvars.EnvSealKey          // the KMS key the function seals results with (kmsseal)
 )
 
-// The tool's own variables: settings the app does not have.
+// The store's and the guard's settings a function reads through lambdaenv
+// (cmd/summarise does not have them).
 const (
-	envRedisCluster     = "SQSONCE_REDIS_CLUSTER"                // on | off: SQSONCE_REDIS_URL names a Redis Cluster
-	envRedisKeyPrefix   = "SQSONCE_REDIS_KEY_PREFIX"             // redisstore.WithKeyPrefix
-	envRedisUnseparated = "SQSONCE_REDIS_KEY_PREFIX_UNSEPARATED" // on: redisstore.WithUnseparatedKeyPrefix
-	envFormat           = "SQSONCE_FORMAT"                       // native | powertools-python | powertools-typescript
-	envDataFormat       = "SQSONCE_DATA_FORMAT"                  // json | powertools-python | powertools-typescript
+	envRedisCluster     = envvars.EnvRedisCluster              // on | off: SQSONCE_REDIS_URL names a Redis Cluster
+	envRedisKeyPrefix   = envvars.EnvRedisKeyPrefix            // redisstore.WithKeyPrefix
+	envRedisUnseparated = envvars.EnvRedisKeyPrefixUnseparated // on: redisstore.WithUnseparatedKeyPrefix
+	envFormat           = envvars.EnvFormat                    // native | powertools-python | powertools-typescript
+	envDataFormat       = envvars.EnvDataFormat                // json | powertools-python | powertools-typescript
 )
 
 // envNames are the variables the tool reads: the app's, then its own.
@@ -73,9 +74,9 @@ var envRenamed = map[string]string{"SQSONCE_SORT_KEY_PARTITION": envStaticPartit
 
 // Store names.
 const (
-	storeDynamoDB = "dynamodb"
-	storeRedis    = "redis"
-	storePostgres = "postgres"
+	storeDynamoDB = envvars.StoreDynamoDB
+	storeRedis    = envvars.StoreRedis
+	storePostgres = envvars.StorePostgres
 )
 
 // globals are the flags every command takes.
@@ -134,8 +135,8 @@ func defaults(getenv func(string) string) globals {
 		tenancy:          or(envTenancy, envvars.TenancyInvocation),
 		strict:           getenv(envStrict) == "true",
 		strictEnv:        getenv(envStrict),
-		format:           or(envFormat, "native"),
-		dataFormat:       or(envDataFormat, "json"),
+		format:           or(envFormat, envvars.FormatNative),
+		dataFormat:       or(envDataFormat, envvars.DataJSON),
 		partitionKey:     or(envPartitionKey, driver.AttrID),
 		sortKey:          getenv(envSortKey),
 		staticPartition:  getenv(envStaticPartition),
@@ -177,18 +178,26 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.json, "json", g.json, "print JSON")
 }
 
-// formats are the guard's formats by flag value.
-var formats = map[string]idempotency.Format{
-	"native":                idempotency.FormatNative,
-	"powertools-python":     idempotency.FormatPowertoolsPython,
-	"powertools-typescript": idempotency.FormatPowertoolsTypeScript,
-}
+// formats are the guard's formats by flag value: SQSONCE_FORMAT's names,
+// mapped as the function maps them (lambdaenv.Format).
+var formats = byName(lambdaenv.Format, envvars.FormatNative, envvars.FormatPowertoolsPython, envvars.FormatPowertoolsTypeScript)
 
-// dataFormats are dynamostore's data formats by flag value.
-var dataFormats = map[string]dynamostore.DataFormat{
-	"json":                  dynamostore.DataJSON,
-	"powertools-python":     dynamostore.DataPowertoolsPython,
-	"powertools-typescript": dynamostore.DataPowertoolsTypeScript,
+// dataFormats are dynamostore's data formats by flag value:
+// SQSONCE_DATA_FORMAT's names, mapped as the function maps them
+// (lambdaenv.DataFormat).
+var dataFormats = byName(lambdaenv.DataFormat, envvars.DataJSON, envvars.DataPowertoolsPython, envvars.DataPowertoolsTypeScript)
+
+// byName maps each name to what parse makes of it.
+func byName[T any](parse func(string) (T, error), names ...string) map[string]T {
+	m := make(map[string]T, len(names))
+	for _, n := range names {
+		v, err := parse(n)
+		if err != nil {
+			panic(err)
+		}
+		m[n] = v
+	}
+	return m
 }
 
 // check reports every problem of g at once, without connecting.

@@ -27,8 +27,10 @@ var envvarsByName = map[string]string{
 	"EnvDynamoDBEndpoint": envvars.EnvDynamoDBEndpoint, "EnvKey": envvars.EnvKey,
 }
 
-// toolOwn are the tool's variables for settings the app does not have.
-var toolOwn = []string{envRedisCluster, envRedisKeyPrefix, envRedisUnseparated, envFormat, envDataFormat}
+// toolOwn are the tool's variables for settings the app does not have:
+// none, now that the function reads every setting the tool does (the key
+// format, the data format and the Redis key prefix and cluster included).
+var toolOwn []string
 
 // notRecords are the construct's variables that do not say where records
 // are or how they are read: the tool has no use for them.

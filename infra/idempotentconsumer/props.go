@@ -631,9 +631,9 @@ func (p Props) Plan() (Plan, error) {
 	// CloudWatch takes no metric into a namespace that is reserved for AWS,
 	// begins with ':' or is longer than 255 characters: the function's
 	// metric lines would be dropped, and the outcome alarms never fire.
-	switch ns := pl.MetricsNamespace; {
-	case strings.HasPrefix(ns, "AWS/"), strings.HasPrefix(ns, ":"), len(ns) > 255:
-		bad("MetricsNamespace %q is not one CloudWatch takes metrics into (AWS/ is reserved; at most 255 characters, not beginning with ':'): the outcome alarms would watch nothing", ns)
+	// The function's reader (envvars.Read) applies the same rule.
+	if err := metrics.CheckNamespace(pl.MetricsNamespace); err != nil {
+		bad("MetricsNamespace %q is not one CloudWatch takes metrics into (%v): the outcome alarms would watch nothing", pl.MetricsNamespace, err)
 	}
 	if pl.MetricsService == "" {
 		pl.MetricsService = p.Namespace

@@ -20,15 +20,24 @@
 //	if err != nil {
 //		log.Fatal(err)
 //	}
+//	key, err := env.KeySelector() // SQSONCE_KEY's selector; unset, an error naming it
+//	if err != nil {
+//		log.Fatal(err)
+//	}
 //	g, err := idempotency.New(env.Config)
-//	h := batch.SQS(idempotency.Wrap(g, env.Key, charge), env.Options) // env.Key: SQSONCE_KEY's selector
+//	h := batch.SQS(idempotency.Wrap(g, key, charge), env.Options)
 //	lambda.StartHandlerFunc(env.Handler(h))
+//
+// A function that passes a selector of its own to idempotency.Wrap leaves
+// SQSONCE_KEY unset and does not call KeySelector.
 //
 // Explicit configuration stays first-class: Load is a convenience over
 // dynamostore.New, idempotency.Config, batch.Options and
 // middleware/metrics, and envvars.Read parses the variables without building
 // anything. A missing or bad variable is an error naming it, never quoting
-// its value when the value may be a secret (none of these is).
+// its value when the value may be a secret (none of these is); so is a
+// misspelt SQSONCE_ name (envvars.CheckNames), and a store's server or KMS
+// that does not answer within [OpenTimeout] at start-up.
 //
 // The Redis and PostgreSQL stores live in modules of their own, so that a
 // function on DynamoDB does not require their clients: with
@@ -56,6 +65,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -82,7 +92,7 @@ type Function struct {
 	// with another store (Config.Store holds it).
 	Store *dynamostore.Store
 	// Config is the guard's configuration: Store, Namespace, ExpiresAfter,
-	// MinExpiry (the queue's window), Tenancy, Strict, Sealer (with
+	// MinExpiry (the queue's window), Tenancy, Format, Strict, Sealer (with
 	// SQSONCE_SEAL_KEY), and OnOutcome counting the metrics when they are
 	// on.
 	Config idempotency.Config
@@ -95,7 +105,8 @@ type Function struct {
 	Metrics *metrics.Recorder
 	// Key is the selector SQSONCE_KEY names (see envvars.KeySource), the
 	// one sqsonce-ops computes record ids with; the zero Selector, which
-	// selects nothing, when the variable is unset.
+	// selects nothing, when the variable is unset: [Function.KeySelector]
+	// says so.
 	Key idempotency.Selector
 
 	closers []func() error
@@ -112,6 +123,25 @@ func (f *Function) Close() error {
 	f.closers = nil
 	return errors.Join(errs...)
 }
+
+// KeySelector returns Key, the selector SQSONCE_KEY names, or, when the
+// variable is unset (Settings.Key is nil), an error naming it, so that
+// main fails at start-up saying what is missing rather than
+// idempotency.Wrap panicking on the zero Selector. A function with a
+// selector of its own leaves SQSONCE_KEY unset and does not call it.
+func (f *Function) KeySelector() (idempotency.Selector, error) {
+	if f.Settings.Key == nil {
+		return idempotency.Selector{}, fmt.Errorf("lambdaenv: %s is unset: set it (the construct's Props.KeySource), or pass a selector of your own to idempotency.Wrap", envvars.EnvKey)
+	}
+	return f.Key, nil
+}
+
+// OpenTimeout bounds each opener's start-up: the Redis and PostgreSQL
+// stores' first round trips (packages redisenv and pgenv) and the sealer's
+// check (kmsenv). A server that accepts a connection and never answers
+// fails Load within it, naming the variable, rather than Lambda's init
+// phase (10 s).
+const OpenTimeout = 5 * time.Second
 
 // Selector returns the selector k names: BodyField, BodySubset, or a
 // compiled JMESPath expression's. A bad expression is an error naming
@@ -151,6 +181,38 @@ func Tenancy(v string) (idempotency.Tenancy, error) {
 	return 0, fmt.Errorf("lambdaenv: %s is not %q, %q or %q", envvars.EnvTenancy, envvars.TenancyInvocation, envvars.TenancyMessageGroup, envvars.TenancyOff)
 }
 
+// Format returns the idempotency.Format SQSONCE_FORMAT names
+// (envvars.FormatNative, FormatPowertoolsPython or FormatPowertoolsTypeScript;
+// empty is the default, FormatNative), or an error naming the variable.
+// sqsonce-ops's --format takes the same names.
+func Format(v string) (idempotency.Format, error) {
+	switch v {
+	case "", envvars.FormatNative:
+		return idempotency.FormatNative, nil
+	case envvars.FormatPowertoolsPython:
+		return idempotency.FormatPowertoolsPython, nil
+	case envvars.FormatPowertoolsTypeScript:
+		return idempotency.FormatPowertoolsTypeScript, nil
+	}
+	return 0, fmt.Errorf("lambdaenv: %s is not %q, %q or %q", envvars.EnvFormat, envvars.FormatNative, envvars.FormatPowertoolsPython, envvars.FormatPowertoolsTypeScript)
+}
+
+// DataFormat returns the dynamostore.DataFormat SQSONCE_DATA_FORMAT names
+// (envvars.DataJSON, DataPowertoolsPython or DataPowertoolsTypeScript; empty
+// is the default, DataJSON), or an error naming the variable.
+// sqsonce-ops's --data-format takes the same names.
+func DataFormat(v string) (dynamostore.DataFormat, error) {
+	switch v {
+	case "", envvars.DataJSON:
+		return dynamostore.DataJSON, nil
+	case envvars.DataPowertoolsPython:
+		return dynamostore.DataPowertoolsPython, nil
+	case envvars.DataPowertoolsTypeScript:
+		return dynamostore.DataPowertoolsTypeScript, nil
+	}
+	return 0, fmt.Errorf("lambdaenv: %s is not %q, %q or %q", envvars.EnvDataFormat, envvars.DataJSON, envvars.DataPowertoolsPython, envvars.DataPowertoolsTypeScript)
+}
+
 // SQSAPI is the part of *sqs.Client that pacing (sqsvisibility) and the
 // dead-letter mover (sqsdlq) call.
 type SQSAPI interface {
@@ -171,10 +233,12 @@ type Clients struct {
 // Load reads the variables from the process's environment and builds the
 // AWS clients (once: call Load in main, with main's context), the store,
 // the guard's configuration, the batch options and, unless
-// SQSONCE_METRICS is off, the metrics recorder wired into both.
+// SQSONCE_METRICS is off, the metrics recorder wired into both. It refuses
+// what envvars.Read refuses, and a misspelt SQSONCE_ name in the
+// environment (envvars.CheckNames), all at once.
 func Load(ctx context.Context) (*Function, error) {
 	s, err := envvars.Read(os.Getenv)
-	if err != nil {
+	if err = errors.Join(err, envvars.CheckNames(os.Environ())); err != nil {
 		return nil, err
 	}
 	var c Clients
@@ -212,6 +276,10 @@ func New(ctx context.Context, s envvars.Settings, c Clients) (*Function, error) 
 	if err != nil {
 		return nil, err
 	}
+	format, err := Format(s.Format)
+	if err != nil {
+		return nil, err
+	}
 	f := &Function{Settings: s, Options: batch.Options{MinRemaining: s.MinRemaining}}
 	var store driver.Store
 	switch s.Store {
@@ -219,14 +287,22 @@ func New(ctx context.Context, s envvars.Settings, c Clients) (*Function, error) 
 		if c.DynamoDB == nil {
 			return nil, errors.New("lambdaenv: the DynamoDB store needs Clients.DynamoDB")
 		}
-		var opts []dynamostore.Option
+		dataFormat, err := DataFormat(s.DataFormat)
+		if err != nil {
+			return nil, err
+		}
+		opts := []dynamostore.Option{dynamostore.WithDataFormat(dataFormat)}
 		if k := s.SortKey; k != nil {
 			opts = append(opts, dynamostore.WithAttributes(dynamostore.Attributes{ID: k.PartitionKey}),
 				dynamostore.WithSortKey(dynamostore.SortKey{Attr: k.Attr, Partition: k.Partition}))
 		}
 		ds, err := dynamostore.New(c.DynamoDB, s.Table, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("lambdaenv: %s: %w", envvars.EnvTable, err)
+			at := envvars.EnvTable
+			if s.SortKey != nil {
+				at += ", " + envvars.EnvSortKey + ", " + envvars.EnvPartitionKey + " or " + envvars.EnvStaticPartition
+			}
+			return nil, fmt.Errorf("lambdaenv: %s: %w", at, err)
 		}
 		f.Store, store = ds, ds
 	default:
@@ -247,7 +323,7 @@ func New(ctx context.Context, s envvars.Settings, c Clients) (*Function, error) 
 		store = st
 	}
 	f.Config = idempotency.Config{Store: store, Namespace: s.Namespace, ExpiresAfter: s.ExpiresAfter,
-		MinExpiry: s.QueueWindow, Tenancy: tenancy, Strict: s.Strict}
+		MinExpiry: s.QueueWindow, Tenancy: tenancy, Strict: s.Strict, Format: format}
 	if s.SealKey != "" {
 		sealersMu.RLock()
 		open := sealerOpener
@@ -316,9 +392,10 @@ func (f *Function) sqsOptions(s envvars.Settings, api SQSAPI) error {
 }
 
 // StoreOpener opens the store SQSONCE_STORE names from the settings
-// (their RedisURL or PostgresURL), returning it and what closes its client
-// or pool (nil if nothing). Its errors name the variable at fault and never
-// quote a connection string or its password.
+// (their RedisURL or PostgresURL, and the store's other settings),
+// returning it and what closes its client or pool (nil if nothing), within
+// [OpenTimeout] of its start. Its errors name the variable at fault and
+// never quote a connection string or its password.
 type StoreOpener func(ctx context.Context, s envvars.Settings) (store driver.Store, closer func() error, err error)
 
 var (

@@ -28,6 +28,23 @@
 //	SQSONCE_KEEP_VISIBLE      optional, "on" or "off": with pacing, messages stay invisible while their records run; default on
 //	SQSONCE_SQS_ENDPOINT      optional: an SQS endpoint override for pacing and the dead-letter queue, for local runs
 //	SQSONCE_SEAL_KEY          a KMS key's ARN (or id or alias): results sealed under it (idempotency.Config.Sealer, package lambdaenv/kmsenv)
+//	SQSONCE_FORMAT            optional, native, powertools-python or powertools-typescript: idempotency.Config.Format; default native
+//	SQSONCE_DATA_FORMAT       optional, with the DynamoDB store, json, powertools-python or powertools-typescript: dynamostore.WithDataFormat; default json
+//	SQSONCE_REDIS_KEY_PREFIX  optional, with the Redis store: redisstore.WithKeyPrefix; default none
+//	SQSONCE_REDIS_KEY_PREFIX_UNSEPARATED optional, "on" or "off": the prefix joined with no "#" (redisstore.WithUnseparatedKeyPrefix); default off
+//	SQSONCE_REDIS_CLUSTER     optional, "on" or "off": SQSONCE_REDIS_URL names a Redis Cluster; default off
+//
+// sqsonce-ops reads the same variables by these constants, so that with the
+// function's environment it finds the records the function writes.
+//
+// [Read] refuses a value with white space at its start or end, a variable
+// of another store than SQSONCE_STORE's, SQSONCE_KEEP_VISIBLE=on with
+// SQSONCE_PACING=off, and what the guard, the store or CloudWatch would
+// refuse or drop (an expiry shorter than the queue's window or the guard's
+// lease, SQSONCE_MIN_REMAINING of Lambda's longest timeout, a metrics
+// namespace CloudWatch drops), each naming the variables at fault;
+// [CheckNames] refuses a misspelt SQSONCE_ name, which would leave a
+// default running.
 //
 // The construct sets SQSONCE_TABLE, _NAMESPACE, _EXPIRES_AFTER and
 // _QUEUE_WINDOW always; the sort key ones with Props.SortKey,
@@ -83,6 +100,12 @@ const (
 	EnvKeepVisible      = "SQSONCE_KEEP_VISIBLE"
 	EnvSQSEndpoint      = "SQSONCE_SQS_ENDPOINT"
 	EnvSealKey          = "SQSONCE_SEAL_KEY"
+
+	EnvFormat                    = "SQSONCE_FORMAT"
+	EnvDataFormat                = "SQSONCE_DATA_FORMAT"
+	EnvRedisKeyPrefix            = "SQSONCE_REDIS_KEY_PREFIX"
+	EnvRedisKeyPrefixUnseparated = "SQSONCE_REDIS_KEY_PREFIX_UNSEPARATED"
+	EnvRedisCluster              = "SQSONCE_REDIS_CLUSTER"
 )
 
 // The stores SQSONCE_STORE names.
@@ -100,6 +123,34 @@ const (
 	TenancyOff          = "off"
 )
 
+// The formats SQSONCE_FORMAT names: idempotency.FormatNative,
+// FormatPowertoolsPython and FormatPowertoolsTypeScript (lambdaenv.Format
+// maps them).
+const (
+	FormatNative               = "native"
+	FormatPowertoolsPython     = "powertools-python"
+	FormatPowertoolsTypeScript = "powertools-typescript"
+)
+
+// The data formats SQSONCE_DATA_FORMAT names: dynamostore.DataJSON,
+// DataPowertoolsPython and DataPowertoolsTypeScript (lambdaenv.DataFormat
+// maps them).
+const (
+	DataJSON                 = "json"
+	DataPowertoolsPython     = "powertools-python"
+	DataPowertoolsTypeScript = "powertools-typescript"
+)
+
+// The limits [Read] holds the variables to: the guard's defaults
+// (idempotency.Config's Lease and ExpiresAfter), Lambda's longest timeout
+// and DynamoDB's longest partition key value.
+const (
+	defaultLease        = 15 * time.Minute    // a record must outlive a lease
+	defaultExpiresAfter = 15 * 24 * time.Hour // with SQSONCE_EXPIRES_AFTER unset
+	maxTimeout          = 15 * time.Minute    // Lambda's: no record starts with a MinRemaining above it
+	maxPartition        = 2048                // bytes
+)
+
 // Set returns the variables the construct sets, in the package doc's
 // order; [Optional] the ones only the function sets.
 func Set() []string {
@@ -110,8 +161,25 @@ func Set() []string {
 // Optional returns the variables [Read] reads that the construct does not
 // set.
 func Optional() []string {
-	return []string{EnvMetrics, EnvDynamoDBEndpoint, EnvStore, EnvRedisURL, EnvPostgresURL, EnvDeadLetter, EnvPacing, EnvKeepVisible, EnvSQSEndpoint}
+	return []string{EnvMetrics, EnvDynamoDBEndpoint, EnvStore, EnvRedisURL, EnvPostgresURL, EnvDeadLetter, EnvPacing, EnvKeepVisible, EnvSQSEndpoint,
+		EnvFormat, EnvDataFormat, EnvRedisKeyPrefix, EnvRedisKeyPrefixUnseparated, EnvRedisCluster}
 }
+
+// dynamoDBOnly are the variables of the DynamoDB store only; redisOnly
+// and postgresOnly those of the others'.
+var (
+	dynamoDBOnly = []string{EnvSortKey, EnvPartitionKey, EnvStaticPartition, EnvDynamoDBEndpoint, EnvDataFormat}
+	redisOnly    = []string{EnvRedisURL, EnvRedisKeyPrefix, EnvRedisKeyPrefixUnseparated, EnvRedisCluster}
+	postgresOnly = []string{EnvPostgresURL}
+)
+
+// recordAttributes are the attributes of a DynamoDB record besides its
+// id: dynamostore.Attributes' defaults (data_format and release_call are
+// dynamostore's own, which this package may not import: test/lambdaenv
+// holds them to dynamostore.AttrDataFormat and AttrReleaseCall). Neither
+// key attribute may be one.
+var recordAttributes = []string{driver.AttrStatus, driver.AttrExpiration, driver.AttrLeaseExpiry, driver.AttrData, driver.AttrValidation,
+	driver.AttrOwner, driver.AttrDataEncoding, driver.AttrDataOmitted, "data_format", "release_call", driver.AttrQuarantined, driver.AttrStrictLease}
 
 // SortKey is a table's sort key, as the variables give it.
 type SortKey struct {
@@ -144,6 +212,13 @@ type Settings struct {
 	KeepVisible      bool       // with Pacing: messages invisible while their records run
 	SQSEndpoint      string
 	SealKey          string // the KMS key results are sealed under; empty: not sealed
+	Format           string // FormatNative, FormatPowertoolsPython or FormatPowertoolsTypeScript; never empty
+	DataFormat       string // StoreDynamoDB's: DataJSON, DataPowertoolsPython or DataPowertoolsTypeScript; never empty
+	RedisKeyPrefix   string // StoreRedis's key prefix; empty: none
+	// RedisUnseparated joins RedisKeyPrefix and the record id with no "#"
+	// (redisstore.WithUnseparatedKeyPrefix), as releases before v0.10.0 did.
+	RedisUnseparated bool
+	RedisCluster     bool // RedisURL names a Redis Cluster
 }
 
 // The kinds of [KeySource].
@@ -215,14 +290,33 @@ func ParseKey(v string) (KeySource, error) {
 }
 
 // Read parses the variables through getenv (os.Getenv in a function),
-// with every problem at once, each naming its variable.
+// with every problem at once, each naming its variable and none quoting a
+// secret: a value with white space at its start or end, a variable of
+// another store than SQSONCE_STORE's, a setting another makes meaningless
+// (SQSONCE_KEEP_VISIBLE=on with SQSONCE_PACING=off), and a combination
+// the guard, the store or CloudWatch would refuse or drop are refused, never
+// silently replaced by a default.
 func Read(getenv func(string) string) (Settings, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("lambdaenv: "+format, args...)) }
+	// get reads a variable: white space around a value (a table name
+	// pasted with a trailing space) is refused, not carried to the store.
+	spaced := map[string]bool{}
+	get := func(name string) string {
+		v := getenv(name)
+		if t := strings.TrimSpace(v); t != v {
+			if !spaced[name] {
+				spaced[name] = true
+				bad("%s has white space at its start or end: remove it", name)
+			}
+			return t
+		}
+		return v
+	}
 	// dur reads a duration; zero is refused where it would silently
 	// mean the default (unset is the way to say that).
 	dur := func(name string, zeroOK bool) time.Duration {
-		v := getenv(name)
+		v := get(name)
 		if v == "" {
 			return 0
 		}
@@ -236,7 +330,7 @@ func Read(getenv func(string) string) (Settings, error) {
 		return max(d, 0)
 	}
 	flag := func(name, on, off string, def bool) bool {
-		switch getenv(name) {
+		switch get(name) {
 		case "":
 			return def
 		case on:
@@ -248,54 +342,105 @@ func Read(getenv func(string) string) (Settings, error) {
 		return def
 	}
 	s := Settings{
-		Table:            getenv(EnvTable),
-		Namespace:        getenv(EnvNamespace),
+		Table:            get(EnvTable),
+		Namespace:        get(EnvNamespace),
 		ExpiresAfter:     dur(EnvExpiresAfter, false),
 		QueueWindow:      dur(EnvQueueWindow, true),
-		Tenancy:          cmp.Or(getenv(EnvTenancy), TenancyInvocation),
+		Tenancy:          cmp.Or(get(EnvTenancy), TenancyInvocation),
 		Strict:           flag(EnvStrict, "true", "false", false),
 		MinRemaining:     dur(EnvMinRemaining, false),
 		Metrics:          flag(EnvMetrics, "on", "off", true),
-		MetricsNamespace: getenv(EnvMetricsNamespace),
-		MetricsService:   getenv(EnvMetricsService),
-		DynamoDBEndpoint: getenv(EnvDynamoDBEndpoint),
-		Store:            cmp.Or(getenv(EnvStore), StoreDynamoDB),
-		RedisURL:         getenv(EnvRedisURL),
-		PostgresURL:      getenv(EnvPostgresURL),
+		MetricsNamespace: get(EnvMetricsNamespace),
+		MetricsService:   get(EnvMetricsService),
+		DynamoDBEndpoint: get(EnvDynamoDBEndpoint),
+		Store:            cmp.Or(get(EnvStore), StoreDynamoDB),
+		RedisURL:         get(EnvRedisURL),
+		PostgresURL:      get(EnvPostgresURL),
 		DeadLetter:       flag(EnvDeadLetter, "on", "off", true),
 		Pacing:           flag(EnvPacing, "on", "off", true),
 		KeepVisible:      flag(EnvKeepVisible, "on", "off", true),
-		SQSEndpoint:      getenv(EnvSQSEndpoint),
-		SealKey:          getenv(EnvSealKey),
+		SQSEndpoint:      get(EnvSQSEndpoint),
+		SealKey:          get(EnvSealKey),
+		Format:           cmp.Or(get(EnvFormat), FormatNative),
+		DataFormat:       cmp.Or(get(EnvDataFormat), DataJSON),
+		RedisKeyPrefix:   get(EnvRedisKeyPrefix),
+		RedisUnseparated: flag(EnvRedisKeyPrefixUnseparated, "on", "off", false),
+		RedisCluster:     flag(EnvRedisCluster, "on", "off", false),
 	}
 	switch s.Tenancy {
 	case TenancyInvocation, TenancyMessageGroup, TenancyOff:
 	default:
 		bad("%s is not %q, %q or %q", EnvTenancy, TenancyInvocation, TenancyMessageGroup, TenancyOff)
 	}
+	if err := checkFormat(s.Format); err != nil {
+		bad("%s %v", EnvFormat, err)
+	}
+	if err := checkDataFormat(s.DataFormat); err != nil {
+		bad("%s %v", EnvDataFormat, err)
+	}
+	// others are the variables of the stores SQSONCE_STORE does not name.
+	var others []string
 	switch s.Store {
 	case StoreDynamoDB:
 		if s.Table == "" {
 			bad("%s is required: the idempotency table's name (the construct sets it)", EnvTable)
 		}
+		others = slices.Concat(redisOnly, postgresOnly)
 	case StoreRedis:
 		if s.RedisURL == "" {
 			bad("%s is required with %s=%s: the server's redis:// or rediss:// URL", EnvRedisURL, EnvStore, StoreRedis)
 		}
+		others = slices.Concat(dynamoDBOnly, postgresOnly)
 	case StorePostgres:
 		if s.PostgresURL == "" {
 			bad("%s is required with %s=%s: the server's postgres:// URL or DSN", EnvPostgresURL, EnvStore, StorePostgres)
 		}
+		others = slices.Concat(dynamoDBOnly, redisOnly)
 	default:
 		bad("%s is not %q, %q or %q", EnvStore, StoreDynamoDB, StoreRedis, StorePostgres)
 	}
-	if s.Store != StoreRedis && s.RedisURL != "" || s.Store != StorePostgres && s.PostgresURL != "" {
-		bad("%s or %s is set, and %s names another store (%s): set %s to use it", EnvRedisURL, EnvPostgresURL, EnvStore, s.Store, EnvStore)
+	// SQSONCE_TABLE is every store's: the construct always sets it.
+	for _, name := range others {
+		if getenv(name) != "" {
+			bad("%s is set, and %s names another store (%s), which does not read it: unset it, or set %s to use its store", name, EnvStore, s.Store, EnvStore)
+		}
+	}
+	if s.RedisUnseparated && s.RedisKeyPrefix == "" {
+		bad("%s=on needs %s: without a prefix there is nothing to join", EnvRedisKeyPrefixUnseparated, EnvRedisKeyPrefix)
+	}
+	if !s.Pacing && s.KeepVisible && getenv(EnvKeepVisible) != "" {
+		bad("%s=on with %s=off: keeping messages invisible is part of pacing; unset %s, or turn pacing on", EnvKeepVisible, EnvPacing, EnvKeepVisible)
 	}
 	if s.Namespace == "" {
 		bad("%s is required: the key namespace, a fixed string (the construct sets it from Props.Namespace)", EnvNamespace)
 	}
-	if v := getenv(EnvKey); v != "" {
+	if strings.Contains(s.Namespace, "#") {
+		bad("%s holds a \"#\", which ends the namespace in a record id: its ids would read as those of the namespace before it", EnvNamespace)
+	}
+	switch {
+	case s.ExpiresAfter > 0 && s.ExpiresAfter < s.QueueWindow:
+		bad("%s (%v) is shorter than %s (%v): a late redelivery would find no record and run again", EnvExpiresAfter, s.ExpiresAfter, EnvQueueWindow, s.QueueWindow)
+	case s.ExpiresAfter == 0 && s.QueueWindow > defaultExpiresAfter:
+		bad("%s (%v) is longer than the guard's default expiry (%v): set %s to at least the window", EnvQueueWindow, s.QueueWindow, defaultExpiresAfter, EnvExpiresAfter)
+	}
+	if s.ExpiresAfter > 0 && s.ExpiresAfter < defaultLease {
+		bad("%s (%v) is shorter than the guard's lease (%v): a record would expire while its operation runs", EnvExpiresAfter, s.ExpiresAfter, defaultLease)
+	}
+	if s.MinRemaining >= maxTimeout {
+		bad("%s (%v) is not below Lambda's longest timeout (%v): no record could ever start", EnvMinRemaining, s.MinRemaining, maxTimeout)
+	}
+	powertools := s.Format == FormatPowertoolsPython || s.Format == FormatPowertoolsTypeScript
+	if powertools && s.Tenancy == TenancyMessageGroup {
+		bad("%s=%s with %s=%s: Powertools does not scope its ids by message group, so a key would run once in Powertools and once here; use %s=%s to share its records",
+			EnvFormat, s.Format, EnvTenancy, s.Tenancy, EnvTenancy, TenancyOff)
+	}
+	if s.SealKey != "" && powertools {
+		bad("%s with %s=%s: the record ids are Powertools', and Powertools cannot open a sealed result; seal only with %s=%s", EnvSealKey, EnvFormat, s.Format, EnvFormat, FormatNative)
+	}
+	if s.SealKey != "" && s.Store == StoreDynamoDB && s.DataFormat != DataJSON && checkDataFormat(s.DataFormat) == nil {
+		bad("%s with %s=%s: Powertools shares the table and would replay a sealed result's text as the result; seal only with %s=%s", EnvSealKey, EnvDataFormat, s.DataFormat, EnvDataFormat, DataJSON)
+	}
+	if v := get(EnvKey); v != "" {
 		if k, err := ParseKey(v); err != nil {
 			bad("%s: %v", EnvKey, err)
 		} else {
@@ -308,8 +453,11 @@ func Read(getenv func(string) string) (Settings, error) {
 	if s.MetricsNamespace == "" {
 		s.MetricsNamespace = metrics.DefaultNamespace
 	}
-	k := SortKey{PartitionKey: getenv(EnvPartitionKey), Attr: getenv(EnvSortKey), Partition: getenv(EnvStaticPartition)}
-	if k != (SortKey{}) {
+	if err := metrics.CheckNamespace(s.MetricsNamespace); err != nil {
+		bad("%s: %v: CloudWatch would drop the metrics, and the outcome alarms would watch nothing", EnvMetricsNamespace, err)
+	}
+	k := SortKey{PartitionKey: get(EnvPartitionKey), Attr: get(EnvSortKey), Partition: get(EnvStaticPartition)}
+	if k != (SortKey{}) && s.Store == StoreDynamoDB {
 		switch {
 		case k.Attr == "":
 			bad("%s and %s are set only with %s, the sort key attribute", EnvPartitionKey, EnvStaticPartition, EnvSortKey)
@@ -322,12 +470,101 @@ func Read(getenv func(string) string) (Settings, error) {
 		if k.Attr == k.PartitionKey {
 			bad("%s and %s name one attribute: the sort key and the partition key cannot be one", EnvSortKey, EnvPartitionKey)
 		}
+		if slices.Contains(recordAttributes, k.Attr) {
+			bad("%s names an attribute of the records (%s): the sort key cannot be one", EnvSortKey, strings.Join(recordAttributes, ", "))
+		}
+		if slices.Contains(recordAttributes, k.PartitionKey) {
+			bad("%s names an attribute of the records (%s): the partition key cannot be one", EnvPartitionKey, strings.Join(recordAttributes, ", "))
+		}
+		if len(k.Partition) > maxPartition {
+			bad("%s is %d bytes, above DynamoDB's %d for a partition key value", EnvStaticPartition, len(k.Partition), maxPartition)
+		}
 		s.SortKey = &k
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, err
 	}
 	return s, nil
+}
+
+// checkFormat returns nil when v is a format SQSONCE_FORMAT may name, else
+// an error listing them, not quoting v.
+func checkFormat(v string) error {
+	switch v {
+	case FormatNative, FormatPowertoolsPython, FormatPowertoolsTypeScript:
+		return nil
+	}
+	return fmt.Errorf("is not %q, %q or %q", FormatNative, FormatPowertoolsPython, FormatPowertoolsTypeScript)
+}
+
+// checkDataFormat returns nil when v is a data format SQSONCE_DATA_FORMAT
+// may name, else an error listing them, not quoting v.
+func checkDataFormat(v string) error {
+	switch v {
+	case DataJSON, DataPowertoolsPython, DataPowertoolsTypeScript:
+		return nil
+	}
+	return fmt.Errorf("is not %q, %q or %q", DataJSON, DataPowertoolsPython, DataPowertoolsTypeScript)
+}
+
+// prefix begins every variable of the contract.
+const prefix = "SQSONCE_"
+
+// CheckNames returns an error naming each variable of environ (as
+// os.Environ gives them, NAME=value) whose name begins with SQSONCE_ but
+// is not one [Read] reads ([Set] and [Optional]), and is within two edits
+// (a letter added, dropped, changed, or two swapped) of one it reads: a
+// misspelling, such as SQSONCE_PACEING, that would leave that variable's
+// default running. Other SQSONCE_ names, a function's own such as
+// SQSONCE_SUMMARIES_TABLE, pass. It never quotes a value.
+func CheckNames(environ []string) error {
+	known := slices.Concat(Set(), Optional())
+	var errs []error
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		upper := strings.ToUpper(name)
+		if !strings.HasPrefix(upper, prefix) || slices.Contains(known, name) {
+			continue
+		}
+		best, bestD := "", 3
+		for _, k := range known {
+			if d := editDistance(upper, k); d < bestD {
+				best, bestD = k, d
+			}
+		}
+		if best != "" {
+			errs = append(errs, fmt.Errorf("lambdaenv: %s is not a variable sqsonce reads: is it %s, misspelt? (its default would run)", name, best))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// editDistance is the optimal string alignment distance of a and b: the
+// fewest insertions, deletions, substitutions and swaps of adjacent bytes
+// that make one the other.
+func editDistance(a, b string) int {
+	// d[i][j] is the distance of a[:i] and b[:j].
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // Format formats a duration as the variables hold it: whole seconds as

@@ -26,7 +26,8 @@ func TestRead(t *testing.T) {
 	want := envvars.Settings{Table: "idem", Namespace: "charges", ExpiresAfter: 1647000 * time.Second, QueueWindow: 351000 * time.Second,
 		SortKey: &envvars.SortKey{PartitionKey: "id", Attr: "sk", Partition: "p"}, Strict: true, MinRemaining: 2 * time.Second,
 		Metrics: true, MetricsNamespace: "sqsonce", MetricsService: "charges",
-		Tenancy: envvars.TenancyInvocation, Store: envvars.StoreDynamoDB, DeadLetter: true, Pacing: true, KeepVisible: true}
+		Tenancy: envvars.TenancyInvocation, Store: envvars.StoreDynamoDB, DeadLetter: true, Pacing: true, KeepVisible: true,
+		Format: envvars.FormatNative, DataFormat: envvars.DataJSON}
 	if s.SortKey == nil || *s.SortKey != *want.SortKey {
 		t.Errorf("SortKey %+v, want %+v", s.SortKey, want.SortKey)
 	}

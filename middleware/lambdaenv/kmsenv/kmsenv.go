@@ -17,6 +17,7 @@ package kmsenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -43,8 +44,9 @@ func Open(ctx context.Context, s envvars.Settings) (driver.Sealer, error) {
 }
 
 // New returns the sealer of the KMS key keyID on client, after one
-// GenerateDataKey and one Decrypt of the data key it gave: a key the
-// caller may not use for either fails here. (Without kms:Decrypt a
+// GenerateDataKey and one Decrypt of the data key it gave, both within
+// lambdaenv.OpenTimeout: a key the caller may not use for either fails
+// here, and so does a KMS that does not answer. (Without kms:Decrypt a
 // function would seal its own results and fail every duplicate another
 // process delivers, ErrUnsealed, for good.)
 func New(ctx context.Context, client kmsseal.KMS, keyID string) (*kmsseal.Sealer, error) {
@@ -52,15 +54,25 @@ func New(ctx context.Context, client kmsseal.KMS, keyID string) (*kmsseal.Sealer
 	if err != nil {
 		return nil, fmt.Errorf("lambdaenv: %s: %w", envvars.EnvSealKey, err)
 	}
+	check, cancel := context.WithTimeout(ctx, lambdaenv.OpenTimeout)
+	defer cancel()
+	// timedOut says the check's deadline, not the caller's, ended a call.
+	timedOut := func() bool { return errors.Is(check.Err(), context.DeadlineExceeded) && ctx.Err() == nil }
 	const checkID = "lambdaenv-check"
-	sealed, err := s.Seal(ctx, checkID, []byte("{}"))
+	sealed, err := s.Seal(check, checkID, []byte("{}"))
+	if err != nil && timedOut() {
+		return nil, fmt.Errorf("lambdaenv: %s: KMS did not answer within %v (kms:GenerateDataKey)", envvars.EnvSealKey, lambdaenv.OpenTimeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lambdaenv: %s: the key does not give a data key (kms:GenerateDataKey): %w", envvars.EnvSealKey, err)
 	}
 	// A sealer without a cache opens it as another process would.
 	other, err := kmsseal.New(client, keyID, kmsseal.WithoutCache())
 	if err == nil {
-		_, err = other.Open(ctx, checkID, sealed)
+		_, err = other.Open(check, checkID, sealed)
+	}
+	if err != nil && timedOut() {
+		return nil, fmt.Errorf("lambdaenv: %s: KMS did not answer within %v (kms:Decrypt)", envvars.EnvSealKey, lambdaenv.OpenTimeout)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lambdaenv: %s: the key does not open a sealed result (kms:Decrypt): %w", envvars.EnvSealKey, err)

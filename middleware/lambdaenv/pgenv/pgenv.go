@@ -12,6 +12,7 @@ package pgenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,20 +27,26 @@ import (
 func init() { lambdaenv.RegisterStore(envvars.StorePostgres, Open) }
 
 // Open opens a pool on s.PostgresURL, the PostgreSQL store on it, and its
-// table if it does not exist; lambdaenv calls it for
-// SQSONCE_STORE=postgres. Its errors name SQSONCE_POSTGRES_URL and never
-// quote the connection string or its password.
+// table if it does not exist, within lambdaenv.OpenTimeout; lambdaenv
+// calls it for SQSONCE_STORE=postgres. Its errors name
+// SQSONCE_POSTGRES_URL and never quote the connection string or its
+// password.
 func Open(ctx context.Context, s envvars.Settings) (driver.Store, func() error, error) {
 	pool, err := pgxpool.New(ctx, s.PostgresURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("lambdaenv: %s is not a postgres:// URL or DSN (%s)", envvars.EnvPostgresURL, redact.Digest(err.Error()))
 	}
+	start, cancel := context.WithTimeout(ctx, lambdaenv.OpenTimeout)
+	defer cancel()
 	st, err := pgstore.New(pool)
 	if err == nil {
-		err = st.CreateSchema(ctx)
+		err = st.CreateSchema(start)
 	}
 	if err != nil {
 		pool.Close()
+		if errors.Is(start.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, nil, fmt.Errorf("lambdaenv: %s: the server did not answer within %v", envvars.EnvPostgresURL, lambdaenv.OpenTimeout)
+		}
 		return nil, nil, fmt.Errorf("lambdaenv: %s: %w", envvars.EnvPostgresURL, redact.ConnError(s.PostgresURL, err))
 	}
 	return st, func() error { pool.Close(); return nil }, nil
