@@ -23,8 +23,10 @@
 // named by --redis-url-file or --postgres-url-file. A record id is computed as
 // [idempotency.Guard.ID] computes it (Guard.ScopedID with --tenant), with
 // the function's key source (--key-source, $SQSONCE_KEY: see
-// envvars.KeySource), or the body field --key-field names, or else the
-// reference app's key function ([handler.Key]). --message takes the whole
+// envvars.KeySource), or the body field --key-field names, or else, in the
+// reference app's environment ($SQSONCE_PROVIDER or $SQSONCE_SUMMARIES_TABLE
+// set), its key function ([handler.Key]); with none of them a command that
+// computes ids from keys or messages is refused. --message takes the whole
 // message, one SQS record as Lambda delivers it (or an event of one), for
 // a key source that reads its attributes and for message-group tenancy
 // (its attributes.MessageGroupId scopes the id); it is bounded as SQS

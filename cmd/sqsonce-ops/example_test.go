@@ -52,7 +52,7 @@ func TestWorkedExample(t *testing.T) {
 	q.failToDLQ(t, s.bodies[s.completed], s.bodies[s.stuck], s.bodies[s.quarantined], s.bodies[s.absent])
 	tr := &transcript{replacer: strings.NewReplacer(q.dlq.URL, "$DLQ", q.source.URL, "$QUEUE",
 		moto.Endpoint(t), "$MOTO", table, "orders-table")}
-	fmt.Fprintf(&tr.b, "$ export SQSONCE_STORE=dynamodb SQSONCE_TABLE=orders-table SQSONCE_NAMESPACE=orders\n")
+	fmt.Fprintf(&tr.b, "$ export SQSONCE_STORE=dynamodb SQSONCE_TABLE=orders-table SQSONCE_NAMESPACE=orders SQSONCE_PROVIDER=stub   # the reference app's function: its key\n")
 	fmt.Fprintf(&tr.b, "$ export SQSONCE_DYNAMODB_ENDPOINT=$MOTO SQSONCE_SQS_ENDPOINT=$MOTO   # moto_server; leave out on AWS\n\n")
 
 	out := tr.run(t, env, exitOK, "list").stdout

@@ -154,7 +154,8 @@ func printRecord(w io.Writer, v recordView, at time.Time) {
 		return
 	case stateAbsent:
 		// Redis and PostgreSQL delete a released claim.
-		line("note", "no record a delivery would find: released (Redis, PostgreSQL), expired, or never written in this namespace; the next delivery runs the operation")
+		line("note", "no record a delivery would find: released (Redis, PostgreSQL), expired, or never written in this namespace, or the wrong key source; "+
+			"with the function's key source, the next delivery runs the operation")
 		return
 	}
 	line("status", v.Status)

@@ -77,8 +77,8 @@ func TestRecordIDs(t *testing.T) {
 			body string                // the message the producer sends
 			kf   *idempotency.Selector // the app's key selector for it; nil for handler.Key
 		}{
-			{selector{key: `"order-17"`}, `{"idempotency_key":"order-17"}`, nil},
-			{selector{key: ` {"b":2, "a":[1,2.50]} `}, `{"idempotency_key":{"b":2,"a":[1,2.50]}}`, nil},
+			{selector{key: `"order-17"`, app: appEnv[0]}, `{"idempotency_key":"order-17"}`, nil},
+			{selector{key: ` {"b":2, "a":[1,2.50]} `, app: appEnv[0]}, `{"idempotency_key":{"b":2,"a":[1,2.50]}}`, nil},
 			{selector{key: `4471`, keyField: "document.id"}, `{"document":{"id":4471}}`, ptr(idempotency.BodyField("document", "id"))},
 			{selector{key: `"x"`, keyField: `["a.b"]`}, `{"a.b":"x"}`, ptr(idempotency.BodyField("a.b"))},
 		} {
@@ -98,11 +98,11 @@ func TestRecordIDs(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.body), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, err = (&selector{body: path, keyField: tc.sel.keyField}).resolve(o, nil)
+			got, err = (&selector{body: path, keyField: tc.sel.keyField, app: tc.sel.app}).resolve(o, nil)
 			if err != nil || got != want {
 				t.Errorf("%s: --body %s: %s, %v; want %s", name, tc.body, got, err, want)
 			}
-			stdinGot, err := (&selector{body: "-", keyField: tc.sel.keyField}).resolve(o, strings.NewReader(tc.body))
+			stdinGot, err := (&selector{body: "-", keyField: tc.sel.keyField, app: tc.sel.app}).resolve(o, strings.NewReader(tc.body))
 			if err != nil || stdinGot != want {
 				t.Errorf("%s: --body - : %s, %v; want %s", name, stdinGot, err, want)
 			}
@@ -117,7 +117,7 @@ func TestRecordIDs(t *testing.T) {
 		if err := os.WriteFile(path, []byte(work), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := (&selector{body: path}).resolve(o, nil); err != nil || got != want || !strings.HasPrefix(got, "ns#") {
+		if got, err := (&selector{body: path, app: appEnv[0]}).resolve(o, nil); err != nil || got != want || !strings.HasPrefix(got, "ns#") {
 			t.Errorf("%s: canonical subset: %s, %v; want %s", name, got, err, want)
 		}
 	}
@@ -125,13 +125,13 @@ func TestRecordIDs(t *testing.T) {
 	o := &ops{g: globals{namespace: "ns"}}
 	g, _ := idempotency.New(idempotency.Config{Store: memstore.New(), Namespace: "ns"})
 	o.guard = g
-	_, err := (&selector{body: "-"}).resolve(o, strings.NewReader(`{"secret":"s3cr3t-value"}`))
+	_, err := (&selector{body: "-", app: appEnv[0]}).resolve(o, strings.NewReader(`{"secret":"s3cr3t-value"}`))
 	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("a body without a key: %v", err)
 	}
 	// A plain string is the string key, as its JSON-quoted spelling.
-	plain, err := (&selector{key: "r-2"}).resolve(o, nil)
-	quoted, qerr := (&selector{key: `"r-2"`}).resolve(o, nil)
+	plain, err := (&selector{key: "r-2", app: appEnv[0]}).resolve(o, nil)
+	quoted, qerr := (&selector{key: `"r-2"`, app: appEnv[0]}).resolve(o, nil)
 	if err != nil || qerr != nil || plain != quoted {
 		t.Errorf("--key r-2: %s, %v; --key '\"r-2\"': %s, %v; want one id", plain, err, quoted, qerr)
 	}

@@ -46,7 +46,16 @@ func dynamoEnv(t *testing.T, ns string) (map[string]string, *dynamostore.Store, 
 		t.Fatal(err)
 	}
 	env := map[string]string{envStore: storeDynamoDB, envTable: table, envNamespace: ns, envDynamoDBEndpoint: moto.Endpoint(t), envSQSEndpoint: moto.Endpoint(t)}
-	return env, store, db, table
+	return appEnvironment(env), store, db, table
+}
+
+// appEnvironment is env with a variable of the reference app's function
+// environment (appEnv) set: the tool then takes the app's key
+// (handler.Key), as seed writes the records and the tests' messages carry
+// it. A test of another function's key deletes it, or sets a key source.
+func appEnvironment(env map[string]string) map[string]string {
+	env[appEnv[0]] = "stub"
+	return env
 }
 
 // quarantineDynamo writes a quarantined claim as strict mode leaves one.
@@ -71,6 +80,7 @@ func quarantineDynamo(db *dynamodb.Client, table string) func(t *testing.T, rec 
 // scenario runs inspect, list, release and resolve on a seeded store
 // through the tool, as an operator would.
 func scenario(t *testing.T, env map[string]string, s seeded) {
+	env = appEnvironment(env) // seed's records are the reference app's
 	t.Run("inspect", func(t *testing.T) {
 		v := inspectJSON(t, env, exitOK, "--id", s.completed)
 		if v.State != stateCompleted || v.Status != "COMPLETED" || v.DataBytes == 0 || v.Owner == "" || v.ExpiresAt == nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsonce/sqsonce/middleware/batch/sqsdlq"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/driver"
 )
@@ -29,6 +30,7 @@ import (
 const (
 	classReplay      = "replay"      // COMPLETED: the stored result is replayed, the operation does not run
 	classWithheld    = "withheld"    // COMPLETED, its result withheld (driver.WithheldData): it fails again, the operation does not run
+	classMismatch    = "mismatch"    // failed with a payload mismatch (sqsdlq's attributes say so) on a record that still holds the other payload's digest: it fails again, the operation does not run
 	classRun         = "run"         // no record, released, expired, or a lapsed lease outside strict mode: the operation runs
 	classInProgress  = "in_progress" // a live lease: refused as in progress until it ends
 	classQuarantined = "quarantined" // strict mode stopped the key, or will (a lapsed lease, strict): it fails again until resolved or released
@@ -53,6 +55,7 @@ type redriveCmd struct {
 	max        int
 	dryRun     bool
 	keyField   string
+	app        string // the reference app's variable the environment sets (appVar), or ""
 	wait       time.Duration
 	visibility time.Duration
 	force      reason
@@ -74,13 +77,15 @@ func (c *redriveCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.rate, "rate", "10/s", "the most messages sent per second (N/s or N/m)")
 	fs.IntVar(&c.max, "max", 1000, "the most messages read from the dead-letter queue in this run")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "read and classify the messages, send and delete nothing (they are visible again at once)")
-	fs.StringVar(&c.keyField, "key-field", "", "the body field the key is in, as inspect's --key-field (default: --key-source, else the reference app's key)")
+	fs.StringVar(&c.keyField, "key-field", "", "the body field the key is in, as inspect's --key-field (default: --key-source; in the reference app's function environment its key; else redrive is refused)")
 	fs.DurationVar(&c.wait, "wait", 2*time.Second, "how long a receive waits for messages (long polling) before the queue counts as drained")
 	fs.Var(&c.force, "force", "REASON: go on past the queue checks (--queue's RedrivePolicy names --dlq; a dry run of a --dlq with a RedrivePolicy of its own), saying why; the reason is printed with the run")
 	fs.DurationVar(&c.visibility, "visibility", 0, "how long the messages read stay invisible in the dead-letter queue while they are checked and sent (default: a minute plus twice --max at --rate)")
 }
 
 func (c *redriveCmd) needsSQS() bool { return true }
+
+func (c *redriveCmd) setApp(name string) { c.app = name }
 
 func (c *redriveCmd) check() error {
 	var errs []error
@@ -196,9 +201,12 @@ type redriveReport struct {
 	Held          int            `json:"held"`
 	StoppedGroups []stoppedGroup `json:"stopped_groups,omitempty"`
 	// Forced is --force's reason, and ForcedPast the checks it went past.
-	Forced     string           `json:"forced,omitempty"`
-	ForcedPast []string         `json:"forced_past,omitempty"`
-	Messages   []redriveMessage `json:"messages"`
+	Forced     string   `json:"forced,omitempty"`
+	ForcedPast []string `json:"forced_past,omitempty"`
+	// KeySource is the key source the record ids were computed with, and
+	// where it was given.
+	KeySource string           `json:"key_source"`
+	Messages  []redriveMessage `json:"messages"`
 }
 
 // stoppedGroup is a FIFO group that stopped at a message not sent.
@@ -219,6 +227,13 @@ type redriveMessage struct {
 
 func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
 	report := redriveReport{DLQ: c.dlq, Queue: c.queue, DryRun: c.dryRun, Classes: map[string]int{}}
+	// The class of each message is its record's, by the function's key:
+	// without the key source, nothing is read.
+	ks, err := keyFunc(o, c.keyField, c.app)
+	if err != nil {
+		return refuse(o, "redrive: %v (nothing was read or sent)", err)
+	}
+	report.KeySource = ks.name
 	problems, err := c.checkQueues(ctx, o)
 	if err != nil {
 		return failed(o, "redrive: read the queues' attributes: %v (nothing was read or sent)", err)
@@ -244,10 +259,6 @@ func (c *redriveCmd) exec(ctx context.Context, o *ops) int {
 	}
 	if c.visibility > 0 {
 		visibility = c.visibility
-	}
-	ks, err := keyFunc(o, c.keyField)
-	if err != nil {
-		return refuse(o, "redrive: %v", err)
 	}
 	msgs, err := c.receive(ctx, o, visibility)
 	report.Read = len(msgs)
@@ -404,7 +415,16 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Select
 		m.Class, m.Problem = classUnreadable, err.Error()
 		return
 	}
-	switch state(rec.Record, now()) {
+	st := state(rec.Record, now())
+	if rec.Validation != "" && st != stateExpired && st != stateUnknown && payloadMismatch(m.msg) {
+		// The guard compares the payload before anything else on a record
+		// it finds (idempotency.ErrPayloadMismatch): the digest that
+		// failed this message still stands.
+		m.Class, m.Problem = classMismatch, "it failed with a payload mismatch (its sqsdlq attributes say so), and the record still holds the other payload's digest: "+
+			"the redelivery fails again, the operation does not run"
+		return
+	}
+	switch st {
 	case stateCompleted:
 		m.Class = classReplay
 		switch {
@@ -415,6 +435,12 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Select
 			if _, err := driver.OpenData(ctx, o.sealer, id, rec.Data); err != nil {
 				m.Class, m.Problem = classUnreadable, "its sealed result does not open with --seal-key: the redelivery fails again (ErrUnsealed): "+err.Error()
 			}
+		}
+		if m.Class == classReplay && rec.Validation != "" {
+			// The tool does not know the function's payload selector
+			// (idempotency.WithPayload): it cannot check the digest.
+			m.Problem = "the record holds a payload digest (WithPayload) the tool cannot check: the redelivery replays only if its payload is the one stored, " +
+				"else it fails again with a payload mismatch"
 		}
 	case stateQuarantined:
 		m.Class = classQuarantined
@@ -431,6 +457,9 @@ func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Select
 			m.Class, m.Problem = classQuarantined, "a strict claim whose lease lapsed: the redelivery quarantines it, never runs it"
 		case o.g.strict:
 			m.Class, m.Problem = classQuarantined, "a claim whose lease lapsed, and the function is strict (--strict): the redelivery quarantines it, never runs it"
+		case rec.Validation != "":
+			m.Class, m.Problem = classRun, "a claim whose lease lapsed, holding a payload digest (WithPayload) the tool cannot check: the redelivery takes it over "+
+				"only if its payload is the one claimed, else it fails with a payload mismatch"
 		default:
 			m.Class = classRun
 		}
@@ -637,6 +666,20 @@ func sendable(attrs map[string]types.MessageAttributeValue) map[string]types.Mes
 	return out
 }
 
+// payloadMismatchType is sqsdlq.AttrErrorType's value for a payload
+// mismatch: the error's Go type.
+var payloadMismatchType = fmt.Sprintf("%T", (*idempotency.PayloadMismatchError)(nil))
+
+// payloadMismatch reports whether the attributes sqsdlq added when it
+// moved msg say that the function failed it with a payload mismatch: the
+// error's type, or its reason (for a type that wraps it).
+func payloadMismatch(msg types.Message) bool {
+	if aws.ToString(msg.MessageAttributes[sqsdlq.AttrErrorType].StringValue) == payloadMismatchType {
+		return true
+	}
+	return strings.Contains(aws.ToString(msg.MessageAttributes[sqsdlq.AttrReason].StringValue), idempotency.ErrPayloadMismatch.Error())
+}
+
 // release makes msgs visible again in the dead-letter queue at once. A
 // failure only delays them until their visibility timeout ends.
 func (c *redriveCmd) release(o *ops, msgs []*dlqMessage) {
@@ -665,11 +708,13 @@ func (c *redriveCmd) print(o *ops, r redriveReport) {
 	}
 	w := o.stdout
 	fmt.Fprintf(w, "dead-letter queue %s: %d message(s) read\n", r.DLQ, r.Read)
+	fmt.Fprintf(w, "key source: %s\n", r.KeySource)
 	for _, cl := range []struct{ name, text string }{
-		{classReplay, "will replay (COMPLETED: the stored result, the operation does not run)"},
+		{classReplay, "will replay (COMPLETED: the stored result, the operation does not run; with a payload digest the tool cannot check, only if the payload is the one stored)"},
 		{classRun, "will run (no record, released, expired, or lease lapsed outside strict mode)"},
 		{classInProgress, "in progress (a live lease: retried until it ends)"},
 		{classWithheld, "withheld (COMPLETED, its result could not be sealed: fail again, the operation does not run)"},
+		{classMismatch, "payload mismatch (failed so, the record still holds the other payload's digest: fail again, the operation does not run)"},
 		{classQuarantined, "quarantined, or lease lapsed in strict mode (fail again until resolved or released)"},
 		{classBadKey, "bad or missing key (fail again)"},
 		{classUnreadable, "unreadable with this configuration"},
@@ -688,8 +733,8 @@ func (c *redriveCmd) print(o *ops, r redriveReport) {
 	case r.DryRun:
 		// Every message read is sent back, those that will fail again too
 		// (they return to the dead-letter queue): say how many of each.
-		again := r.Classes[classBadKey] + r.Classes[classQuarantined] + r.Classes[classWithheld]
-		fmt.Fprintf(w, "dry run: would send all %d message(s) read to %s, %d of them to fail again there (bad or missing key, quarantined, withheld) and come back here; nothing sent or deleted (each message read was received once: its receive count rose by one)\n",
+		again := r.Classes[classBadKey] + r.Classes[classQuarantined] + r.Classes[classWithheld] + r.Classes[classMismatch]
+		fmt.Fprintf(w, "dry run: would send all %d message(s) read to %s, %d of them to fail again there (bad or missing key, quarantined, withheld, payload mismatch) and come back here; nothing sent or deleted (each message read was received once: its receive count rose by one)\n",
 			r.Read, r.Queue, again)
 	case r.Classes[classUnreadable] > 0:
 		fmt.Fprintf(w, "nothing sent to %s\n", r.Queue)

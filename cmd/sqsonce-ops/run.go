@@ -126,6 +126,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*invoca
 	if g.store == storePostgres && !tableFlag {
 		g.table = "" // $SQSONCE_TABLE is the DynamoDB table; the app's PostgreSQL table is pgstore's default
 	}
+	if k, ok := cmd.(appKeyed); ok {
+		k.setApp(appVar(getenv))
+	}
 	if err := errors.Join(g.check(), cmd.check()); err != nil {
 		return nil, err
 	}
@@ -161,11 +164,39 @@ type selector struct {
 	id       string
 	tenant   string
 	group    string
+	app      string // the reference app's variable the environment sets (appVar), or ""
 }
+
+// appEnv are variables of the reference app's function (cmd/summarise)
+// that infra/app.go sets on it and infra's construct sets on no other
+// function. The app keys by handler.Key, which no key source spells (it
+// refuses $SQSONCE_KEY): in its function's environment, one of these set,
+// that key is the function's.
+var appEnv = []string{"SQSONCE_PROVIDER", "SQSONCE_SUMMARIES_TABLE"}
+
+// appVar returns the first variable of appEnv that getenv has, or "".
+func appVar(getenv func(string) string) string {
+	for _, name := range appEnv {
+		if getenv(name) != "" {
+			return name
+		}
+	}
+	return ""
+}
+
+// appKeyed is a command that computes record ids from messages: parse
+// tells it whether the environment is the reference app's function's
+// (the name of the variable that says so, or "").
+type appKeyed interface {
+	setApp(name string)
+}
+
+func (c *inspectCmd) setApp(name string) { c.sel.app = name }
+func (c *writeCmd) setApp(name string)   { c.sel.app = name }
 
 func (s *selector) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.key, "key", "", "the request's key: a string as it is (order-17), or a JSON value as the producer sends it (17, '\"17\"'); with a body:A,B key source, a JSON object of those fields")
-	fs.StringVar(&s.keyField, "key-field", "", "the body field the key is in: names joined by dots, or a JSON array of names (default: --key-source, else the reference app's key, "+handler.KeyField+" else the request's canonical subset)")
+	fs.StringVar(&s.keyField, "key-field", "", "the body field the key is in: names joined by dots, or a JSON array of names (default: --key-source; in the reference app's function environment, $"+appEnv[0]+" set, its key, "+handler.KeyField+" else the request's canonical subset; else --key, --body and --message are refused)")
 	fs.StringVar(&s.body, "body", "", "a file holding the message body, or - for standard input")
 	fs.StringVar(&s.message, "message", "", "a file holding the whole message, one SQS record as Lambda delivers it (messageId, body, attributes, messageAttributes; or an event of one record), or - for standard input: for a key source or tenancy that reads more than the body")
 	fs.StringVar(&s.id, "id", "", "the record id, {namespace}#{digest}")
@@ -199,22 +230,28 @@ func (s *selector) check() error {
 }
 
 // keySource is how the tool takes a message's key: the function's key
-// source (--key-source, $SQSONCE_KEY), --key-field, or the reference app's.
+// source (--key-source, $SQSONCE_KEY), --key-field, or, in the reference
+// app's function environment, the app's.
 type keySource struct {
 	sel  idempotency.Selector
 	kind string   // envvars.KeyBody, KeySubset or KeyJMESPath; "" for the reference app's
 	path []string // where --key goes in a body: the field, or the app's
+	name string   // the key source and where it was given, as the output names it
 }
 
 // keyFunc returns the key source: --key-field, or the function's
-// (--key-source), or, with neither, the reference app's.
-func keyFunc(o *ops, field string) (keySource, error) {
+// (--key-source, $SQSONCE_KEY), or, with neither, the reference app's when
+// app names the variable of its environment that is set (appVar). With
+// none of them it fails: the tool never takes a key the function may not
+// take, whose record id would show the function's record as absent.
+func keyFunc(o *ops, field, app string) (keySource, error) {
 	switch {
 	case field != "" && o.g.keySource != "":
 		return keySource{}, fmt.Errorf("--key-field and --key-source ($%s) both name the key: give one", envKey)
 	case field != "":
 		path, _ := keyPath(field) // checked
-		return keySource{sel: idempotency.BodyField(path[0], path[1:]...), kind: envvars.KeyBody, path: path}, nil
+		return keySource{sel: idempotency.BodyField(path[0], path[1:]...), kind: envvars.KeyBody, path: path,
+			name: "--key-field " + field}, nil
 	case o.g.keySource != "":
 		k, err := envvars.ParseKey(o.g.keySource)
 		if err != nil {
@@ -224,10 +261,18 @@ func keyFunc(o *ops, field string) (keySource, error) {
 		if err != nil {
 			return keySource{}, err
 		}
-		return keySource{sel: sel, kind: k.Kind, path: k.Path}, nil
+		return keySource{sel: sel, kind: k.Kind, path: k.Path, name: fmt.Sprintf("%s (--key-source, $%s)", o.g.keySource, envKey)}, nil
+	case app != "":
+		return keySource{sel: handler.Key(), path: []string{handler.KeyField},
+			name: fmt.Sprintf("the reference app's (handler.Key: %s, else the request's canonical subset; $%s is set)", handler.KeyField, app)}, nil
 	}
-	return keySource{sel: handler.Key(), path: []string{handler.KeyField}}, nil
+	return keySource{}, errNoKeySource
 }
+
+// errNoKeySource is keyFunc's error without a key source.
+var errNoKeySource = fmt.Errorf("no key source: give your function's selector as --key-source (its $%s, the construct's Props.KeySource: "+
+	"body:order_id, body:a,b or jmespath:EXPR) or --key-field; "+
+	"the reference app's key is taken only in its function's environment ($%s or $%s set)", envKey, appEnv[0], appEnv[1])
 
 // resolve returns the record id the selector names, computed as the
 // guard does (Guard.ID, with the configured namespace and format, and
@@ -236,17 +281,32 @@ func (s *selector) resolve(o *ops, stdin io.Reader) (string, error) {
 	if s.id != "" {
 		return s.id, nil
 	}
-	ks, err := keyFunc(o, s.keyField)
-	if err != nil {
-		return "", err
-	}
+	// The input first: its errors do not depend on the key source.
 	m := events.SQSMessage{MessageId: "sqsonce-ops"}
+	var err error
 	switch {
 	case s.message != "":
 		if m, err = readMessage(s.message, stdin); err != nil {
 			return "", err
 		}
-	case s.key != "":
+	case s.key == "":
+		b, err := readInput("--body", s.body, stdin, maxBody)
+		if err != nil {
+			return "", err
+		}
+		m.Body = string(b)
+	}
+	ks, err := keyFunc(o, s.keyField, s.app)
+	if errors.Is(err, errNoKeySource) {
+		return "", fmt.Errorf("%w; or name the record with --id (a selector of the function's own code has no key source)", err)
+	}
+	if err != nil {
+		return "", err
+	}
+	if o.stderr != nil {
+		fmt.Fprintf(o.stderr, "sqsonce-ops: key source: %s\n", ks.name)
+	}
+	if s.key != "" {
 		switch ks.kind {
 		case envvars.KeyJMESPath:
 			return "", errors.New("--key: a JMESPath key source is evaluated on the message: give it with --message (or its body with --body)")
@@ -262,12 +322,6 @@ func (s *selector) resolve(o *ops, stdin io.Reader) (string, error) {
 			}
 			m.Body = b
 		}
-	default:
-		b, err := readInput("--body", s.body, stdin, maxBody)
-		if err != nil {
-			return "", err
-		}
-		m.Body = string(b)
 	}
 	k, err := idempotency.Select(ks.sel, m)
 	if err != nil {
