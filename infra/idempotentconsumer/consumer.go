@@ -353,43 +353,15 @@ func New(scope constructs.Construct, id string, props Props) (*Consumer, error) 
 		Resources: jsii.Strings(*c.LogGroup.LogGroupArn()),
 	}))
 
+	// The variables Plan checked as lambdaenv.Load reads them, with the
+	// table's name and the seal key's ARN, known at deploy time only.
 	env := map[string]*string{}
-	for k, v := range props.Environment {
+	for k, v := range environment(props, plan) {
 		env[k] = jsii.String(v)
 	}
 	env[EnvTable] = c.Table.TableName()
-	env[EnvNamespace] = jsii.String(props.Namespace)
-	env[EnvExpiresAfter] = jsii.String(GoSeconds(plan.ExpiresAfter))
-	env[EnvQueueWindow] = jsii.String(GoSeconds(plan.QueueWindow))
-	if sk := plan.SortKey; sk.Attribute != "" {
-		env[EnvPartitionKey] = jsii.String(sk.PartitionKey)
-		env[EnvSortKey] = jsii.String(sk.Attribute)
-		env[EnvStaticPartition] = jsii.String(sk.Partition)
-	}
-	if plan.Strict {
-		env[EnvStrict] = jsii.String("true")
-	}
-	if plan.MinRemaining > 0 {
-		v := plan.MinRemaining.String()
-		if plan.MinRemaining%time.Second == 0 {
-			v = GoSeconds(plan.MinRemaining)
-		}
-		env[EnvMinRemaining] = jsii.String(v)
-	}
-	if plan.KeySource != "" {
-		env[EnvKey] = jsii.String(plan.KeySource)
-	}
-	if plan.Tenancy != "" {
-		env[EnvTenancy] = jsii.String(plan.Tenancy)
-	}
 	if c.SealKey != nil {
 		env[EnvSealKey] = c.SealKey.KeyArn()
-	}
-	if plan.MetricsNamespace != DefaultMetricsNamespace {
-		env[EnvMetricsNamespace] = jsii.String(plan.MetricsNamespace)
-	}
-	if plan.MetricsService != props.Namespace {
-		env[EnvMetricsService] = jsii.String(plan.MetricsService)
 	}
 
 	runtime := props.Runtime

@@ -74,8 +74,31 @@ func TestEnvironmentRefusesEveryOwnedVariable(t *testing.T) {
 			t.Errorf("Props.Environment with %s: Plan gives %v, want a refusal naming it", k, err)
 		}
 	}
+	// Each optional variable with a value the function's reader takes, and
+	// the store it belongs to: Plan checks the environment as Load does.
+	valid := map[string]map[string]string{
+		envvars.EnvMetrics:                   {envvars.EnvMetrics: "off"},
+		envvars.EnvDynamoDBEndpoint:          {envvars.EnvDynamoDBEndpoint: "http://127.0.0.1:5000"},
+		envvars.EnvStore:                     {envvars.EnvStore: "postgres", envvars.EnvPostgresURL: "postgres://db/orders"},
+		envvars.EnvRedisURL:                  {envvars.EnvStore: "redis", envvars.EnvRedisURL: "redis://cache:6379/0"},
+		envvars.EnvPostgresURL:               {envvars.EnvStore: "postgres", envvars.EnvPostgresURL: "postgres://db/orders"},
+		envvars.EnvDeadLetter:                {envvars.EnvDeadLetter: "off"},
+		envvars.EnvPacing:                    {envvars.EnvPacing: "off"},
+		envvars.EnvKeepVisible:               {envvars.EnvKeepVisible: "off"},
+		envvars.EnvSQSEndpoint:               {envvars.EnvSQSEndpoint: "http://127.0.0.1:5000"},
+		envvars.EnvFormat:                    {envvars.EnvFormat: "powertools-python"},
+		envvars.EnvDataFormat:                {envvars.EnvDataFormat: "powertools-typescript"},
+		envvars.EnvRedisKeyPrefix:            {envvars.EnvStore: "redis", envvars.EnvRedisURL: "redis://cache", envvars.EnvRedisKeyPrefix: "orders"},
+		envvars.EnvRedisKeyPrefixUnseparated: {envvars.EnvStore: "redis", envvars.EnvRedisURL: "redis://cache", envvars.EnvRedisKeyPrefix: "orders", envvars.EnvRedisKeyPrefixUnseparated: "on"},
+		envvars.EnvRedisCluster:              {envvars.EnvStore: "redis", envvars.EnvRedisURL: "redis://cache", envvars.EnvRedisCluster: "on"},
+	}
 	for _, k := range envvars.Optional() {
-		if _, err := (Props{Namespace: "orders", Environment: map[string]string{k: "on"}}).Plan(); err != nil {
+		env, ok := valid[k]
+		if !ok {
+			t.Errorf("%s: no valid value in this test", k)
+			continue
+		}
+		if _, err := (Props{Namespace: "orders", Environment: env}).Plan(); err != nil {
 			t.Errorf("Props.Environment with %s, the function's own: %v", k, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -214,7 +215,10 @@ type Props struct {
 
 	// Environment adds variables to the function's environment. It may not
 	// set the variables the construct owns (envvars.Set: [EnvTable] and
-	// the others); Plan refuses them.
+	// the others); Plan refuses them, and an environment, with the
+	// construct's variables, that lambdaenv.Load would refuse
+	// (envvars.Read, envvars.CheckNames), such as SQSONCE_FORMAT=powertools-python
+	// with Tenancy "message-group" or SealKey.
 	Environment map[string]string
 
 	// MemorySize is the function's memory in MB. Default [DefaultMemorySize].
@@ -496,7 +500,9 @@ var queueNameChars = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // Plan applies the defaults to p, derives the expiry from the queues, and
 // checks every figure against the services' limits and the rules above. It
-// reports every problem at once. Code is checked by [New], not here.
+// reports every problem at once; once the props pass, it checks the
+// function's environment as lambdaenv.Load reads it. Code is checked by
+// [New], not here.
 func (p Props) Plan() (Plan, error) {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -804,10 +810,109 @@ func (p Props) Plan() (Plan, error) {
 	seconds("ExpiresAfter", pl.ExpiresAfter)
 	seconds("ExpiryMargin", margin)
 
+	// The props meet Props.Environment in the function's environment:
+	// once the props pass, it must pass lambdaenv.Load's reader too, or the
+	// deployed function fails every cold start.
+	if len(errs) == 0 {
+		for _, err := range checkEnvironment(environment(p, pl)) {
+			bad("the function's environment, which lambdaenv.Load would refuse at every cold start: %v", err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Plan{}, err
 	}
 	return pl, nil
+}
+
+// Placeholders for the values of the function's environment known at
+// deploy time only, as [checkEnvironment] reads them.
+const (
+	plannedTable   = "table"
+	plannedSealKey = "arn:aws:kms:us-east-1:111122223333:key/planned"
+)
+
+// environment returns the function's environment as the construct sets
+// it from p and pl: Props.Environment and the construct's variables, with
+// placeholders for the table's name and the seal key's ARN.
+func environment(p Props, pl Plan) map[string]string {
+	env := make(map[string]string, len(p.Environment)+16)
+	for k, v := range p.Environment {
+		env[k] = v
+	}
+	env[EnvTable] = plannedTable
+	env[EnvNamespace] = p.Namespace
+	env[EnvExpiresAfter] = GoSeconds(pl.ExpiresAfter)
+	env[EnvQueueWindow] = GoSeconds(pl.QueueWindow)
+	if sk := pl.SortKey; sk.Attribute != "" {
+		env[EnvPartitionKey] = sk.PartitionKey
+		env[EnvSortKey] = sk.Attribute
+		env[EnvStaticPartition] = sk.Partition
+	}
+	if pl.Strict {
+		env[EnvStrict] = "true"
+	}
+	if pl.MinRemaining > 0 {
+		v := pl.MinRemaining.String()
+		if pl.MinRemaining%time.Second == 0 {
+			v = GoSeconds(pl.MinRemaining)
+		}
+		env[EnvMinRemaining] = v
+	}
+	if pl.KeySource != "" {
+		env[EnvKey] = pl.KeySource
+	}
+	if pl.Tenancy != "" {
+		env[EnvTenancy] = pl.Tenancy
+	}
+	if p.SealKey != nil || p.SealWithEncryptionKey {
+		env[EnvSealKey] = plannedSealKey
+	}
+	if pl.MetricsNamespace != DefaultMetricsNamespace {
+		env[EnvMetricsNamespace] = pl.MetricsNamespace
+	}
+	if pl.MetricsService != p.Namespace {
+		env[EnvMetricsService] = pl.MetricsService
+	}
+	return env
+}
+
+// checkEnvironment returns what lambdaenv.Load refuses in env before it
+// builds anything: envvars.Read's refusals, then envvars.CheckNames's, one
+// error each, none quoting a value. A variable Read reads whose value the
+// CDK resolves at deploy time (a token) cannot be checked here: then only
+// the names are.
+func checkEnvironment(env map[string]string) []error {
+	environ := make([]string, 0, len(env))
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	slices.Sort(environ)
+	var out []error
+	split := func(err error) {
+		if err == nil {
+			return
+		}
+		for _, line := range strings.Split(err.Error(), "\n") {
+			out = append(out, errors.New(line))
+		}
+	}
+	tokens := slices.ContainsFunc(slices.Concat(envvars.Set(), envvars.Optional()), func(name string) bool {
+		v, ok := env[name]
+		return ok && isToken(v)
+	})
+	if !tokens {
+		_, err := envvars.Read(func(name string) string { return env[name] })
+		split(err)
+	}
+	split(envvars.CheckNames(environ))
+	return out
+}
+
+// isToken reports whether v holds a value the CDK resolves at deploy time
+// (a token's string form, such as "${Token[TOKEN.123]}"), which Plan
+// cannot check without jsii.
+func isToken(v string) bool {
+	return strings.Contains(v, "${Token[") || strings.Contains(v, "#{Token[")
 }
 
 // planKeySource checks Props.KeySource as the function's reader does:
