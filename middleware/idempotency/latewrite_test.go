@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -183,6 +184,140 @@ func TestCanceledCallWritesBounded(t *testing.T) {
 		}
 		if n := store.completes.Load(); n != 1 {
 			t.Errorf("%d Complete calls, want 1 (no retry once the call's context ended)", n)
+		}
+	})
+}
+
+// lateStore is memstore whose Complete and Release take latency (less if
+// their context ends first, failing with its error): a store that answers,
+// slowly.
+type lateStore struct {
+	*memstore.Store
+	latency time.Duration
+}
+
+func (s *lateStore) wait(ctx context.Context) error {
+	t := time.NewTimer(s.latency)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *lateStore) Complete(ctx context.Context, rec driver.Record) ([]byte, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.Store.Complete(ctx, rec)
+}
+
+func (s *lateStore) Release(ctx context.Context, id, owner string) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	return s.Store.Release(ctx, id, owner)
+}
+
+// lateSealer is gcmSealer whose Seal takes latency (less if its context
+// ends first, failing with its error): a key service that answers, slowly.
+type lateSealer struct {
+	*gcmSealer
+	latency time.Duration
+}
+
+func (s lateSealer) Seal(ctx context.Context, id string, plain []byte) ([]byte, error) {
+	if err := (&lateStore{latency: s.latency}).wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.gcmSealer.Seal(ctx, id, plain)
+}
+
+// TestWriteStartedBeforeDeadline: a write made after the operation
+// returned (a seal, a completion, a release) gets the same bound past the
+// call's deadline whether it starts just before the deadline or just after
+// it. A record started late in a batch at Lambda's default timeout (a
+// 625 ms window at the threshold) whose operation honours its context and
+// returns 70 ms before the records' deadline, on a store or key service
+// that takes 100 ms to answer, used to have the write cut at the deadline
+// (it started while the call's context was live): the completion lost (the
+// operation ran again on the next delivery), the release lost (the key
+// blocked until its lease ended), or the seal failed, which withholds the
+// result for good; one started 1 ms after the deadline got 200 ms.
+func TestWriteStartedBeforeDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		fail, sealed bool
+	}{{"completion", false, false}, {"release", true, false}, {"seal", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const latency = 100 * time.Millisecond
+				store := &lateStore{Store: memstore.New(), latency: latency}
+				cfg := idempotency.Config{Store: store, Namespace: "latewrite", Logger: slog.New(slog.DiscardHandler)}
+				if tc.sealed {
+					store.latency = 0
+					cfg.Sealer = lateSealer{newGCMSealer(t), latency}
+				}
+				g, err := idempotency.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				window := 625 * time.Millisecond
+				ctx, cancel := context.WithTimeout(t.Context(), window)
+				defer cancel()
+				deadline, _ := ctx.Deadline()
+				k := idempotency.Raw([]byte(`"late-start"`))
+				_, err = idempotency.Do(ctx, g, k, func(octx context.Context) (string, error) {
+					time.Sleep(time.Until(deadline.Add(-70 * time.Millisecond)))
+					if octx.Err() != nil {
+						t.Errorf("the operation's context ended %v before the call's deadline: the test means it to return in time", time.Until(deadline))
+					}
+					if tc.fail {
+						return "", errors.New("provider refused")
+					}
+					return "summary", nil
+				})
+				if took := time.Since(deadline); took > 200*time.Millisecond {
+					t.Errorf("Do returned %v after the call's deadline, want within 200 ms", took)
+				}
+				rec, _ := store.Get(mustID(t, g, k))
+				switch {
+				case tc.fail && rec.ID != "":
+					t.Errorf("record %q left %s; want the claim released: the release started before the deadline and needed 100 ms", rec.ID, rec.Status)
+				case !tc.fail && (err != nil || rec.Status != driver.StatusCompleted || driver.IsWithheld(rec.Data)):
+					t.Errorf("Do = %v, record status %q, result withheld %v; want the result stored: the write started before the deadline and needed 100 ms",
+						err, rec.Status, driver.IsWithheld(rec.Data))
+				}
+			})
+		})
+	}
+}
+
+// TestWriteCancelledMidway: a write made after the operation returned,
+// while the call's context was live, still ends when that context is
+// cancelled (rather than its deadline passing) while the write runs.
+func TestWriteCancelledMidway(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &lateStore{Store: memstore.New(), latency: time.Second}
+		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "latewrite", Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		var returned time.Time
+		_, err = idempotency.Do(ctx, g, idempotency.Raw([]byte(`"cancelled"`)), func(context.Context) (string, error) {
+			returned = time.Now()
+			time.AfterFunc(100*time.Millisecond, cancel)
+			return "summary", nil
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Do = %v, want the completion ended by the cancellation", err)
+		}
+		if took := time.Since(returned); took != 100*time.Millisecond {
+			t.Errorf("the completion took %v after the operation returned, want 100 ms (the cancellation)", took)
 		}
 	})
 }

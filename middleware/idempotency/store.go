@@ -75,19 +75,33 @@ func (g *Guard) markQuarantined(ctx context.Context, prev driver.Record, now tim
 }
 
 // writeContext is the context of a store write made after the operation
-// returned: ctx itself while it is live, else a detached one, since the
-// work is done and recording it (or freeing its key) is still worth a try.
-// The detached context ends deadlineWriteGrace after ctx's deadline when
-// that deadline ended ctx (but no sooner than lateWriteFloor from now),
-// else fencedWriteTimeout from now; never later than that.
+// returned: ctx itself while it is live without a deadline, else a
+// detached one, since the work is done and recording it (or freeing its
+// key) is still worth a try. A write made while ctx is live ends
+// deadlineWriteGrace after ctx's deadline, or when ctx is cancelled (not
+// by its deadline): one started just before the deadline gets the same
+// grace as one started just after it. A write made once ctx's deadline ended
+// it ends deadlineWriteGrace after that deadline (but no sooner than
+// lateWriteFloor from now), and never later than fencedWriteTimeout from
+// now, which alone bounds a write made after ctx was cancelled.
 func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	err := ctx.Err()
+	d, hasDeadline := ctx.Deadline()
 	if err == nil {
-		return ctx, func() {}
+		if !hasDeadline {
+			return ctx, func() {}
+		}
+		wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), d.Add(deadlineWriteGrace))
+		stop := context.AfterFunc(ctx, func() {
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				cancel()
+			}
+		})
+		return wctx, func() { stop(); cancel() }
 	}
 	now := time.Now()
 	end := now.Add(fencedWriteTimeout)
-	if d, ok := ctx.Deadline(); ok && errors.Is(err, context.DeadlineExceeded) {
+	if hasDeadline && errors.Is(err, context.DeadlineExceeded) {
 		bound := d.Add(deadlineWriteGrace)
 		if floor := now.Add(lateWriteFloor); bound.Before(floor) {
 			bound = floor
