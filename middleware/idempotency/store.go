@@ -15,8 +15,8 @@ import (
 const fencedWriteTimeout = 5 * time.Second
 
 // deadlineWriteGrace is how long past the call's deadline the writes made
-// after the operation returned may run when that deadline ended the call's
-// context. The caller's response is still to be sent: under batch the
+// after the operation returned may run when that deadline ends the call's
+// context, before they start or while they run. The caller's response is still to be sent: under batch the
 // deadline is the records' (the invocation's less batch.DefaultReserve,
 // 500 ms), and writes that run on past the reserve make Lambda lose the
 // batch's response, so that every record of the batch comes back. 200 ms
