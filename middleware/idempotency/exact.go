@@ -26,7 +26,8 @@ import (
 //     (encoding/json fills the field from "ID", "Id" or "ſ"/"K" folds);
 //   - a number in a float32, float64 or any that the float does not hold
 //     exactly (jsonkey.ExactNumber), spelled or in a ",string" field;
-//   - a JSON string where a json.Number is expected ("1" decodes as 1);
+//   - a JSON string where a json.Number is expected ("1" decodes as 1),
+//     and in a ",string" json.Number ("\"1\"" decodes as "1");
 //   - a []byte in a base64 spelling other than the canonical one (with
 //     line breaks, or unused bits set);
 //   - a map key that spells an integer key type's value otherwise than
@@ -194,16 +195,23 @@ func quotedValue(v jsonkey.Node, t reflect.Type, path string) error {
 		return nil
 	}
 	ok := jsonkey.Check(lit) == nil
-	switch t.Kind() {
-	case reflect.String:
+	switch {
+	case t == numberType:
+		// encoding/json reads a number literal, and a JSON string holding
+		// one ("\"12\"" as "12"), which would share the literal's value.
+		ok = ok && (lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9')
+	case t.Kind() == reflect.String:
 		ok = ok && lit[0] == '"'
-	case reflect.Bool:
+	case t.Kind() == reflect.Bool:
 		ok = lit == "true" || lit == "false"
 	default: // a number
 		ok = ok && (lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9')
 		if ok && (t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64) {
 			return exactFloat(lit, floatBits(t), path)
 		}
+	}
+	if !ok && t == numberType {
+		return &lossError{path, "a \",string\" json.Number holds a string that is not a quoted number"}
 	}
 	if !ok {
 		return &lossError{path, fmt.Sprintf("a \",string\" field holds a string that is not a quoted %s", t.Kind())}

@@ -174,6 +174,31 @@ func TestWrapJSONQuotedKindsBase64AndAny(t *testing.T) {
 	})
 }
 
+type quotedNumber struct {
+	Key string      `json:"key"`
+	Num json.Number `json:"num,string"`
+}
+
+// TestWrapJSONQuotedNumber: a ",string" json.Number takes a quoted number
+// literal, as encoding/json does and as json.Marshal writes it, and refuses
+// a quoted JSON string ("\"12\""), which encoding/json reads as the
+// number inside: two bodies would decode alike. Before, the quoted literal
+// ("12") was refused as "not a quoted string" and "\"12\"" taken.
+func TestWrapJSONQuotedNumber(t *testing.T) {
+	takesLikeEncodingJSON[quotedNumber](t, []bodyCase{
+		{`{"key":"k","num":"12"}`, true},
+		{`{"key":"k","num":"-1.5e3"}`, true},
+		{`{"key":"k","num":"9007199254740993"}`, true},
+		{`{"key":"k","num":"1E+400"}`, true},
+		{`{"key":"k","num":"null"}`, true},
+		{`{"key":"k","num":"\"12\""}`, false},
+		{`{"key":"k","num":""}`, false},
+		{`{"key":"k","num":" 12"}`, false},
+		{`{"key":"k","num":"true"}`, false},
+		{`{"key":"k","num":12}`, false},
+	})
+}
+
 // Amount is embedded below as a named non-struct: encoding/json reads it as
 // a field named "Amount".
 type Amount float64
