@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/sqsonce/sqsonce/internal/jsonkey"
 )
 
 // A Selection is JSON taken from an input and the name of the selector
@@ -33,7 +35,8 @@ type Selection struct {
 // SelectionOf returns v encoded as JSON under the selector name, for a
 // selector of your own ([SelectorFunc]). It fails with [ErrNoKey] when v
 // holds an empty json.Number (an absent field, which json.Marshal writes
-// as 0).
+// as 0), and when a string in v is not valid UTF-8 (which json.Marshal
+// writes as U+FFFD, so that "\xff" and "\xfe" would share a key).
 func SelectionOf(selector string, v any) (Selection, error) {
 	if selector == "" {
 		return Selection{}, errors.New("idempotency: SelectionOf: empty selector")
@@ -41,7 +44,7 @@ func SelectionOf(selector string, v any) (Selection, error) {
 	if emptyNumber(reflect.ValueOf(v), 0) {
 		return Selection{}, fmt.Errorf("%w: the value holds an empty json.Number (a field the body does not have), which encodes as 0", ErrNoKey)
 	}
-	b, err := json.Marshal(v)
+	b, err := jsonkey.Marshal(v)
 	if err != nil {
 		return Selection{}, fmt.Errorf("idempotency: selection: %w", err)
 	}
