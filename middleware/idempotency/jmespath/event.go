@@ -2,10 +2,12 @@ package jmespath
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 )
 
@@ -47,7 +49,8 @@ func (e *Expression) SelectJSON(doc json.RawMessage) (idempotency.Selection, err
 // holds what the input's type declares: a field it lacks is absent (as a
 // key, its selection is missing and the call fails; see the package doc),
 // and strings are as the Lambda runtime decoded them, with a lone
-// surrogate already read as U+FFFD. For an event exactly as delivered,
+// surrogate already read as U+FFFD; a string that is not valid UTF-8,
+// which the encoding would replace, fails the call. For an event exactly as delivered,
 // make the input json.RawMessage. In [idempotency.WrapJSON] it is
 // evaluated on the message.
 func (e *Expression) Selector() idempotency.Selector {
@@ -58,7 +61,7 @@ func (e *Expression) Selector() idempotency.Selector {
 		case json.RawMessage:
 			return e.SelectJSON(in)
 		}
-		doc, err := json.Marshal(in)
+		doc, err := jsonkey.Marshal(in)
 		if err != nil {
 			return idempotency.Selection{}, &idempotency.KeyError{Source: e.source,
 				Err: fmt.Errorf("encoding the %T input as JSON: %w", in, redactMarshal(err))}
@@ -72,6 +75,9 @@ func (e *Expression) Selector() idempotency.Selector {
 func redactMarshal(err error) error {
 	switch err.(type) {
 	case *json.UnsupportedTypeError:
+		return err // names a type
+	}
+	if errors.Is(err, jsonkey.ErrInvalidUTF8) {
 		return err // names a type
 	}
 	return fmt.Errorf("%T", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/middleware/idempotency"
 	"github.com/sqsonce/sqsonce/middleware/idempotency/jmespath"
 )
@@ -281,5 +282,30 @@ func TestEventKeyRawMessage(t *testing.T) {
 	k, err := key(json.RawMessage(`{"headers":{"idempotency-key":"k-\u00e9"}}`))
 	if err != nil || !utf8.Valid(k.Value) || string(k.Value) != `"k-é"` {
 		t.Errorf("%s, %v", k.Value, err)
+	}
+}
+
+// TestSelectorRefusesInvalidUTF8Strings: an input whose JSON encoding
+// would replace invalid UTF-8 with U+FFFD (a Go string built from bytes)
+// fails with a *KeyError wrapping jsonkey's ErrInvalidUTF8 that quotes
+// nothing, rather than share the record of another key: before,
+// "k-\xff" and "k-\xfe" in a header selected one value, "k-\ufffd".
+// A U+FFFD of the input's own is taken.
+func TestSelectorRefusesInvalidUTF8Strings(t *testing.T) {
+	sel := jmespath.MustCompile(`headers."idempotency-key"`).Selector()
+	req := func(v string) events.APIGatewayV2HTTPRequest {
+		return events.APIGatewayV2HTTPRequest{Headers: map[string]string{"idempotency-key": v}}
+	}
+	for _, v := range []string{"k-\xff", "k-\xfe", "\xc0k"} {
+		_, err := idempotency.Select(sel, req(v))
+		var ke *idempotency.KeyError
+		if !errors.As(err, &ke) || !errors.Is(err, jsonkey.ErrInvalidUTF8) {
+			t.Errorf("%q: %v, want a *KeyError wrapping ErrInvalidUTF8", v, err)
+		} else if strings.Contains(err.Error(), "k") && strings.Contains(err.Error(), v) {
+			t.Errorf("%q: the error quotes the value: %v", v, err)
+		}
+	}
+	if k, err := idempotency.Select(sel, req("k-\ufffd")); err != nil || string(k.Value) != `"k-`+"\ufffd"+`"` {
+		t.Errorf("U+FFFD itself: %s, %v", k.Value, err)
 	}
 }
