@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -450,6 +451,10 @@ func messageID(o *ops, kf idempotency.Selector, m events.SQSMessage) (string, er
 
 // bodyWith is a JSON body holding value at path: what a producer sends.
 func bodyWith(path []string, value string) (string, error) {
+	if !utf8.ValidString(value) || !utf8.ValidString(strings.Join(path, "")) {
+		// json.Marshal would write it as U+FFFD: another key's record.
+		return "", errors.New("--key or --key-field is not valid UTF-8, which the function refuses in a key")
+	}
 	body := strings.TrimSpace(value)
 	if !jsonValue(value) {
 		// A plain string, as the producer's JSON holds it quoted: r-2 is
