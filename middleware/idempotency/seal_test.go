@@ -347,3 +347,35 @@ func TestSealedSharedRun(t *testing.T) {
 		t.Logf("sources %v: the second call did not wait (a slow machine); it replayed from the store", sources)
 	}
 }
+
+// TestPlainResultLikeLegacySeal: a guard without a Sealer (or a release
+// that predates sealing) stores a string result beginning with
+// "sqsonce:sealed:1:" as the JSON string it is, which is the syntax of the
+// sealed form earlier builds wrote. Every other reader of the record, with
+// a Sealer or without, replays it: it is not base64 after the prefix, so
+// it is no seal. Before, each took it for sealed and failed the duplicate
+// with ErrUnsealed on every delivery, never replaying it, and an
+// in-process cache replayed it meanwhile.
+func TestPlainResultLikeLegacySeal(t *testing.T) {
+	store := memstore.New()
+	newGuard := func(s driver.Sealer) *idempotency.Guard {
+		g, err := idempotency.New(idempotency.Config{Store: store, Namespace: "orders", Sealer: s, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	writer := newGuard(nil)
+	for i, result := range []string{"sqsonce:sealed:1: hello", "sqsonce:sealed:1:not base64!", `sqsonce:sealed:1:gzip:a "quote"`, "sqsonce:sealed:1:QUJD\n"} {
+		k := idempotency.Raw([]byte(`"order-` + string(rune('a'+i)) + `"`))
+		if v, err := idempotency.Do(context.Background(), writer, k, func(context.Context) (string, error) { return result, nil }); err != nil || v != result {
+			t.Fatalf("%q: the first call: %q, %v", result, v, err)
+		}
+		for name, reader := range map[string]*idempotency.Guard{"without a Sealer": newGuard(nil), "with a Sealer": newGuard(newGCMSealer(t))} {
+			v, err := idempotency.Do(context.Background(), reader, k, func(context.Context) (string, error) { return "ran again", nil })
+			if err != nil || v != result {
+				t.Errorf("%q, a reader %s: %q, %v; want the stored result replayed", result, name, v, err)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -65,7 +66,9 @@ type DataFitter interface {
 // it as they keep any result that is not JSON (dynamostore: S, or B
 // compressed). Records sealed by earlier builds of this release hold the
 // same text as a JSON string (a leading and a trailing '"'): every reader
-// here takes that form for sealed too and opens it; none writes it.
+// here takes that form for sealed too and opens it; none writes it. A JSON
+// string holding other than base64 after the prefix is a plain result
+// ([IsSealed]).
 const SealedPrefix = `sqsonce:sealed:1:`
 
 // legacySealedPrefix begins a sealed result in the JSON string form that
@@ -109,9 +112,37 @@ var ErrUnsealed = errors.New("idempotency: sealed result cannot be opened")
 const WithheldData = SealedPrefix
 
 // IsSealed reports whether data, a stored result, is sealed: it begins
-// with [SealedPrefix] (or is in the JSON string form earlier builds wrote).
+// with [SealedPrefix], or is in the JSON string form earlier builds wrote.
+// A JSON string that begins as that form does but holds other than a seal
+// after the prefix (text that is not base64: a result of a guard without a
+// Sealer, or of a release that predates sealing) is a plain result.
 func IsSealed(data []byte) bool {
-	return bytes.HasPrefix(data, []byte(SealedPrefix)) || bytes.HasPrefix(data, []byte(legacySealedPrefix))
+	return bytes.HasPrefix(data, []byte(SealedPrefix)) || isLegacySealed(data)
+}
+
+// isLegacySealed reports whether data is in the JSON string form earlier
+// builds wrote a seal in: legacySealedPrefix, then nothing (withheld) or
+// the seal in standard base64, after "gzip:" when compressed, then the
+// closing '"'. Data that begins with legacySealedPrefix but is not one
+// JSON value (cut short) is taken for a malformed seal, as before: no
+// result is stored so.
+func isLegacySealed(data []byte) bool {
+	if !bytes.HasPrefix(data, []byte(legacySealedPrefix)) {
+		return false
+	}
+	if !json.Valid(data) {
+		return true
+	}
+	body := data[len(legacySealedPrefix) : len(data)-1]
+	if len(body) == 0 {
+		return true // withheld
+	}
+	body = bytes.TrimPrefix(body, []byte(SealedGzipPrefix[len(SealedPrefix):]))
+	if len(body) == 0 || bytes.ContainsAny(body, "\\\r\n") {
+		return false // a JSON escape is no base64; DecodeString skips CR and LF
+	}
+	_, err := base64.StdEncoding.DecodeString(string(body))
+	return err == nil
 }
 
 // IsWithheld reports whether data, a stored result, is [WithheldData] (or

@@ -390,3 +390,25 @@ func TestSealedLegacyForm(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainStringLikeLegacyForm: a stored JSON string that begins as the
+// legacy form does but holds other than base64 after the prefix (a result
+// of a guard without a Sealer, or of a release that predates sealing) is
+// not sealed: OpenData returns it as it is, with or without a Sealer.
+// Before, it was taken for sealed and failed every delivery.
+func TestPlainStringLikeLegacyForm(t *testing.T) {
+	ctx, s := context.Background(), newGCM(t)
+	for _, plain := range []string{
+		`"sqsonce:sealed:1: hello"`, `"sqsonce:sealed:1:not base64!"`, `"sqsonce:sealed:1:QUJD\n"`,
+		`"sqsonce:sealed:1:\u0041"`, `"sqsonce:sealed:1:gzip:"`, `"sqsonce:sealed:1:gzip:a b"`, `"sqsonce:sealed:1:QUJ"`,
+	} {
+		if driver.IsSealed([]byte(plain)) || driver.IsWithheld([]byte(plain)) {
+			t.Errorf("%s: taken for sealed", plain)
+		}
+		for _, sealer := range []driver.Sealer{nil, s} {
+			if got, err := driver.OpenData(ctx, sealer, id, []byte(plain)); err != nil || string(got) != plain {
+				t.Errorf("%s: OpenData = %q, %v; want it as it is", plain, got, err)
+			}
+		}
+	}
+}
