@@ -353,8 +353,10 @@ func TestSealedSharedRun(t *testing.T) {
 // "sqsonce:sealed:1:" as the JSON string it is, which is the syntax of the
 // sealed form earlier builds wrote. Every other reader of the record, with
 // a Sealer or without, replays it: it is not base64 after the prefix, so
-// it is no seal. Before, each took it for sealed and failed the duplicate
-// with ErrUnsealed on every delivery, never replaying it, and an
+// it is no seal, or, when it is a seal's syntax, the guard stored it with
+// its first character escaped. Before, each took it for sealed and failed
+// the duplicate with ErrUnsealed on every delivery (for good, of
+// "sqsonce:sealed:1:", the withheld form), never replaying it, and an
 // in-process cache replayed it meanwhile.
 func TestPlainResultLikeLegacySeal(t *testing.T) {
 	store := memstore.New()
@@ -366,7 +368,10 @@ func TestPlainResultLikeLegacySeal(t *testing.T) {
 		return g
 	}
 	writer := newGuard(nil)
-	for i, result := range []string{"sqsonce:sealed:1: hello", "sqsonce:sealed:1:not base64!", `sqsonce:sealed:1:gzip:a "quote"`, "sqsonce:sealed:1:QUJD\n"} {
+	for i, result := range []string{"sqsonce:sealed:1: hello", "sqsonce:sealed:1:not base64!", `sqsonce:sealed:1:gzip:a "quote"`, "sqsonce:sealed:1:QUJD\n",
+		// The syntax of a legacy seal, and of its withheld form: this
+		// release stores them spelt otherwise (an escaped 's').
+		"sqsonce:sealed:1:QUJD", "sqsonce:sealed:1:gzip:QUJD", "sqsonce:sealed:1:"} {
 		k := idempotency.Raw([]byte(`"order-` + string(rune('a'+i)) + `"`))
 		if v, err := idempotency.Do(context.Background(), writer, k, func(context.Context) (string, error) { return result, nil }); err != nil || v != result {
 			t.Fatalf("%q: the first call: %q, %v", result, v, err)
