@@ -256,6 +256,10 @@ var completedResults = []struct{ name, json string }{
 	{"number", `1717`},
 	{"string that looks like JSON", `"{\"document_id\":\"d-1\"}"`},
 	{"null", `null`},
+	// The syntax of the sealed form (and of its withheld form) that earlier
+	// builds of sqsonce wrote as JSON text: plain results here, replayed.
+	{"string like a legacy seal", `"sqsonce:sealed:1:QUJD"`},
+	{"string like a legacy withheld seal", `"sqsonce:sealed:1:"`},
 }
 
 // TestCompleted: keys completed by one runtime are replayed by the other
