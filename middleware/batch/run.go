@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/sqsonce/sqsonce/internal/invocation"
 )
 
 // settings are what every handler of the package runs with: the fields
@@ -146,7 +148,7 @@ func newRun[R any](ctx context.Context, cfg *settings, k *kind[R], fn func(conte
 		// reserve before the invocation's deadline: the response must
 		// reach Lambda before it.
 		r.deadline, r.hasDeadline = deadline.Add(-cfg.reserve), true
-		r.ctx, r.cancel = context.WithDeadline(ctx, r.deadline)
+		r.ctx, r.cancel = context.WithDeadline(invocation.WithDeadline(ctx, deadline), r.deadline)
 		r.minRemaining = MinRemainingFor(cfg.minRemaining, r.deadline.Sub(r.start))
 	}
 	return r

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sqsonce/sqsonce/internal/invocation"
 	"github.com/sqsonce/sqsonce/internal/planted"
 	"github.com/sqsonce/sqsonce/internal/redact"
 	"github.com/sqsonce/sqsonce/middleware/failure"
@@ -310,6 +311,13 @@ func (g *Guard) claim(ctx context.Context, id, validation string, strict bool, n
 	lease := now.Add(g.cfg.Lease)
 	if d, ok := ctx.Deadline(); ok && d.After(now) {
 		lease = d
+		if inv, ok := invocation.Deadline(ctx); ok && inv.After(d) {
+			// Under package batch, whose records end a reserve before
+			// the invocation: an operation that outlives its context
+			// runs on until the invocation's deadline, when Lambda may
+			// stop it; no other worker takes the key over before.
+			lease = inv
+		}
 	}
 	rec := driver.Record{
 		ID:         id,
