@@ -11,7 +11,8 @@ import (
 // are kept alive, the skew margin, the share of strict workers (and how
 // they are strict), the cache and its size, payload validation, pacing and
 // its interval, the batch's concurrency and full-batch error, the
-// dead-letter path and sealed results.
+// dead-letter path, sealed results, the completion's attempts and
+// WrapJSON's check.
 // [ConfigOf] draws it from the seed; a saved tape keeps it (a tape saved
 // before configurations were drawn replays [Legacy]).
 type Config struct {
@@ -84,6 +85,20 @@ type Config struct {
 	// KeepVisibleEvery, with Pacing, is KeepVisible.Every: zero (a third
 	// of the records' window) or a shorter interval.
 	KeepVisibleEvery time.Duration `json:"keep_visible_every,omitempty"`
+	// OneCompleteAttempt sets Config.CompleteAttempts to 1: a completion
+	// the network fails is not tried again.
+	OneCompleteAttempt bool `json:"one_complete_attempt,omitempty"`
+	// NoSkewMargin sets every guard's Config.SkewMargin to a nanosecond
+	// instead of SkewMargin, as the field's doc says for none (the skews
+	// drawn around it are then up to 2 s, beyond it).
+	NoSkewMargin bool `json:"no_skew_margin,omitempty"`
+	// ShortLimit, with KeepAlive "limit" and no KeepAliveLimit drawn, sets
+	// KeepAliveLimit to 3 s, a second beyond the 2 s lease: operations of
+	// several seconds outlive it, and their context ends.
+	ShortLimit bool `json:"short_limit,omitempty"`
+	// JSONChecked, with Wrapper "json", gives WrapJSON WithCheck (a check
+	// every request passes) and DisallowUnknownFields.
+	JSONChecked bool `json:"json_checked,omitempty"`
 	// Legacy: the one configuration the simulation ran before it drew
 	// one, with its draws (tapes saved then replay it).
 	Legacy bool `json:"legacy,omitempty"`
@@ -154,6 +169,14 @@ func ConfigOf(seed uint64) Config {
 	if c.Pacing && pick(2) == 1 {
 		c.KeepVisibleEvery = 250 * time.Millisecond
 	}
+	// Drawn last: saved seeds keep their configurations.
+	c.OneCompleteAttempt = pick(2) == 1
+	c.NoSkewMargin = pick(4) == 0
+	c.ShortLimit = c.KeepAlive == "limit" && c.KeepAliveLimit == 0 && pick(2) == 1
+	if c.ShortLimit {
+		c.KeepAliveLimit = 3 * time.Second
+	}
+	c.JSONChecked = c.Wrapper == "json" && pick(2) == 1
 	return c
 }
 
@@ -192,6 +215,18 @@ func (c Config) String() string {
 	if c.KeepVisibleEvery != 0 {
 		s += fmt.Sprintf(" keep_visible_every=%v", c.KeepVisibleEvery)
 	}
+	if c.OneCompleteAttempt {
+		s += " one_complete_attempt=true"
+	}
+	if c.NoSkewMargin {
+		s += " no_skew_margin=true"
+	}
+	if c.ShortLimit {
+		s += " short_limit=true"
+	}
+	if c.JSONChecked {
+		s += " json_checked=true"
+	}
 	if c.Legacy {
 		s += " (legacy)"
 	}
@@ -216,8 +251,16 @@ func (c Config) skews() []time.Duration {
 	if c.Legacy {
 		return []time.Duration{-7 * time.Second, -3 * time.Second, -time.Second, time.Second, 3 * time.Second, 7 * time.Second, 7 * time.Second, 11 * time.Second}
 	}
-	m := c.SkewMargin
+	m := c.margin()
 	return []time.Duration{-m - 2*time.Second, -m * 3 / 5, -m / 5, m / 5, m * 3 / 5, m * 3 / 5, m * 4 / 5, m, m + 2*time.Second}
+}
+
+// margin is every guard's Config.SkewMargin.
+func (c Config) margin() time.Duration {
+	if c.NoSkewMargin {
+		return time.Nanosecond
+	}
+	return c.SkewMargin
 }
 
 // defaultSkewMargin is the guard's default Config.SkewMargin.

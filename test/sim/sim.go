@@ -99,7 +99,7 @@ func Simulate(seed uint64, tape *Tape, cfg Config) *Run {
 
 	hdr := history.Header{
 		Ev: history.KindHeader, Version: history.Version, Run: "sim-" + strconv.FormatUint(seed, 10), Seed: seed,
-		Profile: "sim " + cfg.String(), Proc: "sim", T: w.start.UnixNano(), SkewMargin: int64(cfg.SkewMargin),
+		Profile: "sim " + cfg.String(), Proc: "sim", T: w.start.UnixNano(), SkewMargin: int64(cfg.margin()),
 		LeaseExtension: cfg.KeepAlive != "off",
 		Replay:         fmt.Sprintf("go test ./test/sim -run TestSim -sim.seed %d", seed),
 	}
@@ -282,7 +282,7 @@ func (w *world) newProc(slot, inc int, strict bool) *proc {
 		Now:        p.now,
 		Logger:     slog.New(slog.DiscardHandler),
 		OnOutcome:  p.onOutcome,
-		SkewMargin: c.SkewMargin,
+		SkewMargin: c.margin(),
 	}
 	switch c.Tenancy {
 	case "off":
@@ -301,6 +301,9 @@ func (w *world) newProc(slot, inc int, strict bool) *proc {
 		}
 	}
 	gc.Strict = strict && c.StrictGuard
+	if c.OneCompleteAttempt {
+		gc.CompleteAttempts = 1
+	}
 	if c.sealed(slot) {
 		gc.Sealer = w.newSealer()
 	}
@@ -318,6 +321,15 @@ func (w *world) newProc(slot, inc int, strict bool) *proc {
 	var wrapped func(context.Context, events.SQSMessage) (string, error)
 	switch c.Wrapper {
 	case "json":
+		if c.JSONChecked {
+			check := func(r simReq) error {
+				if r.K == "" {
+					return errors.New("k: empty") // the key was taken first: never
+				}
+				return nil
+			}
+			opts = append(opts, idempotency.WithCheck(check), idempotency.DisallowUnknownFields())
+		}
 		wrapped = idempotency.WrapJSON(g, idempotency.BodyField("k"), func(ctx context.Context, _ simReq, m events.SQSMessage) (string, error) {
 			return p.op(ctx, m)
 		}, opts...)
