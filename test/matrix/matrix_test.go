@@ -69,10 +69,15 @@ const (
 	dSealer
 	dDeadLetter
 	dTrace
+	dHook
+	dStoreOpts
+	dExpiry
 )
 
 var dims = []Dim{
-	{"wrapper", []string{"wrap", "json", "do"}},
+	// json_checked: WrapJSON with WithCheck (a check every request
+	// passes) and DisallowUnknownFields.
+	{"wrapper", []string{"wrap", "json", "do", "json_checked"}},
 	{"tenancy", []string{"off", "invocation", "group"}},
 	// Config.KeepAliveEvery: -1, zero (a third of the lease), 400 ms.
 	{"keepalive", []string{"off", "default", "every_400ms"}},
@@ -104,13 +109,27 @@ var dims = []Dim{
 	// beyond the queue's 18 s (so every tick changes).
 	{"pacing", []string{"off", "queue_18s", "queue_3s", "every_100ms"}},
 	// Config.Sealer: none, or package kmsseal on moto's KMS (one key for
-	// the matrix).
-	{"sealer", []string{"off", "on"}},
+	// the matrix), with its data key cache or WithoutCache.
+	{"sealer", []string{"off", "on", "on_nocache"}},
 	// batch.Options.DeadLetter: none, or a Mover that takes every move.
 	{"deadletter", []string{"off", "on"}},
 	// oteltrace.Instrument and oteltrace.SQS: off; with an SDK tracer
 	// provider that samples every invocation; with one that samples none.
 	{"trace", []string{"off", "sampled", "unsampled"}},
+	// OnReplay: none, or a hook that counts its calls and returns the
+	// result as it is: every replay (from the store, the cache, or a run
+	// shared in the process) calls it once, and nothing else does.
+	{"hook", []string{"off", "on"}},
+	// The store's own options: its defaults, or tuned: dynamostore
+	// WithCompressAbove(0) (every result compressed; DataJSON only) or,
+	// in a Powertools data format, WithAttributes of other names;
+	// redisstore WithKeyPrefix and WithCompressAbove(0); pgstore
+	// WithTable; memstore has none.
+	{"storeopts", []string{"default", "tuned"}},
+	// The guard's clock and retry fields: their defaults; or
+	// ExpiresAfter 1 min, Lease 20 s, KeepAliveLimit 30 s, SkewMargin a
+	// nanosecond (none) and CompleteAttempts 1.
+	{"expiry", []string{"default", "short"}},
 }
 
 // exclusions are the pairs no row holds.
@@ -125,9 +144,13 @@ var exclusions = func() []Exclusion {
 		out = append(out,
 			Exclusion{A: format, B: Value{"sealer", "on"}, Refused: true,
 				Why: "New refuses a Sealer with a Powertools format: Powertools would replay the sealed text"},
+			Exclusion{A: format, B: Value{"sealer", "on_nocache"}, Refused: true,
+				Why: "New refuses a Sealer with a Powertools format: Powertools would replay the sealed text"},
 			Exclusion{A: format, B: Value{"tenancy", "group"}, Refused: true,
 				Why: "New refuses TenancyMessageGroup with a Powertools format: Powertools does not scope ids by group"})
 	}
+	out = append(out, Exclusion{A: Value{"storeopts", "tuned"}, B: Value{"store", "memstore"},
+		Why: "memstore has no options"})
 	return out
 }()
 
@@ -193,8 +216,8 @@ func TestRefused(t *testing.T) {
 			t.Fatalf("%s=%s & %s=%s: the row (%s) holds the excluded pairs %v, want only that one", e.A.Dim, e.A.Value, e.B.Dim, e.B.Value, describe(row), v)
 		}
 		var sealer driver.Sealer
-		if val(row, dSealer) == "on" {
-			sealer = st.sealer(t)
+		if val(row, dSealer) != "off" {
+			sealer = st.sealer(t, row)
 		}
 		cfg := guardConfig(row, st.get(t, row), "refused", sealer)
 		if _, err := idempotency.New(cfg); err == nil {
@@ -214,7 +237,7 @@ type stores struct {
 
 // sealer returns a new kmsseal.Sealer (a process's own, with its own data
 // key cache) on moto's KMS, under the matrix's key.
-func (s *stores) sealer(t *testing.T) driver.Sealer {
+func (s *stores) sealer(t *testing.T, row Row) driver.Sealer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kms == nil {
@@ -225,7 +248,11 @@ func (s *stores) sealer(t *testing.T) driver.Sealer {
 		}
 		s.kms, s.keyID = c, aws.ToString(out.KeyMetadata.KeyId)
 	}
-	sl, err := kmsseal.New(s.kms, s.keyID)
+	var opts []kmsseal.Option
+	if val(row, dSealer) == "on_nocache" {
+		opts = append(opts, kmsseal.WithoutCache())
+	}
+	sl, err := kmsseal.New(s.kms, s.keyID, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,10 +262,11 @@ func (s *stores) sealer(t *testing.T) driver.Sealer {
 // get returns the store of row: its store, in its format's data format
 // (dynamostore's only).
 func (s *stores) get(t *testing.T, row Row) driver.Store {
-	name, format := val(row, dStore), val(row, dFormat)
+	name, format, tuned := val(row, dStore), val(row, dFormat), val(row, dStoreOpts) == "tuned"
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st, ok := s.opened[name+"/"+format]; ok {
+	opened := name + "/" + format + "/" + val(row, dStoreOpts)
+	if st, ok := s.opened[opened]; ok {
 		return st
 	}
 	var st driver.Store
@@ -256,10 +284,20 @@ func (s *stores) get(t *testing.T, row Row) driver.Store {
 		case "powertools_typescript":
 			opts = append(opts, dynamostore.WithDataFormat(dynamostore.DataPowertoolsTypeScript))
 		}
+		if tuned && format == "native" {
+			opts = append(opts, dynamostore.WithCompressAbove(0))
+		} else if tuned {
+			opts = append(opts, dynamostore.WithAttributes(dynamostore.Attributes{Status: "st", Expiration: "exp", LeaseExpiry: "lease",
+				Data: "result", Validation: "digest", Owner: "own"}))
+		}
 		table := ""
 		if name == "dynamodb_sort_key" {
 			table = motoserver.NewTableWithSortKey(t, db, "pk", "sk")
-			opts = append(opts, dynamostore.WithAttributes(dynamostore.Attributes{ID: "pk"}),
+			attrs := dynamostore.Attributes{ID: "pk"}
+			if tuned && format != "native" {
+				attrs = dynamostore.Attributes{ID: "pk", Status: "st", Expiration: "exp", LeaseExpiry: "lease", Data: "result", Validation: "digest", Owner: "own"}
+			}
+			opts = append(opts, dynamostore.WithAttributes(attrs),
 				dynamostore.WithSortKey(dynamostore.SortKey{Attr: "sk", FunctionName: "matrix"}))
 		} else {
 			table = motoserver.NewTable(t, db)
@@ -267,12 +305,20 @@ func (s *stores) get(t *testing.T, row Row) driver.Store {
 		st, err = dynamostore.New(db, table, opts...)
 	case "redis":
 		rdb := redis.NewClient(&redis.Options{Addr: redisServer.Addr(t), ContextTimeoutEnabled: true})
-		st, err = redisstore.New(ctx, rdb)
+		var opts []redisstore.Option
+		if tuned {
+			opts = append(opts, redisstore.WithKeyPrefix("mx"), redisstore.WithCompressAbove(0))
+		}
+		st, err = redisstore.New(ctx, rdb, opts...)
 	case "postgres":
 		var pool *pgxpool.Pool
 		if pool, err = pgxpool.New(ctx, pgServer.NewDatabase(t)); err == nil {
 			var ps *pgstore.Store
-			if ps, err = pgstore.New(pool); err == nil {
+			var opts []pgstore.Option
+			if tuned {
+				opts = append(opts, pgstore.WithTable("mx_Records"))
+			}
+			if ps, err = pgstore.New(pool, opts...); err == nil {
 				err = ps.CreateSchema(ctx)
 				st = ps
 			}
@@ -281,7 +327,7 @@ func (s *stores) get(t *testing.T, row Row) driver.Store {
 	if err != nil {
 		t.Fatalf("%s (%s): %v", name, format, err)
 	}
-	s.opened[name+"/"+format] = st
+	s.opened[opened] = st
 	return st
 }
 
@@ -303,6 +349,8 @@ type worker struct {
 
 	mu      sync.Mutex
 	reports []idempotency.Report
+	replays int               // reports of a replay (replayed or double_run, no error)
+	hooked  int               // calls of the OnReplay hook (hook=on)
 	results map[string]string // by message id, at its last success
 	recErr  map[string]error  // by message id, at its last delivery
 }
@@ -487,6 +535,10 @@ func guardConfig(row Row, store driver.Store, ns string, sealer driver.Sealer) i
 		cfg.Format = idempotency.FormatPowertoolsTypeScript
 	}
 	cfg.Strict = val(row, dStrict) == "config"
+	if val(row, dExpiry) == "short" {
+		cfg.ExpiresAfter, cfg.Lease, cfg.KeepAliveLimit = time.Minute, 20*time.Second, 30*time.Second
+		cfg.SkewMargin, cfg.CompleteAttempts = time.Nanosecond, 1
+	}
 	return cfg
 }
 
@@ -500,6 +552,9 @@ func newWorker(t *testing.T, where string, row Row, store driver.Store, ns strin
 		wk.mu.Lock()
 		defer wk.mu.Unlock()
 		wk.reports = append(wk.reports, rep)
+		if rep.Err == nil && (rep.Outcome == idempotency.OutcomeReplayed || rep.Outcome == idempotency.OutcomeDoubleRun) {
+			wk.replays++
+		}
 	}
 	if r.tp != nil {
 		cfg = oteltrace.Instrument(cfg, oteltrace.WithTracerProvider(r.tp))
@@ -518,6 +573,17 @@ func newWorker(t *testing.T, where string, row Row, store driver.Store, ns strin
 	if val(row, dStrict) == "option" {
 		opts = append(opts, idempotency.Strict())
 	}
+	if val(row, dHook) == "on" {
+		opts = append(opts, idempotency.OnReplay(func(_ context.Context, v string, rep idempotency.Report) (string, error) {
+			wk.mu.Lock()
+			defer wk.mu.Unlock()
+			wk.hooked++
+			if rep.Outcome != idempotency.OutcomeReplayed && rep.Outcome != idempotency.OutcomeDoubleRun {
+				return "", fmt.Errorf("the hook was called for a %s call", rep.Outcome)
+			}
+			return v, nil
+		}))
+	}
 	var h func(context.Context, events.SQSMessage) (string, error)
 	switch wrapper {
 	case "wrap":
@@ -527,6 +593,17 @@ func newWorker(t *testing.T, where string, row Row, store driver.Store, ns strin
 			return r.op(ctx, q.K)
 		}, opts...)
 	case "json":
+		h = idempotency.WrapJSON(g, idempotency.BodyField("k"), func(ctx context.Context, q req, _ events.SQSMessage) (string, error) {
+			return r.op(ctx, q.K)
+		}, opts...)
+	case "json_checked":
+		check := func(q req) error {
+			if q.K == "" {
+				return errors.New("k: empty") // the key was taken first: never
+			}
+			return nil
+		}
+		opts = append(opts, idempotency.WithCheck(check), idempotency.DisallowUnknownFields())
 		h = idempotency.WrapJSON(g, idempotency.BodyField("k"), func(ctx context.Context, q req, _ events.SQSMessage) (string, error) {
 			return r.op(ctx, q.K)
 		}, opts...)
@@ -693,6 +770,13 @@ func (w *worker) invokeBatch(t *testing.T, ms ...msg) map[string]bool {
 		ev.Records = append(ev.Records, sm)
 	}
 	resp, err := w.handler(ctx, ev)
+	if val(w.row, dHook) == "on" {
+		w.mu.Lock()
+		if w.hooked != w.replays {
+			t.Errorf("%s: message %s: the OnReplay hook was called %d times for %d replays", w.where, ms[0].id, w.hooked, w.replays)
+		}
+		w.mu.Unlock()
+	}
 	if took := time.Since(start); took >= 3*time.Second {
 		t.Errorf("%s: message %s: the handler returned %v after the invocation began, past Lambda's 3 s deadline", w.where, ms[0].id, took)
 	}
@@ -744,8 +828,8 @@ func TestMatrix(t *testing.T) {
 		body := func(k, p string) string { return fmt.Sprintf(`{"k":%q,"p":%q}`, k, p) }
 		tenancy := val(row, dTenancy)
 		seal := func() driver.Sealer { // each worker's own, as each process has
-			if val(row, dSealer) == "on" {
-				return st.sealer(t)
+			if val(row, dSealer) != "off" {
+				return st.sealer(t, row)
 			}
 			return nil
 		}
@@ -975,7 +1059,7 @@ func TestMatrix(t *testing.T) {
 		// without the Sealer (a process of the previous version) fails
 		// the duplicate with ErrUnsealed: it neither replays the sealed
 		// text nor runs the operation.
-		if val(row, dSealer) == "on" {
+		if val(row, dSealer) != "off" {
 			c := where("a reader without the Sealer")
 			r := newRuns(t, row)
 			w := newWorker(t, c, row, store, ns("unsealed"), r, seal())

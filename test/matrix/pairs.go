@@ -4,8 +4,9 @@
 // died; a poison message; with a Sealer, a reader without it) in every
 // row of an all-pairs matrix over the guard's configuration (wrapper ×
 // tenancy × keep-alive × strict × cache × payload × store × format × the
-// batch handler's options × sealer × dead-letter × tracing) on the real
-// stores: moto's DynamoDB (with and without a sort key), redis-server,
+// batch handler's options × sealer × dead-letter × tracing × replay hook ×
+// the store's options × expiry, skew margin and completion attempts) on
+// the real stores: moto's DynamoDB (with and without a sort key), redis-server,
 // PostgreSQL and memstore. Every pair of values of two dimensions is in at
 // least one row, but the pairs the matrix excludes: each exclusion says
 // why, and one the library refuses is checked to be refused. It is test
