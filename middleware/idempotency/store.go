@@ -74,13 +74,21 @@ func (g *Guard) markQuarantined(ctx context.Context, prev driver.Record, now tim
 	return g.cfg.Store.Quarantine(ctx, prev, now)
 }
 
+// detachWithin is how near its context's deadline a write made after the
+// operation returned must start to be given deadlineWriteGrace past it: a
+// store write takes milliseconds, and one that starts earlier ends long
+// before the deadline unless the store stalls. Writes started earlier take
+// ctx itself, which allocates nothing.
+const detachWithin = time.Second
+
 // writeContext is the context of a store write made after the operation
-// returned: ctx itself while it is live without a deadline, else a
-// detached one, since the work is done and recording it (or freeing its
-// key) is still worth a try. A write made while ctx is live ends
-// deadlineWriteGrace after ctx's deadline, or when ctx is cancelled (not
-// by its deadline): one started just before the deadline gets the same
-// grace as one started just after it. A write made once ctx's deadline ended
+// returned: ctx itself while it is live and its deadline (if any) more
+// than detachWithin away, else a detached one, since the work is done and
+// recording it (or freeing its key) is still worth a try. A write made
+// while ctx is live, within detachWithin of its deadline, ends
+// deadlineWriteGrace after that deadline, or when ctx is cancelled (not by
+// its deadline): one started just before the deadline gets the same grace
+// as one started just after it. A write made once ctx's deadline ended
 // it ends deadlineWriteGrace after that deadline (but no sooner than
 // lateWriteFloor from now), and never later than fencedWriteTimeout from
 // now, which alone bounds a write made after ctx was cancelled.
@@ -88,7 +96,7 @@ func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	err := ctx.Err()
 	d, hasDeadline := ctx.Deadline()
 	if err == nil {
-		if !hasDeadline {
+		if !hasDeadline || time.Until(d) > detachWithin {
 			return ctx, func() {}
 		}
 		wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), d.Add(deadlineWriteGrace))
