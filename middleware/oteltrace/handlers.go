@@ -23,7 +23,7 @@ func SQS[T any](fn func(context.Context, events.SQSMessage) (T, error), opts bat
 	reserve := reserveOf(opts.Reserve)
 	return func(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
 		ctx, end := c.invocation(ctx, semconv.FaaSTriggerPubSub, reserve)
-		defer func() { end(err) }()
+		defer finish(end, &err)
 		if !sampled(ctx) {
 			return h(ctx, ev)
 		}
@@ -56,6 +56,10 @@ func SQS[T any](fn func(context.Context, events.SQSMessage) (T, error), opts bat
 		ctx, span := c.tracer.Start(context.WithValue(ctx, batchKey{}, st), st.name,
 			consumerKind, trace.WithLinks(links...), trace.WithAttributes(attrs...))
 		defer func() {
+			if p := recover(); p != nil {
+				endSpan(span, &batch.PanicError{Value: p})
+				panic(p)
+			}
 			span.SetAttributes(attribute.Int("sqsonce.failed_records", len(resp.BatchItemFailures)))
 			endSpan(span, err)
 		}()
@@ -130,6 +134,17 @@ var sqsAttrs = []attribute.KeyValue{
 	semconv.MessagingOperationName("process"),
 }
 
+// finish calls end with *err, or with a *batch.PanicError when the
+// handler is panicking, as Lambda then fails the invocation; the panic
+// goes on. Call it deferred, directly.
+func finish(end func(error), err *error) {
+	if p := recover(); p != nil {
+		end(&batch.PanicError{Value: p})
+		panic(p)
+	}
+	end(*err)
+}
+
 // run calls fn under span and ends it with fn's error; a panic ends it too,
 // and goes on.
 func run[T any](ctx context.Context, span trace.Span, fn func(context.Context) (T, error)) (v T, err error) {
@@ -153,7 +168,7 @@ func Kinesis[T any](fn func(context.Context, events.KinesisEventRecord) (T, erro
 	reserve := reserveOf(opts.Reserve)
 	return func(ctx context.Context, ev events.KinesisEvent) (resp events.KinesisEventResponse, err error) {
 		ctx, end := c.invocation(ctx, semconv.FaaSTriggerPubSub, reserve)
-		defer func() { end(err) }()
+		defer finish(end, &err)
 		return h(ctx, ev)
 	}
 }
@@ -167,7 +182,7 @@ func DynamoDBStream[T any](fn func(context.Context, events.DynamoDBEventRecord) 
 	reserve := reserveOf(opts.Reserve)
 	return func(ctx context.Context, ev events.DynamoDBEvent) (resp events.DynamoDBEventResponse, err error) {
 		ctx, end := c.invocation(ctx, semconv.FaaSTriggerDatasource, reserve)
-		defer func() { end(err) }()
+		defer finish(end, &err)
 		return h(ctx, ev)
 	}
 }
@@ -200,7 +215,7 @@ func Wrap[In, T any](name string, fn func(context.Context, In) (T, error), o ...
 	return func(ctx context.Context, in In) (v T, err error) {
 		if sc := trace.SpanContextFromContext(ctx); !sc.IsValid() || sc.IsRemote() {
 			ctx, end := c.invocation(ctx, semconv.FaaSTriggerOther, batch.DefaultReserve)
-			defer func() { end(err) }()
+			defer finish(end, &err)
 			trace.SpanFromContext(ctx).SetName(name)
 			return fn(ctx, in)
 		}
