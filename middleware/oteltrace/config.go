@@ -17,7 +17,8 @@ type Option func(*config)
 // WithTracerProvider makes the spans with tp instead of the global
 // provider. When tp has a ForceFlush method (the SDK's provider does), each
 // invocation flushes it before returning, until half the handler's
-// reserve before the deadline (see Export in the package doc).
+// reserve before the deadline (see Export in the package doc); without
+// this option, the global provider as it is at each invocation.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tp = tp }
 }
@@ -25,7 +26,11 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 type config struct {
 	tp     trace.TracerProvider
 	tracer trace.Tracer
-	flush  func(context.Context) error
+	// flush is tp when it can ForceFlush and was given; global says none
+	// was: each invocation then flushes the global provider as it is
+	// then, which main may set after it built the handler.
+	flush  flusher
+	global bool
 	// name is the last span name spanName made, kept since a function
 	// reads one queue or stream.
 	name atomic.Pointer[sourceName]
@@ -52,11 +57,25 @@ func newConfig(opts []Option) *config {
 		}
 	}
 	if c.tp == nil {
-		c.tp = otel.GetTracerProvider()
+		c.tp, c.global = otel.GetTracerProvider(), true
 	}
-	c.tracer = c.tp.Tracer(ScopeName)
-	if f, ok := c.tp.(interface{ ForceFlush(context.Context) error }); ok {
-		c.flush = f.ForceFlush
+	c.tracer = c.tp.Tracer(ScopeName) // the global one follows a provider set later
+	if f, ok := c.tp.(flusher); ok && !c.global {
+		c.flush = f
 	}
 	return c
+}
+
+// flusher is a provider that can export the spans it holds now.
+type flusher interface {
+	ForceFlush(context.Context) error
+}
+
+// flusher returns the provider an invocation flushes as it ends, or nil.
+func (c *config) flusher() flusher {
+	if c.global {
+		f, _ := otel.GetTracerProvider().(flusher)
+		return f
+	}
+	return c.flush
 }

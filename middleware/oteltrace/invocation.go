@@ -35,7 +35,8 @@ const (
 // was not sampled it starts and flushes nothing.
 func (c *config) invocation(ctx context.Context, trigger attribute.KeyValue, reserve time.Duration) (_ context.Context, end func(error)) {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsRemote() {
-		if c.flush == nil || !sc.IsSampled() {
+		f := c.flusher()
+		if f == nil || !sc.IsSampled() {
 			return ctx, func(error) {}
 		}
 		// The outer span ends after this returns: its instrumentation
@@ -43,7 +44,7 @@ func (c *config) invocation(ctx context.Context, trigger attribute.KeyValue, res
 		// flushed now, as Lambda may freeze the environment right after.
 		// (outer, never reassigned, keeps ctx off the heap on every path.)
 		outer := ctx
-		return ctx, func(error) { c.flushNow(outer, reserve) }
+		return ctx, func(error) { flushNow(outer, f, reserve) }
 	}
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		// aws-lambda-go puts the invocation's header in the context, empty
@@ -84,8 +85,10 @@ func (c *config) invocation(ctx context.Context, trigger attribute.KeyValue, res
 	ctx, span := c.tracer.Start(ctx, name, serverKind, trace.WithAttributes(attrs...))
 	return ctx, func(err error) {
 		endSpan(span, err)
-		if c.flush != nil && span.SpanContext().IsSampled() {
-			c.flushNow(ctx, reserve)
+		if span.SpanContext().IsSampled() {
+			if f := c.flusher(); f != nil {
+				flushNow(ctx, f, reserve)
+			}
 		}
 	}
 }
@@ -114,7 +117,7 @@ var errFlushSkipped = fmt.Errorf("oteltrace: flush skipped: %w", batch.ErrReserv
 // so that the handler keeps at least half its reserve to return the
 // response, which Lambda loses when it comes after the deadline (the
 // whole batch is then delivered again). Both are reported to otel.Handle.
-func (c *config) flushNow(ctx context.Context, reserve time.Duration) {
+func flushNow(ctx context.Context, f flusher, reserve time.Duration) {
 	fctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
 	if d, ok := ctx.Deadline(); ok {
 		until := d.Add(-reserve / 2)
@@ -125,7 +128,7 @@ func (c *config) flushNow(ctx context.Context, reserve time.Duration) {
 		fctx, cancel = context.WithDeadline(fctx, until)
 	}
 	defer cancel()
-	if err := c.flush(fctx); err != nil {
+	if err := f.ForceFlush(fctx); err != nil {
 		otel.Handle(fmt.Errorf("oteltrace: flush: %w", err))
 	}
 }
