@@ -14,35 +14,62 @@ import (
 	"github.com/sqsonce/sqsonce/middleware/oteltrace"
 )
 
-// TestGlobalProviderSetAfterBuild: a handler built without
-// WithTracerProvider before main sets the global provider (a handler in a
-// package variable, say) flushes that provider at each invocation, as one
-// built after it does: else its spans wait in the batch processor while
-// Lambda freezes the environment.
+// TestGlobalProviderSetAfterBuild: handlers built with zero-value options
+// and no WithTracerProvider before main sets the global provider (in a
+// package variable, say) flush that provider at each invocation, as ones
+// built after it do: else their spans wait in the batch processor while
+// Lambda freezes the environment. On a collector that never answers, an
+// invocation at Lambda's default timeout of 3 s still returns with half
+// batch.DefaultReserve left.
+//
+// The global provider's delegation is set once per process: this is the
+// package's one test that sets it.
 func TestGlobalProviderSetAfterBuild(t *testing.T) {
-	prev := otel.GetTracerProvider()
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	otelErrors(t)
 	h := oteltrace.SQS(func(context.Context, events.SQSMessage) (string, error) { return "ok", nil }, batch.Options{})
 	w := oteltrace.Wrap("orders", func(context.Context, string) (string, error) { return "ok", nil })
 
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(time.Hour)))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	stuck := &stuckProcessor{}
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(time.Hour)), // flushed first
+		sdktrace.WithSpanProcessor(stuck))
+	prev := otel.GetTracerProvider()
 	otel.SetTracerProvider(tp)
+	t.Cleanup(func() {
+		otel.SetTracerProvider(prev)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_ = tp.Shutdown(ctx)
+	})
 
-	ctx, cancel := lambdaContext()
-	defer cancel()
-	if _, err := h(ctx, events.SQSEvent{Records: []events.SQSMessage{message("m1", "a")}}); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(exp.GetSpans()); n != 3 {
-		t.Errorf("SQS: %d spans exported when the invocation returned, want 3 (invocation, batch, record): it did not flush the global provider", n)
-	}
-	exp.Reset()
-	if _, err := w(ctx, "in"); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(exp.GetSpans()); n != 1 {
-		t.Errorf("Wrap: %d spans exported when the invocation returned, want 1: it did not flush the global provider", n)
+	for _, c := range []struct {
+		name  string
+		call  func(context.Context) error
+		spans int
+	}{
+		{"SQS", func(ctx context.Context) error {
+			_, err := h(ctx, events.SQSEvent{Records: []events.SQSMessage{message("m1", "a")}})
+			return err
+		}, 3}, // the invocation, the batch, the record
+		{"Wrap", func(ctx context.Context) error { _, err := w(ctx, "in"); return err }, 1},
+	} {
+		exp.Reset()
+		flushes := stuck.flushes.Load()
+		ctx, cancel := lambdaContext() // Lambda's default timeout, 3 s
+		deadline, _ := ctx.Deadline()
+		if err := c.call(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if n := len(exp.GetSpans()); n != c.spans {
+			t.Errorf("%s: %d spans exported when the invocation returned, want %d: it did not flush the global provider", c.name, n, c.spans)
+		}
+		if n := stuck.flushes.Load() - flushes; n != 1 {
+			t.Errorf("%s: %d flushes, want 1", c.name, n)
+		}
+		if left := time.Until(deadline); left < batch.DefaultReserve/2-slack {
+			t.Errorf("%s: returned %v before the deadline, want about %v: the flush spent the reserve", c.name, left, batch.DefaultReserve/2)
+		}
 	}
 }
