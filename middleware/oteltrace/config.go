@@ -18,7 +18,8 @@ type Option func(*config)
 // provider. When tp has a ForceFlush method (the SDK's provider does), each
 // invocation flushes it before returning, until half the handler's
 // reserve before the deadline (see Export in the package doc); without
-// this option, the global provider as it is at each invocation.
+// this option, the global provider, set before or after the handler is
+// built.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tp = tp }
 }
@@ -26,11 +27,12 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 type config struct {
 	tp     trace.TracerProvider
 	tracer trace.Tracer
-	// flush is tp when it can ForceFlush and was given; global says none
-	// was: each invocation then flushes the global provider as it is
-	// then, which main may set after it built the handler.
-	flush  flusher
-	global bool
+	// flush is tp when it can ForceFlush. late says tp is the global
+	// provider's stand-in, made before main set the provider (which it
+	// then delegates to): each invocation flushes the global provider as
+	// it is then.
+	flush flusher
+	late  bool
 	// name is the last span name spanName made, kept since a function
 	// reads one queue or stream.
 	name atomic.Pointer[sourceName]
@@ -56,12 +58,15 @@ func newConfig(opts []Option) *config {
 			o(c)
 		}
 	}
-	if c.tp == nil {
-		c.tp, c.global = otel.GetTracerProvider(), true
+	global := c.tp == nil
+	if global {
+		c.tp = otel.GetTracerProvider()
 	}
-	c.tracer = c.tp.Tracer(ScopeName) // the global one follows a provider set later
-	if f, ok := c.tp.(flusher); ok && !c.global {
+	c.tracer = c.tp.Tracer(ScopeName)
+	if f, ok := c.tp.(flusher); ok {
 		c.flush = f
+	} else {
+		c.late = global
 	}
 	return c
 }
@@ -73,7 +78,7 @@ type flusher interface {
 
 // flusher returns the provider an invocation flushes as it ends, or nil.
 func (c *config) flusher() flusher {
-	if c.global {
+	if c.late {
 		f, _ := otel.GetTracerProvider().(flusher)
 		return f
 	}

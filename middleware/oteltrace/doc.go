@@ -54,9 +54,10 @@
 //
 // Any exporter of the OpenTelemetry SDK: the ADOT collector layer listens on
 // OTLP at localhost:4318, and otlptracehttp sends there by default. When the
-// provider (WithTracerProvider's, else the global one as it is then) can
-// ForceFlush (the SDK's can), every invocation flushes it before it
-// returns, since Lambda freezes the environment between invocations. Under an outer span of this process
+// provider (WithTracerProvider's, else the global one, set before or after
+// the handler is built) can ForceFlush (the SDK's can), every invocation
+// flushes it before it returns, since Lambda freezes the environment
+// between invocations. Under an outer span of this process
 // (otellambda's, or one of your own) it flushes the spans made here; the
 // outer span ends after, and its instrumentation flushes it (otellambda's
 // WithFlusher). Wrap called under a span of this process is no invocation
