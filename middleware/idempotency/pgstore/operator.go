@@ -127,7 +127,7 @@ func changed(op string, found driver.Record, status, owner *string) error {
 	switch {
 	case status == nil:
 	case *status != string(driver.StatusInProgress):
-		why = "the record is " + *status
+		why = recordIs(*status)
 	case deref(owner) != found.Owner:
 		why = "the lease was taken over by another owner"
 	default:

@@ -426,13 +426,24 @@ func fenced(op, id, owner string, done bool, status, own *string) error {
 	switch {
 	case status == nil:
 	case st != string(driver.StatusInProgress):
-		why = "the record is " + st
+		why = recordIs(st)
 	case o != owner:
 		why = "the lease was taken over by another owner"
 	default:
 		why = "the record changed while the write ran"
 	}
 	return storeError(op, id, fmt.Errorf("pgstore: %s: %w", why, driver.ErrLeaseLost))
+}
+
+// recordIs says what status a refused write found, without quoting one
+// that is neither INPROGRESS nor COMPLETED: the schema's CHECK refuses
+// it, but a table made otherwise may hold anything another writer put
+// there.
+func recordIs(status string) string {
+	if status != string(driver.StatusInProgress) && status != string(driver.StatusCompleted) {
+		return "the record has an unknown status"
+	}
+	return "the record is " + status
 }
 
 func deref(p *string) string {

@@ -41,7 +41,7 @@ func (s *Store) Quarantine(ctx context.Context, found driver.Record, now time.Ti
 	case !rec.Quarantined.IsZero():
 		why = "the record is quarantined already"
 	case rec.Status != driver.StatusInProgress:
-		why = "the record is " + string(rec.Status)
+		why = recordIs(string(rec.Status))
 	case rec.Owner != found.Owner:
 		why = "the lease was taken over by another owner"
 	default:
@@ -83,7 +83,7 @@ func (s *Store) Extend(ctx context.Context, rec driver.Record, now time.Time) er
 	switch {
 	case status == nil:
 	case *status != string(driver.StatusInProgress):
-		why = "the record is " + *status
+		why = recordIs(*status)
 	case deref(owner) != rec.Owner:
 		why = "the lease was taken over by another owner"
 	case quarantined != nil && *quarantined:

@@ -197,6 +197,8 @@ func changed(op string, found driver.Record, fields []string) error {
 	why := "the record is gone"
 	switch {
 	case status == "":
+	case status != string(driver.StatusInProgress) && status != string(driver.StatusCompleted):
+		why = "the record has an unknown status" // never quoted: another writer may have put anything there
 	case status != string(driver.StatusInProgress):
 		why = "the record is " + status
 	case own != found.Owner:
