@@ -179,6 +179,15 @@ SELECT count(*), max(expiration) FROM gone`
 const schemaLock = `SELECT pg_advisory_xact_lock(hashtext('sqsonce.pgstore.schema'));
 `
 
+// schemaCompleteSQL reports whether the table $1 (a quoted name, as the
+// statements name it) has the columns schemaSQL adds to an older table and
+// the index $2 on it: reading the catalog, with no lock on the table.
+const schemaCompleteSQL = `
+SELECT coalesce((SELECT count(*) = 2 FROM pg_attribute
+        WHERE attrelid = to_regclass($1) AND NOT attisdropped
+          AND attname IN ('quarantined', 'strict_lease_expiration'))
+    AND EXISTS (SELECT FROM pg_index WHERE indexrelid = to_regclass($2) AND indrelid = to_regclass($1)), false)`
+
 // schemaSQL creates the record table and its index, if they do not exist.
 // {{index}} stands for the index's quoted name.
 const schemaSQL = `-- The idempotency records of sqsonce's pgstore. Safe to run more than once.
@@ -207,18 +216,19 @@ CREATE INDEX IF NOT EXISTS {{index}} ON {{table}} (expiration);
 type queries struct {
 	claim, read, complete, completeOrAbort, state, release, quarantine, extend, deleteExpired, schema string
 	table                                                                                             string // the table's quoted name, for inspect.go
+	index                                                                                             string // the expiration index's quoted name
 }
 
 // render returns the statements for the table named table, quoted as one
 // SQL identifier.
 func render(table string) queries {
-	r := strings.NewReplacer("{{table}}", pgx.Identifier{table}.Sanitize(),
-		"{{index}}", pgx.Identifier{table + "_expiration_idx"}.Sanitize())
+	index := pgx.Identifier{table + "_expiration_idx"}.Sanitize()
+	r := strings.NewReplacer("{{table}}", pgx.Identifier{table}.Sanitize(), "{{index}}", index)
 	return queries{
 		claim: r.Replace(claimSQL), read: r.Replace(readSQL), complete: r.Replace(completeSQL),
 		completeOrAbort: r.Replace(completeOrAbortSQL), state: r.Replace(stateSQL), release: r.Replace(releaseSQL),
 		quarantine: r.Replace(quarantineSQL), extend: r.Replace(extendSQL),
 		deleteExpired: r.Replace(deleteExpiredSQL), schema: r.Replace(schemaSQL),
-		table: pgx.Identifier{table}.Sanitize(),
+		table: pgx.Identifier{table}.Sanitize(), index: index,
 	}
 }

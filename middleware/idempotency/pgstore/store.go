@@ -102,8 +102,22 @@ const maxIdentifier = 63
 
 // CreateSchema creates the store's table and its index on expiration, if
 // they do not exist (the SQL of [Schema], for the store's table): running
-// it again, or from several processes at once, is safe.
+// it again, or from several processes at once, is safe. When the table
+// already has every column and the index, it reads the catalog only and
+// runs no DDL: ALTER TABLE … ADD COLUMN IF NOT EXISTS locks the table
+// ACCESS EXCLUSIVE even when the column exists, so that a cold start's
+// call would wait for any open transaction that read the table, and every
+// claim would wait behind it.
 func (s *Store) CreateSchema(ctx context.Context) error {
+	var complete bool
+	err := s.queryRow(ctx, schemaCompleteSQL, []any{s.sql.table, s.sql.index}, &complete)
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil && complete:
+		return nil
+	case err != nil && !errors.As(err, &pgErr): // no answer: the DDL would get none either
+		return fmt.Errorf("pgstore: create schema: %w", err)
+	}
 	if _, err := s.db.Exec(ctx, schemaLock+s.sql.schema); err != nil {
 		return fmt.Errorf("pgstore: create schema: %w", err)
 	}
