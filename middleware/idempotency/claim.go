@@ -143,6 +143,12 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 	}
 
 	data, encErr := encode(val)
+	if encErr == nil && bytes.Contains(data, replacementChar) {
+		// json.Marshal replaced bytes of a string that were not UTF-8
+		// by U+FFFD: every delivery, this one included, gets the
+		// result as stored (decoded from data), as replays read it.
+		val = nil
+	}
 	if encErr != nil {
 		// The operation ran; never run it again for want of a result. The
 		// record completes without one and this delivery fails.
@@ -360,6 +366,10 @@ func (g *Guard) seal(ctx context.Context, rec driver.Record, data []byte) (seale
 	}
 	return sealed, err
 }
+
+// replacementChar is the escape json.Marshal writes for each byte of a
+// string that is not UTF-8 (U+FFFD as such, it writes unescaped).
+var replacementChar = []byte(`\ufffd`)
 
 // encode is the JSON encoding of val, with a panic in a MarshalJSON method
 // turned into a *failure.PanicError.

@@ -11,7 +11,9 @@ import (
 // Wrap returns fn made idempotent per input: for each input, key takes its
 // key, and fn runs at most once for it; later inputs with the same key get
 // the stored result without running fn. The result is stored as JSON, so
-// T must survive a JSON round trip. In is any input: an SQS message, a
+// T must survive a JSON round trip (a string that is not UTF-8 is stored,
+// and returned by every call, the first included, with U+FFFD for its
+// invalid bytes). In is any input: an SQS message, a
 // stream record, an API Gateway request, a type of your own. An input
 // without a key fails with a [*KeyError] and fn does not run.
 //
