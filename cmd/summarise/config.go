@@ -282,6 +282,18 @@ func loadConfig(getenv func(string) string, store, provider string) (config, err
 		errs = append(errs, fmt.Errorf("%s=%q: summarise keys each request by %s, else a digest of the work (handler.RequestKey), "+
 			"which no key source spells: unset it (Props.KeySource), and sqsonce-ops takes summarise's key", envKey, v, handler.KeyField))
 	}
+	// sqsonce-ops reads these as the function's settings (the construct's
+	// Environment may set them), and summarise applies none: its ids are
+	// native, its data JSON, its Redis keys unprefixed on one server. Any
+	// other value is refused rather than ignored, as SQSONCE_KEY is.
+	for _, v := range []struct{ name, def string }{
+		{envvars.EnvFormat, envvars.FormatNative}, {envvars.EnvDataFormat, envvars.DataJSON},
+		{envvars.EnvRedisKeyPrefix, ""}, {envvars.EnvRedisKeyPrefixUnseparated, "off"}, {envvars.EnvRedisCluster, "off"},
+	} {
+		if got := getenv(v.name); got != "" && got != v.def {
+			errs = append(errs, fmt.Errorf("%s=%q: summarise does not apply it, and sqsonce-ops would compute ids and read records by it: unset it", v.name, got))
+		}
+	}
 	sk, err := loadSortKey(getenv, c.Store)
 	if err != nil {
 		errs = append(errs, err)

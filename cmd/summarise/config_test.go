@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sqsonce/sqsonce/middleware/lambdaenv/envvars"
 )
 
 func env(kv map[string]string) func(string) string {
@@ -160,6 +162,13 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"sort key with another store", map[string]string{envSortKey: "sk", envStaticPartition: "p"}, "", "", []string{envSortKey, "DynamoDB store, not memory"}},
 		{"bad tenancy", map[string]string{envTenancy: "bogus", envStrict: "on"}, "", "", []string{envTenancy, `"message-group"`, envStrict}},
 		{"a key source", map[string]string{envKey: "body:order_id"}, "", "", []string{envKey, `"body:order_id"`, "handler.RequestKey", "Props.KeySource"}},
+		// sqsonce-ops reads these as the function's settings: ignored, its
+		// ids and reads would not be the function's.
+		{"a key format", map[string]string{envvars.EnvFormat: "powertools-python"}, "", "", []string{envvars.EnvFormat, `"powertools-python"`, "sqsonce-ops"}},
+		{"a data format", map[string]string{envTable: "t", envvars.EnvDataFormat: "powertools-typescript"}, "dynamodb", "", []string{envvars.EnvDataFormat, `"powertools-typescript"`}},
+		{"a redis key prefix", map[string]string{envRedisURL: "redis://127.0.0.1:1", envvars.EnvRedisKeyPrefix: "p"}, "redis", "", []string{envvars.EnvRedisKeyPrefix}},
+		{"an unseparated prefix", map[string]string{envvars.EnvRedisKeyPrefixUnseparated: "on"}, "", "", []string{envvars.EnvRedisKeyPrefixUnseparated}},
+		{"a redis cluster", map[string]string{envvars.EnvRedisCluster: "on"}, "", "", []string{envvars.EnvRedisCluster}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,5 +182,19 @@ func TestLoadConfigErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoadConfigOpsSettingsAtDefault: the settings sqsonce-ops reads that
+// summarise does not apply are taken at their defaults, which are
+// summarise's own.
+func TestLoadConfigOpsSettingsAtDefault(t *testing.T) {
+	c, err := loadConfig(env(map[string]string{envvars.EnvFormat: "native", envvars.EnvDataFormat: "json",
+		envvars.EnvRedisKeyPrefixUnseparated: "off", envvars.EnvRedisCluster: "off"}), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Store != storeMemory {
+		t.Errorf("store %q, want %q", c.Store, storeMemory)
 	}
 }

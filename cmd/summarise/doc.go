@@ -54,6 +54,9 @@
 //	SQSONCE_KEY                refused when set: summarise keys by handler.RequestKey (idempotency_key, else a
 //	                           digest of the work), which no key source spells; leave the construct's
 //	                           Props.KeySource unset, and sqsonce-ops takes this key
+//	SQSONCE_FORMAT, SQSONCE_DATA_FORMAT, SQSONCE_REDIS_KEY_PREFIX, SQSONCE_REDIS_KEY_PREFIX_UNSEPARATED,
+//	SQSONCE_REDIS_CLUSTER      refused unless native, json, empty, off and off: summarise applies none, and
+//	                           sqsonce-ops, which reads them, would compute other ids or read other records
 //	SQSONCE_SEAL_KEY           a KMS key's ARN: results sealed under it (kmsenv); default unsealed
 //	SQSONCE_METRICS_NAMESPACE  the metrics' CloudWatch namespace; default the library's
 //	SQSONCE_METRICS_SERVICE    the metrics' Service dimension; default SQSONCE_NAMESPACE
