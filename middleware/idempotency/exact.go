@@ -48,7 +48,12 @@ func placeError(t *jsonkey.Tree, typ reflect.Type, err error) string {
 	if t == nil || err == nil {
 		return ""
 	}
-	w := walker{probe: func(vt reflect.Type, text string) bool {
+	w := walker{probe: func(vt reflect.Type, text string) (found bool) {
+		defer func() {
+			if recover() != nil { // a type's own decoding panics on another value: not this error's
+				found = false
+			}
+		}()
 		e := json.Unmarshal([]byte(text), reflect.New(vt).Interface())
 		return e != nil && e.Error() == err.Error()
 	}}

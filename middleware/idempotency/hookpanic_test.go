@@ -137,6 +137,14 @@ func TestUserCodePanicsReported(t *testing.T) {
 			return idempotency.WrapJSON(g, panickyReq, func(context.Context, req, events.SQSMessage) (string, error) { return op(), nil })(
 				context.Background(), events.SQSMessage{MessageId: "m", Body: `{"key":"k"}`})
 		}, false},
+		{"WrapJSON's request type", func(g *idempotency.Guard, op func() string) (string, error) {
+			return idempotency.WrapJSON(g, key, func(context.Context, panickyReq2, events.SQSMessage) (string, error) { return op(), nil })(
+				context.Background(), events.SQSMessage{MessageId: "m", Body: `{"key":"k","p":1}`})
+		}, false},
+		{"WrapJSON's request type, as text", func(g *idempotency.Guard, op func() string) (string, error) {
+			return idempotency.WrapJSON(g, key, func(context.Context, panickyReq2, events.SQSMessage) (string, error) { return op(), nil })(
+				context.Background(), events.SQSMessage{MessageId: "m", Body: `{"key":"k","t":"x"}`})
+		}, false},
 		{"WrapJSON's check", func(g *idempotency.Guard, op func() string) (string, error) {
 			return idempotency.WrapJSON(g, key, func(context.Context, req, events.SQSMessage) (string, error) { return op(), nil },
 				idempotency.WithCheck(func(req) error { boom(); return nil }))(context.Background(), events.SQSMessage{MessageId: "m", Body: `{"key":"k"}`})
@@ -190,3 +198,19 @@ func TestUserCodePanicsReported(t *testing.T) {
 		})
 	}
 }
+
+// panickyReq2 is a request type whose fields' own decoding panics (user
+// code that WrapJSON runs on the body, as it runs a check).
+type panickyReq2 struct {
+	Key string          `json:"key"`
+	P   panickyJSONUnm  `json:"p"`
+	T   *panickyTextUnm `json:"t"`
+}
+
+type panickyJSONUnm struct{}
+
+func (*panickyJSONUnm) UnmarshalJSON([]byte) error { panic("user bug") }
+
+type panickyTextUnm struct{}
+
+func (*panickyTextUnm) UnmarshalText([]byte) error { panic("user bug") }

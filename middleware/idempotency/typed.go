@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime/debug"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -15,6 +16,7 @@ import (
 	"github.com/sqsonce/sqsonce/internal/jsonkey"
 	"github.com/sqsonce/sqsonce/internal/planted"
 	"github.com/sqsonce/sqsonce/internal/redact"
+	"github.com/sqsonce/sqsonce/middleware/failure"
 )
 
 // WrapJSON returns fn made idempotent per message, with the body decoded
@@ -51,7 +53,12 @@ func WrapJSON[Req, T any](g *Guard, key Selector, fn func(context.Context, Req, 
 		}
 		st := jsonState[Req]{m: &m}
 		if err == nil {
-			st.req, err = decodeBody[Req]([]byte(m.Body), w.strictJSON)
+			var perr error
+			// The request type's own decoding (its fields' UnmarshalJSON
+			// and UnmarshalText): a panic fails the call, reported.
+			if st.req, err, perr = decodeBody[Req]([]byte(m.Body), w.strictJSON); perr != nil {
+				return zero, g.fail(ctx, c, perr)
+			}
 			if err != nil {
 				return zero, g.fail(ctx, c, &BodyError{InputID: m.MessageId, Type: typeName, Err: err, at: placeError(tree, reqType, err)})
 			}
@@ -157,12 +164,18 @@ func withInput(err error, id string) error {
 }
 
 // decodeBody decodes one JSON value from b into a new Req, refusing
-// anything after it; strict refuses fields Req does not declare.
-func decodeBody[Req any](b []byte, strict bool) (Req, error) {
-	var r Req
+// anything after it; strict refuses fields Req does not declare. A panic
+// of Req's own decoding (a field's UnmarshalJSON or UnmarshalText) is
+// returned as perr, a *failure.PanicError.
+func decodeBody[Req any](b []byte, strict bool) (r Req, err, perr error) {
+	defer func() {
+		if v := recover(); v != nil {
+			perr = &failure.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
 	if !strict {
 		err := json.Unmarshal(b, &r)
-		return r, err
+		return r, err, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -170,12 +183,12 @@ func decodeBody[Req any](b []byte, strict bool) (Req, error) {
 		if errors.Is(err, io.EOF) {
 			err = errors.New("empty body")
 		}
-		return r, err
+		return r, err, nil
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return r, errors.New("data after the JSON value")
+		return r, errors.New("data after the JSON value"), nil
 	}
-	return r, nil
+	return r, nil, nil
 }
 
 // BodyError reports a message body that [WrapJSON] could not take as its
