@@ -90,7 +90,7 @@ func SelectorFunc[In any](fn func(In) (Selection, error)) Selector {
 		panic("idempotency: SelectorFunc: nil function")
 	}
 	return Selector{fn: &funcSelector{in: reflect.TypeFor[In](), typed: fn,
-		boxed: func(v any) (Selection, error) { return fn(v.(In)) }}}
+		boxed: func(v any) (Selection, error) { x, _ := v.(In); return fn(x) }}} // a nil input is In's nil
 }
 
 // BodyField returns a Selector of a field of the body, named by the

@@ -52,9 +52,11 @@ func (e *Expression) SelectJSON(doc json.RawMessage) (idempotency.Selection, err
 // surrogate already read as U+FFFD; a string that is not valid UTF-8,
 // which the encoding would replace, fails the call. For an event exactly as delivered,
 // make the input json.RawMessage. In [idempotency.WrapJSON] it is
-// evaluated on the message.
+// evaluated on the message, whatever the request type.
 func (e *Expression) Selector() idempotency.Selector {
-	return idempotency.SelectorFunc(func(in any) (idempotency.Selection, error) {
+	// Of an input, not of an any: a SelectorFunc of the request type gets
+	// WrapJSON's decoded request, and a request type of any would take it.
+	return idempotency.SelectorFunc(func(in input) (idempotency.Selection, error) {
 		switch in := in.(type) {
 		case events.SQSMessage:
 			return e.Select(in)
@@ -69,6 +71,11 @@ func (e *Expression) Selector() idempotency.Selector {
 		return e.SelectJSON(doc)
 	})
 }
+
+// input is any input of a Selector: every type implements it, and none
+// but itself is it, so that in idempotency.WrapJSON the selector binds to
+// the message, the first of its inputs that implements it.
+type input interface{}
 
 // redactMarshal is a json.Marshal error without the value it may quote (a
 // MarshalerError's or an UnsupportedValueError's).
