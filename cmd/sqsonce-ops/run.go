@@ -329,10 +329,13 @@ func (s *selector) resolve(o *ops, stdin io.Reader) (string, error) {
 		return "", err
 	}
 	group := s.group
-	if g := m.Attributes["MessageGroupId"]; s.message != "" && g != "" && o.g.tenancy == envvars.TenancyMessageGroup {
+	if g := m.Attributes["MessageGroupId"]; s.message != "" && o.g.tenancy == envvars.TenancyMessageGroup {
 		// The function scopes the id to the message's group, as messageID
-		// does.
-		if group != "" && group != g {
+		// does, and a message without one not at all.
+		switch {
+		case group != "" && g == "":
+			return "", errors.New("--group: the message has no attributes.MessageGroupId, so the function does not scope its id: leave --group out")
+		case group != "" && group != g:
 			return "", errors.New("--group differs from the message's attributes.MessageGroupId, which scopes the function's id: give one")
 		}
 		group = g
