@@ -37,7 +37,10 @@
 // the record as read (its owner or none, expiry, lease and quarantine
 // mark). redrive refuses queues that --queue's RedrivePolicy does not
 // pair, stops a FIFO group at its first message not sent, and sends at
-// most --rate. It classes each message by what its redelivery will do,
+// most --rate. A message another queue moved there (its
+// DeadLetterQueueSourceArn, or sqsdlq's source-queue attribute, names
+// another queue than --queue: a shared dead-letter queue) stays in it,
+// unless --force. It classes each message by what its redelivery will do,
 // with the key computed on the message as Lambda will deliver it from
 // --queue (its message attributes less sqsdlq's, the queue's ARN and
 // region, the MD5s; a key that reads what each delivery gets anew, such as

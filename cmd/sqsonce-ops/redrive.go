@@ -36,6 +36,7 @@ const (
 	classQuarantined = "quarantined" // strict mode stopped the key, or will (a lapsed lease, strict): it fails again until resolved or released
 	classBadKey      = "bad_key"     // no key, or a key that breaks the rules: it fails again
 	classUnreadable  = "unreadable"  // the record cannot be read with this configuration
+	classOtherQueue  = "other_queue" // moved from another queue than --queue (a shared dead-letter queue): not sent, unless --force
 )
 
 // deleteAttempts bounds the tries of each delete from the dead-letter queue.
@@ -79,7 +80,7 @@ func (c *redriveCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.dryRun, "dry-run", false, "read and classify the messages, send and delete nothing (they are visible again at once)")
 	fs.StringVar(&c.keyField, "key-field", "", "the body field the key is in, as inspect's --key-field (default: --key-source; in the reference app's function environment its key; else redrive is refused)")
 	fs.DurationVar(&c.wait, "wait", 2*time.Second, "how long a receive waits for messages (long polling) before the queue counts as drained")
-	fs.Var(&c.force, "force", "REASON: go on past the queue checks (--queue's RedrivePolicy names --dlq; a dry run of a --dlq with a RedrivePolicy of its own), saying why; the reason is printed with the run")
+	fs.Var(&c.force, "force", "REASON: go on past the queue checks (--queue's RedrivePolicy names --dlq; a dry run of a --dlq with a RedrivePolicy of its own) and send to --queue the messages another queue moved to --dlq, saying why; the reason is printed with the run")
 	fs.DurationVar(&c.visibility, "visibility", 0, "how long the messages read stay invisible in the dead-letter queue while they are checked and sent (default: a minute plus twice --max at --rate)")
 }
 
@@ -179,7 +180,7 @@ const (
 	outcomeNotSent        = "not_sent"         // its send failed: still in the dead-letter queue
 	outcomeHeld           = "held"             // not sent because an earlier message of its FIFO group was not: still in the dead-letter queue
 	outcomeSentNotDeleted = "sent_not_deleted" // sent, its delete failed: in both queues
-	outcomeKept           = "kept"             // a dry run, or a refused one: still in the dead-letter queue
+	outcomeKept           = "kept"             // a dry run, a refused one, or another queue's: still in the dead-letter queue
 )
 
 // redriveReport is redrive's output.
@@ -198,7 +199,10 @@ type redriveReport struct {
 	// Held counts the messages of FIFO groups that stopped: each group
 	// stops at its first message not sent, and the rest of the group
 	// stays in the dead-letter queue behind it, in order.
-	Held          int            `json:"held"`
+	Held int `json:"held"`
+	// Kept counts the messages of other queues (classOtherQueue), left in
+	// the dead-letter queue.
+	Kept          int            `json:"kept"`
 	StoppedGroups []stoppedGroup `json:"stopped_groups,omitempty"`
 	// Forced is --force's reason, and ForcedPast the checks it went past.
 	Forced     string   `json:"forced,omitempty"`
@@ -393,8 +397,24 @@ func (c *redriveCmd) receive(ctx context.Context, o *ops, visibility time.Durati
 	return msgs, nil
 }
 
+// sourceQueue is the ARN of the queue m was moved from: SQS's
+// DeadLetterQueueSourceArn, or sqsdlq's source-queue attribute; "" when
+// neither says.
+func sourceQueue(m types.Message) string {
+	if arn := m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)]; arn != "" {
+		return arn
+	}
+	return aws.ToString(m.MessageAttributes[sqsdlq.AttrSourceQueue].StringValue)
+}
+
 // classify computes m's record id and what its redelivery will do.
 func (c *redriveCmd) classify(ctx context.Context, o *ops, kf idempotency.Selector, m *dlqMessage) {
+	if src := sourceQueue(m.msg); src != "" && c.queueARN != "" && src != c.queueARN && !c.force.set {
+		// A dead-letter queue that several queues share: the message is
+		// another queue's, for another function.
+		m.Class, m.Problem = classOtherQueue, "it was moved from another queue than --queue: left in the dead-letter queue, for a redrive to its own queue (--force sends it to --queue)"
+		return
+	}
 	id, err := messageID(o, kf, c.redelivery(m, 1))
 	if err != nil {
 		m.Class, m.Problem = classBadKey, err.Error()
@@ -584,6 +604,12 @@ func (c *redriveCmd) send(ctx context.Context, o *ops, msgs []*dlqMessage, repor
 		}
 	}
 	for _, m := range msgs {
+		if m.Class == classOtherQueue {
+			m.Outcome = outcomeKept
+			report.Kept++
+			unsent = append(unsent, m)
+			continue
+		}
 		group := m.msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 		if sg := stopped[group]; fifo && sg != nil {
 			m.Outcome, m.Problem = outcomeHeld, "an earlier message of its FIFO group was not sent"
@@ -718,6 +744,7 @@ func (c *redriveCmd) print(o *ops, r redriveReport) {
 		{classQuarantined, "quarantined, or lease lapsed in strict mode (fail again until resolved or released)"},
 		{classBadKey, "bad or missing key (fail again)"},
 		{classUnreadable, "unreadable with this configuration"},
+		{classOtherQueue, "from another queue than --queue (not sent: redrive them to their own queue)"},
 	} {
 		fmt.Fprintf(w, "  %4d %s\n", r.Classes[cl.name], cl.text)
 	}
@@ -734,13 +761,21 @@ func (c *redriveCmd) print(o *ops, r redriveReport) {
 		// Every message read is sent back, those that will fail again too
 		// (they return to the dead-letter queue): say how many of each.
 		again := r.Classes[classBadKey] + r.Classes[classQuarantined] + r.Classes[classWithheld] + r.Classes[classMismatch]
-		fmt.Fprintf(w, "dry run: would send all %d message(s) read to %s, %d of them to fail again there (bad or missing key, quarantined, withheld, payload mismatch) and come back here; nothing sent or deleted (each message read was received once: its receive count rose by one)\n",
-			r.Read, r.Queue, again)
+		all := "all "
+		if r.Classes[classOtherQueue] > 0 {
+			all = fmt.Sprintf("%d of the ", r.Read-r.Classes[classOtherQueue])
+		}
+		fmt.Fprintf(w, "dry run: would send %s%d message(s) read to %s, %d of them to fail again there (bad or missing key, quarantined, withheld, payload mismatch) and come back here; nothing sent or deleted (each message read was received once: its receive count rose by one)\n",
+			all, r.Read, r.Queue, again)
 	case r.Classes[classUnreadable] > 0:
 		fmt.Fprintf(w, "nothing sent to %s\n", r.Queue)
 	default:
-		fmt.Fprintf(w, "redriven to %s: %d sent and deleted, %d not sent (still in the dead-letter queue), %d held behind them in their FIFO group (still in the dead-letter queue), %d sent but not deleted (in both queues)\n",
+		fmt.Fprintf(w, "redriven to %s: %d sent and deleted, %d not sent (still in the dead-letter queue), %d held behind them in their FIFO group (still in the dead-letter queue), %d sent but not deleted (in both queues)",
 			r.Queue, r.Redriven, r.NotSent, r.Held, r.SentNotDeleted)
+		if r.Kept > 0 {
+			fmt.Fprintf(w, ", %d of other queues kept (still in the dead-letter queue)", r.Kept)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, g := range r.StoppedGroups {
 		fmt.Fprintf(w, "FIFO group %s stopped at message %s: %d message(s) left in the dead-letter queue, in order; run redrive again to send them\n",
