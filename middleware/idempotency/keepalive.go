@@ -227,7 +227,10 @@ func (k *keeper) step(end time.Time, rec driver.Record) (time.Duration, bool) {
 	if length <= 0 {
 		return 0, false
 	}
-	until := k.g.cfg.Now().Add(length + k.g.cfg.SkewMargin)
+	// An extension never shortens the stored lease: a claim under
+	// package batch leases the key to the invocation's deadline, past the
+	// record's window the span is counted from.
+	until := later(k.g.cfg.Now().Add(length+k.g.cfg.SkewMargin), rec.LeaseEnd())
 	if rec.Strict() {
 		rec.StrictLease = until
 	} else {
@@ -281,4 +284,12 @@ func (k *keeper) extend(rec driver.Record) (err error) {
 		return storeError("extend", rec.ID, err)
 	}
 	return nil
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
 }
