@@ -431,44 +431,51 @@ func TestKeepAliveLimit(t *testing.T) {
 // lease: when the extensions after it fail (throttled), no other worker
 // takes the key over while the invocation may still run the operation.
 func TestKeepAliveKeepsInvocationLease(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const skew = 50 * time.Millisecond
-		s := &countingStore{Store: memstore.New(), ok: 1}
-		cfg := idempotency.Config{Store: s, Namespace: "keepalive", SkewMargin: skew, Logger: slog.New(slog.DiscardHandler)}
-		g, err := idempotency.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		other, err := idempotency.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		// A record that starts late in a 3 s invocation: 1.2 s of its
-		// window left, the invocation 1.8 s after it (at most the batch's
-		// reserve in real use, the proportions are what matter).
-		ictx := invocation.WithDeadline(context.Background(), start.Add(3*time.Second))
-		ctx, cancel := context.WithDeadline(ictx, start.Add(1200*time.Millisecond))
-		defer cancel()
-		k := idempotency.Raw([]byte(`"k"`))
-		var second error
-		_, _ = idempotency.Do(ctx, g, k, func(context.Context) (int, error) {
-			time.Sleep(2 * time.Second) // ignores its context, as Lambda allows
-			_, second = idempotency.Do(context.Background(), other, k, func(context.Context) (int, error) {
-				return 2, nil
-			})
-			time.Sleep(800 * time.Millisecond)
-			return 1, nil
+	for _, strict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { keepsInvocationLease(t, strict) })
 		})
-		if len(s.applied) != 1 {
-			t.Fatalf("%d extensions applied, want 1 (the rest fail)", len(s.applied))
-		}
-		var ip *idempotency.InProgressError
-		if !errors.As(second, &ip) {
-			t.Fatalf("a second worker 2 s after the claim, 1 s before the invocation's deadline: %v, want an *InProgressError (the key taken over while its first run may still run)", second)
-		}
-		if want := start.Add(3 * time.Second).Add(skew); ip.LeaseUntil.Before(want) {
-			t.Errorf("the lease is %v after the claim, want at least the invocation's deadline plus SkewMargin, %v", ip.LeaseUntil.Sub(start), want.Sub(start))
-		}
+	}
+}
+
+func keepsInvocationLease(t *testing.T, strict bool) {
+	const skew = 50 * time.Millisecond
+	s := &countingStore{Store: memstore.New(), ok: 1}
+	cfg := idempotency.Config{Store: s, Namespace: "keepalive", SkewMargin: skew, Strict: strict, Logger: slog.New(slog.DiscardHandler)}
+	g, err := idempotency.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := idempotency.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	// A record that starts late in a 3 s invocation: 1.2 s of its window
+	// left, the invocation 1.8 s after it (the proportions are what
+	// matter: a record's window a third of which is shorter than the
+	// batch's reserve).
+	ictx := invocation.WithDeadline(context.Background(), start.Add(3*time.Second))
+	ctx, cancel := context.WithDeadline(ictx, start.Add(1200*time.Millisecond))
+	defer cancel()
+	k := idempotency.Raw([]byte(`"k"`))
+	var second error
+	_, _ = idempotency.Do(ctx, g, k, func(context.Context) (int, error) {
+		time.Sleep(2 * time.Second) // ignores its context, as Lambda allows
+		_, second = idempotency.Do(context.Background(), other, k, func(context.Context) (int, error) {
+			return 2, nil
+		})
+		time.Sleep(800 * time.Millisecond)
+		return 1, nil
 	})
+	if len(s.applied) != 1 {
+		t.Fatalf("%d extensions applied, want 1 (the rest fail)", len(s.applied))
+	}
+	var ip *idempotency.InProgressError
+	if !errors.As(second, &ip) {
+		t.Fatalf("a second worker 2 s after the claim, 1 s before the invocation's deadline: %v, want an *InProgressError (the key was taken over or quarantined while its first run could still run)", second)
+	}
+	if want := start.Add(3 * time.Second).Add(skew); ip.LeaseUntil.Before(want) {
+		t.Errorf("the lease is %v after the claim, want at least the invocation's deadline plus SkewMargin, %v", ip.LeaseUntil.Sub(start), want.Sub(start))
+	}
 }
