@@ -116,7 +116,9 @@ func (g *Guard) opContext(ctx context.Context, f *flight, claimed, now time.Time
 	if horizon.Before(end) {
 		horizon = end // the limit bounds extensions, never the claimed lease
 	}
-	limitedByExpiry := ceiling.Before(horizon)
+	// The expiry binds too when it cut the claimed lease (end) before a
+	// shorter limit could.
+	limitedByExpiry := !horizon.Before(ceiling)
 	if limitedByExpiry {
 		horizon = ceiling
 	}

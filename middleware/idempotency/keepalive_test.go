@@ -479,3 +479,23 @@ func keepsInvocationLease(t *testing.T, strict bool) {
 		t.Errorf("the lease is %v after the claim, want at least the invocation's deadline plus SkewMargin, %v", ip.LeaseUntil.Sub(start), want.Sub(start))
 	}
 }
+
+// TestKeepAliveLimitNamesExpiry: when the record's expiry less SkewMargin
+// cuts the claimed lease itself, before a shorter KeepAliveLimit could
+// bind, the context's cause names the expiry, where it ends, not the
+// limit.
+func TestKeepAliveLimitNamesExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Lease 4 s, expiry 8 s less the default 5 s SkewMargin: 3 s;
+		// the limit, 2 s, is below the claimed lease and does not bind.
+		cfg := idempotency.Config{Store: &countingStore{Store: memstore.New(), ok: -1}, Lease: 4 * time.Second,
+			ExpiresAfter: 8 * time.Second, KeepAliveLimit: 2 * time.Second}
+		ended, _, cause := keepAliveRun(t, cfg, time.Hour)
+		if want := 3*time.Second - 400*time.Millisecond; ended != want {
+			t.Errorf("the operation's context ended after %v, want %v (the expiry less SkewMargin, less the reserve)", ended, want)
+		}
+		if !errors.Is(cause, idempotency.ErrLeaseNotExtended) || !strings.Contains(cause.Error(), "expiry") {
+			t.Errorf("cause %v: want ErrLeaseNotExtended naming the record's expiry", cause)
+		}
+	})
+}
