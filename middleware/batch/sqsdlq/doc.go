@@ -38,8 +38,8 @@
 // # What is sent
 //
 // The body and the message attributes as received, and, as many as fit
-// beside them (SQS allows ten attributes per message), in this order:
-// [AttrReason] (the record's error message, cut to [MaxReason] bytes),
+// beside them (SQS allows ten attributes per message; see [MaxSize]), in
+// this order: [AttrReason] (the record's error message, cut to [MaxReason] bytes),
 // [AttrErrorType], [AttrMessageID], [AttrSourceQueue] and
 // [AttrReceiveCount]. A record function's errors must not quote message
 // content: the reason is sent and logged. The message goes in its own

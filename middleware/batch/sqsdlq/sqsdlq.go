@@ -34,10 +34,13 @@ var _ API = (*sqs.Client)(nil)
 const DefaultConcurrency = 8
 
 // The message attributes a moved message carries, besides its own: why
-// and from where it was moved. SQS allows ten attributes per message; those
-// that do not fit beside the message's own are left out, last first. A
-// message moved again (redriven, and failed for good again) carries this
-// move's: its own attributes named "sqsonce." are left out.
+// and from where it was moved. SQS allows ten attributes per message, and
+// counts their names, types and values in the message's size: those that
+// do not fit beside the message's own, in number or within [MaxSize], are
+// left out, last first. A message moved again (redriven, and failed for
+// good again) carries this move's: its own attributes named "sqsonce." are
+// left out. Their values hold only the characters SQS takes; any other is
+// sent as U+FFFD.
 const (
 	ourPrefix        = "sqsonce."
 	AttrReason       = "sqsonce.reason"        // String: the record's error message, at most MaxReason bytes
@@ -53,6 +56,13 @@ const MaxReason = 1024
 
 // maxAttributes is the most message attributes SQS takes on one message.
 const maxAttributes = 10
+
+// MaxSize bounds the size SQS counts of a moved message (its body, and its
+// attributes' names, types and values) with this move's attributes: 256
+// KiB, a queue's default MaximumMessageSize, or the message's own size
+// when that is larger (its queue takes more). Reasons are never worth a
+// move SQS refuses.
+const MaxSize = 256 << 10
 
 // Mover is a [batch.DeadLetterMover] on the SQS API. It is safe for
 // concurrent use; create one with [New] at start-up and share it.
@@ -318,20 +328,23 @@ func (m *Mover) move(ctx context.Context, mv *batch.DeadLetterMove) error {
 func attributes(mv *batch.DeadLetterMove) map[string]types.MessageAttributeValue {
 	msg := &mv.Message
 	out := make(map[string]types.MessageAttributeValue, maxAttributes)
+	size := len(msg.Body)
 	for name, a := range msg.MessageAttributes {
 		if strings.HasPrefix(name, ourPrefix) {
 			continue
 		}
 		v := types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
 		out[name] = v
+		size += len(name) + len(a.DataType) + len(aws.ToString(a.StringValue)) + len(a.BinaryValue)
 	}
+	limit := max(MaxSize, size)
 	reason := []struct {
 		name, typ, value string
 	}{
-		{AttrReason, "String", truncate(mv.Reason, MaxReason)},
-		{AttrErrorType, "String", mv.ErrorType},
-		{AttrMessageID, "String", msg.MessageId},
-		{AttrSourceQueue, "String", msg.EventSourceARN},
+		{AttrReason, "String", truncate(sendable(mv.Reason), MaxReason)},
+		{AttrErrorType, "String", sendable(mv.ErrorType)},
+		{AttrMessageID, "String", sendable(msg.MessageId)},
+		{AttrSourceQueue, "String", sendable(msg.EventSourceARN)},
 		{AttrReceiveCount, "Number", msg.Attributes["ApproximateReceiveCount"]},
 	}
 	for _, r := range reason {
@@ -346,9 +359,34 @@ func attributes(mv *batch.DeadLetterMove) map[string]types.MessageAttributeValue
 				continue
 			}
 		}
+		n := len(r.name) + len(r.typ) + len(r.value)
+		if size+n > limit {
+			continue // a shorter one may fit
+		}
+		size += n
 		out[r.name] = types.MessageAttributeValue{DataType: aws.String(r.typ), StringValue: aws.String(r.value)}
 	}
 	return out
+}
+
+// sendable returns s with each character SQS refuses in a string value
+// (any but #x9, #xA, #xD, #x20–#xD7FF, #xE000–#xFFFD, #x10000–#x10FFFF,
+// and bytes that are not UTF-8) replaced by U+FFFD.
+func sendable(s string) string {
+	ok := func(r rune) bool {
+		return r == 0x9 || r == 0xA || r == 0xD || 0x20 <= r && r <= 0xD7FF ||
+			0xE000 <= r && r <= 0xFFFD || 0x10000 <= r && r <= 0x10FFFF
+	}
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !ok(r) }) {
+		return s
+	}
+	// Ranging over s yields U+FFFD for each byte that is not UTF-8.
+	return strings.Map(func(r rune) rune {
+		if !ok(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 }
 
 // truncate cuts s to at most n bytes at a character boundary, marking the
