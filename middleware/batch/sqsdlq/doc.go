@@ -31,9 +31,12 @@
 // DeleteMessage only once it was sent. A failed send leaves the message
 // failed in its queue, to SQS's own redrive. A failed delete is reported
 // wrapping [batch.ErrNotDeleted], and the batch handler leaves the message
-// to Lambda to delete; if that fails too, the message is sent again: a
-// FIFO dead-letter queue drops the copy (its MessageDeduplicationId is the
-// messageId), a standard one keeps both, with the same [AttrMessageID].
+// to Lambda to delete; if that fails too, the message comes back after
+// its visibility timeout and is sent again. A FIFO dead-letter queue drops
+// a copy sent within SQS's five-minute deduplication interval (its
+// MessageDeduplicationId is the messageId); past it (a visibility timeout
+// above five minutes, as in the shipped stack), and in a standard one,
+// both are kept, with the same [AttrMessageID].
 //
 // # What is sent
 //
