@@ -28,6 +28,29 @@ func permanent(err error) PermanentError {
 	return nil
 }
 
+// permanentOf is permanent for an error of the record function, whose own
+// methods may panic (a typed nil): such an error is not known to be
+// permanent, and its message stays failed.
+func permanentOf(err error) (p PermanentError) {
+	defer func() {
+		if recover() != nil {
+			p = nil
+		}
+	}()
+	return permanent(err)
+}
+
+// reasonOf is err's message, or, when its Error method panics, a reason
+// saying so (the panic's value is not quoted: it may hold message content).
+func reasonOf(err error) (reason string) {
+	defer func() {
+		if recover() != nil {
+			reason = fmt.Sprintf("batch: the record's error (%T) panicked in its Error method", err)
+		}
+	}()
+	return err.Error()
+}
+
 // errorType names the type of the error that made a record's failure
 // permanent, as Lambda names error types: the marked error's for one
 // marked by [Permanent].
@@ -119,8 +142,8 @@ func (r *sqsRun) moveToDeadLetter() {
 		if err == nil || !r.started[i] {
 			continue
 		}
-		if p := permanent(err); p != nil {
-			moves = append(moves, DeadLetterMove{Message: r.recs[i], Reason: err.Error(), ErrorType: errorType(p)})
+		if p := permanentOf(err); p != nil {
+			moves = append(moves, DeadLetterMove{Message: r.recs[i], Reason: reasonOf(err), ErrorType: errorType(p)})
 			idx = append(idx, i)
 		}
 	}
