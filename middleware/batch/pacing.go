@@ -178,15 +178,30 @@ func (p Pacing) timeout(msg *events.SQSMessage, err error, started bool, now tim
 		return 0
 	}
 	var d time.Duration
-	if ra, ok := errors.AsType[RetryAtError](err); ok && !ra.RetryAt().IsZero() {
+	if at := retryAt(err); !at.IsZero() {
 		// Capped before the jitter is added: Sub saturates for a RetryAt
 		// far ahead (a lease kept for good), and the sum would overflow.
-		d = min(max(ra.RetryAt().Sub(now), 0), MaxVisibilityTimeout) + time.Duration(rnd()*p.Jitter*float64(p.Base))
+		d = min(max(at.Sub(now), 0), MaxVisibilityTimeout) + time.Duration(rnd()*p.Jitter*float64(p.Base))
 	} else {
 		d = p.backoff(receiveCount(msg))
 		d -= time.Duration(rnd() * p.Jitter * float64(d))
 	}
 	return min(max(d, 0), MaxVisibilityTimeout)
+}
+
+// retryAt is the RetryAt of err's RetryAtError, if any, or the zero time,
+// also when that method of the record function's error panics (a typed
+// nil): the record then backs off as any other failure.
+func retryAt(err error) (at time.Time) {
+	defer func() {
+		if recover() != nil {
+			at = time.Time{}
+		}
+	}()
+	if ra, ok := errors.AsType[RetryAtError](err); ok {
+		return ra.RetryAt()
+	}
+	return time.Time{}
 }
 
 // backoff is min(Cap, Base × 2^(n−1)).
