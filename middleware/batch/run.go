@@ -283,7 +283,7 @@ func (r *run[R]) finish(i int, err error) {
 // nothing for an error the record function logged itself (see
 // [LoggedError]).
 func (r *run[R]) logFailure(rec *R, err error) {
-	if l, ok := errors.AsType[LoggedError](err); ok && l.Logged() {
+	if loggedAlready(err) {
 		return
 	}
 	attrs := append(r.kind.ident(rec), slog.Any("error", err))
@@ -300,6 +300,20 @@ func (r *run[R]) logFailure(rec *R, err error) {
 	default:
 		r.log.LogAttrs(r.ctx, slog.LevelError, "batch: record failed", attrs...)
 	}
+}
+
+// loggedAlready reports whether err is a LoggedError that says it was
+// logged; false when its Logged method panics (a typed nil of the record
+// function's error type), so that the failure is logged, and the panic
+// does not end the process from the record's goroutine.
+func loggedAlready(err error) (logged bool) {
+	defer func() {
+		if recover() != nil {
+			logged = false
+		}
+	}()
+	l, ok := errors.AsType[LoggedError](err)
+	return ok && l.Logged()
 }
 
 // onRecord calls the OnRecord hook, containing a panic inside it.
