@@ -252,14 +252,59 @@ func (r *run[R]) mayStart() error {
 }
 
 // call runs the record function on record i, turning a panic into a
-// *PanicError.
+// *PanicError, and an error whose chain panics into a *chainError.
 func (r *run[R]) call(i int) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return r.fn(r.ctx, r.recs[i])
+	return unwrappable(r.fn(r.ctx, r.recs[i]))
+}
+
+// chainError stands for a record function's error whose Unwrap, Is or As
+// method panics (a typed nil of its type): every errors.Is and errors.As
+// on it would panic, in the record's goroutine too, ending the process.
+// It is permanent when the error was marked so outside the panicking part.
+type chainError struct {
+	typ       string // the error's Go type
+	permanent bool
+}
+
+func (e *chainError) Error() string {
+	return "batch: the record's error (" + e.typ + ") panics when unwrapped"
+}
+
+// Permanent reports whether the error was marked permanent.
+func (e *chainError) Permanent() bool { return e.permanent }
+
+// errProbe is a sentinel no error chain holds.
+var errProbe = errors.New("batch: probe")
+
+// probeTarget is a type no error chain holds.
+type probeTarget struct{ error }
+
+// unwrappable returns err, or a *chainError for it when walking its chain
+// panics.
+func unwrappable(err error) error {
+	if err == nil || walks(err) {
+		return err
+	}
+	return &chainError{typ: fmt.Sprintf("%T", err), permanent: permanentOf(err) != nil}
+}
+
+// walks reports whether errors.Is and errors.As go through err's chain
+// without a panic: both call every Unwrap, and each Is or As method, of
+// a chain they do not match.
+func walks(err error) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	var t *probeTarget
+	_, _ = errors.Is(err, errProbe), errors.As(err, &t)
+	return true
 }
 
 // finish records the outcome of record i, logs a failure and calls the
