@@ -371,7 +371,7 @@ func (c *resolveCmd) exec(ctx context.Context, o *ops) int {
 	done := driver.Record{ID: id, Status: driver.StatusCompleted, Owner: owner,
 		ExpiresAt: expires, Validation: rec.Validation, Data: data}
 	if o.sealer == nil {
-		done.Data = plainForm(data)
+		done.Data = driver.PlainForm(data) // as the guard stores it
 	} else {
 		// As the guard seals: compressed first only where the store would
 		// not keep the seal whole.
@@ -387,19 +387,6 @@ func (c *resolveCmd) exec(ctx context.Context, o *ops) int {
 		}
 	}
 	return c.report(ctx, o, "resolve", id, rec)
-}
-
-// plainForm is the stored form of data, a result stored unsealed, as the
-// guard writes it: data, unless a reader would take it for sealed
-// (driver.IsSealed: a JSON string in the syntax of the sealed form earlier
-// builds wrote); then the same JSON string with its first character
-// escaped, which no reader takes for sealed.
-func plainForm(data []byte) []byte {
-	if len(data) < 2 || data[0] != '"' || !driver.IsSealed(data) {
-		return data
-	}
-	// data begins "sqsonce: its 's' is \u0073.
-	return append([]byte(`"\u0073`), data[2:]...)
 }
 
 // sealCheckRecords bounds the completed records resolve reads, without

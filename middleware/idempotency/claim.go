@@ -158,7 +158,7 @@ func (g *Guard) claimAndRun(ctx context.Context, f *flight, id, validation strin
 		}
 		result = OutcomeFailed
 	}
-	kept := plainForm(data) // what the store is given: data, or its seal
+	kept := driver.PlainForm(data) // what the store is given: data, or its seal
 	if g.cfg.Sealer != nil && data != nil {
 		if kept, err = g.seal(ctx, rec, data); err != nil {
 			// The operation ran: the record completes, its result withheld
@@ -399,20 +399,6 @@ func callOp(ctx context.Context, op func(context.Context) (any, error)) (val any
 		return nil, perr
 	}
 	return val, err
-}
-
-// plainForm is the stored form of data, a result stored unsealed: data,
-// unless a reader would take it for sealed (driver.IsSealed: a JSON string
-// in the syntax of the sealed form earlier builds wrote, such as
-// "sqsonce:sealed:1:QUJD"); then the same JSON string with its first
-// character escaped, which no reader takes for sealed and every JSON
-// decoder reads as data.
-func plainForm(data []byte) []byte {
-	if len(data) < 2 || data[0] != '"' || !driver.IsSealed(data) {
-		return data
-	}
-	// data begins "sqsonce: its 's' is \u0073.
-	return append([]byte(`"\u0073`), data[2:]...)
 }
 
 // sealedAsText is a stored result as a reader that takes it for plain

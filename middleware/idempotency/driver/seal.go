@@ -145,6 +145,22 @@ func isLegacySealed(data []byte) bool {
 	return err == nil
 }
 
+// PlainForm is data, a result stored unsealed, as every reader replays
+// it: data itself, unless [IsSealed] would take it for sealed (a JSON
+// string in the syntax of the sealed form earlier builds wrote, such as
+// "sqsonce:sealed:1:QUJD", which an operation may return); then the same
+// JSON string with its first character escaped, which no reader takes for
+// sealed and every JSON decoder reads as the same value. A store that keeps
+// results in another form than their JSON text (dynamostore's
+// DataPowertoolsTypeScript) returns a read result in this form.
+func PlainForm(data []byte) []byte {
+	if len(data) < 2 || data[0] != '"' || !IsSealed(data) {
+		return data
+	}
+	// data begins "sqsonce: its 's' is \u0073.
+	return append([]byte(`"\u0073`), data[2:]...)
+}
+
 // IsWithheld reports whether data, a stored result, is [WithheldData] (or
 // its JSON string form, which earlier builds wrote).
 func IsWithheld(data []byte) bool {

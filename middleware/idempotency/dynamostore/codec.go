@@ -206,7 +206,7 @@ func (s *Store) decodeData(item map[string]types.AttributeValue) ([]byte, error)
 			return nil, &FormatError{Have: DataJSON, Want: s.format, Detail: fmt.Sprintf("%s is %q", a.DataEncoding, enc)}
 		}
 		data, err := nativeJSON(v)
-		return unsealedForm(data), err
+		return driver.PlainForm(data), err // no result is sealed in this format (ValidateSealed)
 	}
 	switch enc {
 	case "":
@@ -241,20 +241,6 @@ func (s *Store) decodeData(item map[string]types.AttributeValue) ([]byte, error)
 	default:
 		return nil, &FormatError{Have: DataPowertoolsTypeScript, Want: s.format, Detail: "a value of type " + attrType(v)}
 	}
-}
-
-// unsealedForm is data, a result read in DataPowertoolsTypeScript, in
-// which no result is sealed (ValidateSealed): as it is, unless the guard
-// would take it for sealed (driver.IsSealed: a string such as
-// "sqsonce:sealed:1:QUJD", which Powertools or a guard wrote, in the
-// syntax of the sealed form earlier builds wrote as JSON text); then the
-// same JSON string with its first character escaped, which it replays.
-func unsealedForm(data []byte) []byte {
-	if len(data) < 2 || data[0] != '"' || !driver.IsSealed(data) {
-		return data
-	}
-	// data begins "sqsonce: its 's' is \u0073.
-	return append([]byte(`"\u0073`), data[2:]...)
 }
 
 // nativeJSON converts a value in DynamoDB's native types to JSON.
