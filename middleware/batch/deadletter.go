@@ -28,27 +28,31 @@ func permanent(err error) PermanentError {
 	return nil
 }
 
-// permanentOf is permanent for an error of the record function, whose own
-// methods may panic (a typed nil): such an error is not known to be
-// permanent, and its message stays failed.
-func permanentOf(err error) (p PermanentError) {
+// guarded is f(), or fallback when f panics: for the methods of a record
+// function's error, which may panic (a typed nil of its type). The panic's
+// value is not kept: it may hold message content.
+func guarded[T any](fallback T, f func() T) (v T) {
 	defer func() {
 		if recover() != nil {
-			p = nil
+			v = fallback
 		}
 	}()
-	return permanent(err)
+	return f()
+}
+
+// permanentOf is permanent for an error of the record function: one whose
+// methods panic is not known to be permanent, and its message stays failed.
+func permanentOf(err error) PermanentError {
+	return guarded(nil, func() PermanentError { return permanent(err) })
 }
 
 // reasonOf is err's message, or, when its Error method panics, a reason
-// saying so (the panic's value is not quoted: it may hold message content).
-func reasonOf(err error) (reason string) {
-	defer func() {
-		if recover() != nil {
-			reason = fmt.Sprintf("batch: the record's error (%T) panicked in its Error method", err)
-		}
-	}()
-	return err.Error()
+// saying so.
+func reasonOf(err error) string {
+	// A closure, not the method value err.Error, which would dereference a
+	// typed nil of a value receiver here, unguarded.
+	return guarded(fmt.Sprintf("batch: the record's error (%T) panicked in its Error method", err),
+		func() string { return err.Error() })
 }
 
 // errorType names the type of the error that made a record's failure

@@ -190,18 +190,15 @@ func (p Pacing) timeout(msg *events.SQSMessage, err error, started bool, now tim
 }
 
 // retryAt is the RetryAt of err's RetryAtError, if any, or the zero time,
-// also when that method of the record function's error panics (a typed
-// nil): the record then backs off as any other failure.
-func retryAt(err error) (at time.Time) {
-	defer func() {
-		if recover() != nil {
-			at = time.Time{}
+// also when that method of the record function's error panics: the record
+// then backs off as any other failure.
+func retryAt(err error) time.Time {
+	return guarded(time.Time{}, func() time.Time {
+		if ra, ok := errors.AsType[RetryAtError](err); ok {
+			return ra.RetryAt()
 		}
-	}()
-	if ra, ok := errors.AsType[RetryAtError](err); ok {
-		return ra.RetryAt()
-	}
-	return time.Time{}
+		return time.Time{}
+	})
 }
 
 // backoff is min(Cap, Base × 2^(n−1)).

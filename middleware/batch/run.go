@@ -296,15 +296,12 @@ func unwrappable(err error) error {
 // walks reports whether errors.Is and errors.As go through err's chain
 // without a panic: both call every Unwrap, and each Is or As method, of
 // a chain they do not match.
-func walks(err error) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	var t *probeTarget
-	_, _ = errors.Is(err, errProbe), errors.As(err, &t)
-	return true
+func walks(err error) bool {
+	return guarded(false, func() bool {
+		var t *probeTarget
+		_, _ = errors.Is(err, errProbe), errors.As(err, &t)
+		return true
+	})
 }
 
 // finish records the outcome of record i, logs a failure and calls the
@@ -348,17 +345,14 @@ func (r *run[R]) logFailure(rec *R, err error) {
 }
 
 // loggedAlready reports whether err is a LoggedError that says it was
-// logged; false when its Logged method panics (a typed nil of the record
-// function's error type), so that the failure is logged, and the panic
-// does not end the process from the record's goroutine.
-func loggedAlready(err error) (logged bool) {
-	defer func() {
-		if recover() != nil {
-			logged = false
-		}
-	}()
-	l, ok := errors.AsType[LoggedError](err)
-	return ok && l.Logged()
+// logged; false when its Logged method panics, so that the failure is
+// logged, and the panic does not end the process from the record's
+// goroutine.
+func loggedAlready(err error) bool {
+	return guarded(false, func() bool {
+		l, ok := errors.AsType[LoggedError](err)
+		return ok && l.Logged()
+	})
 }
 
 // onRecord calls the OnRecord hook, containing a panic inside it.

@@ -16,11 +16,12 @@ const fencedWriteTimeout = 5 * time.Second
 
 // deadlineWriteGrace is how long past the call's deadline the writes made
 // after the operation returned may run when that deadline ends the call's
-// context, before they start or while they run. The caller's response is still to be sent: under batch the
-// deadline is the records' (the invocation's less batch.DefaultReserve,
-// 500 ms), and writes that run on past the reserve make Lambda lose the
-// batch's response, so that every record of the batch comes back. 200 ms
-// is within that reserve, and ample for a healthy store's write.
+// context, before they start or while they run. The caller's response is
+// still to be sent: under batch the deadline is the records' (the
+// invocation's less batch.DefaultReserve, 500 ms), and writes that run on
+// past the reserve make Lambda lose the batch's response, so that every
+// record of the batch comes back. 200 ms is within that reserve, and ample
+// for a healthy store's write.
 const deadlineWriteGrace = 200 * time.Millisecond
 
 // lateWriteFloor is the least time such a write gets from its start, past
